@@ -1,0 +1,1 @@
+"""Typer command-line face: ``knowhub serve | tree | knowledge | context | admin``."""

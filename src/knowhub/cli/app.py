@@ -1,0 +1,43 @@
+"""Root of the CLI. Each engine registers its sub-app module here and nowhere else."""
+
+from __future__ import annotations
+
+import typer
+
+from knowhub import __version__
+
+app = typer.Typer(
+    name="knowhub",
+    help="Long-term memory and knowledge for LLM agents.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"knowhub {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """knowhub: keyword tree, knowledge hub and context engine for agents."""
+
+
+def _register() -> None:
+    from knowhub.cli import tree as tree_cli
+
+    app.add_typer(tree_cli.app, name="tree")
+
+
+_register()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

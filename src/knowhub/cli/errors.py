@@ -1,0 +1,39 @@
+"""One place where the CLI turns errors into one clear line and an exit code."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from knowhub.errors import KnowhubError
+
+err_console = Console(stderr=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    """Print ``error: message`` in red on stderr and return the Exit to raise."""
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    return typer.Exit(code)
+
+
+def handle_errors(func: F) -> F:
+    """Decorator for commands: KnowhubError and OSError become one line, exit 1."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except KnowhubError as exc:
+            raise fail(str(exc) or type(exc).__name__) from None
+        except OSError as exc:
+            raise fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")) from None
+        except KeyboardInterrupt:
+            raise fail("interrupted", code=130) from None
+
+    return wrapper  # type: ignore[return-value]

@@ -1,0 +1,154 @@
+"""Principals, scopes, visibility and priority (seed 003), and the request context (seed 004).
+
+A scope is ``{entity_type}:{entity_id}`` with entity types user, agent, project, team, org,
+or the bare word ``public``. A :class:`Principal` is the authenticated caller: its own id
+(for example ``user:alice``) plus the scopes it is a member of. What a principal may see is
+computed here, from the principal alone, and never from what a request claims.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from knowhub.errors import InvalidInputError
+
+SCOPE_TYPES: tuple[str, ...] = ("user", "agent", "project", "team", "org")
+PUBLIC = "public"
+
+#: Lower number = higher priority (seed 003: user > project > agent > team > org > public).
+SCOPE_PRIORITY: dict[str, int] = {
+    "user": 0,
+    "project": 1,
+    "agent": 2,
+    "team": 3,
+    "org": 4,
+    PUBLIC: 5,
+}
+
+_SCOPE_ID = re.compile(r"^[^\s:/\\\x00]{1,200}$")
+
+
+def parse_scope(scope: str) -> tuple[str, str]:
+    """Split ``"team:t1"`` into ``("team", "t1")``; ``"public"`` gives ``("public", "")``.
+
+    Raises:
+        InvalidInputError: unknown entity type, empty or malformed id.
+    """
+    if not isinstance(scope, str):
+        raise InvalidInputError(f"scope must be a string, got {type(scope).__name__}")
+    text = scope.strip()
+    if text == PUBLIC:
+        return PUBLIC, ""
+    kind, sep, ident = text.partition(":")
+    if not sep or kind not in SCOPE_TYPES or not _SCOPE_ID.match(ident):
+        raise InvalidInputError(
+            f"invalid scope {scope!r}: expected public or one of "
+            f"{', '.join(t + ':<id>' for t in SCOPE_TYPES)}",
+            scope=scope,
+        )
+    return kind, ident
+
+
+def normalize_scope(scope: str) -> str:
+    """Validated canonical form of a scope string."""
+    kind, ident = parse_scope(scope)
+    return PUBLIC if kind == PUBLIC else f"{kind}:{ident}"
+
+
+def scope_priority(scope: str) -> int:
+    """Priority rank of one scope (0 is highest)."""
+    return SCOPE_PRIORITY[parse_scope(scope)[0]]
+
+
+def best_scope_priority(scopes: Iterable[str]) -> int:
+    """Rank of the highest-priority scope in ``scopes`` (public's rank if there is none)."""
+    ranks = [scope_priority(s) for s in scopes]
+    return min(ranks) if ranks else SCOPE_PRIORITY[PUBLIC]
+
+
+@dataclass(frozen=True)
+class Principal:
+    """An authenticated caller.
+
+    Attributes:
+        id: the principal's own scope, e.g. ``user:alice`` or ``agent:research_agent``.
+        memberships: scopes the principal belongs to (``team:t1``, ``org:o`` ...).
+        admin_of: scopes in which the principal may modify objects it does not own.
+    """
+
+    id: str
+    memberships: tuple[str, ...] = ()
+    admin_of: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        kind, _ = parse_scope(self.id)
+        if kind == PUBLIC:
+            raise InvalidInputError("a principal cannot be 'public'")
+        object.__setattr__(self, "memberships", tuple(normalize_scope(s) for s in self.memberships))
+        object.__setattr__(self, "admin_of", tuple(normalize_scope(s) for s in self.admin_of))
+
+    @classmethod
+    def of(cls, principal: str, memberships: Iterable[str] = (), admin_of: Iterable[str] = ()) -> Principal:
+        return cls(principal, tuple(memberships), tuple(admin_of))
+
+    @property
+    def visible_scopes(self) -> frozenset[str]:
+        """Own scope, memberships and public: what this principal may read."""
+        return frozenset({self.id, *self.memberships, PUBLIC})
+
+    def can_see(self, scopes: Iterable[str]) -> bool:
+        """True when ``scopes`` intersect the principal's visible scopes."""
+        visible = self.visible_scopes
+        return any(s in visible for s in scopes)
+
+    def can_modify(self, owner: str, scopes: Iterable[str] = ()) -> bool:
+        """Owner, or an admin of one of the object's scopes, may modify or delete it."""
+        if owner == self.id:
+            return True
+        admin = set(self.admin_of)
+        return owner in admin or any(s in admin for s in scopes)
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    """Who is asking, for the ContextEngine (seed 004 §4.1).
+
+    ``account_id`` and ``user_id`` isolate data completely: nothing of one account or user
+    is reachable from another. ``agent_id`` selects the agent space for cases, patterns and
+    skills.
+    """
+
+    account_id: str
+    user_id: str
+    agent_id: str = "default"
+    session_id: str | None = None
+    trace_id: str | None = None
+    extra: dict[str, str] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("account_id", "user_id", "agent_id"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not _SEGMENT.match(value):
+                raise InvalidInputError(
+                    f"{name} must be 1-128 characters of letters, digits, '-', '_' or '.', "
+                    f"and not '.' or '..': {value!r}",
+                    field=name,
+                )
+
+
+_SEGMENT = re.compile(r"^(?!\.{1,2}$)[\w.\-]{1,128}$")
+
+
+__all__ = [
+    "PUBLIC",
+    "SCOPE_PRIORITY",
+    "SCOPE_TYPES",
+    "Principal",
+    "RequestContext",
+    "best_scope_priority",
+    "normalize_scope",
+    "parse_scope",
+    "scope_priority",
+]
