@@ -1,0 +1,124 @@
+"""The FastAPI application factory: engines opened in the lifespan, one router per engine.
+
+Adding another engine's HTTP face takes two one-line entries: its router factory in
+:data:`ROUTER_FACTORIES` and, if it needs an engine object, a builder in
+:data:`ENGINE_BUILDERS` (the lifespan opens it, stores it in ``app.state.engines[name]`` and
+closes it on shutdown). Engines can also be injected already open, which tests and
+embedding applications use; injected engines are left open for their owner to close.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+from fastapi import APIRouter, FastAPI
+
+from knowhub import __version__
+from knowhub.config import Settings
+from knowhub.server.auth import Authenticator
+from knowhub.server.deps import KNOWLEDGE_HUB
+from knowhub.server.errors import DEFAULT_MAX_BODY_BYTES, GuardMiddleware, install_error_handlers
+from knowhub.server.routers import knowledge as knowledge_router
+from knowhub.server.routers import resource as resource_router
+
+logger = logging.getLogger("knowhub.server")
+
+RouterFactory = Callable[[], APIRouter]
+EngineBuilder = Callable[[Settings], Any]
+
+
+def _build_knowledge_hub(settings: Settings) -> Any:
+    from knowhub.knowledge import KnowledgeHub
+
+    return KnowledgeHub.from_settings(settings)
+
+
+#: Routers included in every app, in order.
+ROUTER_FACTORIES: tuple[RouterFactory, ...] = (
+    knowledge_router.build_router,
+    resource_router.build_router,
+)
+
+#: Engines the lifespan opens (unless injected), by their name in ``app.state.engines``.
+ENGINE_BUILDERS: Mapping[str, EngineBuilder] = {
+    KNOWLEDGE_HUB: _build_knowledge_hub,
+}
+
+
+def create_app(
+    settings: Settings,
+    *,
+    knowledge_hub: Any | None = None,
+    engines: Mapping[str, Any] | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+) -> FastAPI:
+    """Build the knowhub HTTP app.
+
+    Args:
+        settings: all settings; ``auth`` decides principals, engines read their sections.
+        knowledge_hub: an already open :class:`~knowhub.knowledge.KnowledgeHub` to serve
+            instead of opening one from ``settings`` (the caller keeps ownership).
+        engines: other already open engines by name (same ownership rule).
+        max_body_bytes: largest request body accepted; larger ones get 413.
+
+    Raises:
+        ConfigError: the configured API keys or default principal are invalid.
+    """
+    injected: dict[str, Any] = dict(engines or {})
+    if knowledge_hub is not None:
+        injected[KNOWLEDGE_HUB] = knowledge_hub
+    authenticator = Authenticator.from_settings(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            opened: dict[str, Any] = dict(injected)
+            for name, build in ENGINE_BUILDERS.items():
+                if name in opened:
+                    continue
+                instance = build(settings)
+                stack.callback(_close_quietly, name, instance)
+                opened[name] = instance
+            app.state.engines = opened
+            try:
+                yield
+            finally:
+                app.state.engines = dict(injected)
+
+    app = FastAPI(
+        title="knowhub",
+        version=__version__,
+        summary="Long-term memory and knowledge for LLM agents.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.authenticator = authenticator
+    app.state.engines = dict(injected)
+    install_error_handlers(app)
+    app.add_middleware(GuardMiddleware, max_body_bytes=max_body_bytes)
+
+    @app.get("/health", tags=["meta"])
+    def health() -> dict[str, str]:
+        """Liveness: the process answers. Needs no key."""
+        return {"status": "ok", "version": __version__}
+
+    for factory in ROUTER_FACTORIES:
+        app.include_router(factory())
+    return app
+
+
+def _close_quietly(name: str, instance: Any) -> None:
+    """Close an engine on shutdown; a failure is logged so the others still close."""
+    close = getattr(instance, "close", None)
+    if not callable(close):
+        return
+    try:
+        close()
+    except Exception:
+        logger.exception("closing engine %s failed", name)
+
+
+__all__ = ["ENGINE_BUILDERS", "ROUTER_FACTORIES", "create_app"]

@@ -1,0 +1,1 @@
+"""One router module per engine; each exposes ``build_router() -> APIRouter``."""

@@ -1,0 +1,157 @@
+"""``/api/knowledge``: seed 002's knowledge endpoints plus history, undo, profile, extract.
+
+Each handler parses input, calls exactly one :class:`~knowhub.knowledge.KnowledgeHub`
+method with the authenticated principal, and shapes the answer; permissions and visibility
+are the engine's. Handlers are plain ``def`` because the engine is synchronous: FastAPI runs
+them in its threadpool. Fixed paths (``/search``, ``/batch_update``, ``/slim``,
+``/extract``, ``/undo``, ``/profile``) are declared before ``/{knowledge_id}`` so that the
+parameterized routes never capture them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query
+
+from knowhub.server.deps import HubDep, PrincipalDep, clean_query, split_csv
+from knowhub.server.routers._json import results, to_json
+from knowhub.server.schemas import (
+    MAX_QUERY_CHARS,
+    BatchUpdate,
+    ExtractRequest,
+    KnowledgeCreate,
+    KnowledgeUpdate,
+    SlimRequest,
+    UndoRequest,
+)
+
+KnowledgeId = Annotated[str, Path(min_length=1, max_length=512, description="knowledge id")]
+CsvParam = Annotated[str | None, Query(max_length=4_000, description="comma-separated")]
+
+
+def build_router() -> APIRouter:
+    """A fresh router for ``/api/knowledge`` (fresh per app, so apps never share state)."""
+    router = APIRouter(prefix="/api/knowledge", tags=["knowledge"])
+
+    @router.get("/search")
+    def search_knowledge(
+        principal: PrincipalDep,
+        hub: HubDep,
+        q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS, description="query")],
+        top_k: Annotated[int, Query(ge=1, le=100)] = 5,
+        min_score: Annotated[int, Query(ge=0, le=5)] = 3,
+        types: CsvParam = None,
+    ) -> dict[str, Any]:
+        """Two-stage retrieval (semantic routing, then quality ranking) over visible items."""
+        hits = hub.search(
+            principal,
+            clean_query(q, field="q"),
+            top_k=top_k,
+            min_score=min_score,
+            types=split_csv(types, field="types"),
+        )
+        return results(hits)
+
+    @router.post("/batch_update")
+    def batch_update_knowledge(
+        principal: PrincipalDep, hub: HubDep, body: BatchUpdate
+    ) -> dict[str, Any]:
+        """Helpful/harmful feedback for many items; failures are reported per item."""
+        outcome = hub.batch_update(principal, [item.to_engine() for item in body.feedback_list])
+        return dict(to_json(outcome))
+
+    @router.post("/slim")
+    def slim_knowledge(principal: PrincipalDep, hub: HubDep, body: SlimRequest) -> dict[str, Any]:
+        """Plan merges of similar items (``apply=false``), or apply a plan (``apply=true``)."""
+        plan = hub.slim(principal, model=body.model, apply=body.apply, plan_id=body.plan_id)
+        return dict(to_json(plan))
+
+    @router.post("/extract", status_code=201)
+    def extract_knowledge(
+        principal: PrincipalDep, hub: HubDep, body: ExtractRequest
+    ) -> dict[str, Any]:
+        """Extract and save knowledge from a conversation (seed 003)."""
+        messages = [message.model_dump() for message in body.messages]
+        return results(hub.extract(principal, messages))
+
+    @router.post("/undo")
+    def undo_change(principal: PrincipalDep, hub: HubDep, body: UndoRequest) -> dict[str, Any]:
+        """Revert one recorded change; answers the item as it is afterwards."""
+        return dict(to_json(hub.undo(principal, body.change_id)))
+
+    @router.get("/profile")
+    def user_profile(
+        principal: PrincipalDep,
+        hub: HubDep,
+        limit: Annotated[int, Query(ge=1, le=1_000)] = 20,
+    ) -> dict[str, Any]:
+        """The caller's ``user_profile`` knowledge, best first (seed 003)."""
+        return results(hub.user_profile(principal, limit=limit))
+
+    @router.get("")
+    def list_knowledge(
+        principal: PrincipalDep,
+        hub: HubDep,
+        limit: Annotated[int, Query(ge=1, le=1_000)] = 10,
+        types: CsvParam = None,
+        scopes: CsvParam = None,
+    ) -> dict[str, Any]:
+        """Visible items, newest first, optionally narrowed by types and scopes."""
+        items = hub.list(
+            principal,
+            limit=limit,
+            types=split_csv(types, field="types"),
+            scopes=split_csv(scopes, field="scopes"),
+        )
+        return results(items)
+
+    @router.post("", status_code=201)
+    def save_knowledge(
+        principal: PrincipalDep, hub: HubDep, body: KnowledgeCreate
+    ) -> dict[str, Any]:
+        """Save a new item; answers the stored item including its new ``id``."""
+        return dict(to_json(hub.save(principal, body.to_engine())))
+
+    @router.get("/{knowledge_id}/history")
+    def knowledge_history(
+        principal: PrincipalDep, hub: HubDep, knowledge_id: KnowledgeId
+    ) -> dict[str, Any]:
+        """Previous versions of one item, newest first."""
+        return results(hub.history(principal, knowledge_id), id=knowledge_id)
+
+    @router.get("/{knowledge_id}")
+    def get_knowledge(
+        principal: PrincipalDep, hub: HubDep, knowledge_id: KnowledgeId
+    ) -> dict[str, Any]:
+        """One item (404 when it does not exist or is not visible to the caller)."""
+        return dict(to_json(hub.get(principal, knowledge_id)))
+
+    @router.put("/{knowledge_id}")
+    def update_knowledge(
+        principal: PrincipalDep, hub: HubDep, knowledge_id: KnowledgeId, body: KnowledgeUpdate
+    ) -> dict[str, Any]:
+        """Feedback cases, a new score, or ``evolve_feedback`` (LLM rewrite of the content)."""
+        fields = body.to_engine()
+        item = hub.update(
+            principal,
+            knowledge_id,
+            add_helpful_case=fields.get("add_helpful_case"),
+            add_harmful_case=fields.get("add_harmful_case"),
+            update_score=fields.get("update_score"),
+            evolve_feedback=fields.get("evolve_feedback"),
+        )
+        return dict(to_json(item))
+
+    @router.delete("/{knowledge_id}")
+    def delete_knowledge(
+        principal: PrincipalDep, hub: HubDep, knowledge_id: KnowledgeId
+    ) -> dict[str, Any]:
+        """Delete one item (owner or scope admin only)."""
+        hub.delete(principal, knowledge_id)
+        return {"id": knowledge_id, "deleted": True}
+
+    return router
+
+
+__all__ = ["build_router"]

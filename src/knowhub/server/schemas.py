@@ -1,0 +1,195 @@
+"""Request models of the HTTP API: shapes and size limits of seed 002's bodies.
+
+They exist so that malformed input is answered with a 422 before it reaches an engine, and
+so that the OpenAPI page documents every field. Business rules (which scopes a principal may
+write, allowed types, score semantics) stay in the engine; the limits here only bound sizes
+and types. Every string anywhere in a body must be valid Unicode text without NUL
+characters, which keeps lone surrogates and NULs out of the store.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+#: Longest search query accepted (characters).
+MAX_QUERY_CHARS = 2_000
+MAX_ID_CHARS = 512
+MAX_TASK_CHARS = 10_000
+MAX_CONTENT_CHARS = 200_000
+MAX_RESOURCE_BODY_CHARS = 4_000_000
+MAX_SHORT_CHARS = 2_000
+MAX_LIST_ITEMS = 100
+MAX_BATCH_ITEMS = 1_000
+MAX_MESSAGES = 1_000
+MAX_JSON_DEPTH = 32
+
+ShortText = Annotated[str, Field(max_length=MAX_SHORT_CHARS)]
+IdText = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+Label = Annotated[str, Field(max_length=256)]
+Url = Annotated[str, Field(max_length=4_096)]
+Case = Annotated[dict[str, Any], Field(max_length=64)]
+
+
+def check_json_text(value: Any, depth: int = 0) -> None:
+    """Reject lone surrogates, NUL characters and excessive nesting anywhere in ``value``.
+
+    Raises:
+        ValueError: with a message naming the problem (pydantic turns it into a 422).
+    """
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError("text must not contain NUL characters")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError("text must be valid Unicode (no lone surrogates)") from exc
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_json_text(key, depth + 1)
+            check_json_text(item, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            check_json_text(item, depth + 1)
+
+
+class RequestBody(BaseModel):
+    """Base of every request body: unknown fields are an error, strings are clean text."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _clean_text(cls, data: Any) -> Any:
+        check_json_text(data)
+        return data
+
+    def to_engine(self) -> dict[str, Any]:
+        """Only the fields the client sent, so that engine defaults apply to the rest."""
+        return self.model_dump(exclude_unset=True)
+
+
+class SourceIn(RequestBody):
+    """``source`` of a knowledge item (seed 002; ``trace_id`` from seed 003)."""
+
+    name: ShortText | None = None
+    category: Label | None = None
+    urls: Annotated[list[Url], Field(max_length=MAX_LIST_ITEMS)] | None = None
+    agent_id: Label | None = None
+    submitted_by: Label | None = None
+    timestamp: Label | None = None
+    message_id: Label | None = None
+    trace_id: Label | None = None
+
+
+class KnowledgeCreate(RequestBody):
+    """Body of ``POST /api/knowledge``: seed 002's fields; a single ``type`` is also accepted."""
+
+    task: Annotated[str, Field(max_length=MAX_TASK_CHARS)]
+    content: Annotated[str, Field(max_length=MAX_CONTENT_CHARS)]
+    types: Annotated[list[Label], Field(max_length=16)] | None = None
+    type: Label | None = None
+    tags: Annotated[dict[Label, ShortText], Field(max_length=64)] | None = None
+    scopes: Annotated[list[Label], Field(max_length=MAX_LIST_ITEMS)] | None = None
+    owner: Label | None = None
+    source: SourceIn | None = None
+    score: Annotated[int, Field(ge=1, le=5)] | None = None
+    confidence: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
+    message_id: Label | None = None
+    resource_ids: Annotated[list[IdText], Field(max_length=MAX_LIST_ITEMS)] | None = None
+
+
+class KnowledgeUpdate(RequestBody):
+    """Body of ``PUT /api/knowledge/{id}``: feedback, score, or an evolve request."""
+
+    add_helpful_case: Case | None = None
+    add_harmful_case: Case | None = None
+    update_score: Annotated[int, Field(ge=1, le=5)] | None = None
+    evolve_feedback: Annotated[str, Field(max_length=MAX_TASK_CHARS)] | None = None
+
+
+class FeedbackItem(RequestBody):
+    """One entry of ``feedback_list``."""
+
+    knowledge_id: IdText
+    is_helpful: bool
+    case: Case | None = None
+
+
+class BatchUpdate(RequestBody):
+    """Body of ``POST /api/knowledge/batch_update``."""
+
+    feedback_list: Annotated[list[FeedbackItem], Field(max_length=MAX_BATCH_ITEMS)]
+
+
+class SlimRequest(RequestBody):
+    """Body of ``POST /api/knowledge/slim``: plan first, apply a reviewed plan second."""
+
+    model: Label | None = None
+    apply: bool = False
+    plan_id: Label | None = None
+
+
+class UndoRequest(RequestBody):
+    """Body of ``POST /api/knowledge/undo``."""
+
+    change_id: IdText
+
+
+class ChatMessage(BaseModel):
+    """One conversation message for extraction (extra keys such as ``name`` are kept)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: Label
+    content: Annotated[str, Field(max_length=MAX_CONTENT_CHARS)]
+
+
+class ExtractRequest(RequestBody):
+    """Body of ``POST /api/knowledge/extract``."""
+
+    messages: Annotated[list[ChatMessage], Field(min_length=1, max_length=MAX_MESSAGES)]
+
+
+class ResourceCreate(RequestBody):
+    """Body of ``POST /api/resource`` (seed 002 resource JSON)."""
+
+    id: IdText
+    title: Annotated[str, Field(max_length=MAX_SHORT_CHARS)] = ""
+    body: Annotated[str, Field(max_length=MAX_RESOURCE_BODY_CHARS)] = ""
+    secure_body: Annotated[str, Field(max_length=MAX_RESOURCE_BODY_CHARS)] | None = None
+    content_type: Label | None = None
+    metadata: Annotated[dict[str, Any], Field(max_length=64)] | None = None
+    scopes: Annotated[list[Label], Field(max_length=MAX_LIST_ITEMS)] | None = None
+    owner: Label | None = None
+
+
+class ResourceUpdate(RequestBody):
+    """Body of ``PUT /api/resource/{id}``: the fields to change."""
+
+    title: Annotated[str, Field(max_length=MAX_SHORT_CHARS)] | None = None
+    body: Annotated[str, Field(max_length=MAX_RESOURCE_BODY_CHARS)] | None = None
+    secure_body: Annotated[str, Field(max_length=MAX_RESOURCE_BODY_CHARS)] | None = None
+    content_type: Label | None = None
+    metadata: Annotated[dict[str, Any], Field(max_length=64)] | None = None
+    scopes: Annotated[list[Label], Field(max_length=MAX_LIST_ITEMS)] | None = None
+
+
+__all__ = [
+    "MAX_QUERY_CHARS",
+    "BatchUpdate",
+    "ChatMessage",
+    "ExtractRequest",
+    "FeedbackItem",
+    "KnowledgeCreate",
+    "KnowledgeUpdate",
+    "ResourceCreate",
+    "ResourceUpdate",
+    "SlimRequest",
+    "SourceIn",
+    "UndoRequest",
+    "check_json_text",
+]
