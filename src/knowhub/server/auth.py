@@ -157,8 +157,8 @@ def check_bind_allowed(settings: Settings) -> None:
     host = settings.server.host
     if not is_loopback_host(host):
         raise ConfigError(
-            f"refusing to listen on {host!r} without API keys: configure [[auth.keys]] "
-            "or bind to 127.0.0.1",
+            f"refusing to listen on {host!r} without API keys: configure auth.keys "
+            "in the config file or bind to 127.0.0.1",
             host=host,
         )
 
