@@ -149,13 +149,27 @@ def test_lock_held_by_subprocess_times_out_here(tmp_path: Path) -> None:
         pass
 
 
-def test_replaced_lock_file_is_not_trusted(tmp_path: Path) -> None:
+def test_waiter_does_not_trust_a_replaced_lock_file(tmp_path: Path) -> None:
     path = tmp_path / ".lock"
     first = FileLock(path)
     first.acquire()
-    path.unlink()  # e.g. a directory swapped under a waiting process
-    second = FileLock(path, timeout_s=1)
-    second.acquire()  # locks the new file: the old lock guards nothing
-    assert second.is_locked
-    second.release()
+    got = threading.Event()
+
+    def waiter() -> None:
+        lock = FileLock(path, timeout_s=10)
+        lock.acquire()
+        got.set()
+        lock.release()
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    time.sleep(0.1)  # the waiter is polling flock on the old inode
+    path.unlink()  # e.g. a data directory swapped by a restore
+    second = FileLock(path)
+    second.acquire()  # the new lock file is held by someone else now
     first.release()
+    time.sleep(0.2)
+    assert not got.is_set()  # winning the old inode must not count
+    second.release()
+    thread.join(timeout=10)
+    assert got.is_set()

@@ -5,6 +5,9 @@
 - :class:`FileLock` — inter-process exclusive lock, re-entrant and thread-safe.
 - :func:`atomic_write_bytes` / :func:`atomic_write_text` / :func:`atomic_write_json` and
   :func:`fsync_dir` — atomic, durable file replacement.
+- :func:`safe_join` — paths built from input stay inside the data directory.
+- :func:`create_snapshot` / :func:`list_snapshots` / :func:`restore_snapshot` —
+  ``tar.gz`` snapshots of a data directory and a safe, swapping restore.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from knowhub.storage.atomic import (
 )
 from knowhub.storage.jsonl import JsonlLog
 from knowhub.storage.lock import FileLock
+from knowhub.storage.paths import safe_join
+from knowhub.storage.snapshot import create_snapshot, list_snapshots, restore_snapshot
 
 __all__ = [
     "FileLock",
@@ -24,5 +29,9 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_text",
+    "create_snapshot",
     "fsync_dir",
+    "list_snapshots",
+    "restore_snapshot",
+    "safe_join",
 ]

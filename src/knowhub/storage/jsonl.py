@@ -359,6 +359,7 @@ class JsonlLog:
             own = self._own
             for line in data[:last_nl].split(b"\n"):
                 record = _parse(line)
+                end = pos + len(line) + 1
                 if record is None:
                     if first_bad is None:
                         first_bad = pos
@@ -371,8 +372,8 @@ class JsonlLog:
                         )
                     if not own or not any(s <= pos < e for s, e in own):
                         entries.append((pos, record))
-                    consumed = pos + len(line) + 1
-                pos += len(line) + 1
+                    consumed = end
+                pos = end
             self.offset = consumed
             if own:
                 self._own = [(s, e) for s, e in own if e > consumed]

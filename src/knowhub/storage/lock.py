@@ -103,9 +103,7 @@ class FileLock:
                             ) from None
                         time.sleep(self.poll_s)
                     except OSError as exc:
-                        raise StorageError(
-                            f"flock failed: {exc}", path=str(self.path)
-                        ) from exc
+                        raise StorageError(f"flock failed: {exc}", path=str(self.path)) from exc
                 if self._still_current(fd):
                     return fd
             except BaseException:

@@ -1,0 +1,55 @@
+"""Paths built from input must stay inside the data directory.
+
+Ids, URIs and file names arrive from users and LLMs; a ``..`` or a symlink planted in the
+data directory must never let a write land elsewhere. :func:`safe_join` is the one place
+that turns untrusted path parts into a filesystem path.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path, PurePosixPath
+
+from knowhub.errors import InvalidInputError
+
+
+def safe_join(base: str | os.PathLike[str], *parts: str | os.PathLike[str]) -> Path:
+    """Join ``parts`` under ``base`` and return the resolved path, or refuse.
+
+    Each part may hold nested names (``"a/b.json"``). A part is rejected when it is empty,
+    absolute, contains a NUL byte or a ``..`` component. The joined path is resolved
+    (following symlinks that exist) and must stay inside ``base`` resolved, so a symlink
+    pointing outside is rejected too.
+
+    Raises:
+        InvalidInputError: with ``path`` set to the offending input.
+    """
+    base_resolved = Path(base).resolve()
+    clean: list[str] = []
+    for raw in parts:
+        part = os.fspath(raw)
+        if not isinstance(part, str):
+            raise InvalidInputError("path parts must be text", path=repr(part))
+        if not part:
+            raise InvalidInputError("empty path part", path=part)
+        if "\x00" in part:
+            raise InvalidInputError(
+                "path part contains a NUL byte", path=part.replace("\x00", "\\0")
+            )
+        pure = PurePosixPath(part)
+        if pure.is_absolute() or os.path.isabs(part):
+            raise InvalidInputError("absolute path part not allowed", path=part)
+        if ".." in pure.parts:
+            raise InvalidInputError("'..' not allowed in a path part", path=part)
+        clean.extend(pure.parts)
+    joined = base_resolved.joinpath(*clean)
+    try:
+        resolved = joined.resolve(strict=False)
+    except (OSError, RuntimeError) as exc:  # symlink loops
+        raise InvalidInputError(f"cannot resolve path: {exc}", path=str(joined)) from exc
+    if resolved != base_resolved and not resolved.is_relative_to(base_resolved):
+        raise InvalidInputError("path leaves the data directory", path=str(joined))
+    return resolved
+
+
+__all__ = ["safe_join"]
