@@ -291,6 +291,11 @@ class _Segment:
         k = min(top_k, candidates.size)
         if k < candidates.size:
             part = np.argpartition(-scores, k - 1)[:k]
+            # Records tied with the k-th score compete by id (in the caller's sort), so
+            # results do not depend on row order; a huge tie falls back to row order.
+            tied = np.flatnonzero(scores >= scores[part].min())
+            if tied.size <= 4 * k + 64:
+                part = tied
         else:
             part = np.arange(candidates.size)
         out: list[tuple[float, IndexRecord]] = []
