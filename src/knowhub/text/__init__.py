@@ -3,6 +3,8 @@
 Shared by every engine; see ``docs/dev/contracts.md`` ("text") for the contract.
 """
 
+from knowhub.text.bm25 import BM25Index
+from knowhub.text.matcher import Match, MultiPatternMatcher, normalize_with_boundaries
 from knowhub.text.normalize import (
     PINYIN_PREFIX,
     DefaultNormalizer,
@@ -16,11 +18,15 @@ from knowhub.text.tokens import char_ngrams, similarity, stem, tokenize
 
 __all__ = [
     "PINYIN_PREFIX",
+    "BM25Index",
     "DefaultNormalizer",
+    "Match",
+    "MultiPatternMatcher",
     "Normalizer",
     "char_ngrams",
     "has_han",
     "normalize",
+    "normalize_with_boundaries",
     "similarity",
     "stem",
     "tiered_lookup",
