@@ -1,0 +1,372 @@
+"""The primary objects of the ContextEngine (seed 004 §4.1), as plain dataclasses.
+
+Every object has ``to_dict()`` (JSON-safe: enums become their values) and
+``from_dict(data)`` (unknown keys are ignored so that older readers survive newer files).
+Retrieval objects live in :mod:`knowhub.context.core.query`; index records, vector hits,
+embeddings and rerank scores live in :mod:`knowhub.providers.records`.
+
+Conventions shared by writers and readers:
+
+* Node timestamps (``created_at``/``updated_at``) are ISO-8601 UTC strings; outbox
+  timestamps are float epoch seconds (they are sorted and compared for back-off).
+* ``ContextNode.metadata`` is free-form, but the commit pipeline always sets
+  ``source_refs`` (ids of the messages a memory came from), ``session_ids``,
+  ``routing_key`` and, for memories, ``speakers``; see docs/context.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import Enum
+from typing import Any, ClassVar, TypeVar
+
+from knowhub.context.core.enums import OutboxEventType, OutboxStatus, WriteAction
+
+__all__ = [
+    "CandidateMemory",
+    "CommitResult",
+    "ContextNode",
+    "IndexBatchResult",
+    "MoveProjection",
+    "NodeStat",
+    "NodeSummary",
+    "OutboxEvent",
+    "RelationEdge",
+    "RelationOp",
+    "SerializableMixin",
+    "SessionArchive",
+    "WritePlan",
+    "WriteResult",
+    "new_event_id",
+    "to_jsonable",
+    "utc_now_iso",
+]
+
+T = TypeVar("T", bound="SerializableMixin")
+
+
+def utc_now_iso() -> str:
+    """Current UTC time as ISO-8601 with microseconds (sorts lexicographically)."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def new_event_id() -> str:
+    """Random unique id for an outbox event."""
+    return uuid.uuid4().hex
+
+
+def to_jsonable(value: Any) -> Any:
+    """Recursively turn dataclasses, enums, tuples and sets into JSON-safe values."""
+    if isinstance(value, SerializableMixin):
+        return value.to_dict()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(to_jsonable(v) for v in value)
+    return value
+
+
+class SerializableMixin:
+    """``to_dict``/``from_dict`` for the dataclasses of this package.
+
+    ``_nested`` maps a field name to ``(cls, is_list)`` for fields holding other objects of
+    this package, so ``from_dict`` rebuilds them instead of leaving dicts.
+    """
+
+    _nested: ClassVar[dict[str, tuple[type[Any], bool]]] = {}
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dict of every field."""
+        assert dataclasses.is_dataclass(self)
+        return {f.name: to_jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls: type[T], data: dict[str, Any]) -> T:
+        """Rebuild from :meth:`to_dict` output; unknown keys are ignored."""
+        if isinstance(data, cls):
+            return data
+        if not isinstance(data, dict):
+            raise TypeError(f"{cls.__name__}.from_dict needs a dict, got {type(data).__name__}")
+        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        kwargs: dict[str, Any] = {}
+        for key, value in data.items():
+            if key not in names:
+                continue
+            nested = cls._nested.get(key)
+            if nested is not None and value is not None:
+                sub, is_list = nested
+                if is_list:
+                    value = [v if isinstance(v, sub) else sub.from_dict(v) for v in value]
+                elif not isinstance(value, sub):
+                    value = sub.from_dict(value)
+            kwargs[key] = value
+        return cls(**kwargs)
+
+
+@dataclass
+class ContextNode(SerializableMixin):
+    """One directory node of the primary store: three levels plus metadata.
+
+    ``abstract`` is L0 (one or two sentences), ``overview`` L1 (a paragraph or bullets),
+    ``content`` L2 (full text). ``version`` is maintained by ContextFS: it grows by one on
+    every write of the node and is 0 for a node never written.
+    """
+
+    uri: str
+    parent_uri: str | None = None
+    context_type: str = "memory"
+    category: str | None = None
+    owner_space: str | None = None
+    abstract: str = ""
+    overview: str = ""
+    content: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    version: int = 0
+    created_at: str | None = None
+    updated_at: str | None = None
+
+    @property
+    def source_refs(self) -> list[str]:
+        """Ids of the messages this node was derived from (``metadata["source_refs"]``)."""
+        refs = self.metadata.get("source_refs") or []
+        return [str(r) for r in refs]
+
+
+@dataclass
+class RelationEdge(SerializableMixin):
+    """A directed, typed edge stored in the ``.relations.json`` of ``from_uri``."""
+
+    from_uri: str
+    to_uri: str
+    relation_type: str
+    reason: str = ""
+    weight: float = 1.0
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """Identity of an edge inside one node: ``(to_uri, relation_type)``."""
+        return (self.to_uri, self.relation_type)
+
+
+@dataclass
+class SessionArchive(SerializableMixin):
+    """Snapshot of one committed session (seed 004 §4.1).
+
+    ``recent_messages`` are the last few messages (normalized, with ids); the whole
+    transcript lives in the archive node's ``content.md``.
+    """
+
+    session_id: str
+    archive_uri: str
+    summary: str = ""
+    recent_messages: list[dict[str, Any]] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class CandidateMemory(SerializableMixin):
+    """A memory proposed by an extractor; where and how it lands is the policy's job.
+
+    ``owner_scope`` is ``"user"`` or ``"agent"``; ``routing_key`` is the aggregation key
+    (topic, entity name, skill name or event id), ``source_refs`` the ids of the messages it
+    came from. ``metadata`` may carry extractor-specific fields (``speaker``,
+    ``event_time``, ``entity_type``, ``attribute``, ``success`` ...).
+    """
+
+    category: str
+    owner_scope: str = "user"
+    routing_key: str = ""
+    abstract: str = ""
+    overview: str = ""
+    content: str = ""
+    confidence: float = 0.5
+    source_refs: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    extractor: str = ""
+
+
+@dataclass
+class RelationOp(SerializableMixin):
+    """One relation change planned for a node: ``op`` is ``upsert``, ``append`` or ``remove``.
+
+    ``from_uri`` None means the plan's target node.
+    """
+
+    op: str
+    to_uri: str
+    relation_type: str
+    reason: str = ""
+    weight: float = 1.0
+    from_uri: str | None = None
+
+    def edge(self, from_uri: str) -> RelationEdge:
+        """The edge this op writes when applied to ``from_uri``."""
+        return RelationEdge(self.from_uri or from_uri, self.to_uri, self.relation_type, self.reason, self.weight)
+
+
+@dataclass
+class OutboxEvent(SerializableMixin):
+    """An index synchronisation task (seed 004 §4.1, §7.2).
+
+    ``payload`` always carries ``account_id``, ``user_id`` and ``agent_id`` (the
+    RequestContext the worker must use to read the node) and, for UPSERT_CONTEXT, the
+    node ``version`` written; MOVE_CONTEXT carries ``from_uri``/``to_uri``; UPSERT_RELATION
+    carries ``edges``. The lease/retry fields are owned by the OutboxStore implementation.
+    """
+
+    event_id: str
+    event_type: str
+    uri: str
+    payload: dict[str, Any] = field(default_factory=dict)
+    status: str = OutboxStatus.PENDING.value
+    retry_count: int = 0
+    created_at: float = 0.0
+    updated_at: float | None = None
+    available_at: float | None = None
+    lease_owner: str | None = None
+    lease_expires_at: float | None = None
+    last_error: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.event_type, OutboxEventType):
+            self.event_type = self.event_type.value
+        if isinstance(self.status, OutboxStatus):
+            self.status = self.status.value
+
+
+@dataclass
+class WritePlan(SerializableMixin):
+    """What one policy decided for one candidate (seed 004 §4.1, §6.4).
+
+    ``node_patch`` holds the node fields to write (``abstract``, ``overview``,
+    ``content``, ``metadata``, ``context_type``, ``category``, ``owner_space``); for
+    ``append`` its ``content`` is the text to append. ``expected_version`` is the version
+    of the existing node the plan was computed against (0 when it did not exist).
+    """
+
+    action: str
+    target_uri: str
+    node_patch: dict[str, Any] = field(default_factory=dict)
+    relation_ops: list[RelationOp] = field(default_factory=list)
+    outbox_events: list[OutboxEvent] = field(default_factory=list)
+    reason: str = ""
+    policy: str = ""
+    category: str | None = None
+    expected_version: int = 0
+    candidate: dict[str, Any] | None = None
+
+    _nested: ClassVar[dict[str, tuple[type[Any], bool]]] = {
+        "relation_ops": (RelationOp, True),
+        "outbox_events": (OutboxEvent, True),
+    }
+
+    def __post_init__(self) -> None:
+        if isinstance(self.action, WriteAction):
+            self.action = self.action.value
+
+
+@dataclass
+class WriteResult(SerializableMixin):
+    """Outcome of applying one WritePlan to the primary store."""
+
+    uri: str
+    action: str
+    node_version: int = 0
+    created: bool = False
+    updated: bool = False
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.action, WriteAction):
+            self.action = self.action.value
+
+
+@dataclass
+class CommitResult(SerializableMixin):
+    """Summary of one session commit (seed 004 §4.1).
+
+    ``status`` is ``committed``, ``partial`` (some extractor or write failed, the rest is
+    durable), or ``duplicate`` (the same batch was committed before; nothing was written and
+    the stored result of the first commit is returned with this status).
+    """
+
+    archive: SessionArchive | None
+    write_results: list[WriteResult] = field(default_factory=list)
+    outbox_events: list[OutboxEvent] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+    status: str = "committed"
+    commit_id: str = ""
+    plans: list[WritePlan] = field(default_factory=list)
+
+    _nested: ClassVar[dict[str, tuple[type[Any], bool]]] = {
+        "archive": (SessionArchive, False),
+        "write_results": (WriteResult, True),
+        "outbox_events": (OutboxEvent, True),
+        "plans": (WritePlan, True),
+    }
+
+
+@dataclass
+class IndexBatchResult(SerializableMixin):
+    """What one IndexWorker round did (seed 004 §10.6)."""
+
+    claimed: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    retried: int = 0
+    dead: int = 0
+
+
+@dataclass
+class NodeSummary(SerializableMixin):
+    """One entry of ``list_children``.
+
+    ``is_node`` is True for a real node (it has ``.meta.json``); a pure container directory
+    (for example ``.../memories/events``) has ``is_node`` False and ``is_dir`` True.
+    ``is_dir`` is True when the entry can be listed into (it is a container or has child
+    nodes); ``has_children`` when it holds at least one child entry. ``depth`` is 1 for
+    direct children.
+    """
+
+    uri: str
+    name: str
+    is_dir: bool = True
+    has_children: bool = False
+    category: str | None = None
+    updated_at: str | None = None
+    is_node: bool = True
+    context_type: str | None = None
+    abstract: str = ""
+    depth: int = 1
+
+
+@dataclass
+class NodeStat(SerializableMixin):
+    """State of a node: whether it exists, its version, byte size and last write time."""
+
+    uri: str
+    exists: bool
+    version: int = 0
+    size: int = 0
+    updated_at: str | None = None
+    created_at: str | None = None
+    child_count: int = 0
+
+
+@dataclass
+class MoveProjection(SerializableMixin):
+    """URI mapping change an index must apply after a move (seed 004 §10.6)."""
+
+    old_uri: str
+    new_uri: str
+    old_parent_uri: str | None = None
+    new_parent_uri: str | None = None

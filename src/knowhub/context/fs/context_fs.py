@@ -1,0 +1,545 @@
+"""ContextFS: the filesystem primary store of the ContextEngine (seed 004 §5, §10.2).
+
+Layout: ``ctx://{account}/{s1}/{s2}/...`` lives in ``<data_dir>/accounts/{account}/{s1}/{s2}/...``;
+every node is a directory holding ``.abstract.md`` (L0), ``.overview.md`` (L1),
+``content.md`` (L2), ``.meta.json`` and ``.relations.json``. Child nodes are
+sub-directories. Directories without ``.meta.json`` are containers (``.../memories/events``)
+or half-written nodes; both are "not a node" to every reader.
+
+Crash safety (the commit marker is ``.meta.json``):
+
+* a **new** node is written completely into a temporary sibling directory
+  (``.tmp-node-*``), fsynced, and renamed into place: it appears whole or not at all;
+* a directory that already exists (an existing node, or a container that gets node files)
+  is updated file by file with atomic replace (temp, fsync, rename, fsync dir), level files
+  first and ``.meta.json`` — which carries the version — last;
+* delete renames the node into a ``.trash-*`` sibling (one atomic step), then removes it;
+  move is one ``rename``.
+
+Leftover ``.tmp-node-*``/``.trash-*`` directories are invisible (dot names are never valid
+URI segments) and :meth:`ContextFS.cleanup` removes them.
+
+Writers of one account are serialized by an inter-process :class:`~knowhub.storage.FileLock`
+(``accounts/{account}/.locks/write.lock``), re-entrant so a commit can hold it across many
+writes (:meth:`ContextFS.locked`). Readers take no lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from knowhub.context.core.enums import ContextType, Level
+from knowhub.context.core.objects import ContextNode, NodeStat, NodeSummary, utc_now_iso
+from knowhub.context.core.uri import (
+    NODE_FILES,
+    SPACES,
+    ContextURI,
+    CtxLike,
+    check_access,
+    is_valid_segment,
+    owner_space_of,
+)
+from knowhub.errors import CorruptStoreError, InvalidInputError, NotFoundError, StorageError
+from knowhub.storage import FileLock, atomic_write_bytes, fsync_dir
+from knowhub.storage.paths import safe_join
+
+__all__ = ["META_FILE", "RELATIONS_FILE", "ContextFS"]
+
+META_FILE = ".meta.json"
+RELATIONS_FILE = ".relations.json"
+_TMP_NODE_PREFIX = ".tmp-node-"
+_TRASH_PREFIX = ".trash-"
+_META_FORMAT = 1
+_LEVEL_FILES = tuple(level.filename for level in Level)
+
+
+def _dumps(obj: Any) -> bytes:
+    try:
+        return orjson.dumps(obj, option=orjson.OPT_INDENT_2)
+    except TypeError as exc:
+        raise InvalidInputError(f"metadata is not JSON-serializable: {exc}") from exc
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+    except UnicodeDecodeError as exc:
+        raise CorruptStoreError(f"node file is not UTF-8: {path}", path=str(path)) from exc
+    except OSError as exc:
+        raise StorageError(f"cannot read node file: {exc}", path=str(path)) from exc
+
+
+def read_json_file(path: Path) -> Any:
+    """Parse a JSON file of the store; CorruptStoreError when it is not JSON."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise StorageError(f"cannot read {path.name}: {exc}", path=str(path)) from exc
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise CorruptStoreError(f"{path.name} is not valid JSON", path=str(path)) from exc
+
+
+class ContextFS:
+    """Directory-node primary store (seed 004 §10.2).
+
+    Args:
+        data_dir: the context engine's data directory; accounts live in ``accounts/``.
+        durable: fsync files and directories (turn off only in throwaway benchmarks).
+        lock_timeout_s: how long a writer waits for the account's write lock.
+    """
+
+    def __init__(self, data_dir: str | os.PathLike[str], *, durable: bool = True, lock_timeout_s: float = 30.0) -> None:
+        self.data_dir = Path(data_dir)
+        self.accounts_dir = self.data_dir / "accounts"
+        self.accounts_dir.mkdir(parents=True, exist_ok=True)
+        self.durable = durable
+        self.lock_timeout_s = lock_timeout_s
+        self._locks: dict[str, FileLock] = {}
+        self._locks_guard = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> ContextFS:
+        """ContextFS in ``settings.engine_dir("context")``."""
+        return cls(settings.engine_dir("context"))
+
+    # ------------------------------------------------------------------ paths and locks
+
+    def account_dir(self, ctx: CtxLike) -> Path:
+        """``<data_dir>/accounts/{account}`` (created on first use)."""
+        path = safe_join(self.accounts_dir, ctx.account_id)
+        if not is_valid_segment(ctx.account_id):
+            raise InvalidInputError("account id is not a valid URI segment", account_id=ctx.account_id)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def lock(self, ctx: CtxLike) -> FileLock:
+        """The account's write lock (inter-process, re-entrant)."""
+        base = self.account_dir(ctx)
+        with self._locks_guard:
+            lock = self._locks.get(ctx.account_id)
+            if lock is None:
+                lock = FileLock(base / ".locks" / "write.lock", timeout_s=self.lock_timeout_s)
+                self._locks[ctx.account_id] = lock
+            return lock
+
+    @contextlib.contextmanager
+    def locked(self, ctx: CtxLike) -> Iterator[None]:
+        """Hold the account's write lock for a sequence of writes (a commit)."""
+        with self.lock(ctx):
+            yield
+
+    def _path(self, ctx: CtxLike, uri: str | ContextURI) -> tuple[ContextURI, Path]:
+        """Check access and map ``uri`` to its directory, refusing symlinks on the way."""
+        parsed = check_access(ctx, uri)
+        base = self.account_dir(ctx)
+        path = safe_join(base, *parsed.segments) if parsed.segments else base.resolve()
+        current = base
+        for seg in parsed.segments:
+            current = current / seg
+            if current.is_symlink():
+                raise InvalidInputError("URI passes through a symlink", uri=parsed.uri)
+            if not current.exists():
+                break
+        return parsed, path
+
+    def resolve_path(self, ctx: CtxLike, uri: str) -> str:
+        """Physical directory of ``uri`` (it need not exist)."""
+        return str(self._path(ctx, uri)[1])
+
+    # ------------------------------------------------------------------ meta helpers
+
+    @staticmethod
+    def _is_node(path: Path) -> bool:
+        return (path / META_FILE).is_file() and not (path / META_FILE).is_symlink()
+
+    def _load_meta(self, path: Path, uri: str) -> dict[str, Any]:
+        try:
+            meta = read_json_file(path / META_FILE)
+        except FileNotFoundError as exc:
+            raise NotFoundError(f"no node at {uri}", uri=uri) from exc
+        if not isinstance(meta, dict):
+            raise CorruptStoreError(".meta.json is not an object", path=str(path / META_FILE))
+        return meta
+
+    def _require_node(self, ctx: CtxLike, uri: str) -> tuple[ContextURI, Path, dict[str, Any]]:
+        parsed, path = self._path(ctx, uri)
+        if not self._is_node(path):
+            raise NotFoundError(f"no node at {parsed.uri}", uri=parsed.uri)
+        return parsed, path, self._load_meta(path, parsed.uri)
+
+    def _write_file(self, path: Path, data: bytes) -> None:
+        atomic_write_bytes(path, data, durable=self.durable)
+
+    def _fsync_dir(self, path: Path) -> None:
+        if self.durable:
+            fsync_dir(path)
+
+    def _makedirs(self, path: Path) -> None:
+        """Create ``path`` and missing parents, fsyncing each parent that gained an entry."""
+        missing: list[Path] = []
+        current = path
+        while not current.exists():
+            missing.append(current)
+            current = current.parent
+        for directory in reversed(missing):
+            try:
+                directory.mkdir()
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                raise StorageError(f"cannot create directory: {exc}", path=str(directory)) from exc
+            self._fsync_dir(directory.parent)
+
+    @staticmethod
+    def _meta_doc(node: ContextNode, version: int, created_at: str, updated_at: str) -> dict[str, Any]:
+        return {
+            "format": _META_FORMAT,
+            "context_type": str(node.context_type or ContextType.MEMORY.value),
+            "category": str(node.category) if node.category is not None else None,
+            "owner_space": node.owner_space,
+            "version": version,
+            "created_at": created_at,
+            "updated_at": updated_at,
+            "metadata": node.metadata or {},
+        }
+
+    def _bump_meta(self, path: Path, meta: dict[str, Any], **changes: Any) -> int:
+        meta = dict(meta)
+        meta.update(changes)
+        meta["version"] = int(meta.get("version", 0)) + 1
+        meta["updated_at"] = utc_now_iso()
+        self._write_file(path / META_FILE, _dumps(meta))
+        return int(meta["version"])
+
+    # ------------------------------------------------------------------ queries
+
+    def exists(self, ctx: CtxLike, uri: str) -> bool:
+        """True when a complete node (one with ``.meta.json``) is at ``uri``."""
+        _, path = self._path(ctx, uri)
+        return self._is_node(path)
+
+    def is_dir(self, ctx: CtxLike, uri: str) -> bool:
+        """True when ``uri`` names a node or a container directory."""
+        _, path = self._path(ctx, uri)
+        return path.is_dir()
+
+    def stat_node(self, ctx: CtxLike, uri: str) -> NodeStat:
+        """Version, byte size and timestamps of a node; ``exists=False`` when there is none."""
+        parsed, path = self._path(ctx, uri)
+        if not self._is_node(path):
+            return NodeStat(uri=parsed.uri, exists=False)
+        meta = self._load_meta(path, parsed.uri)
+        size = 0
+        for name in NODE_FILES:
+            with contextlib.suppress(OSError):
+                size += (path / name).stat().st_size
+        return NodeStat(
+            uri=parsed.uri,
+            exists=True,
+            version=int(meta.get("version", 0)),
+            size=size,
+            updated_at=meta.get("updated_at"),
+            created_at=meta.get("created_at"),
+            child_count=sum(1 for _ in self._child_dirs(path)),
+        )
+
+    def read_node(self, ctx: CtxLike, uri: str, include_content: bool = True) -> ContextNode:
+        """The whole node; ``include_content=False`` leaves ``content`` empty (cheaper).
+
+        Raises:
+            NotFoundError: no node at ``uri``.
+        """
+        parsed, path, meta = self._require_node(ctx, uri)
+        parent = parsed.parent
+        return ContextNode(
+            uri=parsed.uri,
+            parent_uri=parent.uri if parent is not None else None,
+            context_type=meta.get("context_type") or ContextType.MEMORY.value,
+            category=meta.get("category"),
+            owner_space=meta.get("owner_space") or owner_space_of(parsed),
+            abstract=_read_text(path / Level.L0.filename),
+            overview=_read_text(path / Level.L1.filename),
+            content=_read_text(path / Level.L2.filename) if include_content else "",
+            metadata=dict(meta.get("metadata") or {}),
+            version=int(meta.get("version", 0)),
+            created_at=meta.get("created_at"),
+            updated_at=meta.get("updated_at"),
+        )
+
+    def read_level(self, ctx: CtxLike, uri: str, level: str | int | Level) -> str:
+        """Text of one level (``L0``/``L1``/``L2``) of a node."""
+        lvl = Level.parse(level)
+        _, path, _ = self._require_node(ctx, uri)
+        return _read_text(path / lvl.filename)
+
+    def read_metadata(self, ctx: CtxLike, uri: str) -> dict[str, Any]:
+        """The node's ``metadata`` dict (from ``.meta.json``)."""
+        _, _, meta = self._require_node(ctx, uri)
+        return dict(meta.get("metadata") or {})
+
+    # ------------------------------------------------------------------ writes
+
+    def write_node(self, ctx: CtxLike, node: ContextNode) -> int:
+        """Write every file of ``node`` (create or replace); returns the new version.
+
+        The node's version, ``created_at`` and ``updated_at`` are managed here: the version
+        is the stored one plus one, ``created_at`` is kept from the stored node.
+        """
+        if not isinstance(node, ContextNode):
+            raise InvalidInputError("write_node needs a ContextNode")
+        for name in ("abstract", "overview", "content"):
+            if not isinstance(getattr(node, name), str):
+                raise InvalidInputError(f"node {name} must be text", uri=node.uri)
+        parsed, path = self._path(ctx, node.uri)
+        if not parsed.segments or (len(parsed.segments) <= 2 and parsed.space in SPACES):
+            raise InvalidInputError("cannot write a node at an account or space root", uri=parsed.uri)
+        node.owner_space = node.owner_space or owner_space_of(parsed)
+        with self.lock(ctx):
+            now = utc_now_iso()
+            if self._is_node(path):
+                old = self._load_meta(path, parsed.uri)
+                version = int(old.get("version", 0)) + 1
+                created = old.get("created_at") or now
+            else:
+                version, created = 1, now
+            meta = _dumps(self._meta_doc(node, version, created, now))
+            levels = [(lvl.filename, getattr(node, lvl.field).encode("utf-8")) for lvl in Level]
+            if path.exists():
+                self._write_in_place(path, levels, meta)
+            else:
+                self._write_new_dir(path, levels, meta)
+        node.version, node.created_at, node.updated_at = version, created, now
+        return version
+
+    def _write_in_place(self, path: Path, levels: list[tuple[str, bytes]], meta: bytes) -> None:
+        if not path.is_dir():
+            raise StorageError("node path exists and is not a directory", path=str(path))
+        for name, data in levels:
+            self._write_file(path / name, data)
+        if not (path / RELATIONS_FILE).exists():
+            self._write_file(path / RELATIONS_FILE, _dumps({"edges": []}))
+        self._write_file(path / META_FILE, meta)
+
+    def _write_new_dir(self, path: Path, levels: list[tuple[str, bytes]], meta: bytes) -> None:
+        self._makedirs(path.parent)
+        tmp = path.parent / f"{_TMP_NODE_PREFIX}{uuid.uuid4().hex}"
+        try:
+            tmp.mkdir()
+            files = [*levels, (RELATIONS_FILE, _dumps({"edges": []})), (META_FILE, meta)]
+            for name, data in files:
+                self._write_raw(tmp / name, data)
+            self._fsync_dir(tmp)
+            os.rename(tmp, path)
+        except OSError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise StorageError(f"cannot create node directory: {exc}", path=str(path)) from exc
+        self._fsync_dir(path.parent)
+
+    def _write_raw(self, path: Path, data: bytes) -> None:
+        """Write a file in a private temp dir (no rename needed), fsynced."""
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if self.durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def write_level(self, ctx: CtxLike, uri: str, level: str | int | Level, text: str) -> int:
+        """Replace one level file of an existing node; bumps the version. Returns it."""
+        lvl = Level.parse(level)
+        if not isinstance(text, str):
+            raise InvalidInputError("level text must be a string", uri=str(uri))
+        with self.lock(ctx):
+            _, path, meta = self._require_node(ctx, uri)
+            self._write_file(path / lvl.filename, text.encode("utf-8"))
+            return self._bump_meta(path, meta)
+
+    def write_metadata(self, ctx: CtxLike, uri: str, metadata: dict[str, Any]) -> int:
+        """Replace the node's ``metadata`` dict; bumps the version. Returns it."""
+        if not isinstance(metadata, dict):
+            raise InvalidInputError("metadata must be a dict", uri=str(uri))
+        _dumps(metadata)  # refuse non-JSON values before touching the disk
+        with self.lock(ctx):
+            _, path, meta = self._require_node(ctx, uri)
+            return self._bump_meta(path, meta, metadata=metadata)
+
+    def move_node(self, ctx: CtxLike, from_uri: str, to_uri: str) -> None:
+        """Move a node (and its whole subtree) to a new URI with one rename.
+
+        Raises:
+            NotFoundError: nothing at ``from_uri``.
+            InvalidInputError: ``to_uri`` exists, lies inside ``from_uri``, or is a root.
+        """
+        src, src_path = self._path(ctx, from_uri)
+        dst, dst_path = self._path(ctx, to_uri)
+        for item in (src, dst):
+            if len(item.segments) <= 2:
+                raise InvalidInputError("cannot move an account, space or owner root", uri=item.uri)
+        if src == dst or src.is_ancestor_of(dst):
+            raise InvalidInputError("cannot move a node into itself", uri=src.uri, to_uri=dst.uri)
+        with self.lock(ctx):
+            if not self._is_node(src_path):
+                raise NotFoundError(f"no node at {src.uri}", uri=src.uri)
+            if dst_path.exists():
+                raise InvalidInputError(f"target already exists: {dst.uri}", uri=dst.uri)
+            self._makedirs(dst_path.parent)
+            try:
+                os.rename(src_path, dst_path)
+            except OSError as exc:
+                raise StorageError(f"move failed: {exc}", path=str(src_path)) from exc
+            self._fsync_dir(src_path.parent)
+            if dst_path.parent != src_path.parent:
+                self._fsync_dir(dst_path.parent)
+
+    def delete_node(self, ctx: CtxLike, uri: str, recursive: bool = False) -> None:
+        """Delete a node (or container); its children too with ``recursive=True``.
+
+        Raises:
+            NotFoundError: nothing at ``uri``.
+            InvalidInputError: children exist and ``recursive`` is False, or a root URI.
+        """
+        parsed, path = self._path(ctx, uri)
+        if len(parsed.segments) < 2:
+            raise InvalidInputError("cannot delete an account or space root", uri=parsed.uri)
+        with self.lock(ctx):
+            if not path.is_dir():
+                raise NotFoundError(f"no node at {parsed.uri}", uri=parsed.uri)
+            if not recursive and any(True for _ in self._child_dirs(path)):
+                raise InvalidInputError(
+                    f"{parsed.uri} has child nodes; pass recursive=True", uri=parsed.uri
+                )
+            trash = path.parent / f"{_TRASH_PREFIX}{uuid.uuid4().hex}"
+            try:
+                os.rename(path, trash)
+            except OSError as exc:
+                raise StorageError(f"delete failed: {exc}", path=str(path)) from exc
+            self._fsync_dir(path.parent)
+            shutil.rmtree(trash, ignore_errors=True)
+
+    # ------------------------------------------------------------------ listing
+
+    @staticmethod
+    def _child_dirs(path: Path) -> Iterator[Path]:
+        """Sub-directories of ``path`` whose names are valid URI segments (no symlinks)."""
+        try:
+            entries = sorted(os.scandir(path), key=lambda e: e.name)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        except OSError as exc:
+            raise StorageError(f"cannot list directory: {exc}", path=str(path)) from exc
+        for entry in entries:
+            if not is_valid_segment(entry.name):
+                continue
+            if entry.is_symlink() or not entry.is_dir(follow_symlinks=False):
+                continue
+            yield Path(entry.path)
+
+    def _visible(self, path: Path) -> bool:
+        """A node, or a container with at least one sub-directory."""
+        return self._is_node(path) or any(True for _ in self._child_dirs(path))
+
+    def list_children(
+        self, ctx: CtxLike, uri: str, recursive: bool = False, depth: int | None = 1
+    ) -> list[NodeSummary]:
+        """Children of ``uri`` (a node or a container), sorted by name, depth-first.
+
+        ``recursive=False`` lists ``max(1, depth)`` levels (1 by default: direct children);
+        ``recursive=True`` lists the whole subtree, or ``depth`` levels when ``depth > 1``.
+        Listings of ``users``/``agents`` only show the caller's own user/agent.
+
+        Raises:
+            NotFoundError: nothing at ``uri``.
+        """
+        parsed, path = self._path(ctx, uri)
+        if not path.is_dir():
+            raise NotFoundError(f"nothing at {parsed.uri}", uri=parsed.uri)
+        if recursive:
+            max_depth: int | None = depth if depth is not None and depth > 1 else None
+        else:
+            max_depth = max(1, depth or 1)
+        out: list[NodeSummary] = []
+        self._list_into(ctx, parsed, path, 1, max_depth, out)
+        return out
+
+    def _list_into(
+        self, ctx: CtxLike, parent: ContextURI, path: Path, level: int, max_depth: int | None, out: list[NodeSummary]
+    ) -> None:
+        for child in self._child_dirs(path):
+            name = child.name
+            child_uri = parent.child(name)
+            if not parent.segments and name not in SPACES:
+                continue
+            if len(parent.segments) == 1 and (
+                (parent.segments[0] == "users" and name != ctx.user_id)
+                or (parent.segments[0] == "agents" and name != ctx.agent_id)
+            ):
+                continue
+            if not self._visible(child):
+                continue
+            out.append(self._summary(child_uri, child, level))
+            if max_depth is None or level < max_depth:
+                self._list_into(ctx, child_uri, child, level + 1, max_depth, out)
+
+    def _summary(self, uri: ContextURI, path: Path, level: int) -> NodeSummary:
+        has_children = any(True for _ in self._child_dirs(path))
+        if not self._is_node(path):
+            return NodeSummary(uri=uri.uri, name=uri.name, is_dir=True, has_children=has_children,
+                               is_node=False, depth=level)
+        try:
+            meta = self._load_meta(path, uri.uri)
+        except NotFoundError:  # deleted between the check and the read
+            meta = {}
+        return NodeSummary(
+            uri=uri.uri,
+            name=uri.name,
+            is_dir=has_children,
+            has_children=has_children,
+            category=meta.get("category"),
+            updated_at=meta.get("updated_at"),
+            is_node=True,
+            context_type=meta.get("context_type"),
+            abstract=_read_text(path / Level.L0.filename),
+            depth=level,
+        )
+
+    # ------------------------------------------------------------------ maintenance
+
+    def cleanup(self) -> int:
+        """Remove leftover temp and trash directories of interrupted writes; returns count."""
+        removed = 0
+        for root, dirs, _files in os.walk(self.accounts_dir):
+            for name in list(dirs):
+                if name.startswith((_TMP_NODE_PREFIX, _TRASH_PREFIX)):
+                    shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+                    dirs.remove(name)
+                    removed += 1
+                elif name.startswith("."):
+                    dirs.remove(name)
+        return removed
+
+    def iter_nodes(self, ctx: CtxLike, uri: str) -> Iterator[str]:
+        """URIs of every node at or below ``uri`` (for rebuilds and checks)."""
+        parsed, path = self._path(ctx, uri)
+        if self._is_node(path):
+            yield parsed.uri
+        for summary in self.list_children(ctx, parsed.uri, recursive=True) if path.is_dir() else []:
+            if summary.is_node:
+                yield summary.uri

@@ -1,0 +1,148 @@
+"""RelationStore: typed edges kept in each node's ``.relations.json`` (seed 004 §10.3).
+
+The file holds ``{"edges": [{"to_uri", "relation_type", "reason", "weight"}, ...]}``; the
+``from_uri`` of every edge is the node itself, so it is not stored (a moved node keeps
+correct edges). An edge's identity inside one node is ``(to_uri, relation_type)``:
+
+* :meth:`RelationStore.upsert_edges` inserts or replaces (idempotent);
+* :meth:`RelationStore.append_edges` inserts only edges whose key is not there yet (an
+  existing edge keeps its reason and weight);
+* :meth:`RelationStore.remove_edges` removes by target and/or type.
+
+Every change replaces the file atomically under the account's write lock. Relation writes
+do not bump the node's version (the version tracks the node's levels and metadata).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from knowhub.context.core.objects import RelationEdge
+from knowhub.context.core.uri import CtxLike, parse_uri
+from knowhub.context.fs.context_fs import RELATIONS_FILE, ContextFS, read_json_file
+from knowhub.errors import (
+    CorruptStoreError,
+    InvalidInputError,
+    NotFoundError,
+    PermissionDeniedError,
+)
+
+__all__ = ["RelationStore"]
+
+_MAX_TYPE_LEN = 64
+
+
+class RelationStore:
+    """Edges of nodes stored next to them in the primary store."""
+
+    def __init__(self, fs: ContextFS) -> None:
+        self.fs = fs
+
+    def _node_path(self, ctx: CtxLike, uri: str) -> tuple[str, Path]:
+        parsed, path = self.fs._path(ctx, uri)
+        if not self.fs._is_node(path):
+            raise NotFoundError(f"no node at {parsed.uri}", uri=parsed.uri)
+        return parsed.uri, path
+
+    def _load(self, path: Path) -> list[dict[str, Any]]:
+        try:
+            data = read_json_file(path / RELATIONS_FILE)
+        except FileNotFoundError:
+            return []
+        edges = data.get("edges") if isinstance(data, dict) else None
+        if not isinstance(edges, list):
+            raise CorruptStoreError(".relations.json has no edge list", path=str(path / RELATIONS_FILE))
+        return [e for e in edges if isinstance(e, dict) and e.get("to_uri") and e.get("relation_type")]
+
+    def _save(self, path: Path, edges: list[dict[str, Any]]) -> None:
+        self.fs._write_file(path / RELATIONS_FILE, orjson.dumps({"edges": edges}, option=orjson.OPT_INDENT_2))
+
+    def _validate(self, ctx: CtxLike, uri: str, edges: Iterable[RelationEdge]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for edge in edges:
+            if isinstance(edge, dict):
+                edge = RelationEdge.from_dict({"from_uri": uri, **edge})
+            if not isinstance(edge, RelationEdge):
+                raise InvalidInputError("edges must be RelationEdge objects", uri=uri)
+            if edge.from_uri and parse_uri(edge.from_uri).uri != uri:
+                raise InvalidInputError("edge from_uri differs from the node", uri=uri, from_uri=edge.from_uri)
+            target = parse_uri(edge.to_uri)
+            if target.account != ctx.account_id:
+                raise PermissionDeniedError("edge points into another account", uri=uri, to_uri=edge.to_uri)
+            rtype = edge.relation_type
+            if not isinstance(rtype, str) or not rtype.strip() or len(rtype) > _MAX_TYPE_LEN:
+                raise InvalidInputError("relation_type must be 1-64 characters", uri=uri)
+            try:
+                weight = float(edge.weight)
+            except (TypeError, ValueError) as exc:
+                raise InvalidInputError("edge weight must be a number", uri=uri) from exc
+            if not math.isfinite(weight):
+                raise InvalidInputError("edge weight must be finite", uri=uri)
+            out.append({"to_uri": target.uri, "relation_type": rtype.strip(), "reason": str(edge.reason or ""), "weight": weight})
+        return out
+
+    def get_edges(self, ctx: CtxLike, uri: str) -> list[RelationEdge]:
+        """Edges of the node at ``uri`` (NotFoundError when there is no node)."""
+        canonical, path = self._node_path(ctx, uri)
+        return [
+            RelationEdge(canonical, e["to_uri"], e["relation_type"], e.get("reason", ""), float(e.get("weight", 1.0)))
+            for e in self._load(path)
+        ]
+
+    def upsert_edges(self, ctx: CtxLike, uri: str, edges: Iterable[RelationEdge]) -> None:
+        """Insert or replace edges by ``(to_uri, relation_type)``; idempotent."""
+        self._merge(ctx, uri, edges, replace=True)
+
+    def append_edges(self, ctx: CtxLike, uri: str, edges: Iterable[RelationEdge]) -> None:
+        """Add edges whose ``(to_uri, relation_type)`` is not present yet."""
+        self._merge(ctx, uri, edges, replace=False)
+
+    def _merge(self, ctx: CtxLike, uri: str, edges: Iterable[RelationEdge], *, replace: bool) -> None:
+        canonical = parse_uri(uri).uri
+        new = self._validate(ctx, canonical, list(edges))
+        if not new:
+            return
+        with self.fs.lock(ctx):
+            _, path = self._node_path(ctx, canonical)
+            current = self._load(path)
+            index = {(e["to_uri"], e["relation_type"]): i for i, e in enumerate(current)}
+            changed = False
+            for edge in new:
+                key = (edge["to_uri"], edge["relation_type"])
+                if key in index:
+                    if replace and current[index[key]] != edge:
+                        current[index[key]] = edge
+                        changed = True
+                else:
+                    index[key] = len(current)
+                    current.append(edge)
+                    changed = True
+            if changed:
+                self._save(path, current)
+
+    def remove_edges(
+        self,
+        ctx: CtxLike,
+        uri: str,
+        to_uris: Iterable[str] | None = None,
+        relation_types: Iterable[str] | None = None,
+    ) -> int:
+        """Remove edges matching every given filter (all edges with no filter); returns count."""
+        targets = {parse_uri(u).uri for u in to_uris} if to_uris is not None else None
+        types = set(relation_types) if relation_types is not None else None
+        with self.fs.lock(ctx):
+            _, path = self._node_path(ctx, uri)
+            current = self._load(path)
+            keep = [
+                e for e in current
+                if not ((targets is None or e["to_uri"] in targets) and (types is None or e["relation_type"] in types))
+            ]
+            removed = len(current) - len(keep)
+            if removed:
+                self._save(path, keep)
+            return removed
