@@ -1,0 +1,162 @@
+"""Feedback and evolution of knowledge items (seed 002 ``PUT /api/knowledge/{id}``).
+
+Pure functions over :class:`Knowledge` plus the one LLM call of evolution. The hub wraps
+them in a write transaction that keeps the previous version.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from knowhub.errors import InvalidInputError, KnowhubError
+from knowhub.knowledge.models import Knowledge, check_case, check_score
+from knowhub.providers.llm import LLMClient, build_task_messages
+from knowhub.providers.llm.local_knowledge import evolve_knowledge as local_evolve
+
+__all__ = [
+    "EVOLVE_INSTRUCTIONS",
+    "EVOLVE_SCHEMA",
+    "MAX_FEEDBACK_CHARS",
+    "UpdateRequest",
+    "apply_update",
+    "evolve_content",
+    "parse_update",
+]
+
+log = logging.getLogger(__name__)
+
+MAX_FEEDBACK_CHARS = 10_000
+MAX_HISTORY = 1_000  # newest cases kept per history list; counters keep counting
+
+EVOLVE_INSTRUCTIONS = (
+    "You maintain a knowledge base for AI agents. Rewrite the knowledge content so that it "
+    "incorporates the feedback: correct what the feedback shows to be wrong, add what it "
+    "shows to be missing, keep everything that is still right, keep the language of the "
+    "original. Answer with the full new content."
+)
+EVOLVE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"content": {"type": "string"}},
+    "required": ["content"],
+}
+
+
+@dataclass
+class UpdateRequest:
+    """A validated update: any combination of the four seed 002 fields."""
+
+    helpful_case: dict[str, Any] | None = None
+    harmful_case: dict[str, Any] | None = None
+    score: int | None = None
+    evolve_feedback: str | None = None
+
+    @property
+    def needs_modify(self) -> bool:
+        """Score changes and rewrites need the owner; feedback cases only need to see it."""
+        return self.score is not None or self.evolve_feedback is not None
+
+    @property
+    def kind(self) -> str:
+        if self.evolve_feedback is not None:
+            return "evolve"
+        if self.score is not None:
+            return "update"
+        return "feedback"
+
+
+def parse_update(
+    add_helpful_case: Any = None,
+    add_harmful_case: Any = None,
+    update_score: Any = None,
+    evolve_feedback: Any = None,
+) -> UpdateRequest:
+    """Validate the update arguments; at least one must be given."""
+    request = UpdateRequest(
+        helpful_case=None
+        if add_helpful_case is None
+        else check_case(add_helpful_case, "add_helpful_case"),
+        harmful_case=None
+        if add_harmful_case is None
+        else check_case(add_harmful_case, "add_harmful_case"),
+        score=None if update_score is None else check_score(update_score, "update_score"),
+    )
+    if evolve_feedback is not None:
+        if not isinstance(evolve_feedback, str) or not evolve_feedback.strip():
+            raise InvalidInputError(
+                "evolve_feedback must be a non-empty string", field="evolve_feedback"
+            )
+        if len(evolve_feedback) > MAX_FEEDBACK_CHARS or "\x00" in evolve_feedback:
+            raise InvalidInputError(
+                f"evolve_feedback must be at most {MAX_FEEDBACK_CHARS} characters of text",
+                field="evolve_feedback",
+            )
+        request.evolve_feedback = evolve_feedback.strip()
+    if (
+        request.helpful_case is None
+        and request.harmful_case is None
+        and request.score is None
+        and request.evolve_feedback is None
+    ):
+        raise InvalidInputError(
+            "nothing to update: give add_helpful_case, add_harmful_case, update_score or "
+            "evolve_feedback"
+        )
+    return request
+
+
+def evolve_content(llm: LLMClient, item: Knowledge, feedback: str) -> str:
+    """New content from the LLM (task ``evolve_knowledge``); offline note on failure."""
+    payload = {"task": item.task, "content": item.content, "feedback": feedback}
+    messages = build_task_messages(
+        "evolve_knowledge", EVOLVE_INSTRUCTIONS, _rename(payload), EVOLVE_SCHEMA
+    )
+    try:
+        answer = llm.chat(messages, EVOLVE_SCHEMA)
+        content = answer.get("content") if isinstance(answer, dict) else None
+        if isinstance(content, str) and content.strip() and "\x00" not in content:
+            return content.strip()
+        log.warning(
+            "evolve_knowledge answer has no content for %s; appending a revision note", item.id
+        )
+    except KnowhubError as exc:
+        log.warning(
+            "evolve_knowledge failed for %s (%s); appending a revision note", item.id, exc.code
+        )
+    return str(local_evolve(payload, None)["content"])  # type: ignore[arg-type]
+
+
+def _rename(payload: dict[str, Any]) -> dict[str, Any]:
+    """``task`` is reserved in task messages; the item's task travels as ``knowledge_task``.
+
+    The LocalAgent handler reads ``content`` and ``feedback`` only, so nothing is lost.
+    """
+    out = dict(payload)
+    out["knowledge_task"] = out.pop("task")
+    return out
+
+
+def apply_update(
+    item: Knowledge, request: UpdateRequest, *, new_content: str | None, now: str
+) -> Knowledge:
+    """The item after the update (a new object; ``version`` is bumped by the caller)."""
+    updated = Knowledge.from_dict(copy.deepcopy(item.to_dict()))
+    evaluation = updated.eval
+    if request.helpful_case is not None:
+        evaluation["helpful"] = int(evaluation.get("helpful", 0)) + 1
+        history = list(evaluation.get("helpful_history") or [])
+        history.append(request.helpful_case)
+        evaluation["helpful_history"] = history[-MAX_HISTORY:]
+    if request.harmful_case is not None:
+        evaluation["harmful"] = int(evaluation.get("harmful", 0)) + 1
+        history = list(evaluation.get("harmful_history") or [])
+        history.append(request.harmful_case)
+        evaluation["harmful_history"] = history[-MAX_HISTORY:]
+    if request.score is not None:
+        evaluation["score"] = request.score
+    if new_content is not None:
+        updated.content = new_content
+    updated.updated_at = now
+    return updated

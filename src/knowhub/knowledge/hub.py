@@ -1,0 +1,708 @@
+"""KnowledgeHub: the knowledge engine's facade (seeds 002 and 003).
+
+Every method takes the authenticated :class:`~knowhub.scope.Principal` first; visibility
+and permissions are enforced here, never by the caller. Items a principal cannot see are
+reported exactly like missing ones (:class:`NotFoundError`).
+
+The SQL store is the truth. The lexical and vector indexes used by search are derived from
+it: built at open, updated after every write, refreshed when another process changed the
+store (``seq``), rebuildable (:meth:`rebuild_indexes`) and checkable (:meth:`check`).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets as _random
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.engine import Connection
+
+from knowhub.errors import (
+    InvalidInputError,
+    KnowhubError,
+    NotFoundError,
+    PermissionDeniedError,
+    VersionConflictError,
+)
+from knowhub.knowledge import extract as extraction
+from knowhub.knowledge import slim as slimming
+from knowhub.knowledge.feedback import apply_update, evolve_content, parse_update
+from knowhub.knowledge.models import (
+    Knowledge,
+    Resource,
+    SearchHit,
+    SlimPlan,
+    build_knowledge,
+    check_limit,
+    check_scopes_filter,
+    check_types_filter,
+    utc_now,
+    visibility_of,
+)
+from knowhub.knowledge.resources import ResourceService
+from knowhub.knowledge.search import DerivedIndexes, rank_hits, route_candidates
+from knowhub.knowledge.secrets import SecretBox, load_or_create_key, parse_key
+from knowhub.knowledge.store import KnowledgeStore, knowledge, knowledge_scopes
+from knowhub.providers.embedding import HashingEmbedder
+from knowhub.providers.llm import LLMClient, LocalAgent
+from knowhub.scope import Principal
+
+__all__ = ["KnowledgeHub"]
+
+log = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS = 2_000
+MAX_TOP_K = 100
+MAX_BATCH = 1_000
+PROGRESS_EVERY = 10_000
+
+
+class KnowledgeHub:
+    """Scoped knowledge and resources with feedback, evolution, slimming and extraction.
+
+    Args:
+        data_dir: directory of the SQLite file (``knowhub.db``) and the key file.
+        db_url: SQLAlchemy URL of another database (``postgresql+psycopg://...``).
+        llm: the LLM for routing, evolution, merging and extraction (LocalAgent if None).
+        embedder: vectorizer for recall and slimming (HashingEmbedder if None).
+        secret_key: AES key for resource secrets (32 bytes, base64 or hex); else the key
+            file ``<data_dir>/secret.key`` (created 0600 on first start).
+        candidate_pool: most candidates recalled per search (bounds the routing prompt).
+        route_token_budget: most estimated tokens of one routing prompt.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | Path,
+        *,
+        db_url: str | None = None,
+        llm: LLMClient | None = None,
+        embedder: Any | None = None,
+        secret_key: bytes | str | None = None,
+        candidate_pool: int = 200,
+        route_token_budget: int = 3_500,
+    ) -> None:
+        if not isinstance(candidate_pool, int) or candidate_pool < 1:
+            raise InvalidInputError("candidate_pool must be a positive integer")
+        self.data_dir = Path(data_dir)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        key = parse_key(secret_key) if secret_key is not None else load_or_create_key(self.data_dir)
+        self.embedder = embedder if embedder is not None else HashingEmbedder()
+        self.llm: LLMClient = llm if llm is not None else LocalAgent(embedder=self.embedder)
+        self.candidate_pool = candidate_pool
+        self.route_token_budget = route_token_budget
+        self.store = KnowledgeStore(self.data_dir, db_url)
+        self.resources = ResourceService(self.store, SecretBox(key))
+        self._indexes = DerivedIndexes(self.embedder)
+        self._sync_lock = threading.RLock()
+        self.rebuild_indexes()
+
+    @classmethod
+    def from_settings(cls, settings: Any, **overrides: Any) -> KnowledgeHub:
+        """Hub configured by :class:`knowhub.config.Settings` (data dir ``<data_dir>/knowledge``)."""
+        from knowhub.providers.embedding import build_embedder
+        from knowhub.providers.llm import build_llm
+
+        section = settings.knowledge
+        secret: bytes | str | None = None
+        if section.secret_key is not None:
+            secret = section.secret_key.get_secret_value()
+        elif section.secret_key_file:
+            secret = Path(section.secret_key_file).read_text(encoding="ascii").strip()
+        embedder = overrides.pop("embedder", None) or build_embedder(settings.embedding)
+        llm = overrides.pop("llm", None) or build_llm(settings.llm, embedder=embedder)
+        kwargs: dict[str, Any] = {
+            "db_url": section.db_url,
+            "llm": llm,
+            "embedder": embedder,
+            "secret_key": secret,
+            "candidate_pool": section.candidate_pool,
+        }
+        kwargs.update(overrides)
+        return cls(settings.engine_dir("knowledge"), **kwargs)
+
+    def close(self) -> None:
+        """Release database connections."""
+        self.store.close()
+
+    def __enter__(self) -> KnowledgeHub:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ derived indexes
+
+    def rebuild_indexes(self) -> int:
+        """Rebuild the lexical and vector indexes from the store; returns items indexed."""
+        with self._sync_lock:
+            self._indexes.clear()
+            seq = self.store.max_seq()
+            total = 0
+            with self.store.read() as conn:
+                for batch in self.store.iter_live(conn):
+                    self._indexes.upsert(batch)
+                    before = total
+                    total += len(batch)
+                    if total // PROGRESS_EVERY > before // PROGRESS_EVERY:
+                        log.info("knowledge indexes: %d items indexed", total)
+            self._indexes.seq = seq
+            if total >= PROGRESS_EVERY:
+                log.info("knowledge indexes: built over %d items", total)
+        self._sync()
+        return total
+
+    def _sync(self) -> None:
+        """Apply every store change newer than the indexes (this or another process)."""
+        with self._sync_lock:
+            with self.store.read() as conn:
+                changes = self.store.changes_since(conn, self._indexes.seq)
+            if not changes:
+                return
+            latest: dict[str, tuple[bool, Knowledge]] = {}
+            for _seq, deleted, item in changes:
+                latest[item.id] = (deleted, item)
+            self._indexes.remove([kid for kid, (deleted, _) in latest.items() if deleted])
+            self._indexes.upsert([item for deleted, item in latest.values() if not deleted])
+            self._indexes.seq = max(seq for seq, _, _ in changes)
+
+    def check(self, fix: bool = False) -> dict[str, Any]:
+        """Compare the derived indexes with the store; ``fix`` rebuilds them on a mismatch."""
+        self._sync()
+        with self.store.read() as conn:
+            store_ids = self.store.live_ids(conn)
+        index_ids = self._indexes.ids()
+        vector_ids = set(self._indexes.vectors.ids())
+        lexical_ids = set(self._indexes.bm25.doc_ids())
+        missing = sorted(store_ids - index_ids)
+        extra = sorted(index_ids - store_ids)
+        ok = not missing and not extra and vector_ids == store_ids and lexical_ids == store_ids
+        report: dict[str, Any] = {
+            "ok": ok,
+            "store_count": len(store_ids),
+            "index_count": len(index_ids),
+            "vector_count": len(vector_ids),
+            "lexical_count": len(lexical_ids),
+            "missing": missing[:100],
+            "extra": extra[:100],
+            "fixed": False,
+        }
+        if not ok and fix:
+            self.rebuild_indexes()
+            report["fixed"] = True
+        return report
+
+    # ------------------------------------------------------------------ helpers
+
+    @staticmethod
+    def _principal(principal: Any) -> Principal:
+        if not isinstance(principal, Principal):
+            raise InvalidInputError("principal must be a knowhub.scope.Principal")
+        return principal
+
+    @staticmethod
+    def _id(knowledge_id: Any) -> str:
+        if not isinstance(knowledge_id, str) or not knowledge_id or len(knowledge_id) > 64:
+            raise NotFoundError(
+                f"knowledge not found: {str(knowledge_id)[:80]}", id=str(knowledge_id)[:80]
+            )
+        return knowledge_id
+
+    def _load_visible(
+        self, conn: Connection, principal: Principal, knowledge_id: str, *, for_update: bool = False
+    ) -> Knowledge:
+        found = self.store.load(conn, knowledge_id, for_update=for_update)
+        if found is None or found[1] or not principal.can_see(found[0].scopes):
+            raise NotFoundError(f"knowledge not found: {knowledge_id}", id=knowledge_id)
+        return found[0]
+
+    @staticmethod
+    def _require_modify(principal: Principal, item: Knowledge, action: str) -> None:
+        if not principal.can_modify(item.owner, item.scopes):
+            raise PermissionDeniedError(
+                f"only the owner or an admin of its scopes may {action} {item.id}",
+                id=item.id,
+                owner=item.owner,
+            )
+
+    def _commit(
+        self,
+        conn: Connection,
+        *,
+        change_id: str,
+        principal: Principal,
+        previous: Knowledge,
+        new: Knowledge,
+        kind: str,
+        now: str,
+        deleted: bool = False,
+        was_deleted: bool = False,
+    ) -> Knowledge:
+        """Keep ``previous`` in the history and write ``new`` as the next version."""
+        self.store.add_version(
+            conn,
+            change_id,
+            previous,
+            kind=kind,
+            principal=principal.id,
+            at=now,
+            deleted=was_deleted,
+        )
+        new.version = previous.version + 1
+        new.updated_at = now
+        new.visibility = visibility_of(new.scopes, new.owner)
+        self.store.write_knowledge(conn, new, deleted=deleted)
+        return new
+
+    # ------------------------------------------------------------------ knowledge CRUD
+
+    def save(self, principal: Principal, body: dict[str, Any]) -> Knowledge:
+        """Validate and store a new item (``POST /api/knowledge``)."""
+        principal = self._principal(principal)
+        item = build_knowledge(body, principal)
+        with self.store.write() as conn:
+            self.store.write_knowledge(conn, item)
+        self._sync()
+        return item
+
+    def get(self, principal: Principal, knowledge_id: str) -> Knowledge:
+        """One visible item; NotFoundError when missing, deleted or invisible."""
+        principal = self._principal(principal)
+        knowledge_id = self._id(knowledge_id)
+        with self.store.read() as conn:
+            return self._load_visible(conn, principal, knowledge_id)
+
+    def update(
+        self,
+        principal: Principal,
+        knowledge_id: str,
+        *,
+        add_helpful_case: Any = None,
+        add_harmful_case: Any = None,
+        update_score: Any = None,
+        evolve_feedback: Any = None,
+    ) -> Knowledge:
+        """Feedback (viewers), score and evolution (owner/admin) in one new version."""
+        principal = self._principal(principal)
+        knowledge_id = self._id(knowledge_id)
+        request = parse_update(add_helpful_case, add_harmful_case, update_score, evolve_feedback)
+        new_content: str | None = None
+        seen_version: int | None = None
+        if request.evolve_feedback is not None:
+            current = self.get(principal, knowledge_id)
+            self._require_modify(principal, current, "evolve")
+            new_content = evolve_content(self.llm, current, request.evolve_feedback)
+            seen_version = current.version
+        now = utc_now()
+        with self.store.write() as conn:
+            item = self._load_visible(conn, principal, knowledge_id, for_update=True)
+            if request.needs_modify:
+                self._require_modify(principal, item, "change the score of or evolve")
+            if seen_version is not None and item.version != seen_version:
+                raise VersionConflictError(
+                    f"{knowledge_id} changed while it was being evolved; retry",
+                    id=knowledge_id,
+                    version=item.version,
+                )
+            updated = apply_update(item, request, new_content=new_content, now=now)
+            result = self._commit(
+                conn,
+                change_id=self.store.new_change_id(),
+                principal=principal,
+                previous=item,
+                new=updated,
+                kind=request.kind,
+                now=now,
+            )
+        self._sync()
+        return result
+
+    def batch_update(self, principal: Principal, feedback_list: Any) -> dict[str, Any]:
+        """Seed 002 batch feedback ``[{knowledge_id, is_helpful, case}]`` in one commit."""
+        principal = self._principal(principal)
+        if not isinstance(feedback_list, list):
+            raise InvalidInputError("feedback_list must be a list", field="feedback_list")
+        if len(feedback_list) > MAX_BATCH:
+            raise InvalidInputError(
+                f"at most {MAX_BATCH} feedback entries per batch", field="feedback_list"
+            )
+        updated = 0
+        failed: list[dict[str, Any]] = []
+        now = utc_now()
+        with self.store.write() as conn:
+            for pos, entry in enumerate(feedback_list):
+                kid = entry.get("knowledge_id") if isinstance(entry, dict) else None
+                try:
+                    if not isinstance(entry, dict):
+                        raise InvalidInputError(f"feedback_list[{pos}] must be an object")
+                    helpful = entry.get("is_helpful", True)
+                    if not isinstance(helpful, bool):
+                        raise InvalidInputError(
+                            f"feedback_list[{pos}].is_helpful must be true or false"
+                        )
+                    case = entry.get("case") or {}
+                    request = parse_update(
+                        add_helpful_case=case if helpful else None,
+                        add_harmful_case=None if helpful else case,
+                    )
+                    item = self._load_visible(conn, principal, self._id(kid), for_update=True)
+                    self._commit(
+                        conn,
+                        change_id=self.store.new_change_id(),
+                        principal=principal,
+                        previous=item,
+                        new=apply_update(item, request, new_content=None, now=now),
+                        kind="feedback",
+                        now=now,
+                    )
+                    updated += 1
+                except KnowhubError as exc:
+                    failed.append(
+                        {
+                            "knowledge_id": kid if isinstance(kid, str) else None,
+                            "error": exc.message,
+                            "code": exc.code,
+                        }
+                    )
+        self._sync()
+        return {"updated": updated, "failed": failed}
+
+    def delete(self, principal: Principal, knowledge_id: str) -> None:
+        """Soft-delete (owner or scope admin); kept in the history so it can be undone."""
+        principal = self._principal(principal)
+        knowledge_id = self._id(knowledge_id)
+        now = utc_now()
+        with self.store.write() as conn:
+            item = self._load_visible(conn, principal, knowledge_id, for_update=True)
+            self._require_modify(principal, item, "delete")
+            self._commit(
+                conn,
+                change_id=self.store.new_change_id(),
+                principal=principal,
+                previous=item,
+                new=Knowledge.from_dict(item.to_dict()),
+                kind="delete",
+                now=now,
+                deleted=True,
+            )
+        self._sync()
+
+    def list(
+        self,
+        principal: Principal,
+        limit: int = 10,
+        types: Sequence[str] | str | None = None,
+        scopes: Sequence[str] | str | None = None,
+    ) -> list[Knowledge]:
+        """Visible items, most recently changed first; ``scopes`` narrows visibility."""
+        principal = self._principal(principal)
+        limit = check_limit(limit)
+        type_filter = check_types_filter(types)
+        scope_filter = check_scopes_filter(scopes)
+        visible = set(principal.visible_scopes)
+        if scope_filter is not None:
+            visible &= set(scope_filter)
+        if not visible:
+            return []
+        with self.store.read() as conn:
+            return self.store.list_items(conn, visible=visible, types=type_filter, limit=limit)
+
+    # ------------------------------------------------------------------ search
+
+    def search(
+        self,
+        principal: Principal,
+        query: str,
+        top_k: int = 5,
+        min_score: float = 3,
+        types: Sequence[str] | str | None = None,
+    ) -> list[SearchHit]:
+        """Seed 002 two-stage search over a bounded, visible candidate pool."""
+        principal = self._principal(principal)
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("query must be a non-empty string", field="q")
+        if len(query) > MAX_QUERY_CHARS or "\x00" in query:
+            raise InvalidInputError(
+                f"query must be at most {MAX_QUERY_CHARS} characters", field="q"
+            )
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+            raise InvalidInputError(
+                f"top_k must be an integer from 1 to {MAX_TOP_K}", field="top_k"
+            )
+        if isinstance(min_score, bool) or not isinstance(min_score, int | float):
+            raise InvalidInputError("min_score must be a number", field="min_score")
+        type_filter = check_types_filter(types)
+        self._sync()
+        recalled = self._indexes.recall(
+            query, principal, types=type_filter, min_score=min_score, pool=self.candidate_pool
+        )
+        if not recalled:
+            return []
+        metas = self._indexes.meta
+        candidates = [(kid, metas[kid]) for kid, _ in recalled if kid in metas]
+        routed = route_candidates(
+            self.llm,
+            query,
+            top_k,
+            candidates,
+            token_budget=self.route_token_budget,
+            on_fallback=lambda why: log.warning("knowledge search: %s", why),
+        )
+        if not routed:
+            return []
+        with self.store.read() as conn:
+            items = self.store.fetch_visible(conn, routed, principal.visible_scopes)
+        best = recalled[0][1] or 1.0
+        relevance = {kid: score / best for kid, score in recalled}
+        return rank_hits(principal, routed, items, relevance, top_k=top_k, min_score=min_score)
+
+    # ------------------------------------------------------------------ history, undo
+
+    def history(self, principal: Principal, knowledge_id: str) -> list[dict[str, Any]]:
+        """Previous versions of a visible (or deleted, once visible) item, newest first."""
+        principal = self._principal(principal)
+        knowledge_id = self._id(knowledge_id)
+        with self.store.read() as conn:
+            found = self.store.load(conn, knowledge_id)
+            if found is None or not principal.can_see(found[0].scopes):
+                raise NotFoundError(f"knowledge not found: {knowledge_id}", id=knowledge_id)
+            return self.store.history(conn, knowledge_id)
+
+    def undo(self, principal: Principal, change_id: str) -> Knowledge:
+        """Restore the snapshots of one change as new versions (slim: every item at once)."""
+        principal = self._principal(principal)
+        if not isinstance(change_id, str) or not change_id or len(change_id) > 64:
+            raise NotFoundError(
+                f"change not found: {str(change_id)[:80]}", change_id=str(change_id)[:80]
+            )
+        now = utc_now()
+        undo_id = self.store.new_change_id()
+        restored: list[tuple[bool, Knowledge]] = []
+        with self.store.write() as conn:
+            rows = self.store.change(conn, change_id)
+            if not rows:
+                raise NotFoundError(f"change not found: {change_id}", change_id=change_id)
+            for row in rows:
+                found = self.store.load(conn, row["knowledge_id"], for_update=True)
+                if found is None:
+                    raise NotFoundError(f"change not found: {change_id}", change_id=change_id)
+                current, deleted = found
+                if not principal.can_see(current.scopes):
+                    raise NotFoundError(f"change not found: {change_id}", change_id=change_id)
+                own_feedback = row["kind"] == "feedback" and row["principal"] == principal.id
+                if not own_feedback:
+                    self._require_modify(principal, current, "undo changes of")
+                snapshot = Knowledge.from_dict(row["snapshot"])
+                result = self._commit(
+                    conn,
+                    change_id=undo_id,
+                    principal=principal,
+                    previous=current,
+                    new=snapshot,
+                    kind="undo",
+                    now=now,
+                    deleted=bool(row["was_deleted"]),
+                    was_deleted=deleted,
+                )
+                if not row["was_deleted"]:
+                    restored.append((not deleted, result))
+        self._sync()
+        if not restored:
+            raise NotFoundError(f"change {change_id} restored nothing visible", change_id=change_id)
+        # For a slim merge, the survivor is the one item that was live before the undo.
+        restored.sort(key=lambda pair: (not pair[0], pair[1].id))
+        return restored[0][1]
+
+    # ------------------------------------------------------------------ slim
+
+    def slim(
+        self,
+        principal: Principal,
+        *,
+        model: str | None = None,
+        apply: bool = False,
+        plan_id: str | None = None,
+    ) -> SlimPlan:
+        """Plan (default) or apply the merge of near-duplicates the principal may modify."""
+        principal = self._principal(principal)
+        if plan_id is not None:
+            if not apply:
+                return self._load_plan(principal, plan_id)
+            return self._apply_plan(principal, self._load_plan(principal, plan_id))
+        plan = self._make_plan(principal, model)
+        if apply:
+            return self._apply_plan(principal, plan)
+        return plan
+
+    def _make_plan(self, principal: Principal, model: str | None) -> SlimPlan:
+        with self.store.read() as conn:
+            items = self.store.list_items(
+                conn,
+                visible=principal.visible_scopes,
+                limit=slimming.MAX_SCAN,
+                extra=[self.store.modifiable_clause(principal.id, principal.admin_of)],
+            )
+        clusters = [
+            slimming.merge_cluster(self.llm, [items[i] for i in members], reason)
+            for members, reason in slimming.find_clusters(items, self.embedder)
+        ]
+        plan = SlimPlan(
+            plan_id=f"slim-{_random.token_hex(8)}",
+            principal=principal.id,
+            clusters=clusters,
+            created_at=utc_now(),
+            model=model,
+            scanned=len(items),
+        )
+        self.store.save_plan(plan.plan_id, principal.id, plan.to_dict(), plan.created_at)
+        return plan
+
+    def _load_plan(self, principal: Principal, plan_id: Any) -> SlimPlan:
+        if not isinstance(plan_id, str) or len(plan_id) > 64:
+            raise NotFoundError("slim plan not found", plan_id=str(plan_id)[:80])
+        with self.store.read() as conn:
+            data = self.store.load_plan(conn, plan_id)
+        if data is None or data.get("principal") != principal.id:
+            raise NotFoundError(f"slim plan not found: {plan_id}", plan_id=plan_id)
+        return SlimPlan.from_dict(data)
+
+    def _apply_plan(self, principal: Principal, plan: SlimPlan) -> SlimPlan:
+        if plan.applied:
+            raise VersionConflictError(
+                f"slim plan {plan.plan_id} was already applied as {plan.change_id}",
+                plan_id=plan.plan_id,
+            )
+        change_id = self.store.new_change_id()
+        now = utc_now()
+        with self.store.write() as conn:
+            for cluster in plan.clusters:
+                members = []
+                for kid, version in zip(cluster.ids, cluster.versions, strict=True):
+                    item = self._load_visible(conn, principal, kid, for_update=True)
+                    self._require_modify(principal, item, "merge")
+                    if item.version != version:
+                        raise VersionConflictError(
+                            f"{kid} changed since slim plan {plan.plan_id} was made; make a new plan",
+                            id=kid,
+                            plan_id=plan.plan_id,
+                        )
+                    members.append(item)
+                survivor, *others = members
+                merged = Knowledge.from_dict({**survivor.to_dict(), **cluster.merged})
+                self._commit(
+                    conn,
+                    change_id=change_id,
+                    principal=principal,
+                    previous=survivor,
+                    new=merged,
+                    kind="slim",
+                    now=now,
+                )
+                for other in others:
+                    self._commit(
+                        conn,
+                        change_id=change_id,
+                        principal=principal,
+                        previous=other,
+                        new=Knowledge.from_dict(other.to_dict()),
+                        kind="slim",
+                        now=now,
+                        deleted=True,
+                    )
+            plan.applied = True
+            plan.change_id = change_id
+            self.store.mark_plan_applied(conn, plan.plan_id, plan.to_dict())
+        self._sync()
+        return plan
+
+    # ------------------------------------------------------------------ profile, extraction
+
+    def user_profile(self, principal: Principal, limit: int = 20) -> list[Knowledge]:
+        """Seed 003 user profile: own-scope user_profile items first, by confidence, helpful."""
+        principal = self._principal(principal)
+        limit = check_limit(limit)
+        order = (knowledge.c.confidence.desc(), knowledge.c.helpful.desc(), knowledge.c.seq.desc())
+        own_scope = knowledge.c.id.in_(
+            select(knowledge_scopes.c.knowledge_id).where(knowledge_scopes.c.scope == principal.id)
+        )
+        with self.store.read() as conn:
+            own = self.store.list_items(
+                conn,
+                visible=principal.visible_scopes,
+                types=["user_profile"],
+                limit=limit,
+                extra=[own_scope],
+                order=order,
+            )
+            rest: list[Knowledge] = []
+            if len(own) < limit:
+                rest = self.store.list_items(
+                    conn,
+                    visible=principal.visible_scopes,
+                    types=["user_profile"],
+                    limit=limit - len(own),
+                    extra=[~own_scope],
+                    order=order,
+                )
+        return own + rest
+
+    def extract(self, principal: Principal, messages: Any) -> list[Knowledge]:
+        """Turn a conversation into saved knowledge (seed 003 extraction); skips duplicates."""
+        principal = self._principal(principal)
+        clean = extraction.check_messages(messages)
+        if not clean:
+            return []
+        candidates = extraction.run_extraction(self.llm, clean)
+        items: list[Knowledge] = []
+        for body in extraction.candidate_bodies(principal, candidates, clean):
+            try:
+                items.append(build_knowledge(body, principal))
+            except InvalidInputError as exc:
+                log.warning("extract: dropped an invalid candidate: %s", exc.message)
+        saved: list[Knowledge] = []
+        with self.store.write() as conn:
+            for item in items:
+                if self.store.find_duplicate(
+                    conn, item.task, item.content, principal.visible_scopes
+                ):
+                    continue
+                self.store.write_knowledge(conn, item)
+                saved.append(item)
+        self._sync()
+        return saved
+
+    # ------------------------------------------------------------------ resources
+
+    def save_resource(self, principal: Principal, body: dict[str, Any]) -> Resource:
+        """Create (or, for its owner, replace) a resource; ``secure_body`` is encrypted."""
+        return self.resources.save(self._principal(principal), body)
+
+    def get_resource(
+        self, principal: Principal, resource_id: str, *, include_secure: bool = False
+    ) -> Resource:
+        """A visible resource; the decrypted secret only for owners/admins who ask."""
+        return self.resources.get(
+            self._principal(principal), resource_id, include_secure=include_secure
+        )
+
+    def list_resources(
+        self, principal: Principal, limit: int = 50, content_type: str | None = None
+    ) -> list[Resource]:
+        """Visible resources without secrets; expired cookies are marked ``expired``."""
+        return self.resources.list(
+            self._principal(principal), limit=limit, content_type=content_type
+        )
+
+    def update_resource(
+        self, principal: Principal, resource_id: str, patch: dict[str, Any]
+    ) -> Resource:
+        """Patch a resource (owner or scope admin)."""
+        return self.resources.update(self._principal(principal), resource_id, patch)
+
+    def delete_resource(self, principal: Principal, resource_id: str) -> None:
+        """Soft-delete a resource (owner or scope admin)."""
+        self.resources.delete(self._principal(principal), resource_id)

@@ -1,0 +1,300 @@
+"""Knowledge search: derived indexes, bounded candidate recall, LLM routing, quality ranking.
+
+Seed 002's two stages, made to scale:
+
+0. **Recall** (not in the seed, which sends *all* knowledge to the LLM): visibility and type
+   filters, then BM25 over task + content and vector cosine, fused with reciprocal rank
+   fusion, keeping at most ``candidate_pool`` items. This bounds the routing prompt whatever
+   the size of the knowledge base.
+1. **Semantic routing**: the LLM (task ``route_knowledge``) picks ``2 * top_k`` candidates
+   from ``{idx, types, task[:100]}``; candidates are added in recall order until the prompt
+   reaches ``route_token_budget`` tokens. Bad answers fall back to the recall order.
+2. **Quality ranking**: ``quality_score = score + helpful - 2 * harmful``; items with
+   ``score < min_score`` or ``quality_score < 0`` are dropped; ties are broken by scope
+   priority (user > project > agent > team > org > public, over the item's scopes that the
+   principal can see), then by routing order.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from knowhub.errors import KnowhubError, LLMError
+from knowhub.knowledge.models import Knowledge, SearchHit, quality_score
+from knowhub.providers.llm import LLMClient, build_task_messages, estimate_tokens
+from knowhub.providers.records import IndexRecord
+from knowhub.providers.vector import ExactVectorIndex
+from knowhub.scope import Principal, best_scope_priority
+from knowhub.text import BM25Index
+
+__all__ = [
+    "ROUTE_INSTRUCTIONS",
+    "ROUTE_SCHEMA",
+    "DerivedIndexes",
+    "ItemMeta",
+    "rank_hits",
+    "route_candidates",
+]
+
+log = logging.getLogger(__name__)
+
+RRF_K = 60
+TASK_PREVIEW_CHARS = 100
+EMBED_CONTENT_CHARS = 1_000
+EMBED_BATCH = 256
+
+ROUTE_INSTRUCTIONS = (
+    "You route a knowledge search. The user message holds a query and candidate knowledge "
+    "items (idx, types, the start of each item's task). Pick up to 2*k items whose task is "
+    "semantically relevant to the query, most relevant first, and answer with their idx "
+    "values in `ids`. Leave out items that are not relevant; an empty list is allowed."
+)
+ROUTE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"ids": {"type": "array", "items": {"type": "integer"}}},
+    "required": ["ids"],
+}
+
+
+@dataclass(frozen=True)
+class ItemMeta:
+    """What recall filters on, kept in memory next to the lexical and vector indexes."""
+
+    types: frozenset[str]
+    scopes: frozenset[str]
+    task: str
+    score: int
+    helpful: int
+    harmful: int
+
+    @classmethod
+    def of(cls, item: Knowledge) -> ItemMeta:
+        return cls(
+            frozenset(item.types),
+            frozenset(item.scopes),
+            item.task,
+            item.score,
+            item.helpful,
+            item.harmful,
+        )
+
+    @property
+    def quality(self) -> float:
+        return quality_score(self.score, self.helpful, self.harmful)
+
+
+def index_text(item: Knowledge) -> str:
+    """Text the lexical index sees: task and content."""
+    return f"{item.task}\n{item.content}"
+
+
+def embed_text(item: Knowledge) -> str:
+    """Text the embedder sees: task and the start of the content (long texts dilute)."""
+    return f"{item.task}\n{item.content[:EMBED_CONTENT_CHARS]}"
+
+
+class DerivedIndexes:
+    """BM25 + vector index + filter metadata over the live items; rebuilt from the store.
+
+    ``seq`` is the store change counter these indexes reflect; the hub applies
+    ``changes_since(seq)`` to catch up with writes of this and other processes.
+    """
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+        self.lock = threading.RLock()
+        self.bm25 = BM25Index()
+        self.vectors = ExactVectorIndex(int(embedder.dim))
+        self.meta: dict[str, ItemMeta] = {}
+        self.seq = 0
+
+    def clear(self) -> None:
+        with self.lock:
+            self.bm25.clear()
+            self.vectors.clear()
+            self.meta.clear()
+            self.seq = 0
+
+    def upsert(self, items: Sequence[Knowledge]) -> None:
+        """Index (or re-index) live items; embeddings are computed in batches."""
+        if not items:
+            return
+        for start in range(0, len(items), EMBED_BATCH):
+            chunk = items[start : start + EMBED_BATCH]
+            matrix = self.embedder.embed_matrix([embed_text(i) for i in chunk])
+            records = [
+                IndexRecord(
+                    id=item.id,
+                    uri=item.id,
+                    context_type="knowledge",
+                    filters={"scopes": list(item.scopes), "types": list(item.types)},
+                    vector=matrix[row],
+                )
+                for row, item in enumerate(chunk)
+            ]
+            with self.lock:
+                for item in chunk:
+                    self.bm25.add(item.id, index_text(item))
+                    self.meta[item.id] = ItemMeta.of(item)
+                self.vectors.upsert(records)
+
+    def remove(self, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        with self.lock:
+            for knowledge_id in ids:
+                self.bm25.remove(knowledge_id)
+                self.meta.pop(knowledge_id, None)
+            self.vectors.delete_ids(ids)
+
+    def ids(self) -> set[str]:
+        with self.lock:
+            return set(self.meta)
+
+    def recall(
+        self,
+        query: str,
+        principal: Principal,
+        *,
+        types: Sequence[str] | None,
+        min_score: float,
+        pool: int,
+    ) -> list[tuple[str, float]]:
+        """At most ``pool`` visible, eligible candidates as ``(id, fused score)``, best first.
+
+        Eligibility (visible, type, ``score >= min_score``, ``quality >= 0``) is checked
+        before ranking, so filtered items never take a slot in the pool.
+        """
+        visible = principal.visible_scopes
+        wanted = frozenset(types) if types else None
+        meta = self.meta
+
+        def allowed(knowledge_id: str) -> bool:
+            info = meta.get(knowledge_id)
+            if info is None or info.scopes.isdisjoint(visible):
+                return False
+            if wanted is not None and info.types.isdisjoint(wanted):
+                return False
+            return info.score >= min_score and info.quality >= 0
+
+        with self.lock:
+            lexical = self.bm25.search(query, top_k=pool, allowed=allowed)
+            vector_hits: list[str] = []
+            query_vec = self.embedder.embed_matrix([query])[0]
+            if float((query_vec * query_vec).sum()) > 0:
+                filters: dict[str, Any] = {"scopes": sorted(visible)}
+                if wanted is not None:
+                    filters["types"] = sorted(wanted)
+                for hit in self.vectors.search(query_vec, filters, top_k=pool * 2):
+                    if hit.score > 0.0 and allowed(hit.id):
+                        vector_hits.append(hit.id)
+                        if len(vector_hits) >= pool:
+                            break
+        fused: dict[str, float] = {}
+        for rank, (knowledge_id, _score) in enumerate(lexical):
+            fused[knowledge_id] = fused.get(knowledge_id, 0.0) + 1.0 / (RRF_K + rank + 1)
+        for rank, knowledge_id in enumerate(vector_hits):
+            fused[knowledge_id] = fused.get(knowledge_id, 0.0) + 1.0 / (RRF_K + rank + 1)
+        ordered = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+        return ordered[:pool]
+
+
+def route_candidates(
+    llm: LLMClient,
+    query: str,
+    top_k: int,
+    candidates: Sequence[tuple[str, ItemMeta]],
+    *,
+    token_budget: int,
+    on_fallback: Callable[[str], None] | None = None,
+) -> list[str]:
+    """Stage 1: ask the LLM for up to ``2 * top_k`` relevant ids among ``candidates``.
+
+    Candidates go into the prompt in recall order until ``token_budget`` (estimated tokens
+    of the whole prompt) is reached. Indices, not ids, are sent to save tokens, and mapped
+    back; unknown or repeated indices are ignored. On an LLM failure or an answer without
+    an ``ids`` list, the recall order is used.
+    """
+    want = 2 * top_k
+    if not candidates:
+        return []
+    base = build_task_messages(
+        "route_knowledge",
+        ROUTE_INSTRUCTIONS,
+        {"query": query, "k": top_k, "items": []},
+        ROUTE_SCHEMA,
+    )
+    used = sum(estimate_tokens(m["content"]) for m in base)
+    items: list[dict[str, Any]] = []
+    for idx, (_kid, info) in enumerate(candidates):
+        entry = {"idx": idx, "types": sorted(info.types), "task": info.task[:TASK_PREVIEW_CHARS]}
+        cost = estimate_tokens(json.dumps(entry, ensure_ascii=False, separators=(",", ":"))) + 1
+        if items and used + cost > token_budget:
+            break
+        items.append(entry)
+        used += cost
+    sent = [kid for kid, _ in candidates[: len(items)]]
+    messages = build_task_messages(
+        "route_knowledge",
+        ROUTE_INSTRUCTIONS,
+        {"query": query, "k": top_k, "items": items},
+        ROUTE_SCHEMA,
+    )
+    try:
+        answer = llm.chat(messages, ROUTE_SCHEMA)
+    except (LLMError, KnowhubError) as exc:
+        if on_fallback:
+            on_fallback(f"routing failed ({exc.__class__.__name__}); using recall order")
+        return sent[:want]
+    raw = answer.get("ids") if isinstance(answer, dict) else None
+    if not isinstance(raw, list):
+        if on_fallback:
+            on_fallback("routing answer has no ids list; using recall order")
+        return sent[:want]
+    picked: list[str] = []
+    for value in raw:
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            value = int(value.strip())
+        if isinstance(value, str) and value in sent:  # a model that answered with ids
+            kid = value
+        elif isinstance(value, int) and 0 <= value < len(sent):
+            kid = sent[value]
+        else:
+            continue
+        if kid not in picked:
+            picked.append(kid)
+        if len(picked) >= want:
+            break
+    return picked
+
+
+def rank_hits(
+    principal: Principal,
+    routed: Sequence[str],
+    items: dict[str, Knowledge],
+    relevance: dict[str, float],
+    *,
+    top_k: int,
+    min_score: float,
+) -> list[SearchHit]:
+    """Stage 2: quality score, ``min_score`` / negative-quality filters, scope tie-break."""
+    visible = principal.visible_scopes
+    ranked: list[tuple[float, int, int, SearchHit]] = []
+    for route_rank, knowledge_id in enumerate(routed):
+        item = items.get(knowledge_id)
+        if item is None:  # deleted or no longer visible since recall
+            continue
+        quality = item.quality_score
+        if item.score < min_score or quality < 0:
+            continue
+        priority = best_scope_priority([s for s in item.scopes if s in visible])
+        hit = SearchHit(item, quality, relevance.get(knowledge_id, 0.0))
+        ranked.append((-quality, priority, route_rank, hit))
+    ranked.sort(key=lambda row: row[:3])
+    return [row[3] for row in ranked[:top_k]]

@@ -1,0 +1,205 @@
+"""Knowledge-base slimming (seed 002 ``POST /api/knowledge/slim``): find and merge near-duplicates.
+
+Two items are near-duplicates when their types overlap and their ``task + content`` is
+either very close in embedding space (cosine >= ``COSINE_THRESHOLD``) or lexically very
+similar (``knowhub.text.similarity`` >= ``LEXICAL_THRESHOLD``, computed only for pairs
+whose cosine passes ``PREFILTER_COSINE``). Pairs are joined into clusters (union-find), and
+each cluster is merged by the LLM task ``merge_knowledge`` into its best item (highest
+quality, then oldest): summed helpful/harmful, the highest score and confidence, the union
+of scopes, resource ids and histories. The other items are soft-deleted.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from knowhub.errors import KnowhubError
+from knowhub.knowledge.models import KNOWLEDGE_TYPES, Knowledge, SlimCluster
+from knowhub.knowledge.search import embed_text
+from knowhub.providers.llm import LLMClient, build_task_messages
+from knowhub.providers.llm.local_knowledge import merge_knowledge as local_merge
+from knowhub.text import similarity
+
+__all__ = [
+    "COSINE_THRESHOLD",
+    "LEXICAL_THRESHOLD",
+    "MAX_SCAN",
+    "find_clusters",
+    "merge_cluster",
+    "merged_item",
+]
+
+log = logging.getLogger(__name__)
+
+COSINE_THRESHOLD = 0.9
+LEXICAL_THRESHOLD = 0.8
+PREFILTER_COSINE = 0.6
+MAX_SCAN = 20_000  # most recently changed items considered in one slim run
+MERGE_CONTENT_CHARS = 6_000
+_BLOCK = 1024
+
+MERGE_INSTRUCTIONS = (
+    "You maintain a knowledge base for AI agents. The items are near-duplicates. Merge them "
+    "into one item: a task that covers all of them, one content that keeps every distinct "
+    "fact, step and caveat exactly once, and the union of their types. Keep the language "
+    "of the originals."
+)
+MERGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "task": {"type": "string"},
+        "content": {"type": "string"},
+        "types": {"type": "array", "items": {"type": "string", "enum": list(KNOWLEDGE_TYPES)}},
+    },
+    "required": ["task", "content", "types"],
+}
+
+
+def _find(parent: list[int], i: int) -> int:
+    while parent[i] != i:
+        parent[i] = parent[parent[i]]
+        i = parent[i]
+    return i
+
+
+def find_clusters(items: Sequence[Knowledge], embedder: Any) -> list[tuple[list[int], str]]:
+    """Groups of indices into ``items`` that are near-duplicates, with the reason why."""
+    n = len(items)
+    if n < 2:
+        return []
+    matrix = np.asarray(embedder.embed_matrix([embed_text(i) for i in items]), dtype=np.float32)
+    parent = list(range(n))
+    reasons: dict[int, list[str]] = {}
+    type_sets = [set(i.types) for i in items]
+    texts = [f"{i.task}\n{i.content}" for i in items]
+    for start in range(0, n, _BLOCK):
+        block = matrix[start : start + _BLOCK] @ matrix.T
+        rows, cols = np.nonzero(block >= PREFILTER_COSINE)
+        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
+            i, j = start + r, c
+            if j <= i or type_sets[i].isdisjoint(type_sets[j]):
+                continue
+            cosine = float(block[r, c])
+            if cosine >= COSINE_THRESHOLD:
+                why = f"cosine {cosine:.2f}"
+            else:
+                lexical = similarity(texts[i], texts[j])
+                if lexical < LEXICAL_THRESHOLD:
+                    continue
+                why = f"lexical similarity {lexical:.2f}"
+            root_i, root_j = _find(parent, i), _find(parent, j)
+            if root_i != root_j:
+                parent[root_j] = root_i
+            reasons.setdefault(i, []).append(f"{items[i].id}~{items[j].id}: {why}")
+    groups: dict[int, list[int]] = {}
+    for i in range(n):
+        groups.setdefault(_find(parent, i), []).append(i)
+    out: list[tuple[list[int], str]] = []
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        why = [r for m in members for r in reasons.get(m, [])]
+        out.append((members, "near-duplicates (same types; " + "; ".join(why[:5]) + ")"))
+    return out
+
+
+def _survivor_order(items: Sequence[Knowledge]) -> list[Knowledge]:
+    """Best first: highest quality, then oldest, then id."""
+    return sorted(items, key=lambda i: (-i.quality_score, i.created_at, i.id))
+
+
+def merge_cluster(llm: LLMClient, members: Sequence[Knowledge], reason: str) -> SlimCluster:
+    """Ask the LLM for the merged task/content/types; the local merge is the fallback."""
+    ordered = _survivor_order(members)
+    payload = {
+        "items": [
+            {
+                "id": item.id,
+                "task": item.task,
+                "content": item.content[:MERGE_CONTENT_CHARS],
+                "types": list(item.types),
+            }
+            for item in ordered
+        ]
+    }
+    answer: dict[str, Any] | None = None
+    try:
+        raw = llm.chat(
+            build_task_messages("merge_knowledge", MERGE_INSTRUCTIONS, payload, MERGE_SCHEMA),
+            MERGE_SCHEMA,
+        )
+        answer = _valid_merge(raw)
+        if answer is None:
+            log.warning("merge_knowledge answer unusable; using the local merge")
+    except KnowhubError as exc:
+        log.warning("merge_knowledge failed (%s); using the local merge", exc.code)
+    if answer is None:
+        answer = _valid_merge(local_merge(payload, None))  # type: ignore[arg-type]
+    assert answer is not None  # the local merge always yields task, content and types
+    merged = merged_item(ordered, answer)
+    return SlimCluster(
+        ids=[i.id for i in ordered],
+        tasks=[i.task for i in ordered],
+        versions=[i.version for i in ordered],
+        merged=merged,
+        reason=reason,
+    )
+
+
+def _valid_merge(raw: Any) -> dict[str, Any] | None:
+    if not isinstance(raw, dict):
+        return None
+    task, content, types = raw.get("task"), raw.get("content"), raw.get("types")
+    if not (
+        isinstance(task, str) and task.strip() and isinstance(content, str) and content.strip()
+    ):
+        return None
+    if "\x00" in task or "\x00" in content:
+        return None
+    kinds = (
+        [t for t in types or [] if isinstance(t, str) and t in KNOWLEDGE_TYPES]
+        if isinstance(types, list)
+        else []
+    )
+    return {"task": task.strip(), "content": content.strip(), "types": list(dict.fromkeys(kinds))}
+
+
+def merged_item(ordered: Sequence[Knowledge], answer: dict[str, Any]) -> dict[str, Any]:
+    """The survivor's new fields: merged text plus summed and unioned metadata."""
+    types = list(answer["types"])
+    for item in ordered:  # never lose a type the LLM forgot
+        for kind in item.types:
+            if kind not in types:
+                types.append(kind)
+    scopes: list[str] = []
+    resource_ids: list[str] = []
+    tags: dict[str, Any] = {}
+    helpful_history: list[Any] = []
+    harmful_history: list[Any] = []
+    for item in ordered:
+        scopes.extend(s for s in item.scopes if s not in scopes)
+        resource_ids.extend(r for r in item.resource_ids if r not in resource_ids)
+        for key, value in item.tags.items():
+            tags.setdefault(key, value)
+        helpful_history.extend(item.eval.get("helpful_history") or [])
+        harmful_history.extend(item.eval.get("harmful_history") or [])
+    return {
+        "task": answer["task"],
+        "content": answer["content"],
+        "types": types,
+        "scopes": scopes,
+        "resource_ids": resource_ids,
+        "tags": tags,
+        "eval": {
+            "score": max(i.score for i in ordered),
+            "helpful": sum(i.helpful for i in ordered),
+            "harmful": sum(i.harmful for i in ordered),
+            "confidence": max(i.confidence for i in ordered),
+            "helpful_history": helpful_history,
+            "harmful_history": harmful_history,
+        },
+    }

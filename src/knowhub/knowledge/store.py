@@ -1,0 +1,748 @@
+"""The primary store of the knowledge engine: SQLAlchemy Core tables, migrations, versions.
+
+SQLite (WAL, ``synchronous=FULL``, ``BEGIN IMMEDIATE`` for writes) is the default; the same
+Core statements run on PostgreSQL (``postgresql+psycopg://...``). Everything else the
+engine keeps (lexical and vector indexes) is derived from these tables and can be rebuilt.
+
+Layout:
+
+- ``knowledge``: one row per item (the full seed 002 JSON in ``doc`` plus the columns that
+  queries filter and sort on); ``seq`` is a store-wide monotonically increasing change
+  counter, so another process's writes are found with ``seq > last_seen``. Deletes are soft
+  (``deleted = 1``) so that they can be undone.
+- ``knowledge_scopes`` / ``knowledge_types``: one row per (item, scope) and (item, type),
+  indexed by scope and type, so that visibility and type filters are SQL joins.
+- ``knowledge_versions``: the previous version of an item before every change, keyed by
+  ``(change_id, knowledge_id)``; one change may touch several items (slim).
+- ``resources`` (+ ``resource_scopes``, ``resource_versions``): ``secure_body`` holds
+  AES-GCM ciphertext only.
+- ``slim_plans``: stored slim proposals.
+- ``schema_version``: one row per applied migration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Float,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    and_,
+    create_engine,
+    delete,
+    event,
+    exists,
+    func,
+    insert,
+    or_,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from knowhub.errors import StorageError
+from knowhub.knowledge.models import Knowledge
+from knowhub.text import normalize
+
+__all__ = ["SCHEMA_VERSION", "KnowledgeStore", "content_hash"]
+
+log = logging.getLogger(__name__)
+
+metadata = MetaData()
+
+schema_version = Table(
+    "schema_version",
+    metadata,
+    Column("version", Integer, primary_key=True),
+    Column("applied_at", String(40), nullable=False),
+)
+
+counters = Table(
+    "kh_counters",
+    metadata,
+    Column("name", String(40), primary_key=True),
+    Column("value", BigInteger, nullable=False),
+)
+
+knowledge = Table(
+    "knowledge",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("seq", BigInteger, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("owner", String(300), nullable=False),
+    Column("visibility", String(16), nullable=False),
+    Column("task", Text, nullable=False),
+    Column("content", Text, nullable=False),
+    Column("content_hash", String(64), nullable=False),
+    Column("score", Integer, nullable=False),
+    Column("helpful", Integer, nullable=False),
+    Column("harmful", Integer, nullable=False),
+    Column("confidence", Float, nullable=False),
+    Column("doc", Text, nullable=False),
+    Column("deleted", Integer, nullable=False, default=0),
+    Column("created_at", String(40), nullable=False),
+    Column("updated_at", String(40), nullable=False),
+    Index("ix_knowledge_seq", "seq"),
+    Index("ix_knowledge_owner", "owner"),
+    Index("ix_knowledge_visibility", "visibility"),
+    Index("ix_knowledge_hash", "content_hash"),
+)
+
+knowledge_scopes = Table(
+    "knowledge_scopes",
+    metadata,
+    Column("knowledge_id", String(64), primary_key=True),
+    Column("scope", String(300), primary_key=True),
+    Index("ix_knowledge_scopes_scope", "scope", "knowledge_id"),
+)
+
+knowledge_versions = Table(
+    "knowledge_versions",
+    metadata,
+    Column("change_id", String(64), primary_key=True),
+    Column("knowledge_id", String(64), primary_key=True),
+    Column("version", Integer, nullable=False),
+    Column("snapshot", Text, nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("principal", String(300), nullable=False),
+    Column("created_at", String(40), nullable=False),
+    Index("ix_knowledge_versions_item", "knowledge_id", "version"),
+)
+
+resources = Table(
+    "resources",
+    metadata,
+    Column("id", String(200), primary_key=True),
+    Column("seq", BigInteger, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("owner", String(300), nullable=False),
+    Column("title", Text, nullable=False),
+    Column("body", Text, nullable=False),
+    Column("secure_body", LargeBinary, nullable=True),
+    Column("content_type", String(20), nullable=False),
+    Column("meta", Text, nullable=False),
+    Column("deleted", Integer, nullable=False, default=0),
+    Column("created_at", String(40), nullable=False),
+    Column("updated_at", String(40), nullable=False),
+    Index("ix_resources_owner", "owner"),
+)
+
+resource_scopes = Table(
+    "resource_scopes",
+    metadata,
+    Column("resource_id", String(200), primary_key=True),
+    Column("scope", String(300), primary_key=True),
+    Index("ix_resource_scopes_scope", "scope", "resource_id"),
+)
+
+resource_versions = Table(
+    "resource_versions",
+    metadata,
+    Column("change_id", String(64), primary_key=True),
+    Column("resource_id", String(200), primary_key=True),
+    Column("version", Integer, nullable=False),
+    Column("snapshot", Text, nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("principal", String(300), nullable=False),
+    Column("created_at", String(40), nullable=False),
+)
+
+# ---- added by migration 2
+knowledge_types = Table(
+    "knowledge_types",
+    metadata,
+    Column("knowledge_id", String(64), primary_key=True),
+    Column("type", String(32), primary_key=True),
+    Index("ix_knowledge_types_type", "type", "knowledge_id"),
+)
+
+slim_plans = Table(
+    "slim_plans",
+    metadata,
+    Column("plan_id", String(64), primary_key=True),
+    Column("principal", String(300), nullable=False),
+    Column("plan", Text, nullable=False),
+    Column("applied", Integer, nullable=False, default=0),
+    Column("created_at", String(40), nullable=False),
+)
+
+_V1_TABLES = (
+    schema_version,
+    counters,
+    knowledge,
+    knowledge_scopes,
+    knowledge_versions,
+    resources,
+    resource_scopes,
+    resource_versions,
+)
+
+
+def _migrate_1(conn: Connection) -> None:
+    """Initial schema: items, scopes, versions, resources, the seq counter."""
+    for table in _V1_TABLES:
+        table.create(conn, checkfirst=True)
+    if conn.execute(select(counters.c.value).where(counters.c.name == "seq")).first() is None:
+        conn.execute(insert(counters).values(name="seq", value=0))
+
+
+def _migrate_2(conn: Connection) -> None:
+    """Type index table (backfilled from each item's JSON) and stored slim plans."""
+    knowledge_types.create(conn, checkfirst=True)
+    slim_plans.create(conn, checkfirst=True)
+    rows = conn.execute(select(knowledge.c.id, knowledge.c.doc)).all()
+    conn.execute(delete(knowledge_types))
+    batch: list[dict[str, str]] = []
+    for row in rows:
+        doc = json.loads(row.doc)
+        types = doc.get("types") or ([doc["type"]] if doc.get("type") else [])
+        batch.extend({"knowledge_id": row.id, "type": t} for t in dict.fromkeys(types))
+        if len(batch) >= 1000:
+            conn.execute(insert(knowledge_types), batch)
+            batch = []
+    if batch:
+        conn.execute(insert(knowledge_types), batch)
+
+
+#: Ordered migrations; index i migrates from version i to i + 1.
+MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_migrate_1, _migrate_2)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def content_hash(task: str, content: str) -> str:
+    """Hash of normalized task and content: finds exact duplicates (extraction dedup)."""
+    key = f"{normalize(task)}\x1f{normalize(content)}"
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def _sqlite_engine(path: Path) -> Engine:
+    engine = create_engine(
+        f"sqlite:///{path}",
+        connect_args={"check_same_thread": False, "timeout": 30},
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Let SQLAlchemy's "begin" event issue BEGIN so writes can ask for IMMEDIATE.
+        dbapi_conn.isolation_level = None
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        write = conn.get_execution_options().get("knowhub_write", False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    return engine
+
+
+class KnowledgeStore:
+    """Durable CRUD over the knowledge tables; every write commits before returning.
+
+    Args:
+        data_dir: directory for the SQLite file ``knowhub.db`` (used when ``db_url`` is None).
+        db_url: SQLAlchemy URL of another database (``postgresql+psycopg://...``).
+        migrate_to: schema version to migrate to (tests build old databases with it).
+    """
+
+    def __init__(
+        self, data_dir: Path, db_url: str | None = None, *, migrate_to: int = SCHEMA_VERSION
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        try:
+            if db_url is None:
+                self.data_dir.mkdir(parents=True, exist_ok=True)
+                self.engine = _sqlite_engine(self.data_dir / "knowhub.db")
+            else:
+                self.engine = create_engine(db_url, pool_pre_ping=True)
+            self.dialect = self.engine.dialect.name
+            self.migrate(migrate_to)
+        except SQLAlchemyError as exc:
+            raise StorageError(f"cannot open knowledge store: {exc}", url=self.safe_url) from exc
+
+    @property
+    def safe_url(self) -> str:
+        """Database URL without its password (for logs and errors)."""
+        engine = getattr(self, "engine", None)
+        return engine.url.render_as_string(hide_password=True) if engine else ""
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # ------------------------------------------------------------------ transactions
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A write transaction (``BEGIN IMMEDIATE`` on SQLite); commits (fsync) on exit."""
+        try:
+            with (
+                self.engine.connect().execution_options(knowhub_write=True) as conn,
+                conn.begin(),
+            ):
+                if self.dialect == "postgresql":
+                    # One writer at a time keeps ``seq`` in commit order.
+                    conn.execute(text("SELECT pg_advisory_xact_lock(7342001)"))
+                yield conn
+        except SQLAlchemyError as exc:
+            raise StorageError(f"knowledge store write failed: {exc}", url=self.safe_url) from exc
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A read transaction with a consistent snapshot."""
+        try:
+            with self.engine.connect() as conn, conn.begin():
+                yield conn
+        except SQLAlchemyError as exc:
+            raise StorageError(f"knowledge store read failed: {exc}", url=self.safe_url) from exc
+
+    # ------------------------------------------------------------------ migrations
+
+    def schema_version(self) -> int:
+        """Highest applied migration (0 for an empty database)."""
+        with self.read() as conn:
+            return self._current_version(conn)
+
+    def _current_version(self, conn: Connection) -> int:
+        if not self.engine.dialect.has_table(conn, "schema_version"):
+            return 0
+        value = conn.execute(select(func.max(schema_version.c.version))).scalar()
+        return int(value or 0)
+
+    def migrate(self, target: int = SCHEMA_VERSION) -> int:
+        """Apply the pending migrations up to ``target`` in one transaction each."""
+        from knowhub.knowledge.models import utc_now
+
+        with self.write() as conn:
+            current = self._current_version(conn)
+            if current > SCHEMA_VERSION:
+                raise StorageError(
+                    f"knowledge store schema {current} is newer than this knowhub "
+                    f"({SCHEMA_VERSION}); upgrade knowhub",
+                    url=self.safe_url,
+                )
+            for number in range(current + 1, target + 1):
+                log.info("knowledge store: migrating schema to version %d", number)
+                MIGRATIONS[number - 1](conn)
+                conn.execute(insert(schema_version).values(version=number, applied_at=utc_now()))
+            return max(current, target)
+
+    # ------------------------------------------------------------------ seq
+
+    def next_seq(self, conn: Connection) -> int:
+        """Next value of the store-wide change counter (inside a write transaction)."""
+        conn.execute(
+            update(counters).where(counters.c.name == "seq").values(value=counters.c.value + 1)
+        )
+        return int(
+            conn.execute(select(counters.c.value).where(counters.c.name == "seq")).scalar_one()
+        )
+
+    def max_seq(self) -> int:
+        with self.read() as conn:
+            return int(
+                conn.execute(select(counters.c.value).where(counters.c.name == "seq")).scalar() or 0
+            )
+
+    # ------------------------------------------------------------------ knowledge rows
+
+    @staticmethod
+    def visible_clause(visible: Iterable[str]) -> Any:
+        """SQL condition: the item has at least one scope in ``visible`` (index join)."""
+        return knowledge.c.id.in_(
+            select(knowledge_scopes.c.knowledge_id).where(
+                knowledge_scopes.c.scope.in_(sorted(visible))
+            )
+        )
+
+    @staticmethod
+    def types_clause(types: Iterable[str]) -> Any:
+        """SQL condition: the item has at least one of ``types``."""
+        return knowledge.c.id.in_(
+            select(knowledge_types.c.knowledge_id).where(knowledge_types.c.type.in_(sorted(types)))
+        )
+
+    @staticmethod
+    def modifiable_clause(principal_id: str, admin_of: Iterable[str]) -> Any:
+        """SQL condition: owned by the principal, or in / owned by a scope it administers."""
+        admin = sorted(admin_of)
+        if not admin:
+            return knowledge.c.owner == principal_id
+        return or_(
+            knowledge.c.owner == principal_id,
+            knowledge.c.owner.in_(admin),
+            knowledge.c.id.in_(
+                select(knowledge_scopes.c.knowledge_id).where(knowledge_scopes.c.scope.in_(admin))
+            ),
+        )
+
+    def write_knowledge(self, conn: Connection, item: Knowledge, *, deleted: bool = False) -> int:
+        """Insert or replace one item with its scope and type rows; returns its new seq."""
+        seq = self.next_seq(conn)
+        values = {
+            "seq": seq,
+            "version": item.version,
+            "owner": item.owner,
+            "visibility": item.visibility,
+            "task": item.task,
+            "content": item.content,
+            "content_hash": content_hash(item.task, item.content),
+            "score": item.score,
+            "helpful": item.helpful,
+            "harmful": item.harmful,
+            "confidence": item.confidence,
+            "doc": _dumps(item.to_dict()),
+            "deleted": 1 if deleted else 0,
+            "created_at": item.created_at,
+            "updated_at": item.updated_at,
+        }
+        found = conn.execute(update(knowledge).where(knowledge.c.id == item.id).values(**values))
+        if found.rowcount == 0:
+            conn.execute(insert(knowledge).values(id=item.id, **values))
+        conn.execute(delete(knowledge_scopes).where(knowledge_scopes.c.knowledge_id == item.id))
+        conn.execute(delete(knowledge_types).where(knowledge_types.c.knowledge_id == item.id))
+        conn.execute(
+            insert(knowledge_scopes), [{"knowledge_id": item.id, "scope": s} for s in item.scopes]
+        )
+        conn.execute(
+            insert(knowledge_types), [{"knowledge_id": item.id, "type": t} for t in item.types]
+        )
+        return seq
+
+    def load(
+        self, conn: Connection, knowledge_id: str, *, for_update: bool = False
+    ) -> tuple[Knowledge, bool] | None:
+        """``(item, deleted)`` or None; ``for_update`` locks the row on PostgreSQL."""
+        query = select(knowledge.c.doc, knowledge.c.deleted).where(knowledge.c.id == knowledge_id)
+        if for_update and self.dialect == "postgresql":
+            query = query.with_for_update()
+        row = conn.execute(query).first()
+        if row is None:
+            return None
+        return Knowledge.from_dict(json.loads(row.doc)), bool(row.deleted)
+
+    def fetch_visible(
+        self, conn: Connection, ids: Sequence[str], visible: Iterable[str]
+    ) -> dict[str, Knowledge]:
+        """Live items among ``ids`` that ``visible`` may see, by id."""
+        out: dict[str, Knowledge] = {}
+        visible = sorted(visible)
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            rows = conn.execute(
+                select(knowledge.c.doc).where(
+                    knowledge.c.id.in_(chunk),
+                    knowledge.c.deleted == 0,
+                    self.visible_clause(visible),
+                )
+            )
+            for row in rows:
+                item = Knowledge.from_dict(json.loads(row.doc))
+                out[item.id] = item
+        return out
+
+    def list_items(
+        self,
+        conn: Connection,
+        *,
+        visible: Iterable[str],
+        types: Iterable[str] | None = None,
+        limit: int = 10,
+        extra: Sequence[Any] = (),
+        order: Sequence[Any] | None = None,
+    ) -> list[Knowledge]:
+        """Live visible items, newest change first unless ``order`` says otherwise."""
+        conditions = [knowledge.c.deleted == 0, self.visible_clause(visible), *extra]
+        if types:
+            conditions.append(self.types_clause(types))
+        query = (
+            select(knowledge.c.doc)
+            .where(and_(*conditions))
+            .order_by(*(order if order is not None else (knowledge.c.seq.desc(),)))
+            .limit(limit)
+        )
+        return [Knowledge.from_dict(json.loads(row.doc)) for row in conn.execute(query)]
+
+    def find_duplicate(
+        self, conn: Connection, task: str, content: str, visible: Iterable[str]
+    ) -> str | None:
+        """Id of a live visible item with the same normalized task and content."""
+        row = conn.execute(
+            select(knowledge.c.id).where(
+                knowledge.c.content_hash == content_hash(task, content),
+                knowledge.c.deleted == 0,
+                self.visible_clause(visible),
+            )
+        ).first()
+        return None if row is None else str(row.id)
+
+    def changes_since(self, conn: Connection, seq: int) -> list[tuple[int, bool, Knowledge]]:
+        """Items changed after ``seq`` (including soft deletes), in seq order."""
+        rows = conn.execute(
+            select(knowledge.c.seq, knowledge.c.deleted, knowledge.c.doc)
+            .where(knowledge.c.seq > seq)
+            .order_by(knowledge.c.seq)
+        )
+        return [(int(r.seq), bool(r.deleted), Knowledge.from_dict(json.loads(r.doc))) for r in rows]
+
+    def iter_live(self, conn: Connection, batch: int = 2000) -> Iterator[list[Knowledge]]:
+        """All live items in id order, ``batch`` at a time (index builds)."""
+        last = ""
+        while True:
+            rows = conn.execute(
+                select(knowledge.c.id, knowledge.c.doc)
+                .where(knowledge.c.deleted == 0, knowledge.c.id > last)
+                .order_by(knowledge.c.id)
+                .limit(batch)
+            ).all()
+            if not rows:
+                return
+            last = rows[-1].id
+            yield [Knowledge.from_dict(json.loads(r.doc)) for r in rows]
+
+    def live_ids(self, conn: Connection) -> set[str]:
+        return {r.id for r in conn.execute(select(knowledge.c.id).where(knowledge.c.deleted == 0))}
+
+    def count_live(self, conn: Connection) -> int:
+        return int(
+            conn.execute(
+                select(func.count()).select_from(knowledge).where(knowledge.c.deleted == 0)
+            ).scalar_one()
+        )
+
+    def has_visible(self, conn: Connection, knowledge_id: str, visible: Iterable[str]) -> bool:
+        return bool(
+            conn.execute(
+                select(
+                    exists().where(
+                        knowledge.c.id == knowledge_id,
+                        knowledge.c.deleted == 0,
+                        self.visible_clause(visible),
+                    )
+                )
+            ).scalar()
+        )
+
+    # ------------------------------------------------------------------ versions
+
+    @staticmethod
+    def new_change_id() -> str:
+        return f"change-{uuid.uuid4().hex}"
+
+    def add_version(
+        self,
+        conn: Connection,
+        change_id: str,
+        previous: Knowledge,
+        *,
+        kind: str,
+        principal: str,
+        at: str,
+        deleted: bool = False,
+    ) -> None:
+        """Keep ``previous`` (the state before this change) under ``change_id``."""
+        snapshot = previous.to_dict()
+        snapshot["_deleted"] = deleted
+        conn.execute(
+            insert(knowledge_versions).values(
+                change_id=change_id,
+                knowledge_id=previous.id,
+                version=previous.version,
+                snapshot=_dumps(snapshot),
+                kind=kind,
+                principal=principal,
+                created_at=at,
+            )
+        )
+
+    def history(self, conn: Connection, knowledge_id: str) -> list[dict[str, Any]]:
+        """Previous versions of one item, newest first."""
+        rows = conn.execute(
+            select(knowledge_versions)
+            .where(knowledge_versions.c.knowledge_id == knowledge_id)
+            .order_by(knowledge_versions.c.version.desc(), knowledge_versions.c.created_at.desc())
+        )
+        return [self._version_dict(r) for r in rows]
+
+    def change(self, conn: Connection, change_id: str) -> list[dict[str, Any]]:
+        """Every item snapshot recorded under one change id."""
+        rows = conn.execute(
+            select(knowledge_versions).where(knowledge_versions.c.change_id == change_id)
+        )
+        return [self._version_dict(r) for r in rows]
+
+    @staticmethod
+    def _version_dict(row: Any) -> dict[str, Any]:
+        snapshot = json.loads(row.snapshot)
+        was_deleted = bool(snapshot.pop("_deleted", False))
+        return {
+            "change_id": row.change_id,
+            "knowledge_id": row.knowledge_id,
+            "version": int(row.version),
+            "kind": row.kind,
+            "principal": row.principal,
+            "timestamp": row.created_at,
+            "was_deleted": was_deleted,
+            "snapshot": snapshot,
+        }
+
+    # ------------------------------------------------------------------ slim plans
+
+    def save_plan(self, plan_id: str, principal: str, plan: dict[str, Any], at: str) -> None:
+        with self.write() as conn:
+            conn.execute(
+                insert(slim_plans).values(
+                    plan_id=plan_id,
+                    principal=principal,
+                    plan=_dumps(plan),
+                    applied=0,
+                    created_at=at,
+                )
+            )
+
+    def load_plan(self, conn: Connection, plan_id: str) -> dict[str, Any] | None:
+        row = conn.execute(select(slim_plans).where(slim_plans.c.plan_id == plan_id)).first()
+        if row is None:
+            return None
+        plan = json.loads(row.plan)
+        plan["applied"] = bool(row.applied) or bool(plan.get("applied"))
+        return plan
+
+    def mark_plan_applied(self, conn: Connection, plan_id: str, plan: dict[str, Any]) -> None:
+        conn.execute(
+            update(slim_plans)
+            .where(slim_plans.c.plan_id == plan_id)
+            .values(applied=1, plan=_dumps(plan))
+        )
+
+    # ------------------------------------------------------------------ resources
+
+    def load_resource(self, conn: Connection, resource_id: str) -> dict[str, Any] | None:
+        """The resource row as a dict (``secure_body`` is ciphertext) with its scopes."""
+        row = conn.execute(select(resources).where(resources.c.id == resource_id)).first()
+        if row is None:
+            return None
+        scopes = [
+            r.scope
+            for r in conn.execute(
+                select(resource_scopes.c.scope)
+                .where(resource_scopes.c.resource_id == resource_id)
+                .order_by(resource_scopes.c.scope)
+            )
+        ]
+        return self._resource_dict(row, scopes)
+
+    @staticmethod
+    def _resource_dict(row: Any, scopes: list[str]) -> dict[str, Any]:
+        return {
+            "id": row.id,
+            "version": int(row.version),
+            "owner": row.owner,
+            "title": row.title,
+            "body": row.body,
+            "secure_body": None if row.secure_body is None else bytes(row.secure_body),
+            "content_type": row.content_type,
+            "metadata": json.loads(row.meta),
+            "deleted": bool(row.deleted),
+            "created_at": row.created_at,
+            "updated_at": row.updated_at,
+            "scopes": scopes,
+        }
+
+    def write_resource(self, conn: Connection, record: dict[str, Any]) -> None:
+        """Insert or replace one resource row (``secure_body`` must already be ciphertext)."""
+        values = {
+            "seq": self.next_seq(conn),
+            "version": record["version"],
+            "owner": record["owner"],
+            "title": record["title"],
+            "body": record["body"],
+            "secure_body": record["secure_body"],
+            "content_type": record["content_type"],
+            "meta": _dumps(record["metadata"]),
+            "deleted": 1 if record.get("deleted") else 0,
+            "created_at": record["created_at"],
+            "updated_at": record["updated_at"],
+        }
+        found = conn.execute(
+            update(resources).where(resources.c.id == record["id"]).values(**values)
+        )
+        if found.rowcount == 0:
+            conn.execute(insert(resources).values(id=record["id"], **values))
+        conn.execute(delete(resource_scopes).where(resource_scopes.c.resource_id == record["id"]))
+        conn.execute(
+            insert(resource_scopes),
+            [{"resource_id": record["id"], "scope": s} for s in record["scopes"]],
+        )
+
+    def add_resource_version(
+        self, conn: Connection, previous: dict[str, Any], *, kind: str, principal: str, at: str
+    ) -> None:
+        """Keep the previous resource row; ``secure_body`` stays ciphertext (base64)."""
+        import base64
+
+        snapshot = dict(previous)
+        blob = snapshot.get("secure_body")
+        snapshot["secure_body"] = None if blob is None else base64.b64encode(blob).decode("ascii")
+        conn.execute(
+            insert(resource_versions).values(
+                change_id=self.new_change_id(),
+                resource_id=previous["id"],
+                version=previous["version"],
+                snapshot=_dumps(snapshot),
+                kind=kind,
+                principal=principal,
+                created_at=at,
+            )
+        )
+
+    def list_resources(
+        self, conn: Connection, *, visible: Iterable[str], limit: int, content_type: str | None
+    ) -> list[dict[str, Any]]:
+        conditions = [
+            resources.c.deleted == 0,
+            resources.c.id.in_(
+                select(resource_scopes.c.resource_id).where(
+                    resource_scopes.c.scope.in_(sorted(visible))
+                )
+            ),
+        ]
+        if content_type:
+            conditions.append(resources.c.content_type == content_type)
+        rows = conn.execute(
+            select(resources).where(and_(*conditions)).order_by(resources.c.seq.desc()).limit(limit)
+        ).all()
+        out = []
+        for row in rows:
+            scopes = [
+                r.scope
+                for r in conn.execute(
+                    select(resource_scopes.c.scope).where(resource_scopes.c.resource_id == row.id)
+                )
+            ]
+            out.append(self._resource_dict(row, sorted(scopes)))
+        return out
