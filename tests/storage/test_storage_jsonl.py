@@ -208,3 +208,30 @@ def test_closed_log_refuses_work(tmp_path: Path) -> None:
 def test_missing_directory_is_a_storage_error(tmp_path: Path) -> None:
     with pytest.raises(StorageError):
         JsonlLog(tmp_path / "missing" / "x.jsonl")
+
+
+def test_one_fsync_per_batch_and_none_when_not_durable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    calls: list[int] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        calls.append(fd)
+        real_fsync(fd)
+
+    path = tmp_path / "log.jsonl"
+    path.touch()
+    monkeypatch.setattr(os, "fsync", counting_fsync)
+    with JsonlLog(path) as log:
+        log.append_batch([{"i": i} for i in range(1000)])
+        assert len(calls) == 1
+        log.append({"i": 1000})
+        assert len(calls) == 2
+    calls.clear()
+    with JsonlLog(path, durable=False) as log:
+        log.append_batch([{"i": i} for i in range(10)])
+        log.append({"i": 10})
+    assert calls == []

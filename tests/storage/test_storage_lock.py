@@ -29,6 +29,29 @@ def test_reentrant_within_thread(tmp_path: Path) -> None:
         pass
 
 
+def test_other_thread_waits_for_the_owner(tmp_path: Path) -> None:
+    lock = FileLock(tmp_path / ".lock")
+    errors: list[BaseException] = []
+
+    def contender() -> None:
+        try:
+            lock.acquire(timeout_s=0.05)
+        except LockTimeoutError as exc:
+            errors.append(exc)
+        else:
+            lock.release()
+
+    with lock:
+        thread = threading.Thread(target=contender)
+        thread.start()
+        thread.join()
+    assert len(errors) == 1
+    thread = threading.Thread(target=contender)
+    thread.start()
+    thread.join()
+    assert len(errors) == 1  # free again: the second contender got it
+
+
 def test_timeout_raises_with_path(tmp_path: Path) -> None:
     path = tmp_path / "sub" / ".lock"
     holder = FileLock(path)

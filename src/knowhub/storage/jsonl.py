@@ -78,7 +78,9 @@ class JsonlLog:
 
     Attributes:
         offset: byte position up to which :meth:`read_new` has consumed the file.
-            A new object starts at 0, so the first ``read_new()`` returns every record.
+            A new object starts at 0, so the first ``read_new_entries()`` is the natural
+            way to load a store (it returns every record and moves ``offset`` to the end);
+            :meth:`scan` does not move it.
         generation: bumped whenever the file was replaced (by :meth:`rewrite` here or in
             another process); after a bump from another process the in-memory state built
             from this log should be reloaded (``read_new`` then starts again at 0).
