@@ -1,0 +1,467 @@
+"""Engine core: opening a data directory, the commit path, the follower path, hooks.
+
+The write skeleton of seed 000 §4.5 lives here: a caller stages rows in a
+:class:`~knowhub.tree.txn.Txn` while holding the thread lock and the data-dir file lock
+(``_writing``), then ``_commit`` appends ONE change-log row (fsync = acknowledgement),
+appends the entity rows without fsync, applies the after-images to memory and lets the
+hooks invalidate caches and update the lexical and multi-pattern indexes.
+See :mod:`knowhub.tree.store` for the durability argument.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from knowhub.errors import InvalidInputError, NotFoundError
+from knowhub.providers.llm import LLMClient, LocalAgent
+from knowhub.text import BM25Index, DefaultNormalizer, MultiPatternMatcher, Normalizer
+from knowhub.tree.caches import MRUCache, TreeCaches
+from knowhub.tree.indexes import TreeState
+from knowhub.tree.models import ROOT_ID, Info, InfoKeywordLink, KeywordNode, new_id
+from knowhub.tree.store import AFTER_KEYS, KINDS, TreeStore, latest_after_rows, row_key
+from knowhub.tree.txn import Txn
+
+_log = logging.getLogger("knowhub.tree")
+
+#: Checkpoint (fsync entity files + checkpoint.json) after this many operations...
+CHECKPOINT_EVERY_OPS = 1000
+#: ... or after this many change-log bytes, whichever comes first.
+CHECKPOINT_EVERY_BYTES = 256 * 1024 * 1024
+#: Persist indexes/ and cache/ every this many operations (and on close).
+PERSIST_EVERY_OPS = 5000
+
+
+def _opt(settings: Any, name: str, default: Any) -> Any:
+    """A tree knob from ``Settings.tree`` / ``TreeSettings`` / a dict, else ``default``."""
+    if settings is None:
+        return default
+    tree = getattr(settings, "tree", settings)
+    if isinstance(tree, dict):
+        return tree.get(name, default)
+    return getattr(tree, name, default)
+
+
+class TreeCore:
+    """State, files and the commit machinery shared by the KeywordTree mixins."""
+
+    def __init__(
+        self,
+        data_dir: str | Path = "./data/keyword_tree",
+        llm_client: LLMClient | None = None,
+        mru_capacity: int = 128,
+        max_candidates: int = 50,
+        descend_max_rounds: int = 6,
+        *,
+        normalizer: Normalizer | None = None,
+        settings: Any = None,
+        lock_timeout_s: float = 30.0,
+    ) -> None:
+        if max_candidates < 1 or descend_max_rounds < 1 or mru_capacity < 0:
+            raise InvalidInputError("max_candidates and descend_max_rounds must be >= 1, mru_capacity >= 0")
+        self.data_dir = Path(data_dir)
+        self.llm: LLMClient = llm_client if llm_client is not None else LocalAgent()
+        self.normalizer: Normalizer = normalizer if normalizer is not None else DefaultNormalizer()
+        self.max_candidates = int(max_candidates)
+        self.descend_max_rounds = int(descend_max_rounds)
+        self.settings = settings
+        self.oversized_threshold = int(_opt(settings, "oversized_subtree", 500))
+        self.checkpoint_every_ops = int(_opt(settings, "checkpoint_every_ops", CHECKPOINT_EVERY_OPS))
+        self.persist_every_ops = int(_opt(settings, "persist_every_ops", PERSIST_EVERY_OPS))
+        self.reorganize_chunk = int(_opt(settings, "reorganize_chunk", 300))
+        self._lock = threading.RLock()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.store = TreeStore(self.data_dir, lock_timeout_s)
+        self.state = TreeState()
+        self.caches = TreeCaches(
+            self.data_dir / "cache",
+            exact_ttl_s=float(_opt(settings, "exact_cache_ttl_s", 3600.0)),
+            descend_ttl_s=float(_opt(settings, "descend_cache_ttl_s", 3600.0)),
+            agent_ttl_s=float(_opt(settings, "agent_cache_ttl_s", 6 * 3600.0)),
+        )
+        self.mru = MRUCache(mru_capacity)
+        self.last_operation_id: str | None = None
+        self.load_report: dict[str, Any] = {}
+        self._bm25: BM25Index | None = None
+        self._matcher: MultiPatternMatcher | None = None
+        self._known_size = 0
+        self._ckpt: dict[str, Any] = {"offset": 0, "sizes": {}}
+        self._ops_since_ckpt = 0
+        self._ops_since_persist = 0
+        self._foreign_since_ckpt = False
+        self._op_offsets: dict[str, int] = {}
+        self._closed = False
+        self.state.node_hooks.append(self._on_node)
+        self.state.info_hooks.append(self._on_info)
+        self.state.link_hooks.append(self._on_link)
+        self._open()
+
+    # -- opening -----------------------------------------------------------------------
+
+    def _open(self) -> None:
+        """Repair, load, roll forward, adopt or rebuild indexes, ensure root (under lock)."""
+        started = time.perf_counter()
+        with self.store.lock:
+            repaired = self.store.repair_all()
+            ckpt = self.store.read_checkpoint()
+            records = list(self.store.scan_change_log(ckpt["offset"]))
+            committed = {rec.get("operation_id") for _, rec in records}
+            dropped = 0
+            for kind in KINDS:
+                limit = ckpt["sizes"].get(kind, 0)
+                head: list[tuple[int, dict[str, Any]]] = []
+                tail: list[tuple[int, dict[str, Any]]] = []
+                for offset, row in self.store.scan_entity(kind):
+                    if offset < limit or row.get("op") is None or row.get("op") in committed:
+                        (head if offset < limit else tail).append((offset, row))
+                    else:
+                        dropped += 1
+                self.state.bulk_load(kind, head)
+                self.state.bulk_load(kind, tail)
+            rolled = self._roll_forward(records)
+            for off, rec in records:
+                if rec.get("operation_id"):
+                    self._op_offsets[rec["operation_id"]] = off
+            size = self.store.change_log_size()
+            fp = self._fingerprint(size)
+            persisted_fp, maps = TreeState.read_persisted(self.data_dir)
+            if persisted_fp == fp and maps:
+                self.state.adopt_maps(maps)
+                adopted = True
+            else:
+                self.state.rebuild_maps()
+                adopted = False
+            self.store.change_log.offset = size
+            self._known_size = size
+            self._ckpt = ckpt
+            if ROOT_ID not in self.state.nodes:
+                txn = Txn(self.state)
+                txn.put_node(KeywordNode(id=ROOT_ID, name="root", level=0, parent_id=None).to_row())
+                self._commit(txn, "init_root", "create root node")
+            if rolled or dropped or (records and ckpt["offset"] == 0):
+                self._checkpoint()
+        self.caches.load(lambda node_id: node_id in self.state.nodes)
+        self.load_report = {
+            "repaired_bytes": repaired,
+            "replayed_ops": len(records),
+            "rolled_forward_rows": rolled,
+            "dropped_uncommitted_rows": dropped,
+            "adopted_persisted_indexes": adopted,
+            "seconds": round(time.perf_counter() - started, 4),
+        }
+
+    def _fingerprint(self, change_log_offset: int) -> dict[str, Any]:
+        return {"offset": change_log_offset, "sizes": self.store.sizes()}
+
+    def _roll_forward(self, records: list[tuple[int, dict[str, Any]]]) -> int:
+        """Re-append newest after-images the entity files lack; returns rows appended."""
+        latest = latest_after_rows([rec for _, rec in records])
+        appended = 0
+        for kind in KINDS:
+            missing = []
+            for key, row in latest[kind].items():
+                have = self.state.version_of(kind, key)
+                version = int(row.get("version", 1))
+                if have >= version:
+                    continue
+                if row.get("deleted") and self.state.row_of(kind, key) is None:
+                    self.state.dead_versions[(kind, key)] = version
+                    continue
+                missing.append(row)
+            if missing:
+                offsets = self.store.append_rows(kind, missing)
+                self.state.bulk_load(kind, zip(offsets, missing, strict=True))
+                appended += len(missing)
+        return appended
+
+    # -- follower path -------------------------------------------------------------------
+
+    def _sync(self) -> None:
+        """Apply operations other processes committed (one fstat when nothing changed)."""
+        if self.store.change_log_size() == self._known_size:
+            return
+        with self._lock:
+            if self.store.replaced():
+                self._reload()
+                return
+            entries = self.store.change_log.read_new_entries()
+            for offset, record in entries:
+                self._apply_record(record)
+                op_id = record.get("operation_id")
+                if op_id:
+                    self._op_offsets[op_id] = offset
+                self._foreign_since_ckpt = True
+            self._known_size = self.store.change_log.offset
+
+    def _apply_record(self, record: dict[str, Any]) -> None:
+        after = record.get("after") or {}
+        for kind in KINDS:
+            for row in after.get(AFTER_KEYS[kind]) or ():
+                self.state.apply(kind, row)
+
+    def _reload(self) -> None:
+        """Drop everything in memory and open the directory again (after a restore)."""
+        self.store.reopen()
+        self.state = TreeState()
+        self.state.node_hooks.append(self._on_node)
+        self.state.info_hooks.append(self._on_info)
+        self.state.link_hooks.append(self._on_link)
+        self.caches.clear()
+        self.mru.clear()
+        self._bm25 = None
+        self._matcher = None
+        self._op_offsets.clear()
+        self._open()
+
+    # -- write skeleton ------------------------------------------------------------------
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Thread lock + data-dir lock + catch up with other processes."""
+        with self._lock:
+            self._check_open()
+            with self.store.lock:
+                if self.store.replaced():
+                    self._reload()
+                self._sync()
+                yield
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InvalidInputError("this KeywordTree is closed", path=str(self.data_dir))
+
+    def _commit(
+        self,
+        txn: Txn,
+        op: str,
+        summary: str,
+        *,
+        agent_io: list[dict[str, Any]] | None = None,
+        undo_of: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> str:
+        """Make the staged rows one durable operation; returns its operation id."""
+        op_id = new_id()
+        after = txn.after_images()
+        record: dict[str, Any] = {
+            "op": op,
+            "operation_id": op_id,
+            "timestamp": time.time(),
+            "summary": summary,
+            "before": txn.before_images(),
+            "after": after,
+            "agent_io": agent_io or None,
+            "undo_of": undo_of,
+        }
+        if extra:
+            record.update(extra)
+        start = self.store.change_log_size()
+        self._known_size = self.store.commit(record)
+        self._op_offsets[op_id] = start
+        self.store.append_entities(after, op_id)
+        for kind in KINDS:
+            for row in after.get(AFTER_KEYS[kind]) or ():
+                self.state.apply(kind, row)
+        self.last_operation_id = op_id
+        self._ops_since_ckpt += 1
+        self._ops_since_persist += 1
+        if (
+            self._ops_since_ckpt >= self.checkpoint_every_ops
+            or self._known_size - self._ckpt["offset"] >= CHECKPOINT_EVERY_BYTES
+        ):
+            self._checkpoint()
+        if self._ops_since_persist >= self.persist_every_ops:
+            self._persist()
+        return op_id
+
+    def _checkpoint(self) -> None:
+        """fsync entity files and record how far they are complete (caller holds the lock).
+
+        When other processes wrote since the last checkpoint, first verify that their rows
+        reached the entity files (a writer killed between commit and append leaves a gap),
+        and roll those forward.
+        """
+        offset = self._known_size
+        if self._foreign_since_ckpt:
+            self._verify_tails()
+        self._ckpt = self.store.write_checkpoint(offset)
+        self._ops_since_ckpt = 0
+        self._foreign_since_ckpt = False
+
+    def _verify_tails(self) -> None:
+        ckpt = self._ckpt
+        records = [rec for _, rec in self.store.scan_change_log(ckpt["offset"])]
+        latest = latest_after_rows(records)
+        for kind in KINDS:
+            if not latest[kind]:
+                continue
+            have: dict[str, int] = {}
+            limit = ckpt["sizes"].get(kind, 0)
+            for offset, row in self.store.scan_entity(kind):
+                if offset < limit:
+                    continue
+                key = row_key(kind, row)
+                have[key] = max(have.get(key, 0), int(row.get("version", 1)))
+            missing = [row for key, row in latest[kind].items() if have.get(key, 0) < int(row.get("version", 1))]
+            if missing:
+                _log.warning("rolling forward %d %s row(s) a crashed writer left out", len(missing), kind)
+                self.store.append_rows(kind, missing)
+
+    def _persist(self) -> None:
+        """Write indexes/ and the caches (caller holds the lock); stale copies are detected
+        by their fingerprint, so this may lag behind without harm."""
+        self.state.persist(self.data_dir, self._fingerprint(self._known_size))
+        self.caches.save()
+        self._ops_since_persist = 0
+
+    def flush(self) -> None:
+        """Checkpoint and persist indexes and caches now (close() does this too)."""
+        with self._lock, self.store.lock:
+            self._sync()
+            self._checkpoint()
+            self._persist()
+
+    def close(self) -> None:
+        """Checkpoint, persist indexes and caches, release file handles. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                self.flush()
+            finally:
+                self._closed = True
+                self.store.close()
+
+    def __enter__(self) -> TreeCore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- hooks: caches, lexical index, multi-pattern matcher -----------------------------
+
+    def _on_node(self, old: KeywordNode | None, new: KeywordNode | None) -> None:
+        node = new or old
+        if node is None:
+            return
+        caches = self.caches
+        if old is not None:
+            caches.invalidate_lookup_keys(old.normalized)
+            if old.parent_id:
+                caches.invalidate_node(old.parent_id)
+            if new is None or new.parent_id != old.parent_id:
+                self.mru.remove(old.id)
+        if new is not None:
+            caches.invalidate_lookup_keys(new.normalized)
+            if new.parent_id:
+                caches.invalidate_node(new.parent_id)
+        caches.invalidate_node(node.id)
+        if self._bm25 is not None:
+            self._bm25.remove(node.id)
+            if new is not None and new.id != ROOT_ID:
+                self._bm25.add(new.id, " ".join([new.name, *new.aliases]))
+        if self._matcher is not None:
+            if old is not None:
+                for text in (old.name, *old.aliases):
+                    self._matcher.remove(text, old.id)
+            if new is not None and new.id != ROOT_ID:
+                self._matcher_add(new)
+
+    def _on_info(self, old: Info | None, new: Info | None) -> None:
+        info = new or old
+        if info is None:
+            return
+        for kw_id in self.state.kw_by_info.get(info.id, ()):
+            self.caches.invalidate_node(kw_id)
+
+    def _on_link(self, old: InfoKeywordLink | None, new: InfoKeywordLink | None) -> None:
+        link = new or old
+        if link is not None:
+            self.caches.invalidate_node(link.keyword_id)
+
+    def _matcher_add(self, node: KeywordNode) -> None:
+        assert self._matcher is not None
+        for text in (node.name, *node.aliases):
+            try:
+                self._matcher.add(text, node.id)
+            except InvalidInputError:
+                continue  # a name of punctuation only cannot occur in normalized text
+
+    @property
+    def bm25(self) -> BM25Index:
+        """Lexical index over names + aliases, built on first use, then kept in step."""
+        if self._bm25 is None:
+            index = BM25Index()
+            index.add_many((n.id, " ".join([n.name, *n.aliases])) for n in self.state.nodes.values() if n.id != ROOT_ID)
+            self._bm25 = index
+        return self._bm25
+
+    @property
+    def matcher(self) -> MultiPatternMatcher:
+        """Aho-Corasick over every name and alias (auto_link), built lazily, then incremental."""
+        if self._matcher is None:
+            self._matcher = MultiPatternMatcher()
+            for node in self.state.nodes.values():
+                if node.id != ROOT_ID:
+                    self._matcher_add(node)
+        return self._matcher
+
+    # -- small shared helpers ---------------------------------------------------------
+
+    def _node_or_raise(self, node_id: str) -> KeywordNode:
+        if not isinstance(node_id, str):
+            raise InvalidInputError("a keyword id must be a string", id=str(node_id))
+        node = self.state.nodes.get(node_id)
+        if node is None:
+            raise NotFoundError(f"keyword {node_id!r} not found", id=node_id)
+        return node
+
+    def _info_or_raise(self, info_id: str) -> Info:
+        if not isinstance(info_id, str):
+            raise InvalidInputError("an info id must be a string", id=str(info_id))
+        info = self.state.infos.get(info_id)
+        if info is None:
+            raise NotFoundError(f"info {info_id!r} not found", id=info_id)
+        return info
+
+    def _out(self, node: KeywordNode) -> KeywordNode:
+        """Refresh the redundant ``children`` field from the index before handing out."""
+        node.children = [c for c in self.state.children.get(node.id, ()) if c in self.state.nodes]
+        return node
+
+    def _keys_for(self, texts: list[str]) -> list[str]:
+        out: dict[str, None] = {}
+        for text in texts:
+            for key in self.normalizer.keys(text):
+                out[key] = None
+        return list(out)
+
+    def _direct_key(self, text: str) -> str:
+        keys = self.normalizer.keys(text)
+        return keys[0] if keys else ""
+
+    def _path_names(self, node_id: str, width: int = 24) -> str:
+        """`` > ``-joined ancestor names without root, each cut to ``width`` characters."""
+        names = []
+        for anc in self.state.ancestors(node_id):
+            if anc == ROOT_ID:
+                continue
+            node = self.state.nodes.get(anc)
+            if node is not None:
+                names.append(node.name if len(node.name) <= width else node.name[: width - 1] + "…")
+        return " > ".join(names)
+
+    def _full_path(self, node_id: str) -> str:
+        names = [self.state.nodes[a].name for a in self.state.ancestors(node_id) if a != ROOT_ID and a in self.state.nodes]
+        node = self.state.nodes.get(node_id)
+        if node is not None and node_id != ROOT_ID:
+            names.append(node.name)
+        return " > ".join(names)
+
+
+__all__ = ["TreeCore"]

@@ -1,0 +1,230 @@
+"""Agent descent of seed 001 §6 with query-aware candidates (a documented extension).
+
+Each round the agent sees a flat list of at most ``max_candidates`` keywords
+``{idx, name, path, has_children}`` (+ ``parent_idx`` when the parent is listed), where
+``path`` is the `` > ``-joined ancestor names without root, each cut to 24 characters.
+Candidates are, deduplicated and in this order:
+
+1. MRU entry points (seed 001 §6.2 step 1), within the current scope;
+2. lexical hits: nodes whose name or aliases share tokens with the query, ranked by a
+   BM25 index over names + aliases, restricted to the subtree(s) the descent jumped into;
+3. breadth-first fill from the start ids (root's children, or the jump targets' children).
+
+Seed 001's pure BFS cannot reach a random node of a 100k-node tree in two rounds; step 2
+lets an agent match a deep node in round one while keeping the seed's shape (flat list,
+integer idx, multi-level jumps, match at any depth). The agent may name a candidate by its
+idx (int) or by its node id (string). Fallbacks of §6.2 step 5 return ``missing`` with
+reason ``agent_failure`` / ``agent_timeout`` / ``invalid_jump`` / ``max_rounds``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from knowhub.errors import InvalidInputError
+from knowhub.tree.agent_tasks import AgentTasksMixin
+from knowhub.tree.models import ROOT_ID, AgentDecision
+
+#: Share of the candidate budget that MRU entries and lexical hits may take.
+MRU_SHARE = 0.25
+LEXICAL_SHARE = 0.6
+
+
+class DescentMixin(AgentTasksMixin):
+    """``_collect_candidates``, ``_agent_descend`` and ``_suggest_parent``."""
+
+    def _collect_candidates(
+        self,
+        start_ids: list[str],
+        query: str | None = None,
+        scope: set[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Candidate view ``[{idx, id, name, path, has_children, parent_idx?}]``.
+
+        ``id`` is for the engine only; :meth:`_agent_descend` strips it from the prompt
+        (seed 001: no UUIDs in the prompt).
+        """
+        cap = self.max_candidates
+        nodes = self.state.nodes
+        chosen: dict[str, None] = {}
+
+        def in_scope(node_id: str) -> bool:
+            return scope is None or self.state.is_within(node_id, scope)
+
+        mru_cap = max(1, int(cap * MRU_SHARE)) if len(self.mru) else 0
+        for node_id in self.mru.snapshot():
+            if len(chosen) >= mru_cap:
+                break
+            if node_id in nodes and node_id != ROOT_ID and (scope is None or (node_id not in scope and in_scope(node_id))):
+                chosen[node_id] = None
+        if query:
+            lex_cap = max(1, int(cap * LEXICAL_SHARE))
+            allowed = None
+            if scope is not None:
+                roots = set(scope)
+
+                def allowed(doc_id: str) -> bool:
+                    return doc_id not in roots and self.state.is_within(doc_id, roots)
+
+            for doc_id, _score in self.bm25.search(query, top_k=lex_cap, allowed=allowed):
+                if len(chosen) >= cap:
+                    break
+                if doc_id in nodes:
+                    chosen[doc_id] = None
+        queue = [s for s in start_ids if s in nodes and s != ROOT_ID]
+        i = 0
+        while i < len(queue) and len(chosen) < cap:
+            node_id = queue[i]
+            i += 1
+            chosen[node_id] = None
+            for child in self.state.children.get(node_id, ()):
+                if child in nodes:
+                    queue.append(child)
+        ids = list(chosen)[:cap]
+        index = {node_id: idx for idx, node_id in enumerate(ids)}
+        out = []
+        for idx, node_id in enumerate(ids):
+            node = nodes[node_id]
+            cand: dict[str, Any] = {
+                "idx": idx,
+                "id": node_id,
+                "name": node.name,
+                "path": self._path_names(node_id),
+                "has_children": self.state.has_children(node_id),
+            }
+            if node.parent_id in index:
+                cand["parent_idx"] = index[node.parent_id]
+            out.append(cand)
+        return out
+
+    def _resolve_target(self, raw: Any, by_idx: dict[int, str], scope: set[str] | None) -> str | None:
+        """Map a decision target (idx int, digit string or node id) to a live node id."""
+        if isinstance(raw, bool) or raw is None:
+            return None
+        if isinstance(raw, int):
+            return by_idx.get(raw)
+        if isinstance(raw, str):
+            if raw in self.state.nodes and raw != ROOT_ID:
+                if scope is None or self.state.is_within(raw, scope):
+                    return raw
+                return None
+            text = raw.strip()
+            if text.isdigit():
+                return by_idx.get(int(text))
+        return None
+
+    def _lca(self, ids: list[str]) -> str:
+        paths = [[*self.state.ancestors(i), i] for i in ids]
+        common = ROOT_ID
+        for level in zip(*paths, strict=False):
+            if all(x == level[0] for x in level):
+                common = level[0]
+            else:
+                break
+        return common
+
+    def _agent_descend(self, query: str, intent: str = "search") -> dict[str, Any]:
+        """Seed 001 §6.1: ``{outcome, node_id, path, candidates, suggested_parent_id,
+        suggested_name, reason, rounds, agent_io, last_candidates}``."""
+        if intent not in ("search", "suggest_parent"):
+            raise InvalidInputError(f"unknown intent {intent!r}", intent=intent)
+        current = ROOT_ID
+        scope: set[str] | None = None
+        start_ids = list(self.state.children.get(ROOT_ID, ()))
+        ios: list[dict[str, Any]] = []
+        last: list[str] = []
+
+        def result(outcome: str, reason: str, **kw: Any) -> dict[str, Any]:
+            base: dict[str, Any] = {
+                "outcome": outcome,
+                "node_id": None,
+                "path": [],
+                "candidates": [],
+                "suggested_parent_id": None,
+                "suggested_name": None,
+                "reason": reason,
+                "rounds": len(ios),
+                "agent_io": self._public_io(ios),
+                "last_candidates": last,
+            }
+            base.update(kw)
+            return base
+
+        def missing(reason: str, name: str | None = None) -> dict[str, Any]:
+            return result("missing", reason, suggested_parent_id=current, suggested_name=name or query)
+
+        for _round in range(self.descend_max_rounds):
+            cands = self._collect_candidates(start_ids, query, scope)
+            if not cands:
+                return missing("no_candidates")
+            by_idx = {c["idx"]: c["id"] for c in cands}
+            last = [c["id"] for c in cands]
+            prompt_cands = [{k: v for k, v in c.items() if k != "id"} for c in cands]
+            path_names = [n for n in self._full_path(current).split(" > ") if n] if current != ROOT_ID else []
+            payload = {"intent": intent, "query": query, "path": path_names, "candidates": prompt_cands}
+            answer, io = self._ask(
+                "pick_branch", payload, cache_nodes=[current, *last], cache_query=f"{intent}\x00{query}\x00{current}"
+            )
+            ios.append(io)
+            if answer is None:
+                return missing(io.get("error") or "agent_failure")
+            try:
+                decision = AgentDecision.from_dict(answer)
+            except (InvalidInputError, TypeError, ValueError) as exc:
+                io["error"] = f"agent_failure: {exc}"
+                return missing("agent_failure")
+            raw_targets = decision.targets
+            targets = [self._resolve_target(t, by_idx, scope) for t in raw_targets]
+            if decision.action in ("jump", "match") and any(t is None for t in targets):
+                if decision.action == "jump":
+                    return missing("invalid_jump")
+                io["error"] = "invalid_match_target"
+                return missing("invalid_jump")
+            valid = list(dict.fromkeys(t for t in targets if t is not None))
+            if decision.action in ("jump", "match"):
+                self._remember(io)
+            if decision.action == "match":
+                if not valid:
+                    return missing(decision.reason or "match without target", decision.suggest_name)
+                if len(valid) == 1:
+                    node_id = valid[0]
+                    return result("matched", decision.reason, node_id=node_id, path=[*self.state.ancestors(node_id), node_id])
+                return result("ambiguous", decision.reason, candidates=valid)
+            if decision.action == "jump":
+                if not valid:
+                    return missing(decision.reason or "jump without target", decision.suggest_name)
+                if len(valid) == 1:
+                    node_id = valid[0]
+                    if not self.state.has_children(node_id):
+                        return result("matched", decision.reason or "jumped to a leaf", node_id=node_id, path=[*self.state.ancestors(node_id), node_id])
+                    current = node_id
+                    scope = {node_id}
+                    start_ids = list(self.state.children.get(node_id, ()))
+                    continue
+                if not any(self.state.has_children(t) for t in valid):
+                    return result("ambiguous", decision.reason or "all jump targets are leaves", candidates=valid)
+                current = self._lca(valid)
+                scope = set(valid)
+                start_ids = [c for t in valid for c in self.state.children.get(t, ())]
+                continue
+            if decision.action == "ambiguous":
+                picked = [self._resolve_target(t, by_idx, scope) for t in decision.candidate_ids]
+                ids = list(dict.fromkeys(p for p in picked if p is not None))
+                self._remember(io)
+                return result("ambiguous", decision.reason, candidates=ids or last)
+            self._remember(io)
+            return missing(decision.reason or "missing", decision.suggest_name)
+        return missing("max_rounds")
+
+    def _suggest_parent(self, name: str) -> tuple[str, dict[str, Any]]:
+        """Seed 001 §6.4: the parent the agent suggests for a new keyword (root when unsure)."""
+        desc = self._agent_descend(name, "suggest_parent")
+        if desc["outcome"] == "matched" and desc["node_id"] in self.state.nodes:
+            return desc["node_id"], desc
+        if desc["outcome"] == "missing":
+            parent = desc.get("suggested_parent_id") or ROOT_ID
+            return (parent if parent in self.state.nodes else ROOT_ID), desc
+        return ROOT_ID, desc
+
+
+__all__ = ["DescentMixin"]

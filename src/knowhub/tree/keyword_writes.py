@@ -1,0 +1,467 @@
+"""Keyword writes (seed 000 §5.2-5.4): create, update, move, merge, delete, aliases.
+
+Each public write validates its input, stages rows in one :class:`Txn` through the
+``_stage_*`` helpers (which :mod:`knowhub.tree.operations` reuses for reorganize plans) and
+commits exactly one operation. Agent calls (suggest parent, dedup_check) happen before the
+data-dir lock is taken so that a slow LLM never blocks other processes; their input and
+output go into the change log as ``agent_io``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from knowhub.errors import InvalidInputError, NotFoundError, VersionConflictError
+from knowhub.tree.models import ROOT_ID, KeywordNode, RelationType, WriteResult, new_id
+from knowhub.tree.reads import ReadsMixin
+from knowhub.tree.txn import Txn
+
+KEYWORD_PATCH_KEYS = frozenset({"name", "aliases", "description", "metadata"})
+CHILDREN_POLICIES = ("reparent", "flatten")
+INFO_POLICIES = ("reattach", "forbid", "unlink")
+
+
+class KeywordWritesMixin(ReadsMixin):
+    """Keyword writes; each returns a node or a :class:`WriteResult`."""
+
+    # -- validation helpers --------------------------------------------------------------
+
+    def _clean_name(self, name: Any, what: str = "name") -> str:
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidInputError(f"keyword {what} must be a non-empty string")
+        name = name.strip()
+        if not self.normalizer.keys(name):
+            raise InvalidInputError(f"keyword {what} {name!r} has no letters or digits", name=name)
+        return name
+
+    def _clean_aliases(self, aliases: Any, name: str) -> list[str]:
+        if aliases is None:
+            return []
+        if isinstance(aliases, str) or not isinstance(aliases, (list, tuple)):
+            raise InvalidInputError("aliases must be a list of strings")
+        seen = {self._direct_key(name)}
+        out = []
+        for alias in aliases:
+            alias = self._clean_name(alias, "alias")
+            key = self._direct_key(alias)
+            if key not in seen:
+                seen.add(key)
+                out.append(alias)
+        return out
+
+    @staticmethod
+    def _clean_metadata(metadata: Any) -> dict[str, Any]:
+        if metadata is None:
+            return {}
+        if not isinstance(metadata, dict):
+            raise InvalidInputError("metadata must be a dict")
+        return dict(metadata)
+
+    def _node_row(self, txn: Txn, node_id: str) -> dict[str, Any]:
+        row = txn.node(node_id)
+        if row is None:
+            raise NotFoundError(f"keyword {node_id!r} not found", id=node_id)
+        return row
+
+    def _normalized_of(self, name: str, aliases: list[str]) -> list[str]:
+        return self._keys_for([name, *aliases])
+
+    def _collisions(self, name: str, aliases: list[str]) -> list[str]:
+        """Live nodes whose name/alias has the same direct normalized form."""
+        found: dict[str, None] = {}
+        for text in (name, *aliases):
+            for node_id in sorted(self.state.inverted.get(self._direct_key(text), ())):
+                if node_id != ROOT_ID and node_id in self.state.nodes:
+                    found[node_id] = None
+        return list(found)
+
+    # -- staging primitives --------------------------------------------------------------
+
+    def _stage_new_node(
+        self,
+        txn: Txn,
+        name: str,
+        parent_id: str,
+        aliases: list[str],
+        description: str,
+        metadata: dict[str, Any],
+        node_id: str | None = None,
+    ) -> dict[str, Any]:
+        parent = self._node_row(txn, parent_id)
+        node = KeywordNode(
+            id=node_id or new_id(),
+            name=name,
+            aliases=aliases,
+            normalized=self._normalized_of(name, aliases),
+            level=int(parent["level"]) + 1,
+            parent_id=parent_id,
+            description=description,
+            metadata=metadata,
+        )
+        return txn.put_node(node.to_row())
+
+    def _stage_relevel(self, txn: Txn, node_id: str, level: int) -> None:
+        """Set ``node_id``'s level and recompute its subtree's levels."""
+        stack = [(node_id, level)]
+        while stack:
+            current, lvl = stack.pop()
+            row = self._node_row(txn, current)
+            if row["level"] != lvl:
+                txn.put_node({**row, "level": lvl})
+            for child in txn.children(current):
+                stack.append((child, lvl + 1))
+
+    def _stage_move(self, txn: Txn, node_id: str, new_parent_id: str) -> None:
+        if node_id == ROOT_ID:
+            raise InvalidInputError("the root cannot be moved", id=node_id)
+        row = self._node_row(txn, node_id)
+        parent = self._node_row(txn, new_parent_id)
+        if new_parent_id in txn.subtree(node_id):
+            raise InvalidInputError("cannot move a keyword under itself or its descendant (cycle)", id=node_id, parent_id=new_parent_id)
+        if row["parent_id"] != new_parent_id:
+            txn.put_node({**row, "parent_id": new_parent_id})
+        self._stage_relevel(txn, node_id, int(parent["level"]) + 1)
+
+    def _stage_links_to(self, txn: Txn, links: list[dict[str, Any]], dst_id: str) -> None:
+        """Move link rows to keyword ``dst_id``; a link the destination already has is dropped."""
+        for link in links:
+            txn.delete("link", f"{link['info_id']}|{link['keyword_id']}")
+            if link["keyword_id"] == dst_id:
+                continue
+            if txn.get("link", f"{link['info_id']}|{dst_id}") is None:
+                txn.put("link", {**link, "keyword_id": dst_id, "deleted": False})
+
+    def _merge_aliases(self, dst: dict[str, Any], extra: list[str]) -> list[str]:
+        seen = {self._direct_key(dst["name"]), *(self._direct_key(a) for a in dst["aliases"])}
+        aliases = list(dst["aliases"])
+        for text in extra:
+            key = self._direct_key(text)
+            if key and key not in seen:
+                seen.add(key)
+                aliases.append(text)
+        return aliases
+
+    def _stage_merge(self, txn: Txn, src_id: str, dst_id: str, children_policy: str = "reparent") -> None:
+        if children_policy not in CHILDREN_POLICIES:
+            raise InvalidInputError(f"children_policy must be one of {CHILDREN_POLICIES}", children_policy=str(children_policy))
+        if src_id == dst_id:
+            raise InvalidInputError("cannot merge a keyword into itself", id=src_id)
+        if ROOT_ID in (src_id, dst_id):
+            raise InvalidInputError("the root cannot be merged", id=src_id)
+        src = self._node_row(txn, src_id)
+        dst = self._node_row(txn, dst_id)
+        if dst_id in txn.subtree(src_id):
+            raise InvalidInputError("cannot merge a keyword into its own descendant", id=src_id, dst_id=dst_id)
+        aliases = self._merge_aliases(dst, [src["name"], *src["aliases"]])
+        description = dst["description"] or src["description"]
+        metadata = {**src.get("metadata", {}), **dst.get("metadata", {})}
+        txn.put_node({**dst, "aliases": aliases, "normalized": self._normalized_of(dst["name"], aliases), "description": description, "metadata": metadata})
+        self._stage_links_to(txn, txn.links_of_keyword(src_id), dst_id)
+        dst_level = int(dst["level"])
+        if children_policy == "reparent":
+            for child in txn.children(src_id):
+                self._stage_move(txn, child, dst_id)
+        else:
+            for desc in txn.subtree(src_id)[1:]:
+                row = self._node_row(txn, desc)
+                txn.put_node({**row, "parent_id": dst_id, "level": dst_level + 1})
+        txn.delete("node", src_id)
+
+    def _stage_delete(self, txn: Txn, node_id: str, cascade: bool, info_policy: str) -> list[str]:
+        if info_policy not in INFO_POLICIES:
+            raise InvalidInputError(f"info_policy must be one of {INFO_POLICIES}", info_policy=str(info_policy))
+        if node_id == ROOT_ID:
+            raise InvalidInputError("the root cannot be deleted", id=node_id)
+        row = self._node_row(txn, node_id)
+        if txn.children(node_id) and not cascade:
+            raise InvalidInputError("keyword has children; pass cascade=True to delete them too", id=node_id)
+        doomed = txn.subtree(node_id)
+        links = [link for n in doomed for link in txn.links_of_keyword(n)]
+        if links and info_policy == "forbid":
+            raise InvalidInputError(f"{len(links)} info link(s) exist and info_policy='forbid'", id=node_id)
+        if info_policy == "reattach":
+            self._stage_links_to(txn, links, row["parent_id"] or ROOT_ID)
+        else:
+            for link in links:
+                txn.delete("link", f"{link['info_id']}|{link['keyword_id']}")
+        for n in reversed(doomed):
+            txn.delete("node", n)
+        return doomed
+
+    @staticmethod
+    def _check_version(row: dict[str, Any], version: int | None, node_id: str) -> None:
+        if version is not None and int(row["version"]) != int(version):
+            raise VersionConflictError(
+                f"keyword {node_id!r} is at version {row['version']}, not {version}",
+                id=node_id,
+                expected=int(version),
+                actual=int(row["version"]),
+            )
+
+    def _validate_structure(self, txn: Txn) -> None:
+        """Refuse a staged state with dangling parents or links to gone entities."""
+        for node_id, row in txn.staged["node"].items():
+            if row.get("deleted"):
+                live = txn.children(node_id)
+                if live:
+                    raise VersionConflictError("keyword would leave live children without a parent", id=node_id)
+            elif row.get("parent_id") is not None and txn.node(row["parent_id"]) is None:
+                raise VersionConflictError("keyword's parent no longer exists", id=node_id)
+        for row in txn.staged["link"].values():
+            if not row.get("deleted") and (txn.node(row["keyword_id"]) is None or txn.get("info", row["info_id"]) is None):
+                raise VersionConflictError("link would point to a missing keyword or info", id=row["info_id"])
+
+    # -- public writes -------------------------------------------------------------------
+
+    def create_keyword(
+        self,
+        name: str,
+        parent_id: str | None = None,
+        aliases: list[str] | None = None,
+        description: str = "",
+        llm_auto_place: bool = True,
+        metadata: dict[str, Any] | None = None,
+        *,
+        use_agent_for_parent: bool | None = None,
+        dedup: bool = True,
+    ) -> KeywordNode:
+        """Create a keyword under ``parent_id`` (or where the agent suggests, or root).
+
+        A name/alias collision asks the agent's ``dedup_check``: ``alias_of`` adds the new
+        name as an alias of the existing node and returns it, ``merge`` also merges the
+        description, ``create_new`` (and any failure) creates a new node.
+        """
+        if use_agent_for_parent is not None:
+            llm_auto_place = bool(use_agent_for_parent)
+        name = self._clean_name(name)
+        aliases = self._clean_aliases(aliases, name)
+        if not isinstance(description, str):
+            raise InvalidInputError("description must be a string")
+        metadata = self._clean_metadata(metadata)
+        if parent_id is not None and not isinstance(parent_id, str):
+            raise InvalidInputError("parent_id must be a string")
+        with self._lock:
+            self._check_open()
+            self._sync()
+            ios: list[dict[str, Any]] = []
+            if parent_id is not None:
+                self._node_or_raise(parent_id)
+            existing = self._collisions(name, aliases) if dedup else []
+            action, target = "create_new", None
+            if existing:
+                action, target, io = self._dedup_check(name, aliases, description, existing)
+                ios.append(io)
+            suggested = None
+            if action == "create_new" and parent_id is None and llm_auto_place:
+                suggested, desc = self._suggest_parent(name)
+                ios.extend(desc["agent_io"])
+            with self._writing():
+                txn = Txn(self.state)
+                if target is not None and txn.node(target) is not None:
+                    dst = self._node_row(txn, target)
+                    merged = self._merge_aliases(dst, [name, *aliases])
+                    new_desc = dst["description"]
+                    if action == "merge" and description and description not in new_desc:
+                        new_desc = f"{new_desc}\n{description}".strip()
+                    txn.put_node({**dst, "aliases": merged, "normalized": self._normalized_of(dst["name"], merged), "description": new_desc, "metadata": {**metadata, **dst.get("metadata", {})}})
+                    self._commit(txn, "create_keyword", f"'{name}' recorded as {action} of '{dst['name']}'", agent_io=self._public_io(ios), extra={"dedup": action})
+                    return self._out(self.state.nodes[target])
+                parent = parent_id or (suggested if suggested in self.state.nodes else None) or ROOT_ID
+                row = self._stage_new_node(txn, name, parent, aliases, description, metadata)
+                where = self._full_path(parent) or "root"
+                self._commit(txn, "create_keyword", f"create '{name}' under {where}", agent_io=self._public_io(ios) or None)
+                return self._out(self.state.nodes[row["id"]])
+
+    def update_keyword(self, id: str, patch: dict[str, Any], version: int | None = None) -> WriteResult:
+        """Patch ``name``/``aliases``/``description``/``metadata`` if ``version`` is current."""
+        if not isinstance(patch, dict) or not patch:
+            raise InvalidInputError("patch must be a non-empty dict")
+        unknown = set(patch) - KEYWORD_PATCH_KEYS
+        if unknown:
+            raise InvalidInputError(f"cannot patch {sorted(unknown)}; allowed: {sorted(KEYWORD_PATCH_KEYS)}")
+        with self._writing():
+            txn = Txn(self.state)
+            row = self._node_row(txn, id)
+            self._check_version(row, version, id)
+            new = dict(row)
+            if "name" in patch:
+                if id == ROOT_ID:
+                    raise InvalidInputError("the root cannot be renamed")
+                new["name"] = self._clean_name(patch["name"])
+            if "aliases" in patch:
+                new["aliases"] = self._clean_aliases(patch["aliases"], new["name"])
+            elif "name" in patch:
+                new["aliases"] = self._clean_aliases(new["aliases"], new["name"])
+            if "description" in patch:
+                if not isinstance(patch["description"], str):
+                    raise InvalidInputError("description must be a string")
+                new["description"] = patch["description"]
+            if "metadata" in patch:
+                new["metadata"] = self._clean_metadata(patch["metadata"])
+            new["normalized"] = self._normalized_of(new["name"], new["aliases"])
+            staged = txn.put_node(new)
+            op = self._commit(txn, "update_keyword", f"update '{row['name']}' ({', '.join(sorted(patch))})")
+            return WriteResult(op, staged["version"], [id])
+
+    def move_keyword(self, id: str, new_parent_id: str, version: int | None = None) -> WriteResult:
+        """Re-parent a keyword; refuses cycles and the root; recomputes subtree levels."""
+        with self._writing():
+            txn = Txn(self.state)
+            row = self._node_row(txn, id)
+            self._check_version(row, version, id)
+            self._stage_move(txn, id, new_parent_id)
+            op = self._commit(txn, "move_keyword", f"move '{row['name']}' under {self._full_path(new_parent_id) or 'root'}")
+            return WriteResult(op, self.state.nodes[id].version, [id])
+
+    def merge_keywords(self, src_id: str, dst_id: str, children_policy: str = "reparent") -> WriteResult:
+        """Merge ``src`` into ``dst``: names become aliases, links move (deduplicated),
+        children are re-parented (or the whole subtree flattened), src is soft-deleted."""
+        with self._writing():
+            txn = Txn(self.state)
+            src = self._node_row(txn, src_id)
+            dst = self._node_row(txn, dst_id)
+            self._stage_merge(txn, src_id, dst_id, children_policy)
+            op = self._commit(txn, "merge_keywords", f"merge '{src['name']}' into '{dst['name']}' ({children_policy})")
+            return WriteResult(op, self.state.nodes[dst_id].version, [dst_id, src_id])
+
+    def delete_keyword(self, id: str, cascade: bool = False, info_policy: str = "reattach") -> WriteResult:
+        """Soft-delete a keyword (and with ``cascade`` its subtree).
+
+        ``info_policy``: ``reattach`` moves links to the parent, ``unlink`` drops them,
+        ``forbid`` refuses when any link exists.
+        """
+        with self._writing():
+            txn = Txn(self.state)
+            row = self._node_row(txn, id)
+            doomed = self._stage_delete(txn, id, cascade, info_policy)
+            op = self._commit(txn, "delete_keyword", f"delete '{row['name']}' ({len(doomed)} node(s), links {info_policy})")
+            return WriteResult(op, None, doomed)
+
+    def add_alias(self, id: str, alias: str) -> WriteResult:
+        with self._writing():
+            txn = Txn(self.state)
+            row = self._node_row(txn, id)
+            alias = self._clean_name(alias, "alias")
+            aliases = self._merge_aliases(row, [alias])
+            if len(aliases) == len(row["aliases"]):
+                raise InvalidInputError(f"{alias!r} is already a name or alias of this keyword", id=id)
+            staged = txn.put_node({**row, "aliases": aliases, "normalized": self._normalized_of(row["name"], aliases)})
+            op = self._commit(txn, "add_alias", f"add alias '{alias}' to '{row['name']}'")
+            return WriteResult(op, staged["version"], [id])
+
+    def remove_alias(self, id: str, alias: str) -> WriteResult:
+        with self._writing():
+            txn = Txn(self.state)
+            row = self._node_row(txn, id)
+            if not isinstance(alias, str):
+                raise InvalidInputError("alias must be a string")
+            key = self._direct_key(alias)
+            aliases = [a for a in row["aliases"] if self._direct_key(a) != key]
+            if len(aliases) == len(row["aliases"]):
+                raise NotFoundError(f"{alias!r} is not an alias of this keyword", id=id)
+            staged = txn.put_node({**row, "aliases": aliases, "normalized": self._normalized_of(row["name"], aliases)})
+            op = self._commit(txn, "remove_alias", f"remove alias '{alias}' from '{row['name']}'")
+            return WriteResult(op, staged["version"], [id])
+
+    # -- batch ---------------------------------------------------------------------------
+
+    def batch_create_keywords(self, specs: list[dict[str, Any]], *, use_agent: bool = False) -> list[KeywordNode]:
+        """Create many keywords as one operation (one fsync), all or nothing.
+
+        Each spec: ``name`` (required), optional ``id`` (so later specs can name it as
+        ``parent_id``), ``parent_id`` / ``parent_name`` / ``parent_path`` (list of names or a
+        `` > ``-joined string from the top), ``aliases``, ``description``, ``metadata``. No
+        agent call per item unless ``use_agent=True`` (then specs without a parent are
+        placed by suggest-parent).
+        """
+        if not isinstance(specs, list):
+            raise InvalidInputError("specs must be a list of dicts")
+        with self._writing():
+            txn = Txn(self.state)
+            by_name: dict[str, str] = {}
+            by_path: dict[tuple[str, ...], str] = {}
+            created: list[str] = []
+            ios: list[dict[str, Any]] = []
+            for i, spec in enumerate(specs):
+                if not isinstance(spec, dict):
+                    raise InvalidInputError(f"spec {i} is not a dict", index=i)
+                try:
+                    name = self._clean_name(spec.get("name"))
+                    aliases = self._clean_aliases(spec.get("aliases"), name)
+                    description = spec.get("description") or ""
+                    if not isinstance(description, str):
+                        raise InvalidInputError("description must be a string")
+                    metadata = self._clean_metadata(spec.get("metadata"))
+                    node_id = spec.get("id")
+                    if node_id is not None:
+                        if not isinstance(node_id, str) or not node_id.strip() or "|" in node_id:
+                            raise InvalidInputError("id must be a non-empty string without '|'")
+                        if txn.node(node_id) is not None or node_id in txn.staged["node"]:
+                            raise InvalidInputError(f"id {node_id!r} already exists")
+                    parent = self._batch_parent(txn, spec, by_name, by_path)
+                    if parent is None:
+                        if use_agent:
+                            parent, desc = self._suggest_parent(name)
+                            ios.extend(desc["agent_io"])
+                        else:
+                            parent = ROOT_ID
+                    row = self._stage_new_node(txn, name, parent, aliases, description, metadata, node_id)
+                except (InvalidInputError, NotFoundError) as exc:
+                    raise type(exc)(f"spec {i}: {exc.message}", **{**exc.context, "index": i}) from exc
+                created.append(row["id"])
+                key = self._direct_key(name)
+                by_name[key] = row["id"]
+                by_path[(*self._batch_path_key(txn, parent), key)] = row["id"]
+            if not created:
+                return []
+            self._commit(txn, "batch_create_keywords", f"create {len(created)} keyword(s)", agent_io=self._public_io(ios) or None)
+            return [self._out(self.state.nodes[i]) for i in created]
+
+    def _batch_path_key(self, txn: Txn, node_id: str) -> tuple[str, ...]:
+        keys: list[str] = []
+        current: str | None = node_id
+        while current is not None and current != ROOT_ID:
+            row = txn.node(current)
+            if row is None:
+                break
+            keys.append(self._direct_key(row["name"]))
+            current = row.get("parent_id")
+        return tuple(reversed(keys))
+
+    def _batch_parent(
+        self, txn: Txn, spec: dict[str, Any], by_name: dict[str, str], by_path: dict[tuple[str, ...], str]
+    ) -> str | None:
+        if spec.get("parent_id") is not None:
+            pid = spec["parent_id"]
+            if not isinstance(pid, str) or txn.node(pid) is None:
+                raise NotFoundError(f"parent {pid!r} not found", id=str(pid))
+            return pid
+        if spec.get("parent_path") is not None:
+            raw = spec["parent_path"]
+            parts = raw.split(" > ") if isinstance(raw, str) else list(raw)
+            keys = tuple(self._direct_key(str(p)) for p in parts if str(p).strip())
+            if not keys:
+                return ROOT_ID
+            if keys in by_path:
+                return by_path[keys]
+            current = ROOT_ID
+            for key in keys:
+                nxt = next((c for c in txn.children(current) if self._direct_key(txn.node(c)["name"]) == key), None)  # type: ignore[index]
+                if nxt is None:
+                    raise NotFoundError(f"parent path {raw!r} not found")
+                current = nxt
+            return current
+        if spec.get("parent_name") is not None:
+            key = self._direct_key(str(spec["parent_name"]))
+            if key in by_name:
+                return by_name[key]
+            ids = [i for i in self.state.inverted.get(key, ()) if i in self.state.nodes and self.state.nodes[i].name and self._direct_key(self.state.nodes[i].name) == key]
+            if not ids:
+                raise NotFoundError(f"parent name {spec['parent_name']!r} not found")
+            if len(ids) > 1:
+                raise InvalidInputError(f"parent name {spec['parent_name']!r} is ambiguous ({len(ids)} keywords)")
+            return ids[0]
+        return None
+
+
+__all__ = ["CHILDREN_POLICIES", "INFO_POLICIES", "KeywordWritesMixin", "RelationType"]

@@ -1,0 +1,380 @@
+"""Data model of the keyword tree (seed 001 §3) plus the engine's result types.
+
+Every dataclass mirrors one JSONL row (same field names). ``KeywordNode.children`` is
+redundant and not written to ``nodes.jsonl``: the children index is the truth (seed 001
+§3), and in memory a node's ``children`` list *is* the index list, so it is always current.
+Objects handed out by :class:`~knowhub.tree.KeywordTree` are the engine's own; treat them as
+read-only and change the tree through its methods (every write creates a new object).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any, Literal
+
+from knowhub.errors import InvalidInputError
+
+ROOT_ID = "root"
+
+
+class RelationType(str, Enum):  # noqa: UP042 - seed 001 §3 spells it this way
+    """How an info relates to a keyword (seed 001 §2: four fixed values)."""
+
+    PRIMARY = "PRIMARY"
+    RELATED = "RELATED"
+    EXAMPLE = "EXAMPLE"
+    SOURCE = "SOURCE"
+
+    @classmethod
+    def parse(cls, value: RelationType | str | None, default: RelationType | None = None) -> RelationType:
+        """Accept an enum or its (case-insensitive) string; InvalidInputError otherwise."""
+        if value is None:
+            if default is None:
+                raise InvalidInputError("relation is required")
+            return default
+        if isinstance(value, RelationType):
+            return value
+        try:
+            return cls(str(value).upper())
+        except ValueError as exc:
+            raise InvalidInputError(f"unknown relation {value!r}", relation=str(value)) from exc
+
+
+class SearchStatus(str, Enum):  # noqa: UP042 - seed 001 §3
+    MATCHED = "matched"
+    AMBIGUOUS = "ambiguous"
+    NOT_FOUND = "not_found"
+
+
+@dataclass
+class KeywordNode:
+    id: str
+    name: str
+    aliases: list[str] = field(default_factory=list)
+    normalized: list[str] = field(default_factory=list)
+    level: int = 0
+    parent_id: str | None = None
+    children: list[str] = field(default_factory=list)
+    description: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    version: int = 1
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    deleted: bool = False
+
+    def to_row(self) -> dict[str, Any]:
+        """The JSONL row (no ``children``: the children index is authoritative)."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "aliases": list(self.aliases),
+            "normalized": list(self.normalized),
+            "level": self.level,
+            "parent_id": self.parent_id,
+            "description": self.description,
+            "metadata": dict(self.metadata),
+            "version": self.version,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "deleted": self.deleted,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dict including the current children ids (for faces and exports)."""
+        row = self.to_row()
+        row["children"] = list(self.children)
+        return row
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any], children: list[str] | None = None) -> KeywordNode:
+        return cls(
+            id=row["id"],
+            name=row["name"],
+            aliases=list(row.get("aliases") or []),
+            normalized=list(row.get("normalized") or []),
+            level=int(row.get("level", 0)),
+            parent_id=row.get("parent_id"),
+            children=children if children is not None else [],
+            description=row.get("description") or "",
+            metadata=dict(row.get("metadata") or {}),
+            version=int(row.get("version", 1)),
+            created_at=float(row.get("created_at", 0.0)),
+            updated_at=float(row.get("updated_at", 0.0)),
+            deleted=bool(row.get("deleted", False)),
+        )
+
+
+@dataclass
+class Info:
+    id: str
+    content: str
+    source: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    version: int = 1
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    deleted: bool = False
+
+    def to_row(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "content": self.content,
+            "source": self.source,
+            "metadata": dict(self.metadata),
+            "version": self.version,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "deleted": self.deleted,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.to_row()
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Info:
+        return cls(
+            id=row["id"],
+            content=row.get("content") or "",
+            source=row.get("source") or "",
+            metadata=dict(row.get("metadata") or {}),
+            version=int(row.get("version", 1)),
+            created_at=float(row.get("created_at", 0.0)),
+            updated_at=float(row.get("updated_at", 0.0)),
+            deleted=bool(row.get("deleted", False)),
+        )
+
+
+@dataclass
+class InfoKeywordLink:
+    """Many-to-many link. ``version`` (an extension of seed 001) lets undo detect changes."""
+
+    info_id: str
+    keyword_id: str
+    relation: RelationType = RelationType.PRIMARY
+    created_by: str = "user"
+    created_at: float = 0.0
+    deleted: bool = False
+    version: int = 1
+
+    @property
+    def key(self) -> str:
+        return link_key(self.info_id, self.keyword_id)
+
+    def to_row(self) -> dict[str, Any]:
+        return {
+            "info_id": self.info_id,
+            "keyword_id": self.keyword_id,
+            "relation": self.relation.value,
+            "created_by": self.created_by,
+            "created_at": self.created_at,
+            "deleted": self.deleted,
+            "version": self.version,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.to_row()
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> InfoKeywordLink:
+        return cls(
+            info_id=row["info_id"],
+            keyword_id=row["keyword_id"],
+            relation=RelationType.parse(row.get("relation"), RelationType.RELATED),
+            created_by=row.get("created_by") or "user",
+            created_at=float(row.get("created_at", 0.0)),
+            deleted=bool(row.get("deleted", False)),
+            version=int(row.get("version", 1)),
+        )
+
+
+def link_key(info_id: str, keyword_id: str) -> str:
+    """Identity of a link row: one link per (info, keyword) pair."""
+    return f"{info_id}|{keyword_id}"
+
+
+@dataclass
+class SearchResult:
+    status: SearchStatus
+    node: KeywordNode | None = None
+    path: list[KeywordNode] = field(default_factory=list)
+    infos: list[Info] = field(default_factory=list)
+    candidates: list[KeywordNode] = field(default_factory=list)
+    suggested_parent_id: str | None = None
+    suggested_name: str | None = None
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form for faces (CLI, HTTP)."""
+        return {
+            "status": self.status.value,
+            "node": self.node.to_dict() if self.node else None,
+            "path": [n.to_dict() for n in self.path],
+            "infos": [i.to_dict() for i in self.infos],
+            "candidates": [n.to_dict() for n in self.candidates],
+            "suggested_parent_id": self.suggested_parent_id,
+            "suggested_name": self.suggested_name,
+            "reason": self.reason,
+        }
+
+
+@dataclass
+class AgentDecision:
+    """One ``pick_branch`` answer (seed 001 §3). Targets may be candidate idx ints or ids."""
+
+    action: Literal["jump", "match", "missing", "ambiguous"]
+    node_id: str | int | None = None
+    node_ids: list[str | int] = field(default_factory=list)
+    jump_depth: int = 1
+    suggest_name: str | None = None
+    candidate_ids: list[str | int] = field(default_factory=list)
+    reason: str = ""
+
+    @property
+    def targets(self) -> list[str | int]:
+        """``node_ids`` when given, else ``[node_id]`` (seed 001 §6.2 step 4)."""
+        if self.node_ids:
+            return list(self.node_ids)
+        return [] if self.node_id is None else [self.node_id]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AgentDecision:
+        """Parse an LLM answer; InvalidInputError when the action or field types are wrong."""
+        if not isinstance(data, dict):
+            raise InvalidInputError("decision is not an object")
+        action = data.get("action")
+        if action not in ("jump", "match", "missing", "ambiguous"):
+            raise InvalidInputError(f"unknown action {action!r}")
+
+        def _target(value: Any) -> str | int | None:
+            if value is None or isinstance(value, bool):
+                return None
+            if isinstance(value, (int, str)):
+                return value
+            raise InvalidInputError(f"bad target {value!r}")
+
+        def _targets(value: Any) -> list[str | int]:
+            if value is None:
+                return []
+            if not isinstance(value, list):
+                value = [value]
+            out = [_target(v) for v in value]
+            return [v for v in out if v is not None]
+
+        try:
+            depth = int(data.get("jump_depth") or 1)
+        except (TypeError, ValueError):
+            depth = 1
+        suggest = data.get("suggest_name")
+        return cls(
+            action=action,
+            node_id=_target(data.get("node_id")),
+            node_ids=_targets(data.get("node_ids")),
+            jump_depth=depth,
+            suggest_name=suggest if isinstance(suggest, str) and suggest.strip() else None,
+            candidate_ids=_targets(data.get("candidate_ids")),
+            reason=str(data.get("reason") or ""),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class WriteResult:
+    """What a write returns when it has no entity to return (seed 000 §4.5 step 5)."""
+
+    operation_id: str
+    version: int | None = None
+    ids: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ReorganizePlan:
+    """Proposed restructuring of a subtree, readable by a person and JSON-serializable.
+
+    Each entry names its nodes by id *and* by name and path so that a reviewer can read the
+    plan without the tree at hand; ``reason`` says why the agent proposed it. ``versions``
+    pins the node versions the plan was built from (applying a plan over changed nodes is a
+    VersionConflictError).
+    """
+
+    scope_id: str
+    created_at: float
+    moves: list[dict[str, Any]] = field(default_factory=list)
+    merges: list[dict[str, Any]] = field(default_factory=list)
+    new_parents: list[dict[str, Any]] = field(default_factory=list)
+    descriptions: list[dict[str, Any]] = field(default_factory=list)
+    reason: str = ""
+    versions: dict[str, int] = field(default_factory=dict)
+    agent_io: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.moves or self.merges or self.new_parents or self.descriptions)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ReorganizePlan:
+        if not isinstance(data, dict):
+            raise InvalidInputError("a reorganize plan must be a dict")
+        try:
+            return cls(
+                scope_id=str(data.get("scope_id") or ROOT_ID),
+                created_at=float(data.get("created_at") or time.time()),
+                moves=list(data.get("moves") or []),
+                merges=list(data.get("merges") or []),
+                new_parents=list(data.get("new_parents") or []),
+                descriptions=list(data.get("descriptions") or []),
+                reason=str(data.get("reason") or ""),
+                versions={str(k): int(v) for k, v in (data.get("versions") or {}).items()},
+                agent_io=list(data.get("agent_io") or []),
+            )
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise InvalidInputError(f"malformed reorganize plan: {exc}") from exc
+
+    def describe(self) -> str:
+        """Plain-text summary, one line per proposed change."""
+        lines = [f"Reorganize plan for {self.scope_id}: {self.reason}".rstrip(": ")]
+        for m in self.moves:
+            lines.append(f"move  {m.get('path') or m.get('name')}  ->  under {m.get('new_parent_path') or m.get('new_parent_name')}  ({m.get('reason', '')})")
+        for m in self.merges:
+            lines.append(f"merge {m.get('src_path') or m.get('src_name')}  into  {m.get('dst_path') or m.get('dst_name')}  ({m.get('reason', '')})")
+        for p in self.new_parents:
+            lines.append(f"new parent '{p.get('name')}' under {p.get('parent_path') or p.get('parent_name')} for {', '.join(p.get('child_names', []))}")
+        for d in self.descriptions:
+            lines.append(f"describe {d.get('path') or d.get('name')}: {d.get('new')!r}")
+        if self.is_empty:
+            lines.append("(no changes proposed)")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.describe()
+
+
+def new_id() -> str:
+    """UUID4 string ids (seed 001 §2); ``root`` is the one readable exception."""
+    return str(uuid.uuid4())
+
+
+__all__ = [
+    "ROOT_ID",
+    "AgentDecision",
+    "Info",
+    "InfoKeywordLink",
+    "KeywordNode",
+    "RelationType",
+    "ReorganizePlan",
+    "SearchResult",
+    "SearchStatus",
+    "WriteResult",
+    "link_key",
+    "new_id",
+]

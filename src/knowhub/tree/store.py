@@ -1,0 +1,240 @@
+"""Files of one tree data directory: write-ahead change log, entity files, checkpoint.
+
+Durability design (documented in ``docs/tree.md``):
+
+* ``logs/change_log.jsonl`` is the write-ahead log and the **commit point**. One operation
+  is one change-log row ``{op, operation_id, timestamp, summary, before, after, agent_io,
+  undo_of}`` whose ``after`` holds full after-images (``nodes``/``infos``/``links``); it is
+  appended and fsynced before the call returns (a batch is one row, one fsync).
+* Only then are the entity rows (each tagged ``"op": operation_id``) appended to
+  ``keywords/nodes.jsonl``, ``infos/infos.jsonl`` and ``links/links.jsonl`` *without*
+  fsync. They are a materialized view of the change log.
+* ``logs/checkpoint.json`` (atomic) records the change-log offset up to which the entity
+  files are known complete and durable, and the entity file sizes at that moment. It is
+  written after fsyncing the entity files (on close, every N operations, after compaction).
+* On open (under the data-dir lock): repair torn tails of every JSONL file, load the entity
+  files, then *roll forward*: scan the change log from the checkpoint offset; for every id
+  touched there, if the entity files hold an older version than the newest after-image,
+  re-append that after-image. Entity rows beyond the checkpoint sizes whose ``op`` is not a
+  committed operation are ignored (they cannot normally exist: entity rows are written
+  after the commit). A missing or unreadable checkpoint means offset 0 — slower, still right.
+
+So an acknowledged operation survives ``kill -9`` (its change-log row was fsynced) and an
+operation is all-or-nothing (one row). Several processes share the directory through
+``FileLock(data_dir/.lock)``; followers replay new change-log rows (their after-images).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from knowhub.errors import StorageError
+from knowhub.storage import FileLock, JsonlLog, atomic_write_json
+
+_log = logging.getLogger("knowhub.tree")
+
+KINDS = ("node", "info", "link")
+AFTER_KEYS = {"node": "nodes", "info": "infos", "link": "links"}
+ENTITY_PATHS = {
+    "node": ("keywords", "nodes.jsonl"),
+    "info": ("infos", "infos.jsonl"),
+    "link": ("links", "links.jsonl"),
+}
+SUBDIRS = ("keywords", "infos", "links", "indexes", "logs", "cache", "snapshots")
+
+
+def row_key(kind: str, row: dict[str, Any]) -> str:
+    if kind == "link":
+        return f"{row['info_id']}|{row['keyword_id']}"
+    return str(row["id"])
+
+
+class TreeStore:
+    """Owns the file handles, the lock, the commit path and the checkpoint of one data dir."""
+
+    def __init__(self, data_dir: Path, lock_timeout_s: float = 30.0) -> None:
+        self.data_dir = data_dir
+        for sub in SUBDIRS:
+            (data_dir / sub).mkdir(parents=True, exist_ok=True)
+        self.lock = FileLock(data_dir / ".lock", timeout_s=lock_timeout_s)
+        self.change_log_path = data_dir / "logs" / "change_log.jsonl"
+        self.checkpoint_path = data_dir / "logs" / "checkpoint.json"
+        self.change_log = JsonlLog(self.change_log_path)
+        self.entity: dict[str, JsonlLog] = {
+            kind: JsonlLog(data_dir.joinpath(*parts), durable=False) for kind, parts in ENTITY_PATHS.items()
+        }
+        self._read_fd = os.open(self.change_log_path, os.O_RDONLY | os.O_CLOEXEC)
+        self._read_ident = self._ident(self._read_fd)
+
+    # -- paths and sizes ---------------------------------------------------------------
+
+    def entity_path(self, kind: str) -> Path:
+        return self.data_dir.joinpath(*ENTITY_PATHS[kind])
+
+    def sizes(self) -> dict[str, int]:
+        return {kind: _size(self.entity_path(kind)) for kind in KINDS}
+
+    def change_log_size(self) -> int:
+        """Fast size check of the change log (one fstat) for the follower path."""
+        return os.fstat(self._read_fd).st_size
+
+    @staticmethod
+    def _ident(fd: int) -> tuple[int, int]:
+        st = os.fstat(fd)
+        return st.st_dev, st.st_ino
+
+    def replaced(self) -> bool:
+        """True when the change log file was swapped under us (restore, another process)."""
+        try:
+            st = os.stat(self.change_log_path)
+        except FileNotFoundError:
+            return True
+        return (st.st_dev, st.st_ino) != self._read_ident
+
+    def reopen(self) -> None:
+        """Reopen every handle (after a restore replaced the files)."""
+        self.close()
+        for sub in SUBDIRS:
+            (self.data_dir / sub).mkdir(parents=True, exist_ok=True)
+        self.change_log = JsonlLog(self.change_log_path)
+        self.entity = {
+            kind: JsonlLog(self.data_dir.joinpath(*parts), durable=False) for kind, parts in ENTITY_PATHS.items()
+        }
+        self._read_fd = os.open(self.change_log_path, os.O_RDONLY | os.O_CLOEXEC)
+        self._read_ident = self._ident(self._read_fd)
+
+    # -- repair and load ---------------------------------------------------------------
+
+    def repair_all(self) -> dict[str, int]:
+        """Cut torn tails of all JSONL files; caller holds the lock."""
+        removed = {"change_log": self.change_log.repair()}
+        for kind in KINDS:
+            removed[kind] = self.entity[kind].repair()
+        return removed
+
+    def read_checkpoint(self) -> dict[str, Any]:
+        """Checkpoint dict; ``{"offset": 0, "sizes": {}}`` when missing or implausible."""
+        try:
+            doc = orjson.loads(self.checkpoint_path.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return {"offset": 0, "sizes": {}}
+        if not isinstance(doc, dict) or not isinstance(doc.get("sizes"), dict):
+            return {"offset": 0, "sizes": {}}
+        offset = int(doc.get("offset", 0))
+        sizes = {k: int(v) for k, v in doc["sizes"].items() if k in KINDS}
+        current = self.sizes()
+        if offset > _size(self.change_log_path) or any(sizes.get(k, 0) > current[k] for k in KINDS):
+            _log.warning("checkpoint %s does not match the files; replaying from 0", self.checkpoint_path)
+            return {"offset": 0, "sizes": {}}
+        return {"offset": offset, "sizes": sizes}
+
+    def reset_checkpoint(self) -> None:
+        """Make the next open replay the whole change log (before rewriting entity files)."""
+        atomic_write_json(self.checkpoint_path, {"offset": 0, "sizes": {}})
+
+    def scan_entity(self, kind: str) -> Iterator[tuple[int, dict[str, Any]]]:
+        return self.entity[kind].scan(0)
+
+    def scan_change_log(self, start: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
+        return self.change_log.scan(start)
+
+    # -- writing ---------------------------------------------------------------------
+
+    def commit(self, record: dict[str, Any]) -> int:
+        """Append and fsync one change-log row; return the log size after it."""
+        self.change_log.append(record)
+        return self.change_log_size()
+
+    def ensure_line_end(self, kind: str) -> None:
+        """A writer killed mid-line leaves a torn last line; cut it before appending after it."""
+        path = self.entity_path(kind)
+        try:
+            with open(path, "rb") as fh:
+                size = os.fstat(fh.fileno()).st_size
+                if size == 0:
+                    return
+                fh.seek(size - 1)
+                if fh.read(1) == b"\n":
+                    return
+        except FileNotFoundError:
+            return
+        self.entity[kind].repair()
+
+    def append_entities(self, after: dict[str, list[dict[str, Any]]], op_id: str) -> dict[str, list[int]]:
+        """Append the op-tagged after-images to the entity files (no fsync; see module doc)."""
+        offsets: dict[str, list[int]] = {}
+        for kind in KINDS:
+            rows = after.get(AFTER_KEYS[kind]) or []
+            if not rows:
+                continue
+            self.ensure_line_end(kind)
+            offsets[kind] = self.entity[kind].append_batch([{**row, "op": op_id} for row in rows])
+        return offsets
+
+    def append_rows(self, kind: str, rows: list[dict[str, Any]]) -> list[int]:
+        """Append already-tagged rows (roll-forward)."""
+        if not rows:
+            return []
+        self.ensure_line_end(kind)
+        return self.entity[kind].append_batch(rows)
+
+    def sync_entities(self) -> None:
+        for kind in KINDS:
+            path = self.entity_path(kind)
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                raise StorageError(f"fsync failed: {exc}", path=str(path)) from exc
+            finally:
+                os.close(fd)
+
+    def write_checkpoint(self, offset: int) -> dict[str, Any]:
+        """fsync entity files, then record (offset, sizes) atomically. Caller holds the lock
+        and guarantees the entity files hold every operation before ``offset``."""
+        self.sync_entities()
+        doc = {"offset": offset, "sizes": self.sizes()}
+        atomic_write_json(self.checkpoint_path, doc)
+        return doc
+
+    def close(self) -> None:
+        self.change_log.close()
+        for log in self.entity.values():
+            log.close()
+        with contextlib.suppress(OSError):
+            os.close(self._read_fd)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def latest_after_rows(records: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Newest after-image per (kind, id) over change-log records (for roll-forward)."""
+    latest: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in KINDS}
+    for record in records:
+        after = record.get("after") or {}
+        op_id = record.get("operation_id")
+        for kind in KINDS:
+            for row in after.get(AFTER_KEYS[kind]) or ():
+                key = row_key(kind, row)
+                cur = latest[kind].get(key)
+                if cur is None or int(row.get("version", 1)) >= int(cur.get("version", 1)):
+                    latest[kind][key] = {**row, "op": op_id}
+    return latest
+
+
+__all__ = ["AFTER_KEYS", "KINDS", "TreeStore", "latest_after_rows", "row_key"]
