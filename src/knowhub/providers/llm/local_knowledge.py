@@ -74,6 +74,7 @@ def route_knowledge(payload: dict[str, Any], agent: LocalAgent) -> dict[str, Any
     tasks = [str(i.get("task") or "") for i in items]
     semantic = agent.semantic_scores(query, tasks) if agent is not None else None
     scored: list[tuple[float, int, Any]] = []
+    rest: list[Any] = []
     for pos, (item, task) in enumerate(zip(items, tasks, strict=True)):
         lexical = similarity(query, task)
         overlap = _weighted_overlap(query_tokens, set(tokenize(task)))
@@ -85,9 +86,14 @@ def route_knowledge(payload: dict[str, Any], agent: LocalAgent) -> dict[str, Any
             has_signal = has_signal or semantic[pos] >= 0.3
         if has_signal:
             scored.append((score, pos, item["idx"]))
+        elif payload.get("prior") != "none":
+            rest.append(item["idx"])
     scored.sort(key=lambda row: (-row[0], row[1]))
+    # Items whose task shares nothing with the query keep the caller's (recall) order behind
+    # the matching ones: the engine recalled them on their content, which we cannot see.
     picked = [idx for _score, _pos, idx in scored[:want]]
-    return {"ids": picked, "reason": f"lexical match of query and task, {len(picked)} relevant"}
+    picked.extend(rest[: want - len(picked)])
+    return {"ids": picked, "reason": f"{len(scored)} tasks match the query lexically"}
 
 
 # --------------------------------------------------------------------------- evolve, merge
