@@ -282,3 +282,34 @@ def test_end_to_end_with_hashing_embedder() -> None:
         top_k=1,
     )
     assert hits[0].uri.endswith("/editor")
+
+
+def test_cached_filter_masks_follow_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    import knowhub.providers.vector as vector_module
+
+    monkeypatch.setattr(vector_module, "_CACHED_MASK_ROWS", 3)
+    dim = 8
+    index = ExactVectorIndex(dim)
+    records = _records(60, dim, seed=11)
+    for i, rec in enumerate(records):
+        rec.category = f"c{i % 3}"
+    index.upsert(records)
+    query = records[0].vector
+
+    def check() -> None:
+        for cat in ("c0", "c1", "c2"):
+            hits = index.search(query, {"category": cat}, top_k=100)
+            stored = [index.get(rid) for rid in index.ids()]
+            expected = {r.id for r in stored if r is not None and r.category == cat}
+            assert {h.id for h in hits} == expected
+            assert all(h.category == cat for h in hits)
+
+    check()  # builds and caches the masks
+    index.delete_ids([r.id for r in records[:9]])
+    check()
+    for rec in records[20:30]:
+        rec.category = "c0"
+    index.upsert(records[20:30])  # rows change value
+    check()
+    index.upsert(_records(5, dim, seed=12))  # new rows appended (category "")
+    check()

@@ -13,6 +13,7 @@ import io
 import math
 import threading
 from collections.abc import Iterable, Mapping
+from itertools import chain
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -27,6 +28,12 @@ from knowhub.storage import atomic_write_bytes
 URI_PREFIX = "uri_prefix"
 #: Record attributes a filter field is looked up in before ``record.filters``.
 RECORD_FIELDS = ("id", "uri", "parent_uri", "context_type", "category", "level")
+
+# Posting sets at least this large get a cached boolean mask.
+_CACHED_MASK_ROWS = 4096
+# Below this share of rows passing the filters, gather them instead of scanning all rows.
+_GATHER_SHARE = 0.4
+_GATHER_ROWS = 1024
 
 _FORMAT = "knowhub-exact-vector-index"
 _VECTORS_FILE = "vectors.npy"
@@ -150,6 +157,8 @@ class _Segment:
         self.free: list[int] = []
         # field -> value -> rows holding that value; built lazily per field seen in filters.
         self.inverted: dict[str, dict[Any, set[int]]] = {f: {} for f in self._ALWAYS_INDEXED}
+        self.mask_cache: dict[tuple[str, Any], np.ndarray] = {}
+        self.gather_buf: np.ndarray | None = None
 
     @property
     def n_rows(self) -> int:
@@ -159,6 +168,10 @@ class _Segment:
         return len(self.id_row)
 
     # -- maintenance -----------------------------------------------------------------
+
+    def reserve(self, extra: int) -> None:
+        """Make room for ``extra`` more rows beyond the free ones."""
+        self._grow(self.n_rows + max(0, extra - len(self.free)))
 
     def _grow(self, needed: int) -> None:
         capacity = self.matrix.shape[0]
@@ -175,11 +188,13 @@ class _Segment:
         for name, by_value in self.inverted.items():
             for value in _field_values(record, name):
                 by_value.setdefault(value, set()).add(row)
+                self.mask_cache.pop((name, value), None)
 
     def _unindex_row(self, row: int, record: IndexRecord) -> None:
         for name, by_value in self.inverted.items():
             for value in _field_values(record, name):
                 rows = by_value.get(value)
+                self.mask_cache.pop((name, value), None)
                 if rows is not None:
                     rows.discard(row)
                     if not rows:
@@ -259,20 +274,62 @@ class _Segment:
             self.inverted[name] = by_value
         return by_value
 
-    def candidate_rows(self, filters: Mapping[str, Any] | None) -> np.ndarray:
-        """Rows that are live and pass every filter, ascending."""
+    def _value_mask(self, name: str, value: Any, rows: set[int], n: int) -> np.ndarray:
+        """Cached boolean mask of a large posting set (converting 50k-row sets on every
+        query would cost more than the scan); dropped whenever the set changes."""
+        key = (name, value)
+        mask = self.mask_cache.get(key)
+        if mask is None:
+            mask = np.zeros(n, dtype=bool)
+            mask[np.fromiter(rows, dtype=np.int64, count=len(rows))] = True
+            self.mask_cache[key] = mask
+        elif mask.size < n:  # rows were appended, none of them with this value
+            mask = np.concatenate([mask, np.zeros(n - mask.size, dtype=bool)])
+            self.mask_cache[key] = mask
+        return mask
+
+    def filter_mask(self, filters: Mapping[str, Any] | None) -> np.ndarray:
+        """Boolean mask over rows that are live and pass every filter."""
         n = self.n_rows
         mask = self.live[:n].copy()
         for name, wanted in (filters or {}).items():
             by_value = self._ensure_field(name)
-            hits = [by_value[v] for v in _allowed_values(name, wanted) if v in by_value]
-            if not hits:
-                return np.zeros(0, dtype=np.int64)
-            field_mask = np.zeros(n, dtype=bool)
-            for rows in hits:
-                field_mask[np.fromiter(rows, dtype=np.int64, count=len(rows))] = True
+            field_mask: np.ndarray | None = None
+            small: list[set[int]] = []
+            for value in _allowed_values(name, wanted):
+                rows = by_value.get(value)
+                if not rows:
+                    continue
+                if len(rows) >= _CACHED_MASK_ROWS:
+                    cached = self._value_mask(name, value, rows, n)
+                    field_mask = cached.copy() if field_mask is None else field_mask | cached
+                else:
+                    small.append(rows)
+            if small:
+                if field_mask is None:
+                    field_mask = np.zeros(n, dtype=bool)
+                count = sum(len(rows) for rows in small)
+                field_mask[np.fromiter(chain.from_iterable(small), dtype=np.int64, count=count)] = (
+                    True
+                )
+            if field_mask is None:
+                return np.zeros(n, dtype=bool)
             mask &= field_mask
-        return np.flatnonzero(mask)
+        return mask
+
+    def _gather_scores(self, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """Scores of some rows, gathered through a small reused buffer that stays in cache
+        (a one-shot fancy-index copy of many rows costs more than a full scan)."""
+        out = np.empty(rows.size, dtype=np.float32)
+        if self.gather_buf is None:
+            self.gather_buf = np.empty((_GATHER_ROWS, self.dim), dtype=np.float32)
+        buf = self.gather_buf
+        for start in range(0, rows.size, _GATHER_ROWS):
+            idx = rows[start : start + _GATHER_ROWS]
+            chunk = buf[: idx.size]
+            np.take(self.matrix, idx, axis=0, out=chunk)
+            np.matmul(chunk, query, out=out[start : start + idx.size])
+        return out
 
     def search(
         self, query: np.ndarray, filters: Mapping[str, Any] | None, top_k: int
@@ -280,16 +337,21 @@ class _Segment:
         n = self.n_rows
         if n == 0:
             return []
-        candidates = self.candidate_rows(filters)
-        if candidates.size == 0:
+        mask = self.filter_mask(filters)
+        count = int(np.count_nonzero(mask))
+        if count == 0:
             return []
-        if candidates.size * 4 < n:
-            # Selective filters: gather only the surviving rows.
-            scores = self.matrix[candidates] @ query
+        rows: np.ndarray | None
+        if count < n * _GATHER_SHARE:
+            # Selective filters: score only the surviving rows.
+            rows = np.flatnonzero(mask)
+            scores = self._gather_scores(rows, query)
         else:
-            scores = (self.matrix[:n] @ query)[candidates]
-        k = min(top_k, candidates.size)
-        if k < candidates.size:
+            rows = None
+            scores = self.matrix[:n] @ query
+            scores[~mask] = -np.inf
+        k = min(top_k, count)
+        if k < scores.size:
             part = np.argpartition(-scores, k - 1)[:k]
             # Records tied with the k-th score compete by id (in the caller's sort), so
             # results do not depend on row order; a huge tie falls back to row order.
@@ -297,13 +359,31 @@ class _Segment:
             if tied.size <= 4 * k + 64:
                 part = tied
         else:
-            part = np.arange(candidates.size)
+            part = np.arange(scores.size)
         out: list[tuple[float, IndexRecord]] = []
         for i in part:
-            record = self.records[int(candidates[i])]
+            score = float(scores[i])
+            if score == -np.inf:
+                continue
+            record = self.records[int(rows[i]) if rows is not None else int(i)]
             if record is not None:
-                out.append((float(scores[i]), record))
+                out.append((score, record))
         return out
+
+
+def _stored_copy(record: IndexRecord) -> IndexRecord:
+    """The record as the index keeps it: no vector (that lives in the matrix), own dicts."""
+    return IndexRecord(
+        id=record.id,
+        uri=record.uri,
+        parent_uri=record.parent_uri,
+        context_type=record.context_type,
+        category=record.category,
+        level=record.level,
+        text=record.text,
+        filters=dict(record.filters),
+        metadata=dict(record.metadata),
+    )
 
 
 def _as_unit_vector(vector: Any, dim: int, what: str) -> np.ndarray:
@@ -346,18 +426,41 @@ class ExactVectorIndex:
 
     def upsert(self, records: Iterable[IndexRecord]) -> None:
         """Insert or replace records by id; all are validated before any is applied."""
-        prepared: list[tuple[IndexRecord, np.ndarray]] = []
-        for record in records:
+        batch = list(records)
+        if not batch:
+            return
+        for record in batch:
             if not record.uri:
                 raise InvalidInputError("index record needs a uri", id=record.id)
-            vec = _as_unit_vector(record.vector, self.dim, f"record {record.id}")
-            stored = dataclasses.replace(
-                record, vector=None, filters=dict(record.filters), metadata=dict(record.metadata)
-            )
-            prepared.append((stored, vec))
+            if record.vector is None:
+                raise InvalidInputError(f"record {record.id} has no vector", id=record.id)
+        try:
+            matrix = np.asarray([record.vector for record in batch], dtype=np.float32)
+        except (TypeError, ValueError):
+            matrix = None
+        if matrix is None or matrix.ndim != 2 or matrix.shape[1] != self.dim:
+            for record in batch:  # find and name the offending record
+                _as_unit_vector(record.vector, self.dim, f"record {record.id}")
+            raise InvalidInputError("index records have inconsistent vectors", dim=self.dim)
+        finite = np.isfinite(matrix).all(axis=1)
+        if not finite.all():
+            bad = batch[int(np.flatnonzero(~finite)[0])]
+            raise InvalidInputError(f"record {bad.id} contains NaN or infinite values", id=bad.id)
+        norms = np.linalg.norm(matrix, axis=1)
+        nonzero = norms > 0
+        matrix[nonzero] /= norms[nonzero, None]
+        stored = [_stored_copy(record) for record in batch]
         with self._lock:
-            for stored, vec in prepared:
-                self._put(stored, vec)
+            per_level: dict[int, int] = {}
+            for record in stored:
+                per_level[record.level] = per_level.get(record.level, 0) + 1
+            for level, extra in per_level.items():  # one allocation instead of doublings
+                segment = self._segments.get(level)
+                if segment is None:
+                    segment = self._segments[level] = _Segment(self.dim, capacity=max(256, extra))
+                segment.reserve(extra)
+            for i, record in enumerate(stored):
+                self._put(record, matrix[i])
 
     def _put(self, record: IndexRecord, vector: np.ndarray) -> None:
         old_level = self._id_level.get(record.id)
