@@ -56,9 +56,17 @@ def test_plus_and_hash_keep_cpp_distinct_from_c() -> None:
     assert len({normalize("C"), normalize("C++"), normalize("C#")}) == 3
 
 
-def test_normalize_reaches_fixed_point_after_removal_lets_nfkc_compose() -> None:
-    # The dot blocks composition; once it is removed e + combining acute composes to é.
-    once = normalize("e.\u0301")
+def test_orphaned_combining_marks_are_dropped() -> None:
+    # The acute belongs to the removed dot; kept, it would compose with "e" next pass.
+    assert normalize("e.\u0301") == "e"
+    assert normalize("C¸") == "c"  # NFKC: ¸ -> space + combining cedilla
+    assert normalize("e\u0301") == "é"  # an attached mark composes as usual
+    assert normalize("\u0301x") == "x"
+
+
+def test_hangul_jamo_split_by_punctuation_still_idempotent() -> None:
+    once = normalize("x \u1100.\u1161 y")
+    assert once == "x가y"
     assert normalize(once) == once
 
 

@@ -17,7 +17,10 @@ Symbol policy (Unicode category ``S*``), chosen so that keys stay stable and rea
   meaning in a keyword.
 
 Whitespace (``Z*``), punctuation (``P*``), controls and format characters (``Cc Cf Cs
-Co``) are always dropped.
+Co``) are always dropped. A combining mark (``M*``) that does not directly follow a kept
+character is dropped as well: it belonged to a removed space or punctuation (NFKC turns
+``¸`` into a space plus a combining cedilla), and keeping it would let it compose with an
+unrelated letter on the next pass, breaking idempotence.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ DROP = 0  #: removed by normalize (and a word boundary for the matcher)
 WORD = 1  #: Latin-like letter or digit: part of a word, needs boundaries in the matcher
 JOIN = 2  #: ``+`` or ``#``: kept only right after a WORD/kept JOIN char
 CJK = 3  #: Han ideograph or kana: written without spaces, matches anywhere
-OTHER = 4  #: any other kept character (symbols, other scripts' marks)
+OTHER = 4  #: any other kept character (symbols, letters of other scripts)
+MARK = 5  #: combining mark: kept only right after a kept character
 
 # Han ideographs (unified, extension A..H, compatibility) and kana.
 HAN_RANGES = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f\U00030000-\U000323af"
@@ -85,6 +89,8 @@ def char_class(ch: str) -> int:
     cat = unicodedata.category(ch)
     if cat[0] in "PZ" or cat in ("Cc", "Cf", "Cs", "Co", "Sk", "Sc"):
         return DROP
+    if cat[0] == "M":
+        return MARK
     if cat[0] == "S":
         return DROP if _is_decorative(ch) else OTHER
     code = ord(ch)
@@ -146,14 +152,18 @@ def keep_mask(folded: str) -> list[bool]:
     the previous character, so this cannot be a per-character map)."""
     mask: list[bool] = []
     prev_joinable = False
+    prev_kept = False
     for ch in folded:
         cls = char_class(ch)
         if cls == JOIN:
             keep = prev_joinable
+        elif cls == MARK:
+            keep = prev_kept  # a mark extends its base; ``prev_joinable`` carries over
         else:
             keep = cls != DROP
             prev_joinable = cls == WORD
         mask.append(keep)
+        prev_kept = keep
         if not keep:
             prev_joinable = False
     return mask
