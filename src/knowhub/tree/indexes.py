@@ -267,20 +267,25 @@ class TreeState:
 
     @staticmethod
     def read_persisted(base: Path) -> tuple[dict[str, Any] | None, dict[str, dict[str, list[str]]]]:
-        """The persisted maps and their common fingerprint (None when missing or mixed)."""
+        """The persisted maps and their common fingerprint: ``(None, {})`` when there are
+        none, ``({"invalid": True}, {})`` when they are corrupt or from different moments."""
         maps: dict[str, dict[str, list[str]]] = {}
         fingerprint: dict[str, Any] | None = None
-        for name in INDEX_FILES:
+        invalid: dict[str, Any] = {"invalid": True}
+        paths = [base / "indexes" / f"{name}.json" for name in INDEX_FILES]
+        if not any(p.exists() for p in paths):
+            return None, {}
+        for name, path in zip(INDEX_FILES, paths, strict=True):
             try:
-                doc = orjson.loads((base / "indexes" / f"{name}.json").read_bytes())
+                doc = orjson.loads(path.read_bytes())
             except (OSError, orjson.JSONDecodeError):
-                return None, {}
+                return invalid, {}
             if not isinstance(doc, dict) or not isinstance(doc.get("data"), dict):
-                return None, {}
+                return invalid, {}
             if fingerprint is None:
                 fingerprint = doc.get("fingerprint")
             elif doc.get("fingerprint") != fingerprint:
-                return None, {}
+                return invalid, {}
             maps[name] = doc["data"]
         return fingerprint, maps
 
