@@ -1,0 +1,279 @@
+"""CommitCoordinator: the session commit pipeline end to end (seed 004 §6, §10.4, §11.1).
+
+``commit`` = normalize messages → fingerprint (duplicate check) → ArchiveBuilder →
+CandidatePipeline (concurrent extractors, outside the lock) → under the account's write
+lock: archive node, PolicyRouter/MergePolicy plans applied one by one by ContextWriter,
+RelationWriter edges → OutboxStore ``append_batch`` (only after every node is durably on
+disk) → audit file ``accounts/{account}/.audit/commits/{commit_id}.json`` (atomic) →
+return. A returned CommitResult is durable.
+
+Idempotency: ``commit_id`` is a hash of account, user, agent, session id and every
+message (id, role, name, content, timestamp). Committing the same batch again returns the
+stored result with status ``duplicate`` and writes nothing; if the audit file is missing
+(a crash right before it was written), the policies re-plan every candidate to ``skip``,
+so memories never double.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from knowhub.context.commit.archive_builder import ArchiveBuilder
+from knowhub.context.commit.candidate_pipeline import CandidatePipeline
+from knowhub.context.commit.context_writer import ContextWriter
+from knowhub.context.commit.policy_router import PolicyRouter
+from knowhub.context.commit.relation_writer import RelationWriter
+from knowhub.context.core.enums import MemoryCategory, OutboxEventType, WriteAction
+from knowhub.context.core.objects import (
+    CandidateMemory,
+    CommitResult,
+    OutboxEvent,
+    RelationOp,
+    WritePlan,
+    WriteResult,
+)
+from knowhub.context.core.outbox import OutboxSink, make_event
+from knowhub.context.core.uri import CtxLike, validate_segment
+from knowhub.context.extraction.messages import batch_fingerprint, normalize_messages
+from knowhub.context.fs.context_fs import ContextFS, read_json_file
+from knowhub.context.fs.relations import RelationStore
+from knowhub.errors import CorruptStoreError, InvalidInputError, KnowhubError, VersionConflictError
+from knowhub.providers.llm import LLMClient
+from knowhub.storage import atomic_write_json
+
+__all__ = ["CommitCoordinator"]
+
+log = logging.getLogger(__name__)
+
+
+class CommitCoordinator:
+    """Runs commits against one ContextFS.
+
+    Args:
+        fs: the primary store.
+        outbox: where index events go (``append_batch``); None keeps them only in the result
+            and the audit file (for tools that do not index).
+        llm: model for summaries and extraction (None: offline rules).
+        pipeline / router / writer / relation_writer / archive_builder: replaceable parts.
+        extractor_concurrency: cap on concurrently running extractors.
+    """
+
+    def __init__(
+        self,
+        fs: ContextFS,
+        outbox: OutboxSink | None = None,
+        *,
+        llm: LLMClient | None = None,
+        pipeline: CandidatePipeline | None = None,
+        router: PolicyRouter | None = None,
+        writer: ContextWriter | None = None,
+        relation_writer: RelationWriter | None = None,
+        archive_builder: ArchiveBuilder | None = None,
+        extractor_concurrency: int = 4,
+    ) -> None:
+        self.fs = fs
+        self.outbox = outbox
+        self.pipeline = pipeline or CandidatePipeline(llm=llm, concurrency=extractor_concurrency)
+        self.router = router or PolicyRouter(fs)
+        self.writer = writer or ContextWriter(fs)
+        self.relations = relation_writer or RelationWriter(RelationStore(fs))
+        self.archive_builder = archive_builder or ArchiveBuilder(fs, llm)
+
+    @classmethod
+    def from_settings(cls, settings: Any, fs: ContextFS, outbox: OutboxSink | None = None, llm: LLMClient | None = None) -> CommitCoordinator:
+        """Coordinator with ``settings.context.extractor_concurrency``."""
+        return cls(fs, outbox, llm=llm, extractor_concurrency=int(settings.context.extractor_concurrency))
+
+    # ------------------------------------------------------------------ audit
+
+    def audit_path(self, ctx: CtxLike, commit_id: str) -> Any:
+        """``accounts/{account}/.audit/commits/{commit_id}.json``."""
+        return self.fs.account_dir(ctx) / ".audit" / "commits" / f"{validate_segment(commit_id)}.json"
+
+    def load_commit(self, ctx: CtxLike, commit_id: str) -> CommitResult | None:
+        """The stored result of an earlier commit, or None."""
+        path = self.audit_path(ctx, commit_id)
+        try:
+            data = read_json_file(path)
+        except FileNotFoundError:
+            return None
+        except CorruptStoreError:
+            log.warning("unreadable commit audit %s; treating the commit as new", path)
+            return None
+        return CommitResult.from_dict(data) if isinstance(data, dict) else None
+
+    def _save_audit(self, ctx: CtxLike, result: CommitResult) -> None:
+        path = self.audit_path(ctx, result.commit_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(path, result.to_dict(), durable=self.fs.durable)
+
+    # ------------------------------------------------------------------ commit
+
+    def commit(
+        self,
+        ctx: CtxLike,
+        messages: Sequence[dict[str, Any]],
+        used_contexts: Sequence[Any] | None = None,
+        used_tools: Sequence[Any] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> CommitResult:
+        """Commit one batch of session messages; see the module docstring.
+
+        Options: ``session_id`` (default ``ctx.session_id``, else derived from the batch),
+        ``session_time`` (reference time for relative dates), ``extractors`` (names to run),
+        ``force`` (re-plan even when the batch was committed before).
+
+        Raises:
+            InvalidInputError: no messages, or an unusable session id.
+        """
+        started = time.monotonic()
+        opts = dict(options or {})
+        if not messages:
+            raise InvalidInputError("nothing to commit: no messages")
+        provisional = normalize_messages(messages, "pending")
+        session_id = str(opts.get("session_id") or getattr(ctx, "session_id", None) or "")
+        if not session_id:
+            session_id = "s-" + batch_fingerprint(ctx.account_id, ctx.user_id, messages=provisional)[:16]
+        validate_segment(session_id, what="session id")
+        normalized = normalize_messages(messages, session_id)
+        commit_id = batch_fingerprint(ctx.account_id, ctx.user_id, getattr(ctx, "agent_id", ""), session_id,
+                                      messages=normalized)[:32]
+        if not opts.get("force"):
+            prior = self.load_commit(ctx, commit_id)
+            if prior is not None:
+                return self._duplicate(prior)
+
+        archive = self.archive_builder.build_archive(
+            ctx, normalized, used_contexts, used_tools, session_id=session_id, session_time=opts.get("session_time")
+        )
+        only = opts.get("extractors")
+        raw, extractor_errors = self.pipeline.extract_with_report(ctx, archive, normalized, only=only)
+        candidates = self.pipeline.normalize_candidates(ctx, raw)
+        for candidate in candidates:
+            candidate.metadata.setdefault("session_id", session_id)
+            candidate.metadata.setdefault("archive_uri", archive.archive_uri)
+            if archive.stats.get("session_time"):
+                candidate.metadata.setdefault("session_time", archive.stats["session_time"])
+
+        with self.fs.locked(ctx):
+            if not opts.get("force"):
+                prior = self.load_commit(ctx, commit_id)
+                if prior is not None:  # an identical commit finished while we extracted
+                    return self._duplicate(prior)
+            archive_result = self.archive_builder.write_archive(ctx, archive, normalized)
+            written: dict[str, WriteResult] = {}
+            if archive_result.action != WriteAction.SKIP.value:
+                written[archive_result.uri] = archive_result
+            results: list[WriteResult] = [archive_result]
+            plans: list[WritePlan] = []
+            applied: list[tuple[CandidateMemory, WriteResult]] = []
+            relation_uris: list[str] = []
+            write_errors: list[dict[str, str]] = []
+            archive_ops = [RelationOp("upsert", uri, "used_context", "used in this session") for uri in archive.stats.get("used_contexts", [])]
+            if archive_ops:
+                self.relations.apply_edges(ctx, archive.archive_uri, archive_ops)
+                relation_uris.append(archive.archive_uri)
+            for candidate in candidates:
+                try:
+                    plan, result = self._plan_and_apply(ctx, candidate)
+                except KnowhubError as exc:
+                    log.warning("commit %s: candidate %s/%s failed: %s", commit_id, candidate.category, candidate.routing_key, exc)
+                    write_errors.append({"category": candidate.category, "routing_key": candidate.routing_key, "error": str(exc)})
+                    continue
+                plans.append(plan)
+                results.append(result)
+                applied.append((candidate, result))
+                if result.action != WriteAction.SKIP.value:
+                    written[result.uri] = result
+                    if plan.relation_ops:
+                        self.relations.apply_edges(ctx, result.uri, plan.relation_ops)
+                        relation_uris.append(result.uri)
+            relation_uris.extend(self._link_events_and_entities(ctx, applied))
+            events = self._outbox_events(ctx, written, relation_uris)
+            stored = self.outbox.append_batch(events) if self.outbox is not None and events else events
+            result = CommitResult(
+                archive=archive,
+                write_results=results,
+                outbox_events=list(stored),
+                stats=self._stats(normalized, raw, candidates, results, extractor_errors, write_errors, started),
+                status="partial" if extractor_errors or write_errors else "committed",
+                commit_id=commit_id,
+                plans=plans,
+            )
+            self._save_audit(ctx, result)
+        return result
+
+    @staticmethod
+    def _duplicate(prior: CommitResult) -> CommitResult:
+        prior.stats = {**prior.stats, "duplicate_of": prior.commit_id, "original_status": prior.status}
+        prior.status = "duplicate"
+        return prior
+
+    def _plan_and_apply(self, ctx: CtxLike, candidate: CandidateMemory) -> tuple[WritePlan, WriteResult]:
+        """Plan and write one candidate; re-plan once if the node moved under us."""
+        for attempt in range(2):
+            plan = self.router.build_plan(candidate, ctx)
+            try:
+                return plan, self.writer.apply_plan(ctx, plan)
+            except VersionConflictError:
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _link_events_and_entities(self, ctx: CtxLike, applied: list[tuple[CandidateMemory, WriteResult]]) -> list[str]:
+        """``mentions`` / ``mentioned_in`` edges between events and the entities of the same turns."""
+        events = [(c, r) for c, r in applied if c.category == MemoryCategory.EVENTS.value]
+        entities = [(c, r) for c, r in applied if c.category == MemoryCategory.ENTITIES.value]
+        ops: dict[str, list[RelationOp]] = {}
+        for event, event_result in events:
+            refs = set(event.source_refs)
+            for entity, entity_result in entities:
+                if refs & set(entity.source_refs) and event_result.uri != entity_result.uri:
+                    name = entity.metadata.get("title") or entity.routing_key
+                    ops.setdefault(event_result.uri, []).append(
+                        RelationOp("upsert", entity_result.uri, "mentions", f"mentions {name}"))
+                    ops.setdefault(entity_result.uri, []).append(
+                        RelationOp("upsert", event_result.uri, "mentioned_in", f"mentioned in {', '.join(event.source_refs)}"))
+        for uri, uri_ops in ops.items():
+            self.relations.apply_edges(ctx, uri, uri_ops)
+        return list(ops)
+
+    def _outbox_events(self, ctx: CtxLike, written: dict[str, WriteResult], relation_uris: list[str]) -> list[OutboxEvent]:
+        events = [
+            make_event(OutboxEventType.UPSERT_CONTEXT, uri, ctx, {"version": res.node_version, "action": res.action})
+            for uri, res in written.items()
+        ]
+        for uri in dict.fromkeys(relation_uris):
+            edges = [e.to_dict() for e in self.relations.store.get_edges(ctx, uri)]
+            events.append(make_event(OutboxEventType.UPSERT_RELATION, uri, ctx, {"edges": edges}))
+        return events
+
+    @staticmethod
+    def _stats(
+        messages: list[dict[str, Any]],
+        raw: list[CandidateMemory],
+        candidates: list[CandidateMemory],
+        results: list[WriteResult],
+        extractor_errors: dict[str, str],
+        write_errors: list[dict[str, str]],
+        started: float,
+    ) -> dict[str, Any]:
+        actions: dict[str, int] = {}
+        for res in results:
+            actions[res.action] = actions.get(res.action, 0) + 1
+        by_category: dict[str, int] = {}
+        for candidate in candidates:
+            by_category[candidate.category] = by_category.get(candidate.category, 0) + 1
+        return {
+            "messages": len(messages),
+            "raw_candidates": len(raw),
+            "candidates": len(candidates),
+            "by_category": by_category,
+            "actions": actions,
+            "extractor_errors": extractor_errors,
+            "write_errors": write_errors,
+            "duration_ms": round((time.monotonic() - started) * 1000, 1),
+        }

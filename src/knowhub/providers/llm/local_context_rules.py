@@ -1,0 +1,504 @@
+"""Rule-based, bilingual (English + Chinese) memory extraction for the offline LocalAgent.
+
+Each ``extract_*`` function takes the payload of a context extraction task (see
+:mod:`.local_context`) and returns candidate dicts ``{category, owner_scope, routing_key,
+abstract, overview, content, confidence, source_refs, metadata}``. Heuristics, not a
+language model — but tuned so that memories are fine-grained: every candidate cites only
+the turn(s) it came from, keeps the concrete words of the speaker, names the speaker, and
+resolves relative time cues against the message time ("yesterday [7 May 2023]"). The
+entity/event extractor emits one event memory for every substantive turn so that no
+detail of a conversation is lost.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from typing import Any
+
+from knowhub.providers.llm.local_context_text import (
+    MONTHS,
+    STOPWORDS,
+    WEEKDAYS,
+    Turn,
+    annotate_time_cues,
+    content_words,
+    has_cjk,
+    split_sentences,
+    truncate,
+    turns_from_payload,
+)
+
+__all__ = [
+    "extract_entities_events",
+    "extract_preferences",
+    "extract_procedures",
+    "extract_profile",
+    "summarize_session",
+]
+
+ABSTRACT_LIMIT = 240
+
+_EVENT_CAP = 400
+_QUESTION_END = ("?", "？")
+
+
+def _candidate(category: str, routing_key: str, abstract: str, overview: str, content: str,
+               confidence: float, refs: list[str], owner_scope: str = "user", **metadata: Any) -> dict[str, Any]:
+    return {
+        "category": category,
+        "owner_scope": owner_scope,
+        "routing_key": routing_key,
+        "abstract": truncate(abstract, ABSTRACT_LIMIT),
+        "overview": overview,
+        "content": content,
+        "confidence": round(max(0.0, min(1.0, confidence)), 3),
+        "source_refs": refs,
+        "metadata": metadata,
+    }
+
+
+def _statements(text: str) -> list[str]:
+    """Sentences that are not questions."""
+    return [s for s in split_sentences(text) if not s.rstrip("\"'”’) ").endswith(_QUESTION_END)]
+
+
+def _clean_phrase(phrase: str, max_words: int = 8) -> str:
+    phrase = re.split(r"[,.;:!?，。；：！？()\[\]]| - | but | because | and then | so that | which | 但是| 因为", phrase)[0]
+    words = phrase.strip().split()
+    return " ".join(words[:max_words]).strip(" '\"“”")
+
+
+# ---------------------------------------------------------------------- profile
+
+_PROFILE_EN: list[tuple[str, re.Pattern[str], bool]] = [
+    ("name", re.compile(r"\bmy name is ([A-Z][\w'\-]+(?: [A-Z][\w'\-]+)?)", re.I), False),
+    ("age", re.compile(r"\bI(?:'m| am) (\d{1,3}) (?:years? old|yo)\b", re.I), False),
+    ("location", re.compile(r"\bI (?:live|am living|'m living) in ([^,.;!?]+)", re.I), False),
+    ("origin", re.compile(r"\bI(?:'m| am) (?:originally )?from ([^,.;!?]+)", re.I), False),
+    ("origin", re.compile(r"\bI (?:moved|came) (?:here )?from ([^,.;!?]+)", re.I), False),
+    ("employer", re.compile(r"\bI work (?:at|for) ([^,.;!?]+)", re.I), False),
+    ("occupation", re.compile(r"\bI work as (?:an? )?([^,.;!?]+)", re.I), False),
+    ("occupation", re.compile(r"\bI(?:'m| am) (?:currently )?(?:working as )?an? ((?:[a-z\-]+ ){0,3}(?:engineer|developer|teacher|student|nurse|doctor|artist|designer|manager|writer|musician|dancer|counselor|lawyer|chef|scientist|researcher|consultant|programmer|painter|photographer|entrepreneur|owner|mom|mother|dad|father|parent))\b", re.I), False),
+    ("education", re.compile(r"\bI(?:'m| am)? (?:studying|majoring in|study) ([^,.;!?]+)", re.I), False),
+    ("relationship", re.compile(r"\bI(?:'m| am) (single|married|divorced|engaged|widowed)\b", re.I), False),
+    ("identity", re.compile(r"\bI(?:'m| am) an? ((?:[\w\-]+ ){0,3}(?:woman|man|person|vegetarian|vegan|introvert|extrovert))\b", re.I), True),
+    ("family", re.compile(r"\bI have ((?:a |an |two |three |four |\d+ )(?:kids?|children|sons?|daughters?|sisters?|brothers?|dogs?|cats?|pets?)\b[^,.;!?]*)", re.I), True),
+]
+_PROFILE_CN: list[tuple[str, re.Pattern[str], bool]] = [
+    ("name", re.compile(r"我叫([\u4e00-\u9fffA-Za-z]{1,8})"), False),
+    ("name", re.compile(r"我的名字是([\u4e00-\u9fffA-Za-z]{1,8})"), False),
+    ("location", re.compile(r"我住在([^，。,.!！？?；;]{1,20})"), False),
+    ("origin", re.compile(r"我来自([^，。,.!！？?；;]{1,20})"), False),
+    ("employer", re.compile(r"我在([^，。,.!！？?；;]{1,20}?)(?:工作|上班|任职)"), False),
+    ("occupation", re.compile(r"我是(?:一名|一个|一位|个|名)?([^，。,.!！？?；;]{1,16}?(?:工程师|老师|教师|学生|医生|护士|设计师|经理|作家|程序员|研究员|律师|厨师|艺术家|创业者|妈妈|爸爸))"), False),
+    ("age", re.compile(r"我(?:今年)?(\d{1,3})岁"), False),
+    ("education", re.compile(r"我(?:在)?(?:学|读|念)([^，。,.!！？?；;]{1,16})"), False),
+    ("identity", re.compile(r"我是([^，。,.!！？?；;]{1,16})"), True),
+]
+
+
+def extract_profile(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """Stable facts about the speakers: name, age, home, origin, work, studies, family."""
+    out: list[dict[str, Any]] = []
+    for turn in turns_from_payload(payload):
+        if not (turn.is_person or (turn.role == "assistant" and payload.get("include_assistant"))):
+            continue
+        seen: set[tuple[str, str]] = set()
+        patterns = _PROFILE_CN if has_cjk(turn.text) else _PROFILE_EN
+        for sentence in _statements(turn.text):
+            for attribute, pattern, multi in patterns:
+                match = pattern.search(sentence)
+                if not match:
+                    continue
+                value = _clean_phrase(match.group(1), 8)
+                if not value or len(value) < 2 or (attribute, value.lower()) in seen:
+                    continue
+                if attribute == "identity" and any(a in {k for k, _ in seen} for a in ("occupation",)):
+                    continue
+                seen.add((attribute, value.lower()))
+                fact_text = f"{turn.speaker} — {attribute}: {value}"
+                out.append(_candidate(
+                    "profile", f"{turn.speaker} {attribute}",
+                    f"{turn.speaker}'s {attribute}: {value} (said on {turn.date})" if turn.date else f"{turn.speaker}'s {attribute}: {value}",
+                    f"- {fact_text}\n- source: {sentence}",
+                    turn.cite(), 0.75, [turn.id],
+                    speaker=turn.speaker,
+                    facts=[{"subject": turn.speaker, "attribute": attribute, "value": value, "multi": multi,
+                            "text": sentence, "source_refs": [turn.id], "at": turn.when.isoformat() if turn.when else ""}],
+                ))
+    return out
+
+
+# ---------------------------------------------------------------------- preferences
+
+_PREF_EN = re.compile(
+    r"\bI\s*(?:really |absolutely |totally |just |also |do |kinda |kind of )?"
+    r"(love|like|enjoy|prefer|adore|hate|dislike|can't stand|cannot stand|don't like|do not like|am into|'m into|"
+    r"am a (?:big |huge )?fan of|'m a (?:big |huge )?fan of|am passionate about|'m passionate about|am obsessed with|'m obsessed with)"
+    r" ([^.!?;]+)",
+    re.I,
+)
+_FAV_EN = re.compile(r"\bmy (?:all[- ]time )?favou?rite ([\w\- ]{2,30}?) (?:is|are|was|has to be) ([^.!?;,]+)", re.I)
+_PREF_CN = re.compile(r"我(?:很|非常|特别|最|真的|也|比较|更)?(喜欢|爱|偏好|讨厌|不喜欢|热爱|更喜欢|受不了|不爱)([^，。,.!！？?；;]{1,24})")
+_NEGATIVE = ("hate", "dislike", "can't stand", "cannot stand", "don't like", "do not like", "讨厌", "不喜欢", "受不了", "不爱")
+
+
+_THIRD = {"love": "loves", "like": "likes", "enjoy": "enjoys", "prefer": "prefers", "adore": "adores",
+          "hate": "hates", "dislike": "dislikes", "don't like": "doesn't like", "do not like": "does not like"}
+
+
+def _third_person(verb: str) -> str:
+    """``love`` → ``loves``, ``am into`` → ``is into``: the speaker is named in the memory."""
+    if verb in _THIRD:
+        return _THIRD[verb]
+    return re.sub(r"^am\b", "is", verb)
+
+
+def _topic(obj: str) -> str:
+    words = [w for w in re.findall(r"[\w'\-]+", obj.lower()) if w not in STOPWORDS and not w.startswith("-")]
+    if has_cjk(obj):
+        return obj.strip()[:8]
+    return " ".join(words[:3]) or obj.strip()[:30]
+
+
+def extract_preferences(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """Likes, dislikes, favourites and constraints, one candidate per stated preference."""
+    out: list[dict[str, Any]] = []
+    for turn in turns_from_payload(payload):
+        if not (turn.is_person or (turn.role == "assistant" and payload.get("include_assistant"))):
+            continue
+        for sentence in _statements(turn.text):
+            found: list[tuple[str, str]] = []
+            for match in _PREF_EN.finditer(sentence):
+                verb, obj = match.group(1).lower().replace("'m", "am"), _clean_phrase(match.group(2), 10)
+                if obj and obj.lower() not in ("it", "that", "this", "you", "them", "to"):
+                    found.append((verb, obj))
+            for match in _FAV_EN.finditer(sentence):
+                found.append((f"favourite {match.group(1).strip()} is", _clean_phrase(match.group(2), 8)))
+            for match in _PREF_CN.finditer(sentence):
+                obj = _clean_phrase(match.group(2), 8)
+                if obj:
+                    found.append((match.group(1), obj))
+            for verb, obj in found:
+                negative = verb in _NEGATIVE
+                topic = _topic(obj)
+                annotated, _ = annotate_time_cues(sentence, turn.when)
+                statement = f"{turn.speaker} {_third_person(verb)} {obj}" if not has_cjk(verb) else f"{turn.speaker}{verb}{obj}"
+                out.append(_candidate(
+                    "preferences", f"{turn.speaker} {topic}",
+                    f"{statement} — \"{truncate(annotated, 150)}\"",
+                    f"- {turn.speaker} ({'dislikes' if negative else 'likes'}): {obj}\n- said on {turn.date}: {annotated}",
+                    turn.cite(), 0.7, [turn.id],
+                    speaker=turn.speaker, polarity="negative" if negative else "positive", topic=topic,
+                    title=f"{turn.speaker} — {topic}", fact=statement,
+                ))
+    return out
+
+
+# ---------------------------------------------------------------------- entities and events
+
+_CAP_WORD = r"[A-Z][\w'’\-]*"
+_ENTITY_RUN = re.compile(rf"{_CAP_WORD}(?:\s+(?:of|the|de|da|van|von|and|&)\s+{_CAP_WORD}|\s+{_CAP_WORD})*")
+_NOT_ENTITY = frozenset(
+    {w.capitalize() for w in STOPWORDS}
+    | {m.capitalize() for m in MONTHS} | {d.capitalize() for d in WEEKDAYS}
+    | {"I", "I'm", "I've", "I'd", "I'll", "OK", "Ok", "Okay", "Mom", "Dad", "Hey", "Hi", "Wow", "Yeah",
+       "Thanks", "Thank", "Congrats", "Congratulations", "Sorry", "Please", "Omg", "Lol", "Haha", "Aww",
+       "Awesome", "Cool", "Nice", "Great", "Sure", "Yes", "No", "Sounds", "Totally", "Absolutely", "Good",
+       "Wish", "Hope", "Glad", "Love", "Let's", "Bye", "Take", "Keep", "God", "Oh", "Ah", "Hmm", "Yep", "Nope",
+       "Agreed", "True", "Right", "Exactly", "Definitely", "Anyway", "Btw", "Also", "Plus", "Well", "Same"}
+)
+_RELATIONS = ("sister", "brother", "mom", "mother", "dad", "father", "son", "daughter", "wife", "husband",
+              "friend", "best friend", "boyfriend", "girlfriend", "partner", "boss", "cousin", "aunt", "uncle",
+              "grandma", "grandmother", "grandpa", "grandfather", "niece", "nephew", "kids", "children",
+              "dog", "cat", "puppy", "kitten", "coworker", "colleague", "neighbor", "mentor", "teacher")
+_REL_RE = re.compile(r"\bmy (" + "|".join(sorted(_RELATIONS, key=len, reverse=True)) + r")(?:,? ([A-Z][a-z]+))?\b", re.I)
+_REL_CN = re.compile(r"我(?:的)?(妹妹|姐姐|哥哥|弟弟|妈妈|母亲|爸爸|父亲|儿子|女儿|老婆|老公|妻子|丈夫|朋友|同事|老板|男朋友|女朋友|孩子|狗|猫)([\u4e00-\u9fff]{2,3})?")
+_PLACE_CN = re.compile(r"(?:在|去|到|来自|住在|回)([\u4e00-\u9fff]{2,6}?(?:市|省|县|区|国|州|岛|山|湖|大学|学院|公司|医院|公园|博物馆))")
+_TRIP_CN = re.compile(r"(?:去了?|到了?|回了?)([\u4e00-\u9fff]{2,4}?)(?:出差|旅游|旅行|玩|参加|看|度假|开会)")
+_NAME_CN = re.compile(r"(?:叫|名叫|朋友|同事)([\u4e00-\u9fff]{2,3})(?=[，。,.\s说的是和也])")
+_PLACE_PREP = re.compile(r"\b(?:in|at|to|from|visited|visit|near|around)\s+$", re.I)
+_ORG_SUFFIX = ("Inc", "Corp", "University", "College", "School", "Company", "Club", "Group", "Center", "Centre",
+               "Foundation", "Institute", "Studio", "Bank", "Hospital", "Church", "Museum", "Park", "Festival", "Conference")
+_ACTION_HINT = re.compile(
+    r"\b(went|go(?:ing)? to|visited|attended|joined|started|finished|got|bought|made|took|gave|met|moved|"
+    r"painted|ran|played|won|lost|signed|launched|opened|adopted|graduated|traveled|travelled|celebrated|"
+    r"planning|plan to|gonna|will|am going|'m going|decided|learned|read|wrote|saw|watched|built|created|"
+    r"had|did|tried|received|became|volunteer\w*|organiz\w*)\b", re.I)
+_EVENT_CN = re.compile(r"(去了|参加|开始|完成|买了|见了|搬|学会|做了|看了|打算|准备|计划|结婚|毕业|旅行|旅游|生日|比赛|演出)")
+
+
+def _speaker_names(turns: list[Turn]) -> set[str]:
+    names: set[str] = set()
+    for turn in turns:
+        for part in turn.speaker.split():
+            names.add(part.lower())
+            if len(part) >= 4:
+                for n in range(3, len(part)):
+                    names.add(part[:n].lower())
+    return names
+
+
+def _entities_in(sentence: str, speakers: set[str], capitalized_elsewhere: set[str]) -> list[tuple[str, str]]:
+    """``(name, type)`` pairs found in one sentence."""
+    found: list[tuple[str, str]] = []
+    stripped = sentence.lstrip("\"'“‘(")
+    offset = len(sentence) - len(stripped)
+    for match in _ENTITY_RUN.finditer(sentence):
+        words = match.group(0).split()
+        while words and (words[0].strip("'’") in _NOT_ENTITY or words[0].lower().strip("'’s") in speakers):
+            words = words[1:]
+        while words and (words[-1] in _NOT_ENTITY or words[-1].lower() in ("of", "the", "and", "&")):
+            words = words[:-1]
+        if not words:
+            continue
+        name = " ".join(words).strip("'’").removesuffix("'s").removesuffix("’s")
+        if len(name) < 2 or name.lower() in speakers or name.lower() in STOPWORDS:
+            continue
+        at_start = match.start() <= offset
+        if at_start and len(words) == 1 and name not in capitalized_elsewhere and not name.isupper():
+            continue
+        before = sentence[: match.start()]
+        if any(name.endswith(s) for s in _ORG_SUFFIX):
+            kind = "organization"
+        elif _PLACE_PREP.search(before):
+            kind = "place"
+        else:
+            kind = "named entity"
+        found.append((name, kind))
+    return found
+
+
+def _event_text(turn: Turn) -> tuple[str, list[dict[str, str]]]:
+    statements = split_sentences(turn.text)
+    annotated_parts = []
+    cues: list[dict[str, str]] = []
+    for sentence in statements:
+        annotated, found = annotate_time_cues(sentence, turn.when)
+        annotated_parts.append(annotated)
+        cues.extend(found)
+    budget = ABSTRACT_LIMIT - len(turn.speaker) - len(turn.date) - 8
+    if sum(len(p) + 1 for p in annotated_parts) <= budget:
+        return " ".join(annotated_parts), cues
+    scored = sorted(range(len(annotated_parts)), key=lambda i: -_informativeness(annotated_parts[i]))
+    keep: set[int] = set()
+    used = 0
+    for i in scored:
+        if used + len(annotated_parts[i]) + 1 <= budget or not keep:
+            keep.add(i)
+            used += len(annotated_parts[i]) + 1
+    return " ".join(annotated_parts[i] for i in sorted(keep)), cues
+
+
+def _informativeness(sentence: str) -> float:
+    words = content_words(sentence)
+    caps = len(re.findall(r"(?<!^)(?<![.!?] )\b[A-Z][a-z]+", sentence))
+    digits = len(re.findall(r"\d", sentence))
+    cue = 2.0 if "[" in sentence else 0.0
+    return len(set(words)) + 1.5 * caps + 0.5 * min(digits, 4) + cue
+
+
+def _substantive(turn: Turn) -> bool:
+    """Worth a memory of its own: anything beyond a bare greeting or acknowledgement."""
+    if turn.caption:
+        return True
+    if has_cjk(turn.text):
+        return sum(1 for ch in turn.text if "\u3400" <= ch <= "\u9fff") >= 4
+    return len(content_words(turn.text)) >= 2
+
+
+def extract_entities_events(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """One event memory per substantive turn, plus entity memories for named things."""
+    turns = turns_from_payload(payload)
+    speakers = _speaker_names(turns)
+    capitalized_elsewhere: set[str] = set()
+    for turn in turns:
+        for sentence in split_sentences(turn.text):
+            for word in re.findall(rf"(?<=\s){_CAP_WORD}", sentence):
+                capitalized_elsewhere.add(word.strip("'’").removesuffix("'s"))
+    include_assistant = bool(payload.get("include_assistant", True))
+    out: list[dict[str, Any]] = []
+    previous: Turn | None = None
+    for turn in turns:
+        if turn.role in ("system", "tool") or (turn.role == "assistant" and not include_assistant):
+            previous = turn
+            continue
+        context_line = f"In reply to {previous.speaker}: \"{truncate(previous.text, 160)}\"" if previous else ""
+        if _substantive(turn) and len(out) < _EVENT_CAP * 2:
+            text, cues = _event_text(turn)
+            caption = f" [shared image: {truncate(turn.caption, 80)}]" if turn.caption else ""
+            has_action = bool(_ACTION_HINT.search(turn.text) or _EVENT_CN.search(turn.text))
+            abstract = f"{turn.speaker} ({turn.date}): {text}{caption}" if turn.date else f"{turn.speaker}: {text}{caption}"
+            resolved = [c["resolved"] for c in cues if c["resolved"]]
+            overview_lines = [f"- {turn.speaker} said on {turn.date or 'an unknown date'}: {text}"]
+            if resolved:
+                overview_lines.append("- when: " + "; ".join(f"{c['cue']} = {c['resolved']}" for c in cues if c["resolved"]))
+            if context_line:
+                overview_lines.append(f"- context: {context_line}")
+            if turn.caption:
+                overview_lines.append(f"- shared image: {turn.caption}")
+            out.append(_candidate(
+                "events", f"{turn.id}", abstract, "\n".join(overview_lines),
+                turn.cite() + (f"\n{context_line}" if context_line else ""),
+                0.6 + (0.15 if cues else 0.0) + (0.1 if has_action else 0.0), [turn.id],
+                speaker=turn.speaker, session_time=turn.when_text, event_time=resolved[0] if resolved else turn.date,
+                time_cues=cues, kind="turn",
+            ))
+        out.extend(_entity_candidates(turn, speakers, capitalized_elsewhere))
+        previous = turn
+    return out
+
+
+def _entity_candidates(turn: Turn, speakers: set[str], capitalized_elsewhere: set[str]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for sentence in split_sentences(turn.text):
+        annotated, _ = annotate_time_cues(sentence, turn.when)
+        found: list[tuple[str, str, str]] = []  # (name, type, relation)
+        for match in _REL_RE.finditer(sentence):
+            relation = match.group(1).lower()
+            person = match.group(2)
+            if person and person.lower() not in STOPWORDS and person.capitalize() not in _NOT_ENTITY:
+                found.append((person, "person", f"{turn.speaker}'s {relation}"))
+            else:
+                found.append((f"{turn.speaker}'s {relation}", "relation", f"{turn.speaker}'s {relation}"))
+        for match in _REL_CN.finditer(sentence):
+            relation, person = match.group(1), match.group(2)
+            found.append((person or f"{turn.speaker}的{relation}", "person" if person else "relation", f"{turn.speaker}的{relation}"))
+        for match in _PLACE_CN.finditer(sentence):
+            found.append((match.group(1), "place", ""))
+        for match in _TRIP_CN.finditer(sentence):
+            if not any(match.group(1) == f[0] for f in found):
+                found.append((match.group(1), "place", ""))
+        for match in _NAME_CN.finditer(sentence):
+            found.append((match.group(1), "person", ""))
+        for name, kind in _entities_in(sentence, speakers, capitalized_elsewhere):
+            if not any(name == f[0] for f in found):
+                found.append((name, kind, ""))
+        for name, kind, relation in found:
+            key = name.lower()
+            if key in seen:
+                continue
+            seen.add(key)
+            desc = f"{relation}, " if relation and relation != name else f"{kind}, "
+            abstract = f"{name} ({desc}mentioned by {turn.speaker}{' on ' + turn.date if turn.date else ''}): {truncate(annotated, 150)}"
+            out.append(_candidate(
+                "entities", name, abstract,
+                f"- {name}: {kind}{'; ' + relation if relation else ''}\n- {turn.speaker} ({turn.date}): {annotated}",
+                turn.cite(), 0.55 + (0.15 if kind in ("person", "place", "organization") else 0.0), [turn.id],
+                speaker=turn.speaker, entity_type=kind, relation=relation, title=name,
+                fact=f"{turn.speaker}{' (' + turn.date + ')' if turn.date else ''}: {truncate(annotated, 150)}",
+            ))
+    return out
+
+
+# ---------------------------------------------------------------------- procedures
+
+_CASE_EN = re.compile(
+    r"\b(the fix was|fixed (?:it|this|that)? ?by|solved (?:it|this|that)? ?by|the solution (?:was|is)|"
+    r"resolved (?:it|this)? ?by|the (?:root )?cause (?:was|is)|the problem (?:was|is)|the issue (?:was|is)|"
+    r"turned out|workaround (?:was|is)|what worked was|ended up)\b", re.I)
+_CASE_CN = re.compile(r"(解决|原因是|问题是|修复|排查|根因|办法是|最后发现)")
+_PATTERN_EN = re.compile(r"\b(?:I|we) (always|usually|normally|typically|tend to|every time|whenever)\b([^.!?;]*)", re.I)
+_PATTERN_CN = re.compile(r"(?:我|我们)(总是|通常|一般|每次|习惯)([^，。,.!！？?；;]{2,30})")
+
+
+def extract_procedures(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """Cases (problem → solution), habits/patterns, and tool or skill usage."""
+    turns = turns_from_payload(payload)
+    out: list[dict[str, Any]] = []
+    for i, turn in enumerate(turns):
+        if turn.role == "tool":
+            continue
+        for sentence in split_sentences(turn.text):
+            if _CASE_EN.search(sentence) or _CASE_CN.search(sentence):
+                problem_turn = turns[i - 1] if i > 0 else None
+                refs = [t.id for t in (problem_turn, turn) if t is not None]
+                problem = truncate(problem_turn.text, 200) if problem_turn else ""
+                out.append(_candidate(
+                    "cases", f"case {turn.id}",
+                    f"Case ({turn.speaker}{', ' + turn.date if turn.date else ''}): {truncate(sentence, 180)}",
+                    (f"- problem: {problem}\n" if problem else "") + f"- solution: {sentence}",
+                    "\n".join(t.cite() for t in (problem_turn, turn) if t is not None),
+                    0.6, refs, owner_scope="agent", speaker=turn.speaker, problem=problem, solution=sentence,
+                ))
+                break
+        for sentence in _statements(turn.text):
+            match = _PATTERN_EN.search(sentence) or _PATTERN_CN.search(sentence)
+            if not match:
+                continue
+            habit = _clean_phrase(match.group(2), 10)
+            if len(content_words(habit)) < 1:
+                continue
+            out.append(_candidate(
+                "patterns", f"{turn.speaker} {_topic(habit)}",
+                f"{turn.speaker} {match.group(1)} {habit}" if not has_cjk(habit) else f"{turn.speaker}{match.group(1)}{habit}",
+                f"- habit of {turn.speaker}: {sentence}", turn.cite(), 0.55, [turn.id], owner_scope="agent",
+                speaker=turn.speaker, title=f"{turn.speaker} — {_topic(habit)}",
+            ))
+    out.extend(_tool_usage(payload, turns))
+    return out
+
+
+def _tool_usage(payload: dict[str, Any], turns: list[Turn]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for turn in turns:
+        if turn.role != "tool":
+            continue
+        name = turn.speaker if turn.speaker != "Tool" else ""
+        if not name:
+            continue
+        failed = bool(re.search(r"\b(error|exception|failed|traceback|not found)\b|错误|失败", turn.text, re.I))
+        out.append(_candidate(
+            "tools", name, f"Tool {name} was used ({'failed' if failed else 'succeeded'}){' on ' + turn.date if turn.date else ''}",
+            f"- last output: {truncate(turn.text, 200)}", turn.cite(), 0.6, [turn.id], owner_scope="agent",
+            tool=name, success=not failed, used_at=turn.when.isoformat() if turn.when else "",
+        ))
+    for item in payload.get("used_tools") or []:
+        if isinstance(item, str):
+            item = {"name": item}
+        if not isinstance(item, dict) or not item.get("name"):
+            continue
+        name = str(item["name"])
+        kind = "skills" if item.get("kind") == "skill" else "tools"
+        success = item.get("success")
+        refs = [str(r) for r in item.get("source_refs") or []]
+        state = "" if success is None else (" (succeeded)" if success else " (failed)")
+        out.append(_candidate(
+            kind, name, f"{'Skill' if kind == 'skills' else 'Tool'} {name} was used in session {payload.get('session_id', '')}{state}",
+            f"- {item.get('description') or 'used in a session'}", str(item.get("detail") or ""), 0.7, refs,
+            owner_scope="agent", tool=name, success=success, description=str(item.get("description") or ""),
+            used_at=str(payload.get("session_time") or ""), usage_key=str(item.get("usage_key") or ""),
+        ))
+    return out
+
+
+# ---------------------------------------------------------------------- summary
+
+
+def summarize_session(payload: dict[str, Any], max_sentences: int = 5) -> str:
+    """Extractive summary: the most informative sentences, in conversation order."""
+    turns = turns_from_payload(payload)
+    if not turns:
+        return ""
+    sentences: list[tuple[int, str]] = []
+    for turn in turns:
+        for sentence in _statements(turn.text):
+            annotated, _ = annotate_time_cues(sentence, turn.when)
+            sentences.append((len(sentences), f"{turn.speaker}: {annotated}"))
+    if not sentences:
+        return truncate(" ".join(f"{t.speaker}: {t.text}" for t in turns[:3]), 400)
+    doc_freq: Counter[str] = Counter()
+    for _, sentence in sentences:
+        doc_freq.update(set(content_words(sentence)))
+    total = len(sentences)
+
+    def score(sentence: str) -> float:
+        words = set(content_words(sentence))
+        idf = sum(math.log(1 + total / doc_freq[w]) for w in words)
+        return idf / math.sqrt(len(words) + 1) + _informativeness(sentence) * 0.3
+
+    top = sorted(sentences, key=lambda s: -score(s[1]))[:max_sentences]
+    return " ".join(truncate(s, 200) for _, s in sorted(top))

@@ -1,0 +1,340 @@
+"""Text helpers for the offline context extractors: turns, dates, time cues, sentences.
+
+Self-contained (standard library only) because it sits in the provider layer, under the
+engines: :mod:`.local_context_rules` builds candidate memories with it, and the
+ContextEngine reuses :func:`parse_when` and :func:`format_date` for transcripts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+__all__ = [
+    "Turn",
+    "annotate_time_cues",
+    "content_words",
+    "format_date",
+    "has_cjk",
+    "parse_when",
+    "split_sentences",
+    "truncate",
+    "turns_from_payload",
+]
+
+MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august",
+          "september", "october", "november", "december"]
+_MONTH_NUM = {name: i + 1 for i, name in enumerate(MONTHS)} | {name[:3]: i + 1 for i, name in enumerate(MONTHS)}
+_MONTH_NUM["sept"] = 9
+WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+_CN_WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+_NUM_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+              "seven": 7, "eight": 8, "nine": 9, "ten": 10, "a few": 3, "few": 3, "several": 3, "couple of": 2, "a couple of": 2}
+_CN_NUM = {"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10, "几": 3}
+
+STOPWORDS = frozenset(
+    """a an the and or but if so to of in on at for with from by as is am are was were be been being do does did
+    have has had i me my mine you your yours he him his she her they them their we us our it its this that these those
+    there here what which who whom whose when where why how not no yes yeah yep oh wow hey hi hello thanks thank
+    really very just too also so such can could would should will shall may might must gonna gotta lol haha
+    that's it's i'm i've i'd i'll you're you've you'd don't can't won't didn't isn't aren't wasn't doesn't
+    about into over out up down then than now well still even much many more most some any all both each own
+    like get got go going make made know think feel felt see saw say said one thing things lot bit really great
+    good nice cool awesome amazing glad sure totally definitely""".split()  # noqa: SIM905
+)
+
+
+def has_cjk(text: str) -> bool:
+    """True when the text holds at least one CJK ideograph."""
+    return any("\u3400" <= ch <= "\u9fff" for ch in text)
+
+
+def content_words(text: str) -> list[str]:
+    """Lower-cased Latin words that are not stop words, plus CJK characters."""
+    words = [w for w in re.findall(r"[A-Za-z][A-Za-z'’\-]*|\d+", text.lower()) if w not in STOPWORDS]
+    words.extend(ch for ch in text if "\u3400" <= ch <= "\u9fff")
+    return words
+
+
+def truncate(text: str, limit: int) -> str:
+    """Cut at a word boundary and add an ellipsis when longer than ``limit``."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if not has_cjk(cut[-10:]) and " " in cut[limit // 2:]:
+        cut = cut[: cut.rfind(" ")]
+    return cut.rstrip(" ,;:") + "…"
+
+
+_SENTENCE_RE = re.compile(r"[^.!?。！？\n]+(?:[.!?。！？]+[\"'”’)]*|$)")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a message (Latin and Chinese end marks, newlines)."""
+    out = []
+    for match in _SENTENCE_RE.finditer(text):
+        sentence = match.group(0).strip()
+        if sentence:
+            out.append(sentence)
+    return out
+
+
+# ---------------------------------------------------------------------- dates
+
+_LOCOMO_RE = re.compile(
+    r"(?:(\d{1,2}):(\d{2})\s*([ap]\.?m\.?)\s+on\s+)?(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})", re.I
+)
+_MDY_RE = re.compile(r"([A-Za-z]+)\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})")
+_CN_DATE_RE = re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]")
+
+
+def parse_when(value: Any) -> datetime | None:
+    """Best-effort datetime from ISO strings, epoch numbers, ``1:56 pm on 8 May, 2023``,
+    ``May 8, 2023`` or ``2023年5月8日``; naive results are taken as UTC. None if unknown."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, (int, float)):
+        try:
+            return datetime.fromtimestamp(float(value) / (1000 if value > 1e11 else 1), UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    text = str(value).strip()
+    if not text:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    except ValueError:
+        pass
+    match = _LOCOMO_RE.search(text)
+    if match and match.group(5).lower() in _MONTH_NUM:
+        hour = int(match.group(1) or 0)
+        minute = int(match.group(2) or 0)
+        if match.group(3) and match.group(3).lower().startswith("p") and hour < 12:
+            hour += 12
+        if match.group(3) and match.group(3).lower().startswith("a") and hour == 12:
+            hour = 0
+        try:
+            return datetime(int(match.group(6)), _MONTH_NUM[match.group(5).lower()], int(match.group(4)), hour, minute, tzinfo=UTC)
+        except ValueError:
+            return None
+    match = _MDY_RE.search(text)
+    if match and match.group(1).lower() in _MONTH_NUM:
+        try:
+            return datetime(int(match.group(3)), _MONTH_NUM[match.group(1).lower()], int(match.group(2)), tzinfo=UTC)
+        except ValueError:
+            return None
+    match = _CN_DATE_RE.search(text)
+    if match:
+        try:
+            return datetime(int(match.group(1)), int(match.group(2)), int(match.group(3)), tzinfo=UTC)
+        except ValueError:
+            return None
+    return None
+
+
+def format_date(when: datetime | None) -> str:
+    """``8 May 2023`` (empty for None)."""
+    if when is None:
+        return ""
+    return f"{when.day} {MONTHS[when.month - 1].capitalize()} {when.year}"
+
+
+def _month_shift(when: datetime, months: int) -> str:
+    index = when.year * 12 + (when.month - 1) + months
+    return f"{MONTHS[index % 12].capitalize()} {index // 12}"
+
+
+def _count(word: str) -> int:
+    word = word.lower().strip()
+    if word.isdigit():
+        return int(word)
+    return _NUM_WORDS.get(word, _CN_NUM.get(word, 1))
+
+
+def _resolve_latin(cue: str, when: datetime) -> str | None:
+    cue_l = cue.lower()
+    day = format_date(when)
+    simple = {
+        "yesterday": format_date(when - timedelta(days=1)),
+        "last night": format_date(when - timedelta(days=1)),
+        "today": day, "tonight": day, "this morning": day, "this afternoon": day, "this evening": day,
+        "tomorrow": format_date(when + timedelta(days=1)),
+        "last week": f"the week before {day}", "next week": f"the week after {day}",
+        "this week": f"the week of {day}",
+        "last weekend": f"the weekend before {day}", "this weekend": f"the weekend of {day}",
+        "next weekend": f"the weekend after {day}",
+        "last month": _month_shift(when, -1), "next month": _month_shift(when, 1), "this month": _month_shift(when, 0),
+        "last year": str(when.year - 1), "next year": str(when.year + 1), "this year": str(when.year),
+        "the other day": f"a few days before {day}", "recently": f"shortly before {day}",
+        "lately": f"shortly before {day}",
+    }
+    if cue_l in simple:
+        return simple[cue_l]
+    match = re.match(r"(last|this|next|on)\s+(\w+)", cue_l)
+    if match and match.group(2) in WEEKDAYS:
+        name = match.group(2).capitalize()
+        if match.group(1) == "next":
+            return f"the {name} after {day}"
+        if match.group(1) == "this":
+            return f"the {name} of the week of {day}"
+        return f"the {name} before {day}"
+    match = re.match(r"(.+?)\s+(day|week|month|year)s?\s+ago", cue_l)
+    if match:
+        n = _count(match.group(1))
+        unit = match.group(2)
+        if unit == "day":
+            return format_date(when - timedelta(days=n))
+        if unit == "week":
+            return f"{n} week{'s' if n != 1 else ''} before {day}"
+        if unit == "month":
+            return _month_shift(when, -n)
+        return str(when.year - n)
+    return None
+
+
+_LATIN_CUES = re.compile(
+    r"\b(yesterday|last night|today|tonight|this (?:morning|afternoon|evening)|tomorrow|"
+    r"(?:last|next|this) (?:week|weekend|month|year)|the other day|recently|lately|"
+    r"(?:last|next|this|on) (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
+    r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|few|several|a couple of) "
+    r"(?:day|week|month|year)s? ago)\b",
+    re.I,
+)
+_CN_CUES = re.compile(
+    r"(昨天|昨晚|前天|今天|今晚|明天|后天|上周|上个?星期|下周|下个?星期|这周|本周|上个月|下个月|这个月|去年|明年|今年|"
+    r"(?:上|下|这)?(?:周|星期)[一二三四五六日天]|[一两二三四五六七八九十几\d]+(?:天|周|个月|年)前)"
+)
+
+
+def _resolve_cn(cue: str, when: datetime) -> str | None:
+    day = format_date(when)
+    simple = {
+        "昨天": format_date(when - timedelta(days=1)), "昨晚": format_date(when - timedelta(days=1)),
+        "前天": format_date(when - timedelta(days=2)), "今天": day, "今晚": day,
+        "明天": format_date(when + timedelta(days=1)), "后天": format_date(when + timedelta(days=2)),
+        "上周": f"the week before {day}", "上星期": f"the week before {day}", "上个星期": f"the week before {day}",
+        "下周": f"the week after {day}", "下星期": f"the week after {day}", "下个星期": f"the week after {day}",
+        "这周": f"the week of {day}", "本周": f"the week of {day}",
+        "上个月": _month_shift(when, -1), "下个月": _month_shift(when, 1), "这个月": _month_shift(when, 0),
+        "去年": str(when.year - 1), "明年": str(when.year + 1), "今年": str(when.year),
+    }
+    if cue in simple:
+        return simple[cue]
+    match = re.match(r"(上|下|这)?(?:周|星期)([一二三四五六日天])", cue)
+    if match:
+        name = WEEKDAYS[_CN_WEEKDAY[match.group(2)]].capitalize()
+        if match.group(1) == "下":
+            return f"the {name} after {day}"
+        return f"the {name} before {day}" if match.group(1) == "上" else f"{name} of the week of {day}"
+    match = re.match(r"([一两二三四五六七八九十几\d]+)(天|周|个月|年)前", cue)
+    if match:
+        n = int(match.group(1)) if match.group(1).isdigit() else _CN_NUM.get(match.group(1), 1)
+        unit = match.group(2)
+        if unit == "天":
+            return format_date(when - timedelta(days=n))
+        if unit == "周":
+            return f"{n} weeks before {day}"
+        if unit == "个月":
+            return _month_shift(when, -n)
+        return str(when.year - n)
+    return None
+
+
+def annotate_time_cues(text: str, when: datetime | None) -> tuple[str, list[dict[str, str]]]:
+    """Append the absolute date after each relative time cue: ``yesterday [7 May 2023]``.
+
+    Returns the annotated text and the cues found (``cue``, ``resolved``); without a
+    reference time the text is returned unchanged but cues are still reported.
+    """
+    cues: list[dict[str, str]] = []
+
+    def repl(match: re.Match[str], resolver: Any) -> str:
+        cue = match.group(0)
+        resolved = resolver(cue, when) if when is not None else None
+        cues.append({"cue": cue, "resolved": resolved or ""})
+        return f"{cue} [{resolved}]" if resolved else cue
+
+    out = _LATIN_CUES.sub(lambda m: repl(m, _resolve_latin), text)
+    out = _CN_CUES.sub(lambda m: repl(m, _resolve_cn), out)
+    return out, cues
+
+
+# ---------------------------------------------------------------------- turns
+
+
+@dataclass
+class Turn:
+    """One normalized message as the rules see it."""
+
+    id: str
+    role: str
+    speaker: str
+    text: str
+    index: int
+    when: datetime | None = None
+    when_text: str = ""
+    caption: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_person(self) -> bool:
+        """A human speaker: a user message, or any message with an explicit speaker name
+        (two-person transcripts often map the second person to ``assistant``)."""
+        if self.role in ("system", "tool"):
+            return False
+        return self.role == "user" or bool(self.extra.get("named"))
+
+    @property
+    def date(self) -> str:
+        """Day of the message (``8 May 2023``) or the raw timestamp text."""
+        return format_date(self.when) or self.when_text
+
+    def cite(self) -> str:
+        """``[D1:3] Caroline (8 May 2023): "..."`` — a quote with id, speaker and time."""
+        when = f" ({self.when_text or self.date})" if (self.when_text or self.date) else ""
+        caption = f" [shared image: {self.caption}]" if self.caption else ""
+        return f'[{self.id}] {self.speaker}{when}: "{self.text}"{caption}'
+
+
+def _speaker(message: dict[str, Any], user_label: str) -> str:
+    name = message.get("name")
+    if isinstance(name, str) and name.strip():
+        return name.strip()
+    role = str(message.get("role") or "user")
+    return {"user": user_label, "assistant": "Assistant", "system": "System", "tool": "Tool"}.get(role, role)
+
+
+def turns_from_payload(payload: dict[str, Any]) -> list[Turn]:
+    """Turns from a task payload's ``messages`` (already normalized by the engine)."""
+    session_when = parse_when(payload.get("session_time"))
+    user_label = str(payload.get("user_label") or "User")
+    turns: list[Turn] = []
+    for index, message in enumerate(payload.get("messages") or []):
+        if not isinstance(message, dict):
+            continue
+        text = message.get("content")
+        if not isinstance(text, str) or not text.strip():
+            continue
+        raw_when = message.get("timestamp")
+        when = parse_when(raw_when) or session_when
+        when_text = str(raw_when) if raw_when not in (None, "") else str(payload.get("session_time") or "")
+        turns.append(
+            Turn(
+                id=str(message.get("id") or f"m{index}"),
+                role=str(message.get("role") or "user"),
+                speaker=_speaker(message, user_label),
+                text=" ".join(text.split()),
+                index=index,
+                when=when,
+                when_text=when_text,
+                caption=str(message.get("caption") or ""),
+                extra={"named": bool(isinstance(message.get("name"), str) and message["name"].strip())},
+            )
+        )
+    return turns
