@@ -101,13 +101,21 @@ def route_knowledge(payload: dict[str, Any], agent: LocalAgent) -> dict[str, Any
 _SENTENCE = re.compile(r"[^。！？!?；;\n]+(?:[。！？!?；;]+|\n|$)")
 
 
+_LATIN_STOP = re.compile(r"(?<=[a-z0-9)\"'][.!?])\s+(?=[A-Z\"'\u4e00-\u9fff])")
+
+
 def _sentences(text: str) -> list[str]:
-    """Sentences with their closing punctuation (Chinese and Latin), blanks dropped."""
+    """Sentences with their closing punctuation (Chinese and Latin), blanks dropped.
+
+    Latin periods end a sentence only before whitespace and a capital or Han character,
+    so ``e.g.``, ``v1.2`` and ``.[dev]`` stay inside their sentence.
+    """
     out = []
     for match in _SENTENCE.finditer(text):
-        sentence = match.group(0).strip()
-        if sentence:
-            out.append(sentence)
+        for sentence in _LATIN_STOP.split(match.group(0)):
+            sentence = sentence.strip()
+            if sentence:
+                out.append(sentence)
     return out
 
 
@@ -213,9 +221,11 @@ _STEP = re.compile(
     r"^\s*(?:\d{1,2}[.)、]|第[一二三四五六七八九十\d]+步|步骤\s*\d+|Step\s+\d+[:.]?)\s*\S", re.I
 )
 _COMMAND = re.compile(
-    r"(?:```|^\s*\$\s+\S|\b(?:pip|pip3|npm|yarn|pnpm|git|docker|kubectl|curl|wget|brew|apt-get|"
-    r"apt|conda|uv|poetry|cargo|go|make|python|python3|node)\s+[\w\-.]+)",
-    re.M,
+    r"(?:```|^\s*\$\s+\S|(?<![\w-])(?:pip3?|npm|npx|yarn|pnpm|git|docker|kubectl|helm|curl|wget|"
+    r"brew|apt-get|conda|poetry|cargo|terraform|ffmpeg)\s+-{0,2}[A-Za-z][\w.\-]*|"
+    r"(?<![\w-])python3?\s+(?:-m\s+)?[\w.\-/]+\.?\w*|(?<![\w-])go\s+(?:build|run|test|get|mod)\b|"
+    r"(?<![\w-])node\s+[\w./\-]+\.js\b)",
+    re.M | re.ASCII,
 )
 _CODING = re.compile(
     r"(?:code|coding|python|typescript|javascript|java\b|rust|golang|indent|tabs|spaces|type[- ]?safe|"

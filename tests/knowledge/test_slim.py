@@ -1,0 +1,122 @@
+"""Slim: plan, apply (one change), undo as one, stale plans, permissions, LLM fallback."""
+
+from __future__ import annotations
+
+import pytest
+
+from knowhub.errors import LLMError, NotFoundError, VersionConflictError
+from knowhub.knowledge import KnowledgeHub
+from knowhub.providers.llm import StubLLMClient, parse_task_message
+
+EN_A = ("Deploy with docker compose", "Use docker compose up -d to start all services in the background.")
+EN_B = ("Deploy with docker compose", "Use docker compose up -d to start all the services in background.")
+ZH_A = ("部署服务", "使用 docker compose up -d 在后台启动所有服务。")
+ZH_B = ("部署服务", "使用 docker compose up -d 在后台启动全部服务。")
+OTHER = ("Configure nginx TLS", "Set ssl_certificate and ssl_certificate_key in the server block.")
+
+
+def _save(hub, who, pair, **extra):
+    return hub.save(who, {"task": pair[0], "content": pair[1], "types": extra.pop("types", ["tool"]), **extra})
+
+
+@pytest.fixture
+def dupes(hub: KnowledgeHub, alice):
+    a = _save(hub, alice, EN_A, score=3, resource_ids=["code/a"])
+    b = _save(hub, alice, EN_B, score=5, scopes=["team:red"], resource_ids=["code/b"])
+    c = _save(hub, alice, ZH_A, types=["strategy"])
+    d = _save(hub, alice, ZH_B, types=["strategy", "tool"])
+    e = _save(hub, alice, OTHER)
+    hub.update(alice, a.id, add_helpful_case={"outcome": "ok"})
+    hub.update(alice, a.id, add_helpful_case={"outcome": "ok again"})
+    hub.update(alice, b.id, add_harmful_case={"reason": "flaky"})
+    return {"a": hub.get(alice, a.id), "b": hub.get(alice, b.id), "c": c, "d": d, "e": e}
+
+
+def test_plan_finds_clusters_without_changing_anything(hub: KnowledgeHub, alice, dupes) -> None:
+    plan = hub.slim(alice)
+    groups = sorted(sorted(c.ids) for c in plan.clusters)
+    assert groups == sorted([sorted([dupes["a"].id, dupes["b"].id]), sorted([dupes["c"].id, dupes["d"].id])])
+    assert plan.merged_away == 2 and not plan.applied and plan.scanned == 5
+    assert all(c.reason.startswith("near-duplicates") for c in plan.clusters)
+    assert len(hub.list(alice, limit=100)) == 5
+    assert hub.slim(alice, plan_id=plan.plan_id).to_dict() == plan.to_dict()  # stored
+
+
+def test_apply_merges_and_undo_restores_as_one(hub: KnowledgeHub, alice, dupes) -> None:
+    plan = hub.slim(alice)
+    en = next(c for c in plan.clusters if dupes["a"].id in c.ids)
+    applied = hub.slim(alice, apply=True, plan_id=plan.plan_id)
+    assert applied.applied and applied.change_id
+    survivor_id, gone_id = en.ids
+    # a: score 3 + helpful 2 = 5, b: 5 + 0 - 2 = 3 → a survives.
+    assert survivor_id == dupes["a"].id
+    survivor = hub.get(alice, survivor_id)
+    assert survivor.helpful == 2 and survivor.harmful == 1 and survivor.score == 5
+    assert set(survivor.scopes) == {"user:alice", "team:red"}
+    assert set(survivor.resource_ids) == {"code/a", "code/b"}
+    assert len(survivor.eval["helpful_history"]) == 2 and len(survivor.eval["harmful_history"]) == 1
+    with pytest.raises(NotFoundError):
+        hub.get(alice, gone_id)
+    zh = next(c for c in plan.clusters if dupes["c"].id in c.ids)
+    assert set(hub.get(alice, zh.ids[0]).types) == {"strategy", "tool"}
+    assert len(hub.list(alice, limit=100)) == 3
+    assert hub.history(alice, survivor_id)[0]["kind"] == "slim"
+    assert hub.check()["ok"]
+
+    restored = hub.undo(alice, applied.change_id)
+    assert restored.id in (dupes["a"].id, dupes["c"].id)
+    assert len(hub.list(alice, limit=100)) == 5
+    for key in ("a", "b", "c", "d"):
+        again = hub.get(alice, dupes[key].id)
+        assert (again.task, again.content, again.types) == (dupes[key].task, dupes[key].content, dupes[key].types)
+    assert hub.get(alice, dupes["a"].id).helpful == 2
+    assert hub.get(alice, dupes["a"].id).scopes == ["user:alice"]
+    with pytest.raises(VersionConflictError):
+        hub.slim(alice, apply=True, plan_id=plan.plan_id)  # already applied
+
+
+def test_stale_plan_is_refused(hub: KnowledgeHub, alice, dupes) -> None:
+    plan = hub.slim(alice)
+    hub.update(alice, dupes["b"].id, update_score=4)
+    with pytest.raises(VersionConflictError):
+        hub.slim(alice, apply=True, plan_id=plan.plan_id)
+    assert len(hub.list(alice, limit=100)) == 5  # all or nothing
+
+
+def test_apply_without_plan_id(hub: KnowledgeHub, alice, dupes) -> None:
+    plan = hub.slim(alice, apply=True)
+    assert plan.applied and plan.merged_away == 2
+    assert len(hub.list(alice, limit=100)) == 3
+
+
+def test_only_modifiable_items_and_same_types(hub: KnowledgeHub, alice, bob) -> None:
+    mine = _save(hub, alice, EN_A, scopes=["org:acme"])
+    _save(hub, bob, EN_B, scopes=["org:acme"])  # visible to alice, not hers
+    _save(hub, alice, EN_B, types=["definition"])  # same text, other type
+    plan = hub.slim(alice)
+    assert plan.clusters == [] and plan.scanned == 2
+    assert hub.get(alice, mine.id).version == 1
+    other_plan = hub.slim(bob)
+    with pytest.raises(NotFoundError):
+        hub.slim(alice, plan_id=other_plan.plan_id)
+
+
+def test_llm_merge_answer_and_fallback(tmp_path, alice) -> None:
+    stub = StubLLMClient([{"task": "Docker compose deployment", "content": "Run docker compose up -d.",
+                           "types": ["tool", "bogus"]}])
+    hub = KnowledgeHub(tmp_path / "kh", llm=stub, secret_key=bytes(32))
+    try:
+        _save(hub, alice, EN_A)
+        _save(hub, alice, EN_B)
+        plan = hub.slim(alice)
+        task, payload = parse_task_message(stub.calls[-1][0])
+        assert task == "merge_knowledge" and len(payload["items"]) == 2
+        assert plan.clusters[0].merged["task"] == "Docker compose deployment"
+        assert plan.clusters[0].merged["types"] == ["tool"]
+        stub.push(LLMError("down"))
+        fallback = hub.slim(alice)
+        merged = fallback.clusters[0].merged
+        assert merged["task"] == EN_A[0]
+        assert "docker compose up -d" in merged["content"]
+    finally:
+        hub.close()
