@@ -10,6 +10,10 @@ character and records where something was removed; a pattern whose first (last)
 character is a Latin letter or digit only matches where the normalized text has a
 boundary before (after) it: the text edge, a removed separator, or a neighbour that is
 not part of a Latin word (a CJK character, a symbol). CJK ends match anywhere.
+
+Known limit: conjoining Hangul jamo (including compatibility jamo, which NFKC turns into
+conjoining ones) compose across a removed space, so ``"ㄱ ㅏ"`` normalizes to ``"가"`` and
+a lone-jamo pattern is not found there. Precomposed Hangul syllables are unaffected.
 """
 
 from __future__ import annotations
