@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from tests.providers.contract import EmbedderContract
 
 from knowhub.config import EmbeddingSettings
 from knowhub.errors import InvalidInputError, LLMError, LLMResponseError, LLMTimeoutError
@@ -27,6 +26,11 @@ from knowhub.providers.embedding import (
     OpenAICompatibleEmbedder,
     build_embedder,
 )
+
+try:
+    from tests.providers.contract import EmbedderContract
+except ModuleNotFoundError:  # plain `pytest` run without the repo root on sys.path
+    from contract import EmbedderContract  # type: ignore[no-redef]
 
 FAKE_DIM = 48
 SECRET = "sk-test-secret-123456"

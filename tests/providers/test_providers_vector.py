@@ -8,12 +8,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.providers.contract import MakeIndex, VectorIndexContract
 
 from knowhub.errors import InvalidInputError
 from knowhub.providers.embedding import HashingEmbedder
 from knowhub.providers.records import IndexRecord, stable_record_id
 from knowhub.providers.vector import ExactVectorIndex, VectorIndex
+
+try:
+    from tests.providers.contract import MakeIndex, VectorIndexContract
+except ModuleNotFoundError:  # plain `pytest` run without the repo root on sys.path
+    from contract import MakeIndex, VectorIndexContract  # type: ignore[no-redef]
 
 
 class TestExactVectorIndex(VectorIndexContract):
