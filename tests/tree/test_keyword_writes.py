@@ -181,7 +181,7 @@ def test_batch_create_keywords_refs_and_atomicity(tree: KeywordTree, stub: StubL
     with pytest.raises(InvalidInputError):
         tree.batch_create_keywords([{"id": "c1", "name": "dup id"}])
     assert len(tree.state.nodes) == count
-    op = [h for h in tree.history(10) if h["op"] == "batch_create_keywords"][0]["operation_id"]
+    op = next(h for h in tree.history(10) if h["op"] == "batch_create_keywords")["operation_id"]
     tree.undo(op)
     assert tree.get_keyword("c2") is None and len(tree.state.nodes) == count - 5
 

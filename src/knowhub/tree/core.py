@@ -114,15 +114,21 @@ class TreeCore:
             dropped = 0
             for kind in KINDS:
                 limit = ckpt["sizes"].get(kind, 0)
-                head: list[tuple[int, dict[str, Any]]] = []
-                tail: list[tuple[int, dict[str, Any]]] = []
+                kept: list[tuple[int, dict[str, Any]]] = []
+                dropped_here = 0
                 for offset, row in self.store.scan_entity(kind):
                     if offset < limit or row.get("op") is None or row.get("op") in committed:
-                        (head if offset < limit else tail).append((offset, row))
+                        kept.append((offset, row))
                     else:
-                        dropped += 1
-                self.state.bulk_load(kind, head)
-                self.state.bulk_load(kind, tail)
+                        dropped_here += 1
+                if dropped_here:
+                    # rows of operations the change log does not hold (only possible at a
+                    # tail): physically drop them so that the files agree with the log
+                    _log.warning("dropping %d uncommitted %s row(s)", dropped_here, kind)
+                    rows = [row for _, row in kept]
+                    kept = list(zip(self.store.entity[kind].rewrite(rows), rows, strict=True))
+                    dropped += dropped_here
+                self.state.bulk_load(kind, kept)
             rolled = self._roll_forward(records)
             for off, rec in records:
                 if rec.get("operation_id"):
