@@ -30,6 +30,8 @@ IdText = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
 Label = Annotated[str, Field(max_length=256)]
 Url = Annotated[str, Field(max_length=4_096)]
 Case = Annotated[dict[str, Any], Field(max_length=64)]
+#: Tag values: seed 002 shows strings; numbers, booleans and string lists are kept too.
+TagValue = ShortText | int | float | bool | list[ShortText] | None
 
 
 def check_json_text(value: Any, depth: int = 0) -> None:
@@ -82,7 +84,17 @@ class SourceIn(RequestBody):
     submitted_by: Label | None = None
     timestamp: Label | None = None
     message_id: Label | None = None
+    message_ids: Annotated[list[Label], Field(max_length=MAX_LIST_ITEMS)] | None = None
     trace_id: Label | None = None
+
+
+class EvalIn(RequestBody):
+    """Optional initial ``eval`` (imports): counters and confidence; histories start empty."""
+
+    score: Annotated[int, Field(ge=1, le=5)] | None = None
+    helpful: Annotated[int, Field(ge=0)] | None = None
+    harmful: Annotated[int, Field(ge=0)] | None = None
+    confidence: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
 
 
 class KnowledgeCreate(RequestBody):
@@ -92,10 +104,11 @@ class KnowledgeCreate(RequestBody):
     content: Annotated[str, Field(max_length=MAX_CONTENT_CHARS)]
     types: Annotated[list[Label], Field(max_length=16)] | None = None
     type: Label | None = None
-    tags: Annotated[dict[Label, ShortText], Field(max_length=64)] | None = None
+    tags: Annotated[dict[Label, TagValue], Field(max_length=64)] | None = None
     scopes: Annotated[list[Label], Field(max_length=MAX_LIST_ITEMS)] | None = None
     owner: Label | None = None
     source: SourceIn | None = None
+    eval: EvalIn | None = None
     score: Annotated[int, Field(ge=1, le=5)] | None = None
     confidence: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
     message_id: Label | None = None
@@ -182,6 +195,7 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "BatchUpdate",
     "ChatMessage",
+    "EvalIn",
     "ExtractRequest",
     "FeedbackItem",
     "KnowledgeCreate",
