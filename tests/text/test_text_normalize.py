@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import statistics
+import time
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -196,3 +199,25 @@ def test_normalized_text_has_no_whitespace(text: str) -> None:
     assert not any(ch.isspace() for ch in normalized)
     assert not any("A" <= ch <= "Z" for ch in normalized)
     assert "\u3000" not in normalized and "，" not in normalized
+
+
+def test_long_texts_are_normalized_without_cache_but_identically() -> None:
+    long_text = "機器學習 Python！" * 100
+    assert normalize(long_text) == "机器学习python" * 100
+    assert to_pinyin(long_text) == "jiqixuexipython" * 100
+    assert DefaultNormalizer().keys(long_text)[0] == normalize(long_text)
+
+
+def test_exact_lookup_is_fast_when_warm() -> None:
+    normalizer = DefaultNormalizer()
+    index = {key: {f"id{i}"} for i in range(2000) for key in normalizer.keys(f"关键词{i}")}
+    queries = [f"關鍵詞{i}" for i in range(0, 2000, 7)] + ["Beijing", "C++", "ＰＹＴＨＯＮ"]
+    for query in queries:
+        tiered_lookup(normalizer.keys(query), index)
+    timings = []
+    for query in queries * 5:
+        start = time.perf_counter()
+        tiered_lookup(normalizer.keys(query), index)
+        timings.append(time.perf_counter() - start)
+    # The target is p50 <= 20 µs; the bound leaves room for a loaded CI machine.
+    assert statistics.median(timings) < 50e-6

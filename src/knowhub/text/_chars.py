@@ -12,7 +12,7 @@ Symbol policy (Unicode category ``S*``), chosen so that keys stay stable and rea
   so ``C++``/``C#``/``F#`` stay distinct from ``C``.
 * Modifier symbols (``Sk``: accents on their own) and currency signs (``Sc``) are dropped.
 * Decorative symbols are dropped: arrows, box drawing, block elements, geometric shapes,
-  stars, card suits, check marks, ``© ® ™ ℠``.
+  stars, card suits, check marks, ``© ® ™ ℠ ℡``.
 * Every other symbol is kept (math such as ``≤ ∑ √``, emoji, ``°``), because it can carry
   meaning in a keyword.
 
@@ -59,15 +59,10 @@ _DECORATIVE_RANGES = (
     (0x2B00, 0x2BFF),  # misc symbols and arrows
 )
 _DECORATIVE_CHARS = frozenset("\u00a9\u00ae\u2120\u2122\u3013\u2756")
-# NFKC would turn these into letters (™ → "tm"); they are removed before folding.
+# NFKC would turn these into letters (™ → "tm", ℡ → "tel"); removed before folding.
 _PRE_FOLD_RE = re.compile("[\u2120-\u2122]")
 # NFKC maps U+FF01..U+FF5E to U+0021..U+007E and the ideographic space to a space.
 _FULL_WIDTH_RE = re.compile("[\uff01-\uff5e\u3000]")
-
-
-def is_han(ch: str) -> bool:
-    """True for a Han ideograph (what pinyin exists for)."""
-    return HAN_RE.match(ch) is not None
 
 
 def _is_decorative(ch: str) -> bool:

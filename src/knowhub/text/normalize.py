@@ -22,6 +22,10 @@ from knowhub.text._chars import HAN_RE, fold, keep_mask
 #: (``:`` is punctuation, which normalize removes).
 PINYIN_PREFIX = "py:"
 
+#: Texts up to this length are cached by normalize/to_pinyin/keys (longer ones are
+#: documents, not keys, and would only evict useful entries).
+CACHE_MAX_CHARS = 256
+
 _ASCII_KEEP_RE = re.compile(r"[a-z0-9]+[+#]*")
 # A fixed point is reached after one extra pass in practice; the cap only guards
 # against a pathological converter cycle.
@@ -35,7 +39,6 @@ def _one_pass(text: str) -> str:
     return "".join(ch for ch, keep in zip(folded, keep_mask(folded), strict=True) if keep)
 
 
-@lru_cache(maxsize=65536)
 def normalize(text: str) -> str:
     """Canonical form of ``text`` for exact lookup.
 
@@ -44,9 +47,16 @@ def normalize(text: str) -> str:
     right after a Latin letter or digit (``C++`` → ``c++``, ``#tag`` → ``tag``). See
     :mod:`knowhub.text._chars` for the full symbol policy.
 
-    Idempotent: removing a character can let NFKC compose its neighbours anew, so the
-    pass is repeated until the text no longer changes.
+    Idempotent: the pass is repeated until the text no longer changes. Short texts
+    (names, aliases, queries: the exact-lookup hot path) are served from an LRU cache;
+    long ones are not cached so documents cannot fill memory.
     """
+    if len(text) <= CACHE_MAX_CHARS:
+        return _normalize_cached(text)
+    return _normalize(text)
+
+
+def _normalize(text: str) -> str:
     result = _one_pass(text)
     if result.isascii():
         return result  # ASCII output is always a fixed point of the ASCII path
@@ -58,23 +68,34 @@ def normalize(text: str) -> str:
     return result
 
 
+_normalize_cached = lru_cache(maxsize=65536)(_normalize)
+
+
 def has_han(text: str) -> bool:
     """True when ``text`` contains at least one Han ideograph."""
     return HAN_RE.search(text) is not None
 
 
-@lru_cache(maxsize=65536)
 def to_pinyin(text: str) -> str | None:
     """Toneless pinyin of ``normalize(text)`` without separators (``北京`` → ``beijing``).
 
     Non-Han characters pass through unchanged (``c++编程`` → ``c++biancheng``). Returns
     None when the normalized text has no Han character, so callers can tell "no pinyin"
-    from "pinyin equals the text".
+    from "pinyin equals the text". Cached for short texts like :func:`normalize`.
     """
+    if len(text) <= CACHE_MAX_CHARS:
+        return _to_pinyin_cached(text)
+    return _to_pinyin(text)
+
+
+def _to_pinyin(text: str) -> str | None:
     normalized = normalize(text)
     if not has_han(normalized):
         return None
     return "".join(lazy_pinyin(normalized, style=Style.NORMAL))
+
+
+_to_pinyin_cached = lru_cache(maxsize=65536)(_to_pinyin)
 
 
 @runtime_checkable
@@ -109,12 +130,17 @@ class DefaultNormalizer:
 
     def keys(self, text: str) -> list[str]:
         """``[direct, "py:" + pinyin_or_latin]``, deduplicated; ``[]`` for empty text."""
-        return list(self._cached_keys(text))
+        return list(self._keys_tuple(text))
 
     def direct_key(self, text: str) -> str:
         """Only the direct tier's key ("" when the text normalizes to nothing)."""
-        keys = self._cached_keys(text)
+        keys = self._keys_tuple(text)
         return keys[0] if keys else ""
+
+    def _keys_tuple(self, text: str) -> tuple[str, ...]:
+        if len(text) <= CACHE_MAX_CHARS:
+            return self._cached_keys(text)
+        return self._compute_keys(text)
 
     @staticmethod
     def _compute_keys(text: str) -> tuple[str, ...]:
