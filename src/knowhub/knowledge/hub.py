@@ -92,7 +92,8 @@ class KnowledgeHub:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         key = parse_key(secret_key) if secret_key is not None else load_or_create_key(self.data_dir)
         self.embedder = embedder if embedder is not None else HashingEmbedder()
-        self.llm: LLMClient = llm if llm is not None else LocalAgent(embedder=self.embedder)
+        # The LocalAgent routes lexically: recall has already ranked candidates by vector.
+        self.llm: LLMClient = llm if llm is not None else LocalAgent()
         self.candidate_pool = candidate_pool
         self.route_token_budget = route_token_budget
         self.store = KnowledgeStore(self.data_dir, db_url)
@@ -114,7 +115,7 @@ class KnowledgeHub:
         elif section.secret_key_file:
             secret = Path(section.secret_key_file).read_text(encoding="ascii").strip()
         embedder = overrides.pop("embedder", None) or build_embedder(settings.embedding)
-        llm = overrides.pop("llm", None) or build_llm(settings.llm, embedder=embedder)
+        llm = overrides.pop("llm", None) or build_llm(settings.llm)
         kwargs: dict[str, Any] = {
             "db_url": section.db_url,
             "llm": llm,

@@ -43,6 +43,7 @@ from sqlalchemy import (
     Table,
     Text,
     and_,
+    bindparam,
     create_engine,
     delete,
     event,
@@ -182,6 +183,29 @@ slim_plans = Table(
     Column("plan", Text, nullable=False),
     Column("applied", Integer, nullable=False, default=0),
     Column("created_at", String(40), nullable=False),
+)
+
+_ITEM_COLUMNS = (
+    "seq", "version", "owner", "visibility", "task", "content", "content_hash", "score",
+    "helpful", "harmful", "confidence", "doc", "deleted", "created_at", "updated_at",
+)  # fmt: skip
+_UPDATE_ITEM = (
+    update(knowledge)
+    .where(knowledge.c.id == bindparam("kid"))
+    .values({name: bindparam(name) for name in _ITEM_COLUMNS})
+)
+_INSERT_ITEM = insert(knowledge).values(
+    {"id": bindparam("kid"), **{name: bindparam(name) for name in _ITEM_COLUMNS}}
+)
+_DELETE_SCOPES = delete(knowledge_scopes).where(knowledge_scopes.c.knowledge_id == bindparam("kid"))
+_DELETE_TYPES = delete(knowledge_types).where(knowledge_types.c.knowledge_id == bindparam("kid"))
+_INSERT_SCOPE = insert(knowledge_scopes).values(knowledge_id=bindparam("kid"), scope=bindparam("scope"))
+_INSERT_TYPE = insert(knowledge_types).values(knowledge_id=bindparam("kid"), type=bindparam("type"))
+_BUMP_SEQ = (
+    update(counters)
+    .where(counters.c.name == "seq")
+    .values(value=counters.c.value + 1)
+    .returning(counters.c.value)
 )
 
 _V1_TABLES = (
@@ -355,12 +379,7 @@ class KnowledgeStore:
 
     def next_seq(self, conn: Connection) -> int:
         """Next value of the store-wide change counter (inside a write transaction)."""
-        conn.execute(
-            update(counters).where(counters.c.name == "seq").values(value=counters.c.value + 1)
-        )
-        return int(
-            conn.execute(select(counters.c.value).where(counters.c.name == "seq")).scalar_one()
-        )
+        return int(conn.execute(_BUMP_SEQ).scalar_one())
 
     def max_seq(self) -> int:
         with self.read() as conn:
@@ -404,6 +423,7 @@ class KnowledgeStore:
         """Insert or replace one item with its scope and type rows; returns its new seq."""
         seq = self.next_seq(conn)
         values = {
+            "kid": item.id,
             "seq": seq,
             "version": item.version,
             "owner": item.owner,
@@ -420,17 +440,16 @@ class KnowledgeStore:
             "created_at": item.created_at,
             "updated_at": item.updated_at,
         }
-        found = conn.execute(update(knowledge).where(knowledge.c.id == item.id).values(**values))
+        # Statements are module constants with bind parameters: SQLAlchemy compiles them
+        # once, which keeps bulk writes fast.
+        found = conn.execute(_UPDATE_ITEM, values)
         if found.rowcount == 0:
-            conn.execute(insert(knowledge).values(id=item.id, **values))
-        conn.execute(delete(knowledge_scopes).where(knowledge_scopes.c.knowledge_id == item.id))
-        conn.execute(delete(knowledge_types).where(knowledge_types.c.knowledge_id == item.id))
-        conn.execute(
-            insert(knowledge_scopes), [{"knowledge_id": item.id, "scope": s} for s in item.scopes]
-        )
-        conn.execute(
-            insert(knowledge_types), [{"knowledge_id": item.id, "type": t} for t in item.types]
-        )
+            conn.execute(_INSERT_ITEM, values)
+        else:
+            conn.execute(_DELETE_SCOPES, {"kid": item.id})
+            conn.execute(_DELETE_TYPES, {"kid": item.id})
+        conn.execute(_INSERT_SCOPE, [{"kid": item.id, "scope": s} for s in item.scopes])
+        conn.execute(_INSERT_TYPE, [{"kid": item.id, "type": t} for t in item.types])
         return seq
 
     def load(
