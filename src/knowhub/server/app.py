@@ -18,6 +18,7 @@ from fastapi import APIRouter, FastAPI
 
 from knowhub import __version__
 from knowhub.config import Settings
+from knowhub.knowledge import KnowledgeHub
 from knowhub.server.auth import Authenticator
 from knowhub.server.deps import KNOWLEDGE_HUB
 from knowhub.server.errors import DEFAULT_MAX_BODY_BYTES, GuardMiddleware, install_error_handlers
@@ -30,9 +31,7 @@ RouterFactory = Callable[[], APIRouter]
 EngineBuilder = Callable[[Settings], Any]
 
 
-def _build_knowledge_hub(settings: Settings) -> Any:
-    from knowhub.knowledge import KnowledgeHub
-
+def _build_knowledge_hub(settings: Settings) -> KnowledgeHub:
     return KnowledgeHub.from_settings(settings)
 
 
@@ -51,7 +50,7 @@ ENGINE_BUILDERS: Mapping[str, EngineBuilder] = {
 def create_app(
     settings: Settings,
     *,
-    knowledge_hub: Any | None = None,
+    knowledge_hub: KnowledgeHub | None = None,
     engines: Mapping[str, Any] | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> FastAPI:

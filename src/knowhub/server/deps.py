@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
 from knowhub.errors import InvalidInputError, StorageError
+from knowhub.knowledge import KnowledgeHub
 from knowhub.scope import Principal
 from knowhub.server.auth import current_principal
-
-if TYPE_CHECKING:
-    from knowhub.knowledge import KnowledgeHub
 
 #: Name under which the knowledge engine is kept in ``app.state.engines``.
 KNOWLEDGE_HUB = "knowledge_hub"
@@ -59,7 +57,7 @@ def clean_query(value: str, *, field: str) -> str:
 
 
 PrincipalDep = Annotated[Principal, Depends(current_principal)]
-HubDep = Annotated[Any, Depends(knowledge_hub)]
+HubDep = Annotated[KnowledgeHub, Depends(knowledge_hub)]
 
 __all__ = [
     "KNOWLEDGE_HUB",
