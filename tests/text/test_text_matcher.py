@@ -198,3 +198,14 @@ def test_normalize_with_boundaries_agrees_with_normalize(text: str) -> None:
     assert normalized == normalize(text)
     assert len(boundaries) == len(normalized) + 1
     assert boundaries[0] and boundaries[-1]
+
+
+def test_boundaries_survive_when_one_pass_is_not_a_fixed_point() -> None:
+    # Compatibility jamo split by a dot compose into one syllable on the second pass.
+    text, boundaries = normalize_with_boundaries("x ㄱ.ㅏ y")
+    assert text == normalize("x ㄱ.ㅏ y") == "x가y"
+    assert boundaries == [True, True, True, True]
+    matcher = MultiPatternMatcher()
+    matcher.add("x", "1")
+    matcher.add("y", "2")
+    assert [m.pattern for m in matcher.find("x ㄱ.ㅏ y")] == ["x", "y"]

@@ -46,10 +46,12 @@ def normalize_with_boundaries(text: str) -> tuple[str, list[bool]]:
     """``normalize(text)`` plus, for each position ``0..len``, whether a separator was
     removed there (or it is a text edge).
 
-    The returned string is ``normalize(text)``. When a single normalization pass is not
-    yet a fixed point (a removed character lets NFKC compose its neighbours,
-    ``e.\u0301``), the text is normalized per separator-delimited segment, with the
-    segments whose seam still composes glued together first, so the boundaries survive.
+    The returned string is always ``normalize(text)``. When a single normalization pass
+    is not yet a fixed point (conjoining Hangul jamo split by punctuation compose on the
+    next pass: ``ㄱ.ㅏ`` → ``가``), the text is normalized per separator-delimited
+    segment, gluing segments whose seam still composes, so the boundaries survive; if
+    even that disagrees with ``normalize`` only the text edges count as boundaries (the
+    neighbour-character rule in :meth:`MultiPatternMatcher.find` still applies).
     """
     folded = fold(text)
     chars: list[str] = []
@@ -86,7 +88,12 @@ def normalize_with_boundaries(text: str) -> tuple[str, list[bool]]:
             continue
         boundaries.extend([False] * (len(piece) - 1))
         boundaries.append(True)
-    return "".join(pieces), boundaries
+    joined = "".join(pieces)
+    expected = normalize(text)
+    if joined != expected:
+        edges_only = [True] + [False] * (len(expected) - 1) + [True] if expected else [True]
+        return expected, edges_only
+    return joined, boundaries
 
 
 class MultiPatternMatcher:
