@@ -444,7 +444,7 @@ class KnowledgeHub:
         if not recalled:
             return []
         metas = self._indexes.meta
-        candidates = [(kid, metas[kid]) for kid, _ in recalled if kid in metas]
+        candidates = [(kid, meta) for kid, _ in recalled if (meta := metas.get(kid)) is not None]
         routed = route_candidates(
             self.llm,
             query,
