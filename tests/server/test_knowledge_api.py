@@ -375,3 +375,18 @@ def test_knowledge_references_resources(api: Api) -> None:
     hits = me.get("/api/knowledge/search", params={"q": "Selenium 登录"}).json()["results"]
     assert any(hit["id"] == item["id"] for hit in hits)
     assert "SecurePass123" not in me.get("/api/knowledge/search", params={"q": "登录"}).text
+
+
+def test_unexpected_exception_is_a_logged_500_without_internals(
+    api: Api, hub: Any, monkeypatch: Any, caplog: Any
+) -> None:
+    def broken(*_args: Any, **_kwargs: Any) -> Any:
+        raise RuntimeError("secret-internal-detail")
+
+    monkeypatch.setattr(hub, "list", broken)
+    with caplog.at_level("ERROR", logger="knowhub.server"):
+        response = api.as_("alice").get("/api/knowledge")
+    body = _assert_error(response, 500, "internal_error")
+    assert "secret-internal-detail" not in response.text
+    assert body["message"] == "internal server error"
+    assert any("secret-internal-detail" in (r.exc_text or "") for r in caplog.records)

@@ -135,3 +135,28 @@ def test_lifespan_closes_the_hub_it_opened(tmp_path: Path) -> None:
     thread.join(timeout=20)
     assert closed == [True]
     assert "knowledge_hub" not in app.state.engines
+
+
+def test_concurrent_requests_from_several_keys(live_server: tuple[str, Any]) -> None:
+    """The sync engine under uvicorn's threadpool: parallel writes and reads all succeed."""
+    base_url, _app = live_server
+    from concurrent.futures import ThreadPoolExecutor
+
+    def worker(name: str) -> list[int]:
+        statuses = []
+        with httpx.Client(base_url=base_url, timeout=60, headers=auth_header(name)) as http:
+            for number in range(6):
+                body = knowledge_body(task=f"{name} 的并发任务 {number}", content=f"并发写入 {name} {number}")
+                statuses.append(http.post("/api/knowledge", json=body).status_code)
+                statuses.append(http.get("/api/knowledge/search", params={"q": f"{name} 并发"}).status_code)
+        return statuses
+
+    names = ["alice", "bob", "carol", "dave"]
+    with ThreadPoolExecutor(max_workers=len(names)) as pool:
+        results = list(pool.map(worker, names))
+    assert all(status in (200, 201) for statuses in results for status in statuses), results
+    with httpx.Client(base_url=base_url, timeout=30) as http:
+        # alice and dave share team:red only when items are scoped there; defaults are private
+        for name in names:
+            listed = http.get("/api/knowledge", params={"limit": 100}, headers=auth_header(name)).json()
+            assert listed["count"] == 6
