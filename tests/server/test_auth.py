@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 import typer
-from conftest import KEYS, Api, knowledge_body, settings_for
 from fastapi.testclient import TestClient
+from server_support import KEYS, Api, knowledge_body, settings_for
 from typer.testing import CliRunner
 
 from knowhub.config import Settings

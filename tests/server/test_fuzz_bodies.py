@@ -7,10 +7,10 @@ import json
 from typing import Any
 from urllib.parse import quote
 
-from conftest import auth_header, knowledge_body
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from server_support import auth_header, knowledge_body
 
 from knowhub.knowledge import KNOWLEDGE_TYPES
 

@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from conftest import Api, auth_header, knowledge_body, settings_for
 from fastapi.testclient import TestClient
+from server_support import Api, auth_header, knowledge_body, settings_for
 
 from knowhub import __version__
 from knowhub.server import create_app
