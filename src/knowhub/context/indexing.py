@@ -1,0 +1,200 @@
+"""The context engine's outbox dispatcher, plus rebuild and reconciliation of its indexes.
+
+:class:`ContextIndexer` is the :class:`~knowhub.index.EventDispatcher` of the context
+engine (seed 004 §11.2): for each outbox event it reads the *current* state of the primary
+store and projects it, so events are idempotent and their order does not matter — an
+UPSERT of a node that is gone deletes its records, a replayed event re-projects the same
+node, and the index converges to the filesystem whatever was lost in a crash.
+
+| event | effect |
+|---|---|
+| ``UPSERT_CONTEXT`` | read the node; queue its L0/L1/L2 records (embedded once per batch) |
+| ``DELETE_CONTEXT`` | ``delete_by_uri`` recursively (vector, BM25 and graph copies) |
+| ``MOVE_CONTEXT`` | ``move_uri(from, to)`` in every copy, then re-project the moved subtree |
+| ``UPSERT_RELATION`` | replace the node's relation copies with its ``.relations.json`` |
+
+:meth:`ContextIndexer.rebuild` re-projects every node of every account from ContextFS;
+:meth:`ContextIndexer.reconcile` compares a loaded vector copy with the filesystem (node
+versions) and fixes only what differs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from knowhub.context.core.enums import OutboxEventType
+from knowhub.context.core.objects import OutboxEvent
+from knowhub.context.core.uri import build_uri, is_valid_segment, parse_uri
+from knowhub.context.fs import ContextFS, RelationStore
+from knowhub.errors import InvalidInputError, NotFoundError, PermissionDeniedError
+from knowhub.index.projector import IndexProjector
+from knowhub.scope import RequestContext
+
+__all__ = ["INDEXER_USER", "ContextIndexer"]
+
+log = logging.getLogger(__name__)
+
+#: User id of the contexts the indexer builds to walk agent and resource spaces.
+INDEXER_USER = "_indexer"
+_BATCH = 256
+
+
+class ContextIndexer:
+    """Applies outbox events to an :class:`IndexProjector` by reading ContextFS."""
+
+    def __init__(self, fs: ContextFS, projector: IndexProjector, relations: RelationStore | None = None) -> None:
+        self.fs = fs
+        self.projector = projector
+        self.relations = relations or RelationStore(fs)
+
+    # ------------------------------------------------------------------ dispatcher
+
+    def context_for(self, event: OutboxEvent) -> RequestContext:
+        """The writer's context from the payload; the event's URI must be in its account.
+
+        Raises:
+            InvalidInputError: the payload has no usable account/user.
+            PermissionDeniedError: the URI belongs to another account.
+        """
+        payload = event.payload or {}
+        account = payload.get("account_id")
+        user = payload.get("user_id") or INDEXER_USER
+        agent = payload.get("agent_id") or "default"
+        if not isinstance(account, str):
+            raise InvalidInputError("outbox event payload has no account_id", event_id=event.event_id)
+        ctx = RequestContext(account, str(user), agent_id=str(agent))
+        if parse_uri(event.uri).account != account:
+            raise PermissionDeniedError("outbox event URI is outside its account", event_id=event.event_id)
+        return ctx
+
+    def handle_event(self, event: OutboxEvent, ctx: Any) -> None:
+        """Apply one event (upserts are queued until :meth:`flush`)."""
+        kind = event.event_type
+        if kind == OutboxEventType.UPSERT_CONTEXT.value:
+            self._queue_current(ctx, event.uri)
+        elif kind == OutboxEventType.DELETE_CONTEXT.value:
+            if self.fs.exists(ctx, event.uri):  # re-created after the delete: keep it indexed
+                self._queue_current(ctx, event.uri)
+            else:
+                self.projector.delete_uri(event.uri, recursive=True)
+        elif kind == OutboxEventType.MOVE_CONTEXT.value:
+            payload = event.payload or {}
+            from_uri = str(payload.get("from_uri") or event.uri)
+            to_uri = str(payload.get("to_uri") or "")
+            if not to_uri:
+                raise InvalidInputError("MOVE_CONTEXT needs payload.to_uri", event_id=event.event_id)
+            for uri in (from_uri, to_uri):
+                if parse_uri(uri).account != ctx.account_id:
+                    raise PermissionDeniedError("move outside the event's account", event_id=event.event_id)
+            self.projector.move_uri(from_uri, to_uri)
+            for root in (from_uri, to_uri):  # whatever is on disk now under either root
+                if self.fs.is_dir(ctx, root):
+                    for uri in self.fs.iter_nodes(ctx, root):
+                        self._queue_current(ctx, uri)
+        elif kind == OutboxEventType.UPSERT_RELATION.value:
+            edges = self.relations.get_edges(ctx, event.uri) if self.fs.exists(ctx, event.uri) else []
+            self.projector.upsert_relations(event.uri, edges)
+        else:
+            raise InvalidInputError(f"unknown outbox event type {kind!r}", event_id=event.event_id)
+
+    def _queue_current(self, ctx: Any, uri: str) -> None:
+        try:
+            node = self.fs.read_node(ctx, uri)
+        except NotFoundError:
+            self.projector.delete_uri(uri, recursive=False)
+            return
+        self.projector.queue_node(node)
+
+    def flush(self) -> None:
+        """Embed and upsert the queued nodes."""
+        self.projector.flush()
+
+    def discard(self) -> None:
+        """Drop queued nodes after a failed flush."""
+        self.projector.discard()
+
+    # ------------------------------------------------------------------ walking the store
+
+    def iter_spaces(self) -> Iterator[tuple[RequestContext, str]]:
+        """``(ctx, root uri)`` for every user, agent and resource space of every account."""
+        root = self.fs.accounts_dir
+        try:
+            accounts = sorted(os.listdir(root))
+        except FileNotFoundError:
+            return
+        for account in accounts:
+            if not is_valid_segment(account) or not (root / account).is_dir():
+                continue
+            for space in ("users", "agents"):
+                base = root / account / space
+                if not base.is_dir():
+                    continue
+                for owner in sorted(os.listdir(base)):
+                    if not is_valid_segment(owner) or not (base / owner).is_dir():
+                        continue
+                    try:
+                        if space == "users":
+                            ctx = RequestContext(account, owner)
+                        else:
+                            ctx = RequestContext(account, INDEXER_USER, agent_id=owner)
+                    except InvalidInputError:
+                        log.warning("skipping %s/%s/%s: not a valid request id", account, space, owner)
+                        continue
+                    yield ctx, build_uri(account, space, owner)
+            if (root / account / "resources").is_dir():
+                yield RequestContext(account, INDEXER_USER), build_uri(account, "resources")
+
+    def iter_node_uris(self) -> Iterator[tuple[RequestContext, str]]:
+        """``(ctx, uri)`` of every node in the store."""
+        for ctx, root in self.iter_spaces():
+            for uri in self.fs.iter_nodes(ctx, root):
+                yield ctx, uri
+
+    def rebuild(self) -> int:
+        """Empty every index copy and re-project every node; returns the node count."""
+        self.projector.clear()
+        count = 0
+        batch: list[Any] = []
+        for ctx, uri in self.iter_node_uris():
+            try:
+                batch.append(self.fs.read_node(ctx, uri))
+            except NotFoundError:
+                continue
+            if len(batch) >= _BATCH:
+                count += self.projector.upsert_nodes(batch)
+                batch = []
+        if batch:
+            count += self.projector.upsert_nodes(batch)
+        return count
+
+    def reconcile(self) -> dict[str, int]:
+        """Bring a loaded index copy in line with the store: re-project nodes whose version
+        differs, drop records of nodes that are gone. Rebuilds the BM25 copy first."""
+        self.projector.rebuild_lexical_from_vectors()
+        indexed = self.projector.indexed_versions()
+        seen: set[str] = set()
+        stale: list[Any] = []
+        reprojected = 0
+        for ctx, uri in self.iter_node_uris():
+            seen.add(uri)
+            stat = self.fs.stat_node(ctx, uri)
+            if not stat.exists or indexed.get(uri) == stat.version:
+                continue
+            try:
+                stale.append(self.fs.read_node(ctx, uri))
+            except NotFoundError:
+                continue
+            if len(stale) >= _BATCH:
+                reprojected += self.projector.upsert_nodes(stale)
+                stale = []
+        if stale:
+            reprojected += self.projector.upsert_nodes(stale)
+        removed = 0
+        for uri in indexed:
+            if uri not in seen:
+                self.projector.delete_uri(uri, recursive=False)
+                removed += 1
+        return {"checked": len(seen), "reprojected": reprojected, "removed": removed}

@@ -1,0 +1,220 @@
+"""L0Retriever: first-round hybrid retrieval over level 0 (seed 004 §8.1 "L0 first", §10.7).
+
+Two rankers look at the level-0 copies of the caller's nodes only:
+
+* dense: the query vector against the L0 records of the vector index, with the caller's
+  visibility filters (``account_id`` and ``owner_space`` ∈ {own user, own agent, account
+  resources}) plus category / context type / uri prefix applied *inside* the index search;
+* lexical: BM25 over the caller's partitions of the :class:`~knowhub.index.LexicalIndex`
+  (other users' partitions are never touched), narrowed the same way during scoring.
+
+They are fused with weighted reciprocal rank fusion (``w / (k + rank)``), normalized so a
+node ranked first by both gets 1.0 — or, with ``fusion="blend"``, with max-normalized score
+blending. The fused score is what hierarchical search propagates.
+
+Default context types searched: memory, skill and resource — session archives (which cite
+every message of a session) only when the query targets ``.../sessions`` or asks for
+``context_type="session"``/``"any"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from knowhub.context.core.enums import ContextType
+from knowhub.context.core.query import SeedHit, TypedQuery
+from knowhub.context.core.uri import check_access
+from knowhub.index.lexical import LexicalDoc, LexicalIndex, partition_key
+from knowhub.providers.embedding import Embedder
+from knowhub.providers.vector import URI_PREFIX, VectorIndex
+
+__all__ = ["DEFAULT_CONTEXT_TYPES", "L0Retriever", "RetrieverConfig", "visibility_filters", "visible_partitions"]
+
+DEFAULT_CONTEXT_TYPES: tuple[str, ...] = (ContextType.MEMORY.value, ContextType.SKILL.value, ContextType.RESOURCE.value)
+
+
+def visible_owner_spaces(ctx: Any) -> list[str]:
+    """Owner spaces a request may read: its user, its agent, the account's resources."""
+    return [f"user:{ctx.user_id}", f"agent:{ctx.agent_id}", f"account:{ctx.account_id}"]
+
+
+def visibility_filters(ctx: Any) -> dict[str, Any]:
+    """Vector-index filters that confine a search to what ``ctx`` may read."""
+    return {"account_id": ctx.account_id, "owner_space": visible_owner_spaces(ctx)}
+
+
+def visible_partitions(ctx: Any) -> list[str]:
+    """Lexical partitions that ``ctx`` may read."""
+    return [partition_key(ctx.account_id, space) for space in visible_owner_spaces(ctx)]
+
+
+@dataclass
+class RetrieverConfig:
+    """Knobs of the hybrid first round (the benchmark picks the defaults)."""
+
+    fusion: str = "rrf"
+    rrf_k: float = 60.0
+    vector_weight: float = 1.0
+    lexical_weight: float = 1.0
+    context_weight: float = 0.25
+    pool_factor: int = 3
+    min_pool: int = 30
+
+
+def _parent(uri: str) -> str:
+    return uri.rpartition("/")[0]
+
+
+class L0Retriever:
+    """Hybrid (dense + BM25) search over level-0 records, filtered inside both indexes."""
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        vectors: VectorIndex,
+        lexical: LexicalIndex | None = None,
+        config: RetrieverConfig | None = None,
+    ) -> None:
+        self.embedder = embedder
+        self.vectors = vectors
+        self.lexical = lexical
+        self.config = config or RetrieverConfig()
+
+    # ------------------------------------------------------------------ filters
+
+    def context_types(self, typed_query: TypedQuery) -> list[str] | None:
+        """Context types searched (None: all)."""
+        wanted = typed_query.context_type
+        if wanted in ("any", "*", "all"):
+            return None
+        if wanted:
+            return [str(wanted)]
+        target = typed_query.target_uri or ""
+        if "/sessions" in target:
+            return [*DEFAULT_CONTEXT_TYPES, ContextType.SESSION.value]
+        return list(DEFAULT_CONTEXT_TYPES)
+
+    def filters_for(self, typed_query: TypedQuery, ctx: Any, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Every vector filter of a search: visibility first, then the query's narrowing.
+
+        Raises:
+            PermissionDeniedError / InvalidInputError: ``target_uri`` the caller may not read.
+        """
+        filters: dict[str, Any] = {}
+        for key, value in (typed_query.filters or {}).items():
+            if key not in ("account_id", "owner_space", "user_id", "agent_id"):  # never widen
+                filters[key] = value
+        if typed_query.categories:
+            filters["category"] = list(typed_query.categories)
+        types = self.context_types(typed_query)
+        if types is not None:
+            filters["context_type"] = types
+        if typed_query.target_uri:
+            filters[URI_PREFIX] = check_access(ctx, typed_query.target_uri).uri
+        if extra:
+            filters.update(extra)
+        filters.update(visibility_filters(ctx))
+        return filters
+
+    def _lexical_allowed(self, filters: Mapping[str, Any]) -> Any:
+        cats = filters.get("category")
+        cats = set(cats) if isinstance(cats, list) else ({cats} if cats is not None else None)
+        types = filters.get("context_type")
+        types = set(types) if isinstance(types, list) else ({types} if types is not None else None)
+        prefix = filters.get(URI_PREFIX)
+        parent = filters.get("parent_uri")
+
+        def allowed(doc: LexicalDoc) -> bool:
+            if cats is not None and doc.category not in cats:
+                return False
+            if types is not None and doc.context_type not in types:
+                return False
+            if prefix is not None and not (doc.uri == prefix or doc.uri.startswith(prefix + "/")):
+                return False
+            return parent is None or _parent(doc.uri) == parent
+
+        return allowed
+
+    # ------------------------------------------------------------------ search
+
+    def query_vector(self, typed_query: TypedQuery) -> np.ndarray:
+        """Query embedding, nudged toward the planner's context text when there is one."""
+        context = str((typed_query.hints or {}).get("context") or "")
+        texts = [typed_query.text, context] if context and self.config.context_weight > 0 else [typed_query.text]
+        matrix = self.embedder.embed_matrix(texts)
+        vector = matrix[0].astype(np.float32)
+        if len(texts) > 1:
+            vector = vector + self.config.context_weight * matrix[1]
+        return vector
+
+    def search(self, typed_query: TypedQuery, ctx: Any, *, extra_filters: Mapping[str, Any] | None = None,
+               top_k: int | None = None) -> list[SeedHit]:
+        """Best level-0 nodes for ``typed_query`` among those ``ctx`` may read."""
+        k = int(top_k or typed_query.top_k or 10)
+        if k <= 0:
+            return []
+        pool = max(self.config.min_pool, k * self.config.pool_factor)
+        filters = self.filters_for(typed_query, ctx, extra_filters)
+        vector = self.query_vector(typed_query)
+        dense = self.vectors.search(vector, filters, pool, level=0) if np.any(vector) else []
+        lexical: list[tuple[LexicalDoc, float]] = []
+        if self.lexical is not None and self.config.lexical_weight > 0:
+            lexical = self.lexical.search(typed_query.text, visible_partitions(ctx), pool, self._lexical_allowed(filters))
+        return self._fuse(dense, lexical, k)
+
+    def _fuse(self, dense: list[Any], lexical: list[tuple[LexicalDoc, float]], k: int) -> list[SeedHit]:
+        cfg = self.config
+        scores: dict[str, float] = {}
+        info: dict[str, dict[str, Any]] = {}
+        if cfg.fusion == "blend":
+            top_d = max((h.score for h in dense), default=0.0) or 1.0
+            top_l = max((s for _, s in lexical), default=0.0) or 1.0
+            total = cfg.vector_weight + cfg.lexical_weight
+            for hit in dense:
+                scores[hit.uri] = scores.get(hit.uri, 0.0) + cfg.vector_weight * max(0.0, hit.score) / top_d / total
+            for doc, score in lexical:
+                scores[doc.uri] = scores.get(doc.uri, 0.0) + cfg.lexical_weight * score / top_l / total
+        else:
+            best = (cfg.vector_weight + cfg.lexical_weight) / (cfg.rrf_k + 1.0)
+            for rank, hit in enumerate(dense, start=1):
+                scores[hit.uri] = scores.get(hit.uri, 0.0) + cfg.vector_weight / (cfg.rrf_k + rank) / best
+            for rank, (doc, _) in enumerate(lexical, start=1):
+                scores[doc.uri] = scores.get(doc.uri, 0.0) + cfg.lexical_weight / (cfg.rrf_k + rank) / best
+        for hit in dense:
+            info[hit.uri] = {"hit": hit, "vector_score": round(float(hit.score), 6)}
+        for doc, score in lexical:
+            info.setdefault(doc.uri, {"doc": doc})["lexical_score"] = round(float(score), 6)
+        ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:k]
+        return [self._seed(uri, score, info[uri]) for uri, score in ranked]
+
+    def _seed(self, uri: str, score: float, info: dict[str, Any]) -> SeedHit:
+        hit = info.get("hit")
+        if hit is not None:
+            meta, category, owner, abstract = dict(hit.metadata), hit.category, hit.filters.get("owner_space"), hit.text
+        else:
+            doc: LexicalDoc = info["doc"]
+            getter = getattr(self.vectors, "get", None)
+            record = getter(doc.doc_id) if callable(getter) else None
+            meta = dict(record.metadata) if record is not None else {}
+            category = doc.category
+            owner = record.filters.get("owner_space") if record is not None else doc.partition.partition("|")[2]
+            abstract = record.text if record is not None else doc.text
+        meta.pop("text_hash", None)
+        meta.pop("lexical_text", None)
+        meta["vector_score"] = info.get("vector_score")
+        meta["lexical_score"] = info.get("lexical_score")
+        meta["parent_uri"] = _parent(uri)
+        return SeedHit(
+            uri=uri,
+            score=round(float(score), 6),
+            category=category or None,
+            owner_space=owner,
+            abstract=str(abstract or meta.get("abstract") or ""),
+            has_overview=bool(meta.get("has_overview")),
+            has_content=bool(meta.get("has_content")),
+            metadata=meta,
+        )

@@ -1,0 +1,334 @@
+"""ContextEngineService: the public face of the ContextEngine (seed 004 §10.1).
+
+Wires the primary store (ContextFS), the commit pipeline (CommitCoordinator writing to a
+persistent outbox), the index side (IndexWorker → IndexProjector → vector index + BM25 +
+relation graph) and the read side (QueryPlanner → L0Retriever → HierarchicalSearcher →
+RetrievalAssembler; MemoryReadService).
+
+Data directory layout::
+
+    <data_dir>/accounts/...          primary store (ContextFS)
+    <data_dir>/index/outbox.db       outbox (SQLite, WAL, synchronous=FULL)
+    <data_dir>/index/vectors/        vector index copy (saved on close and when idle)
+    <data_dir>/index/manifest.json   embedder name/dim of the saved copy
+
+On open the saved vector copy is loaded and reconciled with the filesystem (node versions),
+or rebuilt from the filesystem when missing, damaged or made by another embedder; the BM25
+copy (in memory) is rebuilt from it. Pending outbox events are then applied by
+:meth:`flush_index` or the background runner. Consistency is eventual (seed 004 §7.1): a
+commit is acknowledged once the nodes and their outbox events are durable; search sees it
+after the index worker ran.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from knowhub.context.commit import CommitCoordinator
+from knowhub.context.core.enums import Level
+from knowhub.context.core.objects import (
+    CommitResult,
+    ContextNode,
+    IndexBatchResult,
+    NodeSummary,
+    SessionArchive,
+)
+from knowhub.context.core.query import NodeHit, RetrievedBlock, SearchResult, SeedHit, TypedQuery
+from knowhub.context.core.uri import check_access
+from knowhub.context.fs import ContextFS, RelationStore
+from knowhub.context.indexing import ContextIndexer
+from knowhub.context.retrieval import (
+    AssemblerConfig,
+    HierarchicalSearcher,
+    L0Retriever,
+    MemoryReadService,
+    QueryPlanner,
+    RetrievalAssembler,
+    RetrieverConfig,
+    SearcherConfig,
+)
+from knowhub.errors import InvalidInputError, StorageError
+from knowhub.index import (
+    BackgroundIndexRunner,
+    IndexProjector,
+    IndexWorker,
+    LexicalIndex,
+    SQLiteOutboxStore,
+)
+from knowhub.providers.embedding import Embedder, HashingEmbedder
+from knowhub.providers.graph import InMemoryGraphStore
+from knowhub.providers.llm import LLMClient
+from knowhub.providers.vector import ExactVectorIndex, VectorIndex
+from knowhub.storage import atomic_write_json
+
+__all__ = ["ContextEngineService"]
+
+log = logging.getLogger(__name__)
+
+_MAX_TOP_K = 200
+#: Weight of a category-specific typed query relative to the general one.
+_INTENT_WEIGHT = 0.9
+
+
+class ContextEngineService:
+    """Commit, search, read and list (seed 004 §10.1); see the module doc.
+
+    Args:
+        data_dir: the engine's directory (``settings.engine_dir("context")``).
+        llm: model for summaries and extraction; None: the offline LocalAgent rules.
+        embedder: None: :class:`HashingEmbedder` (offline).
+        vectors: None: :class:`ExactVectorIndex` persisted under ``index/vectors``.
+        durable: fsync the primary store (turn off only for throwaway benchmarks).
+        hierarchical: use the HierarchicalSearcher after L0 retrieval (else flat L0).
+        lease_s / max_retries / backoff_base_s: outbox settings.
+        batch_size / poll_interval_s: index worker settings.
+        retriever_config / searcher_config / assembler_config: ranking knobs.
+        lexical_fields: node fields in the level-0 BM25 document.
+        extractor_concurrency: parallel extractors per commit.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | Path,
+        *,
+        llm: LLMClient | None = None,
+        embedder: Embedder | None = None,
+        vectors: VectorIndex | None = None,
+        durable: bool = True,
+        hierarchical: bool = True,
+        lease_s: float = 30.0,
+        max_retries: int = 5,
+        backoff_base_s: float = 1.0,
+        batch_size: int = 100,
+        poll_interval_s: float = 0.5,
+        retriever_config: RetrieverConfig | None = None,
+        searcher_config: SearcherConfig | None = None,
+        assembler_config: AssemblerConfig | None = None,
+        lexical_fields: Sequence[str] = ("abstract",),
+        extractor_concurrency: int = 4,
+        save_interval_s: float = 30.0,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.fs = ContextFS(self.data_dir, durable=durable)
+        self.relations = RelationStore(self.fs)
+        self.index_dir = self.data_dir / "index"
+        self.index_dir.mkdir(parents=True, exist_ok=True)
+        self.outbox = SQLiteOutboxStore(self.index_dir / "outbox.db", lease_s=lease_s, max_retries=max_retries,
+                                        backoff_base_s=backoff_base_s)
+        self.embedder: Embedder = embedder or HashingEmbedder()
+        self.vectors: VectorIndex = vectors if vectors is not None else ExactVectorIndex(self.embedder.dim, self.index_dir / "vectors")
+        self.lexical = LexicalIndex()
+        self.graph = InMemoryGraphStore()
+        self.lexical_fields = tuple(lexical_fields)
+        self.projector = IndexProjector(self.embedder, self.vectors, self.lexical, self.graph, lexical_fields=self.lexical_fields)
+        self.indexer = ContextIndexer(self.fs, self.projector, self.relations)
+        self.batch_size = batch_size
+        self.worker = IndexWorker(self.outbox, self.indexer, on_batch=self._on_batch)
+        self.runner = BackgroundIndexRunner(self.worker, poll_interval_s=poll_interval_s, batch_size=batch_size,
+                                            on_idle=self._on_idle)
+        self.coordinator = CommitCoordinator(self.fs, self.outbox, llm=llm, extractor_concurrency=extractor_concurrency)
+        self.planner = QueryPlanner()
+        self.retriever = L0Retriever(self.embedder, self.vectors, self.lexical, retriever_config)
+        self.searcher = HierarchicalSearcher(self.retriever, searcher_config)
+        self.hierarchical = hierarchical
+        self.reader = MemoryReadService(self.fs, self.relations)
+        self.assembler = RetrievalAssembler(self.fs, self.relations, assembler_config)
+        self.save_interval_s = save_interval_s
+        self._dirty = False
+        self._last_save = time.monotonic()
+        self._state_lock = threading.Lock()
+        self._closed = False
+        self.open_report = self._open_index()
+
+    @classmethod
+    def from_settings(cls, settings: Any, **kwargs: Any) -> ContextEngineService:
+        """Service with the configured LLM and embedder in ``settings.engine_dir("context")``."""
+        from knowhub.providers.embedding import build_embedder
+        from knowhub.providers.llm import build_llm
+
+        cs = settings.context
+        options: dict[str, Any] = {
+            "llm": build_llm(settings.llm),
+            "embedder": build_embedder(settings.embedding),
+            "lease_s": float(cs.outbox_lease_s),
+            "max_retries": int(cs.outbox_max_retries),
+            "batch_size": int(cs.index_batch_size),
+            "poll_interval_s": float(cs.index_poll_interval_s),
+            "extractor_concurrency": int(cs.extractor_concurrency),
+        }
+        options.update(kwargs)
+        return cls(settings.engine_dir("context"), **options)
+
+    # ------------------------------------------------------------------ index lifecycle
+
+    def _manifest(self) -> dict[str, Any]:
+        return {"embedder": self.embedder.name, "dim": self.embedder.dim, "lexical_fields": list(self.lexical_fields), "format": 1}
+
+    def _open_index(self) -> dict[str, Any]:
+        """Load + reconcile the saved vector copy, or rebuild from the filesystem."""
+        started = time.monotonic()
+        manifest_path = self.index_dir / "manifest.json"
+        try:
+            saved = orjson.loads(manifest_path.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            saved = None
+        loaded = saved == self._manifest() and bool(self.vectors.load())
+        if loaded:
+            report: dict[str, Any] = {"mode": "reconcile", **self.indexer.reconcile()}
+        else:
+            report = {"mode": "rebuild", "nodes": self.indexer.rebuild()}
+        self._dirty = report.get("mode") == "rebuild" or bool(report.get("reprojected") or report.get("removed"))
+        report["seconds"] = round(time.monotonic() - started, 3)
+        log.info("context index opened: %s", report)
+        return report
+
+    def _on_batch(self, result: IndexBatchResult) -> None:
+        if result.succeeded:
+            self._dirty = True
+
+    def _on_idle(self) -> None:
+        if self._dirty and time.monotonic() - self._last_save >= self.save_interval_s:
+            self.save_index()
+
+    def save_index(self) -> bool:
+        """Persist the vector copy and its manifest (a rebuildable copy: no fsync ordering
+        with the primary store is needed, reconciliation fixes any gap)."""
+        with self._state_lock:
+            saved = bool(self.vectors.save())
+            if saved:
+                atomic_write_json(self.index_dir / "manifest.json", self._manifest())
+            self._dirty = False
+            self._last_save = time.monotonic()
+            return saved
+
+    def flush_index(self, max_rounds: int | None = None) -> IndexBatchResult:
+        """Apply every due outbox event now (tests, benchmarks, shutdown)."""
+        return self.worker.drain(self.batch_size, max_rounds)
+
+    def start_background_indexing(self) -> None:
+        """Start the background index runner (a daemon thread)."""
+        self._check_open()
+        self.runner.start()
+
+    def rebuild_index(self) -> int:
+        """Re-project every node of the filesystem into fresh index copies; returns nodes."""
+        count = self.indexer.rebuild()
+        self._dirty = True
+        return count
+
+    def index_stats(self) -> dict[str, Any]:
+        """Outbox counts and index sizes."""
+        return {"outbox": self.outbox.stats(), "vector_records": self.vectors.count(), "lexical_docs": len(self.lexical),
+                "relations": self.graph.count(), "background": self.runner.running}
+
+    def close(self) -> None:
+        """Stop the runner, drain the outbox, save the vector copy, close the outbox."""
+        if self._closed:
+            return
+        try:
+            if self.runner.running:
+                self.runner.stop(drain=True)
+            else:
+                self.worker.drain(self.batch_size)
+            self.save_index()
+        finally:
+            self._closed = True
+            self.outbox.close()
+
+    def __enter__(self) -> ContextEngineService:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StorageError("context engine is closed", path=str(self.data_dir))
+
+    # ------------------------------------------------------------------ §10.1
+
+    def commit_session(
+        self,
+        ctx: Any,
+        messages: Sequence[dict[str, Any]],
+        used_contexts: Sequence[Any] | None = None,
+        used_tools: Sequence[Any] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> CommitResult:
+        """Commit one batch of session messages (durable when it returns; indexed later)."""
+        self._check_open()
+        result = self.coordinator.commit(ctx, messages, used_contexts, used_tools, options)
+        if self.runner.running:
+            self.runner.wake()
+        return result
+
+    def search_memory(
+        self,
+        ctx: Any,
+        query: str,
+        target_uri: str | None = None,
+        categories: Sequence[str] | None = None,
+        top_k: int = 10,
+        session_archive: SessionArchive | dict[str, Any] | None = None,
+    ) -> SearchResult:
+        """Plan, retrieve at L0, expand, assemble (seed 004 §8.2); L0 blocks only.
+
+        Raises:
+            InvalidInputError: empty query, bad top_k or category.
+            PermissionDeniedError: ``target_uri`` of another account, user or agent.
+        """
+        self._check_open()
+        if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= _MAX_TOP_K:
+            raise InvalidInputError(f"top_k must be between 1 and {_MAX_TOP_K}", top_k=top_k)
+        hints: dict[str, Any] = {"top_k": top_k}
+        if target_uri:
+            hints["target_uri"] = check_access(ctx, target_uri).uri
+        if categories:
+            hints["categories"] = list(categories)
+        plan = self.planner.plan(query, session_archive, hints, ctx)
+        seeds: dict[str, SeedHit] = {}
+        hits: list[Any] = []
+        for typed in plan:
+            found = self.retriever.search(typed, ctx)
+            for seed in found:
+                if seed.uri not in seeds or seeds[seed.uri].score < seed.score:
+                    seeds[seed.uri] = seed
+            expanded = self.searcher.expand(typed, found, ctx) if self.hierarchical else [
+                NodeHit(uri=s.uri, score=s.score, category=s.category, abstract=s.abstract, reason="seed",
+                        metadata=dict(s.metadata)) for s in found]
+            weight = 1.0 if typed.hints.get("intent") == "general" else _INTENT_WEIGHT
+            for hit in expanded:
+                hit.score *= weight
+                hit.reason = f"{typed.hints.get('intent', 'general')}: {hit.reason}" if hit.reason else str(typed.hints.get("intent"))
+                hits.append(hit)
+        final = TypedQuery(text=plan[0].text, categories=plan[0].categories, target_uri=plan[0].target_uri, top_k=top_k,
+                           hints=dict(plan[0].hints))
+        blocks = self.assembler.assemble(final, hits, ctx)
+        ordered_seeds = sorted(seeds.values(), key=lambda s: (-s.score, s.uri))
+        return SearchResult(query_plan=plan, seed_hits=ordered_seeds, blocks=blocks, total=len(blocks))
+
+    def read_memory(
+        self, ctx: Any, uri: str, level: str = "L1", expand_relations: bool = False, max_relations: int = 0
+    ) -> RetrievedBlock:
+        """Explicit read of one node's L0/L1/L2 (seed 004 §8.1)."""
+        self._check_open()
+        return self.reader.read(uri, Level.parse(level), expand_relations, max_relations, ctx=ctx)
+
+    def get_node(self, ctx: Any, uri: str) -> ContextNode:
+        """The whole node (all levels and metadata)."""
+        self._check_open()
+        return self.fs.read_node(ctx, uri)
+
+    def list_children(self, ctx: Any, uri: str, recursive: bool = False, depth: int = 1) -> list[NodeSummary]:
+        """Children of a node or container, only within what ``ctx`` may see."""
+        self._check_open()
+        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0 or depth > 32:
+            raise InvalidInputError("depth must be between 0 and 32", depth=depth)
+        return self.fs.list_children(ctx, uri, recursive=recursive, depth=depth)

@@ -1,0 +1,374 @@
+"""Persistent outbox: index events with claim, lease, retry with back-off and dead letter.
+
+Seed 004 §7 makes the primary store the truth and every index a copy kept in step by
+outbox events. This store keeps those events in one SQLite file (stdlib ``sqlite3``):
+
+* WAL journal with ``synchronous=FULL``: a transaction that returned is on disk, so
+  :meth:`SQLiteOutboxStore.append` / :meth:`append_batch` are durable before they return
+  (the commit acknowledgement depends on it); one batch is one transaction, one fsync.
+* ``claim_batch`` leases due events to a worker in one ``BEGIN IMMEDIATE`` transaction, so
+  two workers (threads or processes) never claim the same event at the same time. A claim
+  left behind by a crashed worker is claimable again once its lease (``lease_until``) has
+  passed.
+* ``mark_failed`` retries with exponential back-off (``base * 2**(n-1)``, capped) and moves
+  an event to ``dead`` after ``max_retries`` retries or when the error is not retryable.
+  A failing ("poison") event never blocks the others: due events are claimed in order,
+  and a failed one waits for its ``next_attempt_at`` while later events go on.
+
+Life cycle: ``pending`` → ``processing`` → ``done``; on failure ``failed`` (retry later) or
+``dead``. ``requeue_dead`` puts dead events back to ``pending``.
+
+Row columns: ``seq`` (append order), ``event_id`` (unique, so a replayed append is a no-op),
+``event_type``, ``uri``, ``payload`` (JSON), ``status``, ``retry_count``,
+``next_attempt_at``, ``lease_owner``, ``lease_until``, ``last_error``, ``created_at``,
+``updated_at`` (epoch seconds).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from knowhub.context.core.enums import OutboxStatus
+from knowhub.context.core.objects import OutboxEvent
+from knowhub.errors import InvalidInputError, NotFoundError, StorageError
+
+__all__ = ["SQLiteOutboxStore"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS outbox (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_id TEXT NOT NULL UNIQUE,
+    event_type TEXT NOT NULL,
+    uri TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    status TEXT NOT NULL,
+    retry_count INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at REAL NOT NULL DEFAULT 0,
+    lease_owner TEXT,
+    lease_until REAL,
+    last_error TEXT,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS outbox_due ON outbox (status, next_attempt_at, seq);
+"""
+_COLUMNS = (
+    "event_id, event_type, uri, payload, status, retry_count, next_attempt_at, lease_owner, "
+    "lease_until, last_error, created_at, updated_at"
+)
+_MAX_ERROR_CHARS = 2000
+_OPEN = (OutboxStatus.PENDING.value, OutboxStatus.FAILED.value, OutboxStatus.PROCESSING.value)
+
+
+class SQLiteOutboxStore:
+    """The persistent :class:`~knowhub.context.core.OutboxStore` (seed 004 §10.4, §10.6).
+
+    Args:
+        path: the SQLite file (``<data_dir>/index/outbox.db`` for the context engine).
+        lease_s: how long a claim holds an event before another worker may take it.
+        max_retries: failures that are retried before an event goes ``dead``.
+        backoff_base_s / backoff_max_s: first retry delay and its cap.
+        clock: time source (tests pass a fake one).
+        busy_timeout_s: how long to wait for another process's write transaction.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        lease_s: float = 30.0,
+        max_retries: int = 5,
+        backoff_base_s: float = 1.0,
+        backoff_max_s: float = 300.0,
+        clock: Callable[[], float] = time.time,
+        busy_timeout_s: float = 30.0,
+    ) -> None:
+        if lease_s <= 0 or max_retries < 0 or backoff_base_s < 0 or backoff_max_s < backoff_base_s:
+            raise InvalidInputError(
+                "outbox needs lease_s > 0, max_retries >= 0 and 0 <= backoff_base_s <= backoff_max_s"
+            )
+        self.path = Path(path)
+        self.lease_s = float(lease_s)
+        self.max_retries = int(max_retries)
+        self.backoff_base_s = float(backoff_base_s)
+        self.backoff_max_s = float(backoff_max_s)
+        self.clock = clock
+        self._lock = threading.RLock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(
+                str(self.path), timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+            )
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open outbox: {exc}", path=str(self.path)) from exc
+        self._closed = False
+
+    # ------------------------------------------------------------------ plumbing
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction (writers serialize across processes)."""
+        with self._lock:
+            if self._closed:
+                raise StorageError("outbox is closed", path=str(self.path))
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise StorageError(f"outbox is busy: {exc}", path=str(self.path)) from exc
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            try:
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._conn.execute("ROLLBACK")
+                raise StorageError(f"outbox commit failed: {exc}", path=str(self.path)) from exc
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            if self._closed:
+                raise StorageError("outbox is closed", path=str(self.path))
+            try:
+                return list(self._conn.execute(sql, params).fetchall())
+            except sqlite3.Error as exc:
+                raise StorageError(f"outbox query failed: {exc}", path=str(self.path)) from exc
+
+    @staticmethod
+    def _event(row: Sequence[Any]) -> OutboxEvent:
+        payload = orjson.loads(row[3]) if row[3] else {}
+        return OutboxEvent(
+            event_id=row[0],
+            event_type=row[1],
+            uri=row[2],
+            payload=payload if isinstance(payload, dict) else {},
+            status=row[4],
+            retry_count=int(row[5]),
+            available_at=float(row[6]),
+            lease_owner=row[7],
+            lease_expires_at=row[8],
+            last_error=row[9],
+            created_at=float(row[10]),
+            updated_at=float(row[11]),
+        )
+
+    def backoff_s(self, retry_count: int) -> float:
+        """Delay before retry number ``retry_count`` (1-based)."""
+        if retry_count <= 0:
+            return 0.0
+        return min(self.backoff_max_s, self.backoff_base_s * (2 ** (retry_count - 1)))
+
+    # ------------------------------------------------------------------ writes
+
+    def append(self, event: OutboxEvent) -> OutboxEvent:
+        """Persist one event (durable when this returns); returns it as stored."""
+        return self.append_batch([event])[0]
+
+    def append_batch(self, events: Sequence[OutboxEvent]) -> list[OutboxEvent]:
+        """Persist several events in one transaction (one fsync).
+
+        An event whose ``event_id`` is already stored is left as it is (replayed appends are
+        no-ops). Returns the events as pending.
+        """
+        batch = list(events)
+        if not batch:
+            return []
+        now = self.clock()
+        rows = []
+        for event in batch:
+            if not event.event_id or not event.event_type or not event.uri:
+                raise InvalidInputError("outbox event needs event_id, event_type and uri")
+            try:
+                payload = orjson.dumps(event.payload or {}, default=str).decode()
+            except TypeError as exc:
+                raise InvalidInputError(f"outbox payload is not JSON-serializable: {exc}") from exc
+            created = float(event.created_at or now)
+            rows.append((event.event_id, str(event.event_type), event.uri, payload,
+                         OutboxStatus.PENDING.value, 0, now, None, None, None, created, now))
+        with self._tx() as conn:
+            conn.executemany(
+                f"INSERT OR IGNORE INTO outbox ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows
+            )
+        out = []
+        for event, row in zip(batch, rows, strict=True):
+            event.status = OutboxStatus.PENDING.value
+            event.retry_count = 0
+            event.created_at = row[10]
+            event.updated_at = now
+            event.available_at = now
+            out.append(event)
+        return out
+
+    def claim_batch(self, worker_id: str, limit: int) -> list[OutboxEvent]:
+        """Lease up to ``limit`` due events to ``worker_id``, oldest first.
+
+        Due: ``pending``/``failed`` with ``next_attempt_at <= now``, or ``processing`` whose
+        lease has expired (its worker died).
+        """
+        if not worker_id:
+            raise InvalidInputError("claim_batch needs a worker id")
+        if limit <= 0:
+            return []
+        now = self.clock()
+        until = now + self.lease_s
+        with self._tx() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM outbox WHERE "
+                "(status IN (?, ?) AND next_attempt_at <= ?) OR (status = ? AND lease_until <= ?) "
+                "ORDER BY seq LIMIT ?",
+                (OutboxStatus.PENDING.value, OutboxStatus.FAILED.value, now,
+                 OutboxStatus.PROCESSING.value, now, int(limit)),
+            ).fetchall()
+            if rows:
+                conn.executemany(
+                    "UPDATE outbox SET status = ?, lease_owner = ?, lease_until = ?, updated_at = ? "
+                    "WHERE event_id = ?",
+                    [(OutboxStatus.PROCESSING.value, worker_id, until, now, row[0]) for row in rows],
+                )
+        events = [self._event(row) for row in rows]
+        for event in events:
+            event.status = OutboxStatus.PROCESSING.value
+            event.lease_owner = worker_id
+            event.lease_expires_at = until
+        return events
+
+    def mark_done(self, event_id: str) -> None:
+        """The event's index work is finished (idempotent; unknown ids are ignored)."""
+        now = self.clock()
+        with self._tx() as conn:
+            conn.execute(
+                "UPDATE outbox SET status = ?, lease_owner = NULL, lease_until = NULL, "
+                "last_error = NULL, updated_at = ? WHERE event_id = ?",
+                (OutboxStatus.DONE.value, now, event_id),
+            )
+
+    def mark_failed(self, event_id: str, error: str, retryable: bool = True) -> None:
+        """Record a failure: retry after back-off, or ``dead`` once retries are used up.
+
+        Raises:
+            NotFoundError: no event with that id.
+        """
+        now = self.clock()
+        message = str(error)[:_MAX_ERROR_CHARS]
+        with self._tx() as conn:
+            row = conn.execute("SELECT retry_count, status FROM outbox WHERE event_id = ?", (event_id,)).fetchone()
+            if row is None:
+                raise NotFoundError(f"no outbox event {event_id}", event_id=event_id)
+            if row[1] == OutboxStatus.DONE.value:
+                return
+            retries = int(row[0]) + 1
+            if not retryable or retries > self.max_retries:
+                status, next_at = OutboxStatus.DEAD.value, now
+            else:
+                status, next_at = OutboxStatus.FAILED.value, now + self.backoff_s(retries)
+            conn.execute(
+                "UPDATE outbox SET status = ?, retry_count = ?, next_attempt_at = ?, lease_owner = NULL, "
+                "lease_until = NULL, last_error = ?, updated_at = ? WHERE event_id = ?",
+                (status, retries, next_at, message, now, event_id),
+            )
+
+    def requeue_dead(self, event_ids: Sequence[str] | None = None) -> int:
+        """Put dead events (all, or the given ones) back to pending; returns how many."""
+        now = self.clock()
+        with self._tx() as conn:
+            if event_ids is None:
+                cur = conn.execute(
+                    "UPDATE outbox SET status = ?, retry_count = 0, next_attempt_at = ?, updated_at = ? "
+                    "WHERE status = ?",
+                    (OutboxStatus.PENDING.value, now, now, OutboxStatus.DEAD.value),
+                )
+                return int(cur.rowcount)
+            count = 0
+            for event_id in event_ids:
+                cur = conn.execute(
+                    "UPDATE outbox SET status = ?, retry_count = 0, next_attempt_at = ?, updated_at = ? "
+                    "WHERE status = ? AND event_id = ?",
+                    (OutboxStatus.PENDING.value, now, now, OutboxStatus.DEAD.value, event_id),
+                )
+                count += int(cur.rowcount)
+            return count
+
+    def purge_done(self, older_than_s: float = 0.0) -> int:
+        """Delete ``done`` events last updated more than ``older_than_s`` ago; returns count."""
+        cutoff = self.clock() - older_than_s
+        with self._tx() as conn:
+            cur = conn.execute(
+                "DELETE FROM outbox WHERE status = ? AND updated_at <= ?", (OutboxStatus.DONE.value, cutoff)
+            )
+            return int(cur.rowcount)
+
+    # ------------------------------------------------------------------ reads
+
+    def get(self, event_id: str) -> OutboxEvent:
+        """One event by id.
+
+        Raises:
+            NotFoundError: no event with that id.
+        """
+        rows = self._query(f"SELECT {_COLUMNS} FROM outbox WHERE event_id = ?", (event_id,))
+        if not rows:
+            raise NotFoundError(f"no outbox event {event_id}", event_id=event_id)
+        return self._event(rows[0])
+
+    def list_events(self, status: str | None = None, limit: int = 100) -> list[OutboxEvent]:
+        """Events in append order, optionally of one status."""
+        if status is None:
+            rows = self._query(f"SELECT {_COLUMNS} FROM outbox ORDER BY seq LIMIT ?", (int(limit),))
+        else:
+            rows = self._query(
+                f"SELECT {_COLUMNS} FROM outbox WHERE status = ? ORDER BY seq LIMIT ?", (str(status), int(limit))
+            )
+        return [self._event(row) for row in rows]
+
+    def pending_count(self) -> int:
+        """Events not finished yet: pending, failed (waiting to retry) or processing."""
+        rows = self._query("SELECT COUNT(*) FROM outbox WHERE status IN (?, ?, ?)", _OPEN)
+        return int(rows[0][0])
+
+    def due_count(self) -> int:
+        """Events a worker could claim right now."""
+        now = self.clock()
+        rows = self._query(
+            "SELECT COUNT(*) FROM outbox WHERE (status IN (?, ?) AND next_attempt_at <= ?) "
+            "OR (status = ? AND lease_until <= ?)",
+            (OutboxStatus.PENDING.value, OutboxStatus.FAILED.value, now, OutboxStatus.PROCESSING.value, now),
+        )
+        return int(rows[0][0])
+
+    def stats(self) -> dict[str, Any]:
+        """Counts per status, the open total and the age of the oldest open event."""
+        counts = {status.value: 0 for status in OutboxStatus}
+        for status, count in self._query("SELECT status, COUNT(*) FROM outbox GROUP BY status"):
+            counts[str(status)] = int(count)
+        oldest = self._query("SELECT MIN(created_at) FROM outbox WHERE status IN (?, ?, ?)", _OPEN)[0][0]
+        return {
+            **counts,
+            "open": counts["pending"] + counts["failed"] + counts["processing"],
+            "total": sum(counts.values()),
+            "oldest_open_age_s": round(self.clock() - float(oldest), 3) if oldest is not None else 0.0,
+        }
+
+    def close(self) -> None:
+        """Close the database connection (idempotent)."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._conn.close()
+
+    def __enter__(self) -> SQLiteOutboxStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

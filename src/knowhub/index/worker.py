@@ -1,0 +1,231 @@
+"""IndexWorker: consumes the outbox and applies each event to the derived indexes.
+
+Seed 004 §11.2: ``run_once`` → ``claim_batch`` → ``handle_event`` per event → (projector:
+read the primary store, build records, embed, upsert/delete/move) → ``mark_done``.
+
+What an event *does* is the job of an :class:`EventDispatcher` (the context engine's one
+reads ContextFS and feeds an :class:`~knowhub.index.projector.IndexProjector`). A
+dispatcher may defer expensive work (embedding) to :meth:`EventDispatcher.flush`, which
+the worker calls once per batch *before* marking the batch's events done, so a crash
+between handling and flushing leaves the events claimable again after their lease.
+
+Error policy: an exception from a handler fails only that event (``mark_failed``,
+retryable unless it is :class:`~knowhub.errors.InvalidInputError` or
+:class:`~knowhub.errors.PermissionDeniedError`, which no retry can fix); a failing flush
+fails the events it would have completed. Nothing a single event does stops the batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from knowhub.context.core.objects import IndexBatchResult, OutboxEvent
+from knowhub.context.core.outbox import OutboxStore
+from knowhub.errors import InvalidInputError, PermissionDeniedError
+
+__all__ = ["BackgroundIndexRunner", "EventDispatcher", "IndexWorker", "default_worker_id"]
+
+log = logging.getLogger(__name__)
+
+#: Errors that no retry can fix: the event goes straight to dead letter.
+PERMANENT_ERRORS: tuple[type[BaseException], ...] = (InvalidInputError, PermissionDeniedError)
+
+
+def default_worker_id() -> str:
+    """``host:pid:random`` — unique per worker object, readable in ``lease_owner``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class EventDispatcher(Protocol):
+    """Applies outbox events to derived indexes."""
+
+    def context_for(self, event: OutboxEvent) -> Any:
+        """The request context to act under (usually rebuilt from ``event.payload``)."""
+        ...
+
+    def handle_event(self, event: OutboxEvent, ctx: Any) -> None:
+        """Apply one event (work may be deferred to :meth:`flush`)."""
+        ...
+
+    def flush(self) -> None:
+        """Finish deferred work of the events handled since the last flush."""
+        ...
+
+    def discard(self) -> None:
+        """Drop deferred work (after a failed flush)."""
+        ...
+
+
+class IndexWorker:
+    """One outbox consumer (seed 004 §10.6).
+
+    Args:
+        outbox: the store to claim from.
+        dispatcher: applies events.
+        worker_id: lease owner name (default: host, pid and a random suffix).
+        on_batch: called with each non-empty :class:`IndexBatchResult` (checkpoints, metrics).
+    """
+
+    def __init__(
+        self,
+        outbox: OutboxStore,
+        dispatcher: EventDispatcher,
+        *,
+        worker_id: str | None = None,
+        on_batch: Callable[[IndexBatchResult], None] | None = None,
+    ) -> None:
+        self.outbox = outbox
+        self.dispatcher = dispatcher
+        self.worker_id = worker_id or default_worker_id()
+        self.on_batch = on_batch
+        self._run_lock = threading.Lock()
+
+    def handle_event(self, event: OutboxEvent, ctx: Any) -> None:
+        """Apply one event completely (handle + flush); raises what the dispatcher raises."""
+        with self._run_lock:
+            try:
+                self.dispatcher.handle_event(event, ctx)
+                self.dispatcher.flush()
+            except BaseException:
+                self.dispatcher.discard()
+                raise
+
+    def _fail(self, event: OutboxEvent, exc: BaseException, result: IndexBatchResult) -> None:
+        retryable = not isinstance(exc, PERMANENT_ERRORS)
+        self.outbox.mark_failed(event.event_id, f"{type(exc).__name__}: {exc}", retryable=retryable)
+        result.failed += 1
+        limit = getattr(self.outbox, "max_retries", None)
+        if retryable and (limit is None or event.retry_count + 1 <= int(limit)):
+            result.retried += 1
+        else:
+            result.dead += 1
+        log.warning("index event %s (%s %s) failed: %s", event.event_id, event.event_type, event.uri, exc)
+
+    def run_once(self, limit: int = 100) -> IndexBatchResult:
+        """Claim up to ``limit`` due events, apply them, mark each done or failed."""
+        result = IndexBatchResult()
+        with self._run_lock:
+            events = self.outbox.claim_batch(self.worker_id, limit)
+            result.claimed = len(events)
+            if not events:
+                return result
+            handled: list[OutboxEvent] = []
+            for event in events:
+                try:
+                    self.dispatcher.handle_event(event, self.dispatcher.context_for(event))
+                except Exception as exc:
+                    self._fail(event, exc, result)
+                    continue
+                handled.append(event)
+            try:
+                self.dispatcher.flush()
+            except Exception as exc:
+                self.dispatcher.discard()
+                for event in handled:
+                    self._fail(event, exc, result)
+                handled = []
+            for event in handled:
+                self.outbox.mark_done(event.event_id)
+                result.succeeded += 1
+        if self.on_batch is not None:
+            self.on_batch(result)
+        return result
+
+    def drain(self, limit: int = 100, max_rounds: int | None = None) -> IndexBatchResult:
+        """Run rounds until no event is due now (failed events waiting for back-off stay).
+
+        Terminates: a failed event is due again only after its back-off, and with zero
+        back-off it goes dead after ``max_retries`` rounds.
+        """
+        total = IndexBatchResult()
+        rounds = 0
+        while max_rounds is None or rounds < max_rounds:
+            batch = self.run_once(limit)
+            rounds += 1
+            _add(total, batch)
+            if batch.claimed == 0:
+                break
+        return total
+
+
+def _add(total: IndexBatchResult, batch: IndexBatchResult) -> None:
+    for name in ("claimed", "succeeded", "failed", "retried", "dead"):
+        setattr(total, name, getattr(total, name) + getattr(batch, name))
+
+
+class BackgroundIndexRunner:
+    """Runs an :class:`IndexWorker` in a daemon thread until stopped.
+
+    The thread runs batches back to back while events are due and otherwise sleeps
+    ``poll_interval_s`` (or until :meth:`wake`). ``on_idle`` is called when a poll finds
+    nothing to do (the context engine saves its vector index there).
+    """
+
+    def __init__(
+        self,
+        worker: IndexWorker,
+        *,
+        poll_interval_s: float = 0.5,
+        batch_size: int = 100,
+        on_idle: Callable[[], None] | None = None,
+    ) -> None:
+        self.worker = worker
+        self.poll_interval_s = max(0.01, float(poll_interval_s))
+        self.batch_size = batch_size
+        self.on_idle = on_idle
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.errors = 0
+
+    @property
+    def running(self) -> bool:
+        """True while the thread is alive."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> None:
+        """Start the thread (no-op when it already runs)."""
+        if self.running:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name=f"knowhub-index-{self.worker.worker_id}", daemon=True)
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Ask the thread to poll now (called after a commit appended events)."""
+        self._wake.set()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.clear()
+            try:
+                batch = self.worker.run_once(self.batch_size)
+            except Exception:  # the outbox itself failed (disk, lock): log, back off, go on
+                self.errors += 1
+                log.exception("index runner: batch failed")
+                batch = None
+            if batch is not None and batch.claimed:
+                continue
+            if self.on_idle is not None:
+                try:
+                    self.on_idle()
+                except Exception:
+                    log.exception("index runner: idle hook failed")
+            self._wake.wait(self.poll_interval_s)
+
+    def stop(self, drain: bool = True, timeout_s: float | None = 30.0) -> IndexBatchResult:
+        """Stop the thread; with ``drain`` process what is still due before returning."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+            self._thread = None
+        if drain:
+            return self.worker.drain(self.batch_size)
+        return IndexBatchResult()
