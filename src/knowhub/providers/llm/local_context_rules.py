@@ -248,8 +248,10 @@ def _entities_in(sentence: str, speakers: set[str], capitalized_elsewhere: set[s
     offset = len(sentence) - len(stripped)
     for match in _ENTITY_RUN.finditer(sentence):
         words = match.group(0).split()
-        while words and (words[0].strip("'’") in _NOT_ENTITY or words[0].lower().strip("'’s") in speakers):
+        while words and words[0].strip("'’") in _NOT_ENTITY:
             words = words[1:]
+        if any(w.lower().strip("'’").removesuffix("'s").removesuffix("’s") in speakers for w in words):
+            continue  # a speaker's own (full) name, or a greeting to the other speaker
         while words and (words[-1] in _NOT_ENTITY or words[-1].lower() in ("of", "the", "and", "&")):
             words = words[:-1]
         if not words:
@@ -321,11 +323,13 @@ def extract_entities_events(payload: dict[str, Any]) -> list[dict[str, Any]]:
     include_assistant = bool(payload.get("include_assistant", True))
     out: list[dict[str, Any]] = []
     previous: Turn | None = None
-    for turn in turns:
+    for position, turn in enumerate(turns):
         if turn.role in ("system", "tool") or (turn.role == "assistant" and not include_assistant):
             previous = turn
             continue
+        following = turns[position + 1] if position + 1 < len(turns) else None
         context_line = f"In reply to {previous.speaker}: \"{truncate(previous.text, 160)}\"" if previous else ""
+        reply_line = f"{following.speaker} answered: \"{truncate(following.text, 160)}\"" if following else ""
         if _substantive(turn) and len(out) < _EVENT_CAP * 2:
             text, cues = _event_text(turn)
             caption = f" [shared image: {truncate(turn.caption, 80)}]" if turn.caption else ""
@@ -337,6 +341,8 @@ def extract_entities_events(payload: dict[str, Any]) -> list[dict[str, Any]]:
                 overview_lines.append("- when: " + "; ".join(f"{c['cue']} = {c['resolved']}" for c in cues if c["resolved"]))
             if context_line:
                 overview_lines.append(f"- context: {context_line}")
+            if reply_line:
+                overview_lines.append(f"- then: {reply_line}")
             if turn.caption:
                 overview_lines.append(f"- shared image: {turn.caption}")
             out.append(_candidate(
