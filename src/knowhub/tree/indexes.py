@@ -43,6 +43,8 @@ class TreeState:
         self.info_by_kw: dict[str, dict[str, None]] = {}
         self.kw_by_info: dict[str, dict[str, None]] = {}
         self.offsets: dict[str, dict[str, int]] = {"node": {}, "info": {}}
+        # nodes whose ``children`` list must be refreshed from the index before handing out
+        self.children_dirty: set[str] = set()
         self.node_hooks: list[NodeHook] = []
         self.info_hooks: list[InfoHook] = []
         self.link_hooks: list[LinkHook] = []
@@ -100,6 +102,7 @@ class TreeState:
                 siblings = self.children.get(old.parent_id)
                 if siblings is not None:
                     siblings.pop(node_id, None)
+                    self.children_dirty.add(old.parent_id)
         if offset is not None:
             self.offsets["node"][node_id] = offset
         if row.get("deleted"):
@@ -116,6 +119,8 @@ class TreeState:
             self.inverted.setdefault(key, {})[node_id] = None
         if node.parent_id is not None:
             self.children.setdefault(node.parent_id, {})[node_id] = None
+            self.children_dirty.add(node.parent_id)
+        self.children_dirty.add(node_id)
         if hooks:
             for hook in self.node_hooks:
                 hook(old, node)
@@ -291,6 +296,7 @@ class TreeState:
 
     def adopt_maps(self, maps: dict[str, dict[str, list[str]]]) -> None:
         """Install persisted maps (fingerprint already verified) instead of rebuilding."""
+        self.children_dirty = set(self.nodes)
         self.inverted = {k: dict.fromkeys(v) for k, v in maps["inverted"].items()}
         self.children = {k: dict.fromkeys(v) for k, v in maps["children"].items()}
         self.info_by_kw = {k: dict.fromkeys(v) for k, v in maps["info_by_kw"].items()}

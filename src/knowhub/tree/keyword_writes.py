@@ -9,9 +9,11 @@ output go into the change log as ``agent_io``.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from knowhub.errors import InvalidInputError, NotFoundError, VersionConflictError
+from knowhub.tree.core import gc_paused
 from knowhub.tree.models import ROOT_ID, KeywordNode, RelationType, WriteResult, new_id
 from knowhub.tree.reads import ReadsMixin
 from knowhub.tree.txn import Txn
@@ -372,22 +374,33 @@ class KeywordWritesMixin(ReadsMixin):
         ``parent_id``), ``parent_id`` / ``parent_name`` / ``parent_path`` (list of names or a
         `` > ``-joined string from the top), ``aliases``, ``description``, ``metadata``. No
         agent call per item unless ``use_agent=True`` (then specs without a parent are
-        placed by suggest-parent).
+        placed by suggest-parent). Built for bulk imports: rows are assembled directly and
+        applied without per-row cache bookkeeping.
         """
         if not isinstance(specs, list):
             raise InvalidInputError("specs must be a list of dicts")
-        with self._writing():
-            txn = Txn(self.state)
+        with self._writing(), gc_paused():
+            nodes = self.state.nodes
+            dead = self.state.dead_versions
+            keys_of = self.normalizer.keys
+            batch: dict[str, dict[str, Any]] = {}
             by_name: dict[str, str] = {}
             by_path: dict[tuple[str, ...], str] = {}
-            created: list[str] = []
+            path_keys: dict[str, tuple[str, ...]] = {ROOT_ID: ()}
             ios: list[dict[str, Any]] = []
+            now = time.time()
             for i, spec in enumerate(specs):
-                if not isinstance(spec, dict):
-                    raise InvalidInputError(f"spec {i} is not a dict", index=i)
                 try:
-                    name = self._clean_name(spec.get("name"))
-                    aliases = self._clean_aliases(spec.get("aliases"), name)
+                    if not isinstance(spec, dict):
+                        raise InvalidInputError("spec is not a dict")
+                    name = spec.get("name")
+                    if not isinstance(name, str) or not name.strip():
+                        raise InvalidInputError("keyword name must be a non-empty string")
+                    name = name.strip()
+                    name_keys = keys_of(name)
+                    if not name_keys:
+                        raise InvalidInputError(f"keyword name {name!r} has no letters or digits")
+                    aliases = self._clean_aliases(spec["aliases"], name) if spec.get("aliases") else []
                     description = spec.get("description") or ""
                     if not isinstance(description, str):
                         raise InvalidInputError("description must be a string")
@@ -396,44 +409,67 @@ class KeywordWritesMixin(ReadsMixin):
                     if node_id is not None:
                         if not isinstance(node_id, str) or not node_id.strip() or "|" in node_id:
                             raise InvalidInputError("id must be a non-empty string without '|'")
-                        if txn.node(node_id) is not None or node_id in txn.staged["node"]:
+                        if node_id in nodes or node_id in batch:
                             raise InvalidInputError(f"id {node_id!r} already exists")
-                    parent = self._batch_parent(txn, spec, by_name, by_path)
+                    else:
+                        node_id = new_id()
+                    parent = self._batch_parent(spec, batch, by_name, by_path)
                     if parent is None:
                         if use_agent:
                             parent, desc = self._suggest_parent(name)
                             ios.extend(desc["agent_io"])
                         else:
                             parent = ROOT_ID
-                    row = self._stage_new_node(txn, name, parent, aliases, description, metadata, node_id)
                 except (InvalidInputError, NotFoundError) as exc:
                     raise type(exc)(f"spec {i}: {exc.message}", **{**exc.context, "index": i}) from exc
-                created.append(row["id"])
-                key = self._direct_key(name)
-                by_name[key] = row["id"]
-                by_path[(*self._batch_path_key(txn, parent), key)] = row["id"]
-            if not created:
+                parent_row = batch.get(parent)
+                level = (parent_row["level"] if parent_row is not None else nodes[parent].level) + 1
+                normalized = list(dict.fromkeys([*name_keys, *self._keys_for(aliases)])) if aliases else list(name_keys)
+                batch[node_id] = {
+                    "id": node_id,
+                    "name": name,
+                    "aliases": aliases,
+                    "normalized": normalized,
+                    "level": level,
+                    "parent_id": parent,
+                    "description": description,
+                    "metadata": metadata,
+                    "version": dead.get(("node", node_id), 0) + 1,
+                    "created_at": now,
+                    "updated_at": now,
+                    "deleted": False,
+                }
+                key = name_keys[0]
+                by_name[key] = node_id
+                parent_key = path_keys.get(parent)
+                if parent_key is None:
+                    parent_key = path_keys[parent] = self._path_key(parent)
+                path_keys[node_id] = own = (*parent_key, key)
+                by_path.setdefault(own, node_id)
+            if not batch:
                 return []
-            self._commit(txn, "batch_create_keywords", f"create {len(created)} keyword(s)", agent_io=self._public_io(ios) or None)
-            return [self._out(self.state.nodes[i]) for i in created]
+            txn = Txn(self.state)
+            txn.staged["node"] = batch
+            self._commit(txn, "batch_create_keywords", f"create {len(batch)} keyword(s)", agent_io=self._public_io(ios) or None, bulk=True)
+            return [self._out(nodes[i]) for i in batch]
 
-    def _batch_path_key(self, txn: Txn, node_id: str) -> tuple[str, ...]:
-        keys: list[str] = []
-        current: str | None = node_id
-        while current is not None and current != ROOT_ID:
-            row = txn.node(current)
-            if row is None:
-                break
-            keys.append(self._direct_key(row["name"]))
-            current = row.get("parent_id")
-        return tuple(reversed(keys))
+    def _path_key(self, node_id: str) -> tuple[str, ...]:
+        """Direct keys of the names from the top down to ``node_id`` (root left out)."""
+        nodes = self.state.nodes
+        chain = [*self.state.ancestors(node_id), node_id]
+        return tuple(self._direct_key(nodes[n].name) for n in chain if n != ROOT_ID and n in nodes)
 
     def _batch_parent(
-        self, txn: Txn, spec: dict[str, Any], by_name: dict[str, str], by_path: dict[tuple[str, ...], str]
+        self,
+        spec: dict[str, Any],
+        batch: dict[str, dict[str, Any]],
+        by_name: dict[str, str],
+        by_path: dict[tuple[str, ...], str],
     ) -> str | None:
+        nodes = self.state.nodes
         if spec.get("parent_id") is not None:
             pid = spec["parent_id"]
-            if not isinstance(pid, str) or txn.node(pid) is None:
+            if not isinstance(pid, str) or (pid not in batch and pid not in nodes):
                 raise NotFoundError(f"parent {pid!r} not found", id=str(pid))
             return pid
         if spec.get("parent_path") is not None:
@@ -446,7 +482,7 @@ class KeywordWritesMixin(ReadsMixin):
                 return by_path[keys]
             current = ROOT_ID
             for key in keys:
-                nxt = next((c for c in txn.children(current) if self._direct_key(txn.node(c)["name"]) == key), None)  # type: ignore[index]
+                nxt = next((c for c in self.state.children.get(current, ()) if c in nodes and self._direct_key(nodes[c].name) == key), None)
                 if nxt is None:
                     raise NotFoundError(f"parent path {raw!r} not found")
                 current = nxt
@@ -455,7 +491,7 @@ class KeywordWritesMixin(ReadsMixin):
             key = self._direct_key(str(spec["parent_name"]))
             if key in by_name:
                 return by_name[key]
-            ids = [i for i in self.state.inverted.get(key, ()) if i in self.state.nodes and self.state.nodes[i].name and self._direct_key(self.state.nodes[i].name) == key]
+            ids = sorted(i for i in self.state.inverted.get(key, ()) if i in nodes and self._direct_key(nodes[i].name) == key)
             if not ids:
                 raise NotFoundError(f"parent name {spec['parent_name']!r} not found")
             if len(ids) > 1:

@@ -49,7 +49,7 @@ class SearchStatus(str, Enum):  # noqa: UP042 - seed 001 §3
     NOT_FOUND = "not_found"
 
 
-@dataclass
+@dataclass(slots=True)
 class KeywordNode:
     id: str
     name: str
@@ -90,24 +90,26 @@ class KeywordNode:
 
     @classmethod
     def from_row(cls, row: dict[str, Any], children: list[str] | None = None) -> KeywordNode:
+        """Node of a row the engine wrote (lists are copied, types trusted: hot path)."""
+        get = row.get
         return cls(
-            id=row["id"],
-            name=row["name"],
-            aliases=list(row.get("aliases") or []),
-            normalized=list(row.get("normalized") or []),
-            level=int(row.get("level", 0)),
-            parent_id=row.get("parent_id"),
-            children=children if children is not None else [],
-            description=row.get("description") or "",
-            metadata=dict(row.get("metadata") or {}),
-            version=int(row.get("version", 1)),
-            created_at=float(row.get("created_at", 0.0)),
-            updated_at=float(row.get("updated_at", 0.0)),
-            deleted=bool(row.get("deleted", False)),
+            row["id"],
+            row["name"],
+            list(get("aliases") or ()),
+            list(get("normalized") or ()),
+            get("level", 0),
+            get("parent_id"),
+            children if children is not None else [],
+            get("description") or "",
+            dict(get("metadata") or {}),
+            get("version", 1),
+            get("created_at", 0.0),
+            get("updated_at", 0.0),
+            bool(get("deleted", False)),
         )
 
 
-@dataclass
+@dataclass(slots=True)
 class Info:
     id: str
     content: str
@@ -147,7 +149,7 @@ class Info:
         )
 
 
-@dataclass
+@dataclass(slots=True)
 class InfoKeywordLink:
     """Many-to-many link. ``version`` (an extension of seed 001) lets undo detect changes."""
 

@@ -72,6 +72,8 @@ class TreeStore:
         }
         self._read_fd = os.open(self.change_log_path, os.O_RDONLY | os.O_CLOEXEC)
         self._read_ident = self._ident(self._read_fd)
+        self._entity_str = {kind: str(self.entity_path(kind)) for kind in KINDS}
+        self._clean_size: dict[str, int] = {}
 
     # -- paths and sizes ---------------------------------------------------------------
 
@@ -153,8 +155,17 @@ class TreeStore:
         return self.change_log_size()
 
     def ensure_line_end(self, kind: str) -> None:
-        """A writer killed mid-line leaves a torn last line; cut it before appending after it."""
-        path = self.entity_path(kind)
+        """A writer killed mid-line leaves a torn last line; cut it before appending after it.
+
+        Cheap in the common case: when the file still has the size our own last append
+        left, nobody wrote since and it ends with a newline (one stat).
+        """
+        path = self._entity_str[kind]
+        try:
+            if os.stat(path).st_size == self._clean_size.get(kind):
+                return
+        except FileNotFoundError:
+            return
         try:
             with open(path, "rb") as fh:
                 size = os.fstat(fh.fileno()).st_size
@@ -175,7 +186,10 @@ class TreeStore:
             if not rows:
                 continue
             self.ensure_line_end(kind)
-            offsets[kind] = self.entity[kind].append_batch([{**row, "op": op_id} for row in rows])
+            for row in rows:  # the rows are the engine's own after-images, already logged
+                row["op"] = op_id
+            offsets[kind] = self.entity[kind].append_batch(rows)
+            self._clean_size[kind] = os.stat(self._entity_str[kind]).st_size
         return offsets
 
     def append_rows(self, kind: str, rows: list[dict[str, Any]]) -> list[int]:
