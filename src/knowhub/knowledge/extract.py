@@ -119,8 +119,10 @@ def candidate_bodies(
         ids = [i for i in ids if isinstance(i, str) and i in known] if isinstance(ids, list) else []
         ids = list(dict.fromkeys(ids))
         first = ids[0] if ids else ""
-        tags = cand.get("tags") if isinstance(cand.get("tags"), dict) else {}
-        tags = {**tags, **({"message_id": first} if first else {})}
+        raw_tags = cand.get("tags")
+        tags: dict[str, Any] = dict(raw_tags) if isinstance(raw_tags, dict) else {}
+        if first:
+            tags["message_id"] = first
         bodies.append(
             {
                 "task": cand.get("task"),

@@ -11,6 +11,7 @@ store (``seq``), rebuildable (:meth:`rebuild_indexes`) and checkable (:meth:`che
 
 from __future__ import annotations
 
+import builtins
 import logging
 import secrets as _random
 import threading
@@ -59,6 +60,8 @@ MAX_QUERY_CHARS = 2_000
 MAX_TOP_K = 100
 MAX_BATCH = 1_000
 PROGRESS_EVERY = 10_000
+#: Stores at least this large keep a vector snapshot under ``<data_dir>/indexes``.
+SNAPSHOT_MIN_ITEMS = 1_000
 
 
 class KnowledgeHub:
@@ -100,7 +103,8 @@ class KnowledgeHub:
         self.resources = ResourceService(self.store, SecretBox(key))
         self._indexes = DerivedIndexes(self.embedder)
         self._sync_lock = threading.RLock()
-        self.rebuild_indexes()
+        self._snapshot_seq = -1
+        self._build_indexes(use_snapshot=True)
 
     @classmethod
     def from_settings(cls, settings: Any, **overrides: Any) -> KnowledgeHub:
@@ -127,7 +131,12 @@ class KnowledgeHub:
         return cls(settings.engine_dir("knowledge"), **kwargs)
 
     def close(self) -> None:
-        """Release database connections."""
+        """Save the vector snapshot when it is stale, then release database connections."""
+        if (
+            len(self._indexes.meta) >= SNAPSHOT_MIN_ITEMS
+            and self._indexes.seq != self._snapshot_seq
+        ):
+            self._save_snapshot()
         self.store.close()
 
     def __enter__(self) -> KnowledgeHub:
@@ -140,22 +149,59 @@ class KnowledgeHub:
 
     def rebuild_indexes(self) -> int:
         """Rebuild the lexical and vector indexes from the store; returns items indexed."""
+        return self._build_indexes(use_snapshot=False)
+
+    def _build_indexes(self, *, use_snapshot: bool) -> int:
+        """Index every live item; vectors come from a verified snapshot when allowed."""
         with self._sync_lock:
             self._indexes.clear()
             seq = self.store.max_seq()
+            snapshot_seq = self._indexes.load_vectors(self._index_dir) if use_snapshot else None
+            if snapshot_seq is not None and snapshot_seq > seq:  # the store went back in time
+                self._indexes.vectors.clear()
+                snapshot_seq = None
+            if snapshot_seq is not None:
+                self._snapshot_seq = snapshot_seq
             total = 0
             with self.store.read() as conn:
                 for batch in self.store.iter_live(conn):
-                    self._indexes.upsert(batch)
+                    if snapshot_seq is None:
+                        self._indexes.upsert(batch)
+                    else:
+                        self._indexes.index_lexical(batch)
                     before = total
                     total += len(batch)
                     if total // PROGRESS_EVERY > before // PROGRESS_EVERY:
                         log.info("knowledge indexes: %d items indexed", total)
-            self._indexes.seq = seq
+            # With a snapshot, changes after its seq (including deletes) are re-applied by
+            # _sync; without one, the store was read at (or after) ``seq``.
+            self._indexes.seq = seq if snapshot_seq is None else snapshot_seq
             if total >= PROGRESS_EVERY:
                 log.info("knowledge indexes: built over %d items", total)
         self._sync()
+        if snapshot_seq is not None and not self._vectors_match_store():
+            log.warning("knowledge indexes: vector snapshot does not match the store; rebuilding")
+            return self._build_indexes(use_snapshot=False)
+        if snapshot_seq is None and total >= SNAPSHOT_MIN_ITEMS:
+            self._save_snapshot()
         return total
+
+    @property
+    def _index_dir(self) -> Path:
+        return self.data_dir / "indexes"
+
+    def _vectors_match_store(self) -> bool:
+        with self._sync_lock:
+            return set(self._indexes.vectors.ids()) == self._indexes.ids()
+
+    def _save_snapshot(self) -> None:
+        """Persist the vectors (a cache for the next open); failures are only logged."""
+        try:
+            with self._sync_lock:
+                self._indexes.save_vectors(self._index_dir)
+                self._snapshot_seq = self._indexes.seq
+        except (OSError, KnowhubError) as exc:
+            log.warning("knowledge indexes: could not save the vector snapshot: %s", exc)
 
     def _sync(self) -> None:
         """Apply every store change newer than the indexes (this or another process)."""
@@ -398,7 +444,7 @@ class KnowledgeHub:
         limit: int = 10,
         types: Sequence[str] | str | None = None,
         scopes: Sequence[str] | str | None = None,
-    ) -> list[Knowledge]:
+    ) -> builtins.list[Knowledge]:
         """Visible items, most recently changed first; ``scopes`` narrows visibility."""
         principal = self._principal(principal)
         limit = check_limit(limit)
@@ -421,7 +467,7 @@ class KnowledgeHub:
         top_k: int = 5,
         min_score: float = 3,
         types: Sequence[str] | str | None = None,
-    ) -> list[SearchHit]:
+    ) -> builtins.list[SearchHit]:
         """Seed 002 two-stage search over a bounded, visible candidate pool."""
         principal = self._principal(principal)
         if not isinstance(query, str) or not query.strip():
@@ -463,7 +509,7 @@ class KnowledgeHub:
 
     # ------------------------------------------------------------------ history, undo
 
-    def history(self, principal: Principal, knowledge_id: str) -> list[dict[str, Any]]:
+    def history(self, principal: Principal, knowledge_id: str) -> builtins.list[dict[str, Any]]:
         """Previous versions of a visible (or deleted, once visible) item, newest first."""
         principal = self._principal(principal)
         knowledge_id = self._id(knowledge_id)
@@ -482,7 +528,7 @@ class KnowledgeHub:
             )
         now = utc_now()
         undo_id = self.store.new_change_id()
-        restored: list[tuple[bool, Knowledge]] = []
+        restored: builtins.list[tuple[bool, Knowledge]] = []
         with self.store.write() as conn:
             rows = self.store.change(conn, change_id)
             if not rows:
@@ -622,7 +668,7 @@ class KnowledgeHub:
 
     # ------------------------------------------------------------------ profile, extraction
 
-    def user_profile(self, principal: Principal, limit: int = 20) -> list[Knowledge]:
+    def user_profile(self, principal: Principal, limit: int = 20) -> builtins.list[Knowledge]:
         """Seed 003 user profile: own-scope user_profile items first, by confidence, helpful."""
         principal = self._principal(principal)
         limit = check_limit(limit)
@@ -639,7 +685,7 @@ class KnowledgeHub:
                 extra=[own_scope],
                 order=order,
             )
-            rest: list[Knowledge] = []
+            rest: builtins.list[Knowledge] = []
             if len(own) < limit:
                 rest = self.store.list_items(
                     conn,
@@ -651,20 +697,20 @@ class KnowledgeHub:
                 )
         return own + rest
 
-    def extract(self, principal: Principal, messages: Any) -> list[Knowledge]:
+    def extract(self, principal: Principal, messages: Any) -> builtins.list[Knowledge]:
         """Turn a conversation into saved knowledge (seed 003 extraction); skips duplicates."""
         principal = self._principal(principal)
         clean = extraction.check_messages(messages)
         if not clean:
             return []
         candidates = extraction.run_extraction(self.llm, clean)
-        items: list[Knowledge] = []
+        items: builtins.list[Knowledge] = []
         for body in extraction.candidate_bodies(principal, candidates, clean):
             try:
                 items.append(build_knowledge(body, principal))
             except InvalidInputError as exc:
                 log.warning("extract: dropped an invalid candidate: %s", exc.message)
-        saved: list[Knowledge] = []
+        saved: builtins.list[Knowledge] = []
         with self.store.write() as conn:
             for item in items:
                 if self.store.find_duplicate(
@@ -692,7 +738,7 @@ class KnowledgeHub:
 
     def list_resources(
         self, principal: Principal, limit: int = 50, content_type: str | None = None
-    ) -> list[Resource]:
+    ) -> builtins.list[Resource]:
         """Visible resources without secrets; expired cookies are marked ``expired``."""
         return self.resources.list(
             self._principal(principal), limit=limit, content_type=content_type

@@ -17,11 +17,13 @@ Seed 002's two stages, made to scale:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from knowhub.errors import KnowhubError, LLMError
@@ -30,6 +32,7 @@ from knowhub.providers.llm import LLMClient, build_task_messages, estimate_token
 from knowhub.providers.records import IndexRecord
 from knowhub.providers.vector import ExactVectorIndex
 from knowhub.scope import Principal, best_scope_priority
+from knowhub.storage import atomic_write_json
 from knowhub.text import BM25Index
 
 __all__ = [
@@ -44,6 +47,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 RRF_K = 60
+#: Vector hits below this cosine are noise (HashingEmbedder: unrelated texts score < 0.15).
+VECTOR_MIN_SCORE = 0.15
 TASK_PREVIEW_CHARS = 100
 EMBED_CONTENT_CHARS = 1_000
 EMBED_BATCH = 256
@@ -155,6 +160,58 @@ class DerivedIndexes:
         with self.lock:
             return set(self.meta)
 
+    def index_lexical(self, items: Sequence[Knowledge]) -> None:
+        """BM25 and filter metadata only (vectors come from a snapshot)."""
+        with self.lock:
+            for item in items:
+                self.bm25.add(item.id, index_text(item))
+                self.meta[item.id] = ItemMeta.of(item)
+
+    def _embedder_key(self) -> str:
+        return f"{getattr(self.embedder, 'name', type(self.embedder).__name__)}/{self.embedder.dim}"
+
+    def save_vectors(self, directory: Path) -> bool:
+        """Persist the vectors with the ``seq`` they reflect (speeds up the next open).
+
+        The snapshot is only a cache: its checksum, embedder and ``seq`` are verified on
+        load, and everything changed after ``seq`` is re-applied from the store.
+        """
+        with self.lock:
+            self.vectors.path = directory / "vectors"
+            if not self.vectors.save():
+                return False
+            digest = hashlib.sha256(
+                (directory / "vectors" / "vectors.npy").read_bytes()
+            ).hexdigest()
+            meta = {
+                "seq": self.seq,
+                "embedder": self._embedder_key(),
+                "count": self.vectors.count(),
+                "vectors_sha256": digest,
+            }
+            atomic_write_json(directory / "vectors.meta.json", meta)
+            return True
+
+    def load_vectors(self, directory: Path) -> int | None:
+        """Load a vector snapshot; returns its ``seq``, or None when it is unusable."""
+        try:
+            meta = json.loads((directory / "vectors.meta.json").read_text(encoding="utf-8"))
+            digest = hashlib.sha256(
+                (directory / "vectors" / "vectors.npy").read_bytes()
+            ).hexdigest()
+        except (OSError, ValueError):
+            return None
+        if not isinstance(meta, dict) or meta.get("embedder") != self._embedder_key():
+            return None
+        if meta.get("vectors_sha256") != digest or not isinstance(meta.get("seq"), int):
+            return None
+        with self.lock:
+            self.vectors.path = directory / "vectors"
+            if not self.vectors.load() or self.vectors.count() != meta.get("count"):
+                self.vectors.clear()
+                return None
+        return int(meta["seq"])
+
     def recall(
         self,
         query: str,
@@ -190,7 +247,7 @@ class DerivedIndexes:
                 if wanted is not None:
                     filters["types"] = sorted(wanted)
                 for hit in self.vectors.search(query_vec, filters, top_k=pool * 2):
-                    if hit.score > 0.0 and allowed(hit.id):
+                    if hit.score >= VECTOR_MIN_SCORE and allowed(hit.id):
                         vector_hits.append(hit.id)
                         if len(vector_hits) >= pool:
                             break

@@ -102,8 +102,8 @@ def find_clusters(items: Sequence[Knowledge], embedder: Any) -> list[tuple[list[
     for members in groups.values():
         if len(members) < 2:
             continue
-        why = [r for m in members for r in reasons.get(m, [])]
-        out.append((members, "near-duplicates (same types; " + "; ".join(why[:5]) + ")"))
+        pairs = [r for m in members for r in reasons.get(m, [])]
+        out.append((members, "near-duplicates (same types; " + "; ".join(pairs[:5]) + ")"))
     return out
 
 

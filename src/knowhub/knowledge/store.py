@@ -199,7 +199,9 @@ _INSERT_ITEM = insert(knowledge).values(
 )
 _DELETE_SCOPES = delete(knowledge_scopes).where(knowledge_scopes.c.knowledge_id == bindparam("kid"))
 _DELETE_TYPES = delete(knowledge_types).where(knowledge_types.c.knowledge_id == bindparam("kid"))
-_INSERT_SCOPE = insert(knowledge_scopes).values(knowledge_id=bindparam("kid"), scope=bindparam("scope"))
+_INSERT_SCOPE = insert(knowledge_scopes).values(
+    knowledge_id=bindparam("kid"), scope=bindparam("scope")
+)
 _INSERT_TYPE = insert(knowledge_types).values(knowledge_id=bindparam("kid"), type=bindparam("type"))
 _BUMP_SEQ = (
     update(counters)
