@@ -194,7 +194,7 @@ class CommitCoordinator:
             relation_uris.extend(self._link_events_and_entities(ctx, applied))
             events = self._outbox_events(ctx, written, relation_uris)
             stored = self.outbox.append_batch(events) if self.outbox is not None and events else events
-            result = CommitResult(
+            commit_result = CommitResult(
                 archive=archive,
                 write_results=results,
                 outbox_events=list(stored),
@@ -203,8 +203,8 @@ class CommitCoordinator:
                 commit_id=commit_id,
                 plans=plans,
             )
-            self._save_audit(ctx, result)
-        return result
+            self._save_audit(ctx, commit_result)
+        return commit_result
 
     @staticmethod
     def _duplicate(prior: CommitResult) -> CommitResult:

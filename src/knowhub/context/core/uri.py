@@ -70,11 +70,16 @@ _SEGMENT_RE = re.compile(r"^[\w\-.~+@=,]+$")
 
 
 class CtxLike(Protocol):
-    """What this module needs of a :class:`knowhub.scope.RequestContext`."""
+    """What this module needs of a :class:`knowhub.scope.RequestContext` (read-only)."""
 
-    account_id: str
-    user_id: str
-    agent_id: str
+    @property
+    def account_id(self) -> str: ...
+
+    @property
+    def user_id(self) -> str: ...
+
+    @property
+    def agent_id(self) -> str: ...
 
 
 def is_valid_segment(segment: str) -> bool:

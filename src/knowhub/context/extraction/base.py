@@ -66,7 +66,10 @@ CANDIDATES_SCHEMA: dict[str, Any] = {
 class CandidateExtractor(Protocol):
     """Seed 004 §10.5: ``extract(messages, archive, ctx) -> CandidateMemory[]``."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """Short name used in logs, stats and the ``extractors`` commit option."""
+        ...
 
     def extract(self, messages: Sequence[dict[str, Any]], archive: SessionArchive | None, ctx: Any) -> list[CandidateMemory]:
         """Candidate memories found in ``messages``."""
@@ -124,7 +127,8 @@ def coerce_candidate(
     if isinstance(refs_raw, (str, int)):
         refs_raw = [refs_raw]
     refs = [str(r) for r in refs_raw if str(r) in known_ids] if isinstance(refs_raw, list) else []
-    metadata = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+    raw_meta = raw.get("metadata")
+    metadata: dict[str, Any] = dict(raw_meta) if isinstance(raw_meta, dict) else {}
     owner = raw.get("owner_scope") or ("agent" if category in AGENT_CATEGORIES else "user")
     return CandidateMemory(
         category=category.value,
@@ -135,7 +139,7 @@ def coerce_candidate(
         content=_as_text(raw.get("content")),
         confidence=max(0.0, min(1.0, confidence)),
         source_refs=list(dict.fromkeys(refs)),
-        metadata=dict(metadata),
+        metadata=metadata,
         extractor=extractor,
     )
 
@@ -149,7 +153,7 @@ class TaskExtractor:
         fallback_to_rules: use the rules when the model fails (else the error propagates).
     """
 
-    name: ClassVar[str] = "task"
+    name: str = "task"
     task: ClassVar[str] = ""
     categories: ClassVar[frozenset[MemoryCategory]] = frozenset()
     instructions: ClassVar[str] = ""
