@@ -166,6 +166,8 @@ def test_save_uses_seed_defaults_and_search_finds_it(make_client: ClientFactory)
             assert "未找到" in low.title
             typed = await kt.knowledge_search("Selenium", types=["definition"], client=client)
             assert typed.metadata["count"] == 0
+            as_text = await kt.knowledge_search("Selenium", types="tool,plan", client=client)  # type: ignore[arg-type]
+            assert as_text.ok and as_text.metadata["count"] == 1
 
     run(scenario())
 

@@ -216,8 +216,7 @@ class KnowledgeToolsClient:
         """``GET /api/knowledge/search``."""
         if self.hub is not None:
             hits = await self._call(
-                self.hub.search, query, top_k=top_k, min_score=min_score,
-                types=list(types) if types else None,
+                self.hub.search, query, top_k=top_k, min_score=min_score, types=_listed(types),
             )
             return {"results": hits, "count": len(hits)}
         params = {"q": query, "top_k": top_k, "min_score": min_score, "types": _csv(types)}
@@ -260,8 +259,7 @@ class KnowledgeToolsClient:
         """``GET /api/knowledge``."""
         if self.hub is not None:
             items = await self._call(
-                self.hub.list, limit=limit, types=list(types) if types else None,
-                scopes=list(scopes) if scopes else None,
+                self.hub.list, limit=limit, types=_listed(types), scopes=_listed(scopes),
             )
             return {"results": items, "count": len(items)}
         params = {"limit": limit, "types": _csv(types), "scopes": _csv(scopes)}
@@ -303,6 +301,15 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_plain(item) for item in value]
     return value
+
+
+def _listed(values: Sequence[str] | str | None) -> list[str] | None:
+    """A list filter; an agent's ``"tool,strategy"`` string is split like the HTTP API does."""
+    if not values:
+        return None
+    if isinstance(values, str):
+        return [part.strip() for part in values.split(",") if part.strip()] or None
+    return list(values)
 
 
 def _csv(values: Sequence[str] | None) -> str | None:
