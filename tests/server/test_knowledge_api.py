@@ -58,6 +58,24 @@ def test_lifespan_opens_and_closes_its_own_hub(tmp_path: Path) -> None:
     assert opened is not None
 
 
+def test_routes_are_exactly_the_documented_ones(client: TestClient) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {path: sorted(methods) for path, methods in paths.items()} == {
+        "/health": ["get"],
+        "/api/knowledge/search": ["get"],
+        "/api/knowledge/batch_update": ["post"],
+        "/api/knowledge/slim": ["post"],
+        "/api/knowledge/extract": ["post"],
+        "/api/knowledge/undo": ["post"],
+        "/api/knowledge/profile": ["get"],
+        "/api/knowledge": ["get", "post"],
+        "/api/knowledge/{knowledge_id}/history": ["get"],
+        "/api/knowledge/{knowledge_id}": ["delete", "get", "put"],
+        "/api/resource": ["get", "post"],
+        "/api/resource/{resource_id}": ["delete", "get", "put"],
+    }
+
+
 def test_unknown_route_and_method_use_the_error_shape(api: Api) -> None:
     _assert_error(api.as_("alice").get("/api/nothing-here"), 404, "not_found")
     _assert_error(api.as_("alice").patch("/api/knowledge/x"), 405, "method_not_allowed")

@@ -108,6 +108,7 @@ def test_agent_tools_against_the_real_server(live_server: tuple[str, Any]) -> No
         async with KnowledgeToolsClient(base_url=base_url, api_key="wrong-key") as bad:
             denied = await kt.knowledge_list(client=bad)
             assert not denied.ok and "invalid API key" in denied.output
+            assert denied.metadata["error"] == "unauthorized"
 
     asyncio.run(scenario())
 

@@ -84,13 +84,15 @@ def _http_error(response: httpx.Response) -> KnowhubError:
     except ValueError:
         body = {}
     message = ""
+    server_code = ""
     if isinstance(body, Mapping):
         message = str(body.get("message") or body.get("error") or "")
+        server_code = str(body.get("error") or "")
     message = message or f"HTTP {response.status_code}"
     error_class = _STATUS_ERRORS.get(response.status_code)
     if error_class is None:
         error_class = StorageError if response.status_code >= 500 else InvalidInputError
-    return error_class(message, status=response.status_code)
+    return error_class(message, status=response.status_code, server_code=server_code)
 
 
 class KnowledgeToolsClient:
@@ -350,7 +352,8 @@ async def _run_tool(
         async with _client_scope(client) as active:
             return await action(active)
     except KnowhubError as exc:
-        code = getattr(exc, "code", "error")
+        # the server's own code (e.g. "unauthorized") when the error came over HTTP
+        code = exc.context.get("server_code") or exc.code
         return ToolResult(
             title=f"❌ {name} 失败 / failed",
             output=f"{exc.message or type(exc).__name__}",
