@@ -193,3 +193,15 @@ def test_stale_evolve_is_a_version_conflict(any_hub: KnowledgeHub, alice, mk) ->
     any_hub.llm = RacingAgent()
     with pytest.raises(VersionConflictError):
         any_hub.update(alice, item.id, evolve_feedback="improve")
+
+
+def test_save_many_is_all_or_nothing(any_hub: KnowledgeHub, alice, mk) -> None:
+    from knowhub.errors import InvalidInputError
+
+    saved = any_hub.save_many(alice, [mk(f"bulk {i}", f"content {i}") for i in range(5)])
+    assert len({k.id for k in saved}) == 5
+    assert len(any_hub.list(alice, limit=100)) == 5
+    with pytest.raises(InvalidInputError, match="item 1"):
+        any_hub.save_many(alice, [mk("ok", "ok"), {"task": "missing content", "types": ["plan"]}])
+    assert len(any_hub.list(alice, limit=100)) == 5
+    assert [h.knowledge.id for h in any_hub.search(alice, "bulk 3", top_k=1)] == [saved[3].id]

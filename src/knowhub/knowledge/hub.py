@@ -59,6 +59,7 @@ log = logging.getLogger(__name__)
 MAX_QUERY_CHARS = 2_000
 MAX_TOP_K = 100
 MAX_BATCH = 1_000
+MAX_SAVE_BATCH = 10_000
 PROGRESS_EVERY = 10_000
 #: Stores at least this large keep a vector snapshot under ``<data_dir>/indexes``.
 SNAPSHOT_MIN_ITEMS = 1_000
@@ -315,6 +316,29 @@ class KnowledgeHub:
             self.store.write_knowledge(conn, item)
         self._sync()
         return item
+
+    def save_many(self, principal: Principal, bodies: Any) -> builtins.list[Knowledge]:
+        """Save several items in one transaction (one fsync); all or nothing.
+
+        Raises:
+            InvalidInputError: naming the index of the first invalid body; nothing is saved.
+        """
+        principal = self._principal(principal)
+        if not isinstance(bodies, list):
+            raise InvalidInputError("bodies must be a list of knowledge objects")
+        if len(bodies) > MAX_SAVE_BATCH:
+            raise InvalidInputError(f"at most {MAX_SAVE_BATCH} items per batch")
+        items: builtins.list[Knowledge] = []
+        for pos, body in enumerate(bodies):
+            try:
+                items.append(build_knowledge(body, principal))
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"item {pos}: {exc.message}", index=pos) from exc
+        with self.store.write() as conn:
+            for item in items:
+                self.store.write_knowledge(conn, item)
+        self._sync()
+        return items
 
     def get(self, principal: Principal, knowledge_id: str) -> Knowledge:
         """One visible item; NotFoundError when missing, deleted or invisible."""
