@@ -273,7 +273,8 @@ def _entities_in(sentence: str, speakers: set[str], capitalized_elsewhere: set[s
     return found
 
 
-def _event_text(turn: Turn) -> tuple[str, list[dict[str, str]]]:
+def _event_text(turn: Turn) -> tuple[str, list[dict[str, str]], str]:
+    """(L0 text: the most informative sentences within budget, time cues, full annotated text)."""
     statements = split_sentences(turn.text)
     annotated_parts = []
     cues: list[dict[str, str]] = []
@@ -282,8 +283,9 @@ def _event_text(turn: Turn) -> tuple[str, list[dict[str, str]]]:
         annotated_parts.append(annotated)
         cues.extend(found)
     budget = ABSTRACT_LIMIT - len(turn.speaker) - len(turn.date) - 8
-    if sum(len(p) + 1 for p in annotated_parts) <= budget:
-        return " ".join(annotated_parts), cues
+    full = " ".join(annotated_parts)
+    if len(full) <= budget:
+        return full, cues, full
     scored = sorted(range(len(annotated_parts)), key=lambda i: -_informativeness(annotated_parts[i]))
     keep: set[int] = set()
     used = 0
@@ -291,7 +293,7 @@ def _event_text(turn: Turn) -> tuple[str, list[dict[str, str]]]:
         if used + len(annotated_parts[i]) + 1 <= budget or not keep:
             keep.add(i)
             used += len(annotated_parts[i]) + 1
-    return " ".join(annotated_parts[i] for i in sorted(keep)), cues
+    return " ".join(annotated_parts[i] for i in sorted(keep)), cues, full
 
 
 def _informativeness(sentence: str) -> float:
@@ -331,12 +333,12 @@ def extract_entities_events(payload: dict[str, Any]) -> list[dict[str, Any]]:
         context_line = f"In reply to {previous.speaker}: \"{truncate(previous.text, 160)}\"" if previous else ""
         reply_line = f"{following.speaker} answered: \"{truncate(following.text, 160)}\"" if following else ""
         if _substantive(turn) and len(out) < _EVENT_CAP * 2:
-            text, cues = _event_text(turn)
+            text, cues, full_text = _event_text(turn)
             caption = f" [shared image: {truncate(turn.caption, 80)}]" if turn.caption else ""
             has_action = bool(_ACTION_HINT.search(turn.text) or _EVENT_CN.search(turn.text))
             abstract = f"{turn.speaker} ({turn.date}): {text}{caption}" if turn.date else f"{turn.speaker}: {text}{caption}"
             resolved = [c["resolved"] for c in cues if c["resolved"]]
-            overview_lines = [f"- {turn.speaker} said on {turn.date or 'an unknown date'}: {text}"]
+            overview_lines = [f"- {turn.speaker} said on {turn.date or 'an unknown date'}: {full_text}"]
             if resolved:
                 overview_lines.append("- when: " + "; ".join(f"{c['cue']} = {c['resolved']}" for c in cues if c["resolved"]))
             if context_line:
