@@ -142,3 +142,11 @@ def test_resource_secret_only_for_modifiers(hub: KnowledgeHub) -> None:
     with pytest.raises(PermissionDeniedError):
         hub.save_resource(rosa, {"id": "credentials/red", "body": "takeover", "scopes": ["team:red"]})
     assert hub.get_resource(RED, "credentials/red", include_secure=True).secure_body == "pw=1"
+
+
+def test_default_scope_is_the_owner(hub: KnowledgeHub) -> None:
+    mine = hub.save(RED, {"task": "t", "content": "c", "types": ["plan"]})
+    assert mine.scopes == ["user:rita"] and mine.visibility == "private"
+    team = hub.save(RED, {"task": "t", "content": "c", "types": ["plan"], "owner": "team:red"})
+    assert team.scopes == ["team:red"] and team.visibility == "shared"
+    assert hub.save_resource(RED, {"id": "r/team", "owner": "team:red"}).scopes == ["team:red"]

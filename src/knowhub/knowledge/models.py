@@ -289,14 +289,17 @@ def _source(value: Any, principal: Principal) -> dict[str, Any]:
 
 
 def visibility_of(scopes: Iterable[str], owner: str) -> str:
-    """Seed 003's ``visibility`` derived from scopes: private, shared, org or public."""
+    """Seed 003's ``visibility`` derived from scopes: private (one user), shared, org, public.
+
+    ``owner`` is accepted for callers that have it; visibility depends on scopes alone.
+    """
     scope_list = list(scopes)
     if PUBLIC in scope_list:
         return "public"
     kinds = {parse_scope(s)[0] for s in scope_list}
     if "org" in kinds:
         return "org"
-    if set(scope_list) <= {owner} or (kinds <= {"user"} and len(scope_list) <= 1):
+    if kinds <= {"user"} and len(set(scope_list)) <= 1:
         return "private"
     return "shared"
 
@@ -436,7 +439,7 @@ def build_knowledge(body: Any, principal: Principal, *, now: str | None = None) 
     content = _text(body.get("content"), "content", max_chars=MAX_CONTENT_CHARS, required=True)
     types = check_types(body.get("types"), body.get("type"))
     owner = check_owner(body.get("owner"), principal)
-    scopes = check_scopes_for_write(body.get("scopes"), principal, default=principal.id)
+    scopes = check_scopes_for_write(body.get("scopes"), principal, default=owner)
     source = _source(body.get("source"), principal)
     message_id = _text(body.get("message_id"), "message_id", max_chars=MAX_SHORT_CHARS)
     message_id = message_id or source.get("message_id", "")
@@ -573,6 +576,7 @@ def check_resource_body(body: Any, principal: Principal) -> dict[str, Any]:
     if not isinstance(body, Mapping):
         raise InvalidInputError("resource body must be a JSON object")
     secure = body.get("secure_body")
+    owner = check_owner(body.get("owner"), principal)
     return {
         "id": check_resource_id(body.get("id")),
         "title": _text(body.get("title"), "title", max_chars=MAX_SHORT_CHARS),
@@ -582,8 +586,8 @@ def check_resource_body(body: Any, principal: Principal) -> dict[str, Any]:
         else _text(secure, "secure_body", max_chars=MAX_RESOURCE_BODY_CHARS),
         "content_type": check_content_type(body.get("content_type")),
         "metadata": check_resource_metadata(body.get("metadata")),
-        "owner": check_owner(body.get("owner"), principal),
-        "scopes": check_scopes_for_write(body.get("scopes"), principal, default=principal.id),
+        "owner": owner,
+        "scopes": check_scopes_for_write(body.get("scopes"), principal, default=owner),
     }
 
 
