@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from server_support import Api, settings_for
+from tests.server.server_support import Api, settings_for
 
 from knowhub.knowledge import KnowledgeHub
 from knowhub.server import create_app

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import typer
 from fastapi.testclient import TestClient
-from server_support import KEYS, Api, knowledge_body, settings_for
+from tests.server.server_support import KEYS, Api, knowledge_body, settings_for
 from typer.testing import CliRunner
 
 from knowhub.config import Settings

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
-from server_support import Api, auth_header, knowledge_body, settings_for
+from tests.server.server_support import Api, auth_header, knowledge_body, settings_for
 
 from knowhub import __version__
 from knowhub.server import create_app

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
-from server_support import KEYS, auth_header, knowledge_body, settings_for
+from tests.server.server_support import KEYS, auth_header, knowledge_body, settings_for
 
 from knowhub.knowledge import tools as kt
 from knowhub.knowledge.tools import KnowledgeToolsClient
