@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from knowhub.errors import KnowhubError
 
@@ -18,7 +19,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def fail(message: str, code: int = 1) -> typer.Exit:
     """Print ``error: message`` in red on stderr and return the Exit to raise."""
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    # Text, not markup: a message such as "[1, 2]" must print as it is.
+    err_console.print(Text.assemble(("error: ", "bold red"), message), highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 
