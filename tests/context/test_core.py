@@ -202,3 +202,11 @@ def test_stable_id_is_deterministic() -> None:
     assert stable_id("s1", "m1") == stable_id("s1", "m1")
     assert stable_id("s1", "m1") != stable_id("s1m1")
     assert len(stable_id("x", length=10)) == 10
+
+
+def test_segments_of_other_scripts() -> None:
+    assert parse_uri("ctx://acme/users/alice/memories/entities/हिन्दी").segments[-1] == "हिन्दी"
+    assert slugify("हिन्दी भाषा") == "हिन्दी-भाषा"
+    assert slugify("ﾃｽﾄ") == "テスト"
+    with pytest.raises(InvalidInputError):
+        parse_uri("ctx://acme/users/\u0301x")  # a lone combining mark cannot start a segment

@@ -246,3 +246,15 @@ def test_meta_file_is_json_with_version(fs: ContextFS, ctx: RequestContext) -> N
     meta = json.loads((Path(fs.resolve_path(ctx, uri)) / ".meta.json").read_text())
     assert meta["version"] == 1 and meta["metadata"]["source_refs"] == ["D1:3"]
     assert meta["category"] == "entities" and meta["created_at"] == meta["updated_at"]
+
+
+def test_resources_space_and_root_guards(fs: ContextFS, ctx: RequestContext, other_user: RequestContext) -> None:
+    fs.write_node(ctx, _node("ctx://acme/resources/handbook", "shared"))
+    assert fs.read_node(other_user, "ctx://acme/resources/handbook").abstract == "A shared"  # account-wide
+    fs.move_node(ctx, "ctx://acme/resources/handbook", "ctx://acme/resources/guide")
+    assert fs.exists(ctx, "ctx://acme/resources/guide")
+    for root in ("ctx://acme", "ctx://acme/users", "ctx://acme/users/alice", "ctx://acme/agents/helper"):
+        with pytest.raises(InvalidInputError):
+            fs.write_node(ctx, _node(root))
+    with pytest.raises(InvalidInputError):
+        fs.move_node(ctx, "ctx://acme/resources/guide", "ctx://acme/users/alice")

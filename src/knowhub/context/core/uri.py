@@ -66,7 +66,7 @@ RESERVED_NAMES: frozenset[str] = frozenset(name.casefold() for name in NODE_FILE
 _MAX_SEGMENT_CHARS = 128
 _MAX_SEGMENT_BYTES = 200
 _MAX_SEGMENTS = 32
-_SEGMENT_RE = re.compile(r"^[\w\-.~+@=,]+$")
+_SEGMENT_PUNCT = frozenset("_-.~+@=,")
 
 
 class CtxLike(Protocol):
@@ -90,11 +90,13 @@ def is_valid_segment(segment: str) -> bool:
         return False
     if segment.startswith(".") or segment.endswith("."):
         return False
-    if not _SEGMENT_RE.match(segment) or "\n" in segment:
+    if unicodedata.normalize("NFC", segment) != segment or unicodedata.category(segment[0]) in ("Mn", "Mc"):
         return False
-    if unicodedata.normalize("NFC", segment) != segment:
-        return False
-    if any(unicodedata.category(ch) in ("Cs", "Co", "Cn", "Cc", "Cf") for ch in segment):
+    for ch in segment:
+        if ch in _SEGMENT_PUNCT or (ch.isalnum() and ch.isprintable()):
+            continue
+        if unicodedata.category(ch) in ("Mn", "Mc"):  # combining marks of Indic and other scripts
+            continue
         return False
     return segment.casefold() not in RESERVED_NAMES
 
@@ -311,7 +313,10 @@ def slugify(text: str, *, max_chars: int = 64) -> str:
     value = unicodedata.normalize("NFKC", raw)
     value = _to_simplified(value).casefold()
     value = unicodedata.normalize("NFC", value)
-    value = re.sub(r"[\W_]+", "-", value).strip("-")
+    value = "".join(ch if ch.isalnum() or unicodedata.category(ch) in ("Mn", "Mc") else "-" for ch in value)
+    value = re.sub(r"-+", "-", value).strip("-")
+    while value and unicodedata.category(value[0]) in ("Mn", "Mc"):  # a mark with nothing to combine with
+        value = value[1:].lstrip("-")
     digest = stable_id(raw, length=8)
     if not value:
         return f"k-{digest}"

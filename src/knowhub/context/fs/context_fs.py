@@ -94,6 +94,13 @@ def read_json_file(path: Path) -> Any:
         raise CorruptStoreError(f"{path.name} is not valid JSON", path=str(path)) from exc
 
 
+def _is_root(uri: ContextURI) -> bool:
+    """The account root, a space root, or a user's/agent's root (not nodes themselves)."""
+    if len(uri.segments) <= 1:
+        return True
+    return len(uri.segments) == 2 and uri.space in ("users", "agents")
+
+
 class ContextFS:
     """Directory-node primary store (seed 004 §10.2).
 
@@ -306,8 +313,8 @@ class ContextFS:
             if not isinstance(getattr(node, name), str):
                 raise InvalidInputError(f"node {name} must be text", uri=node.uri)
         parsed, path = self._path(ctx, node.uri)
-        if not parsed.segments or (len(parsed.segments) <= 2 and parsed.space in SPACES):
-            raise InvalidInputError("cannot write a node at an account or space root", uri=parsed.uri)
+        if _is_root(parsed):
+            raise InvalidInputError("cannot write a node at an account, space or owner root", uri=parsed.uri)
         node.owner_space = node.owner_space or owner_space_of(parsed)
         with self.lock(ctx):
             now = utc_now_iso()
@@ -391,7 +398,7 @@ class ContextFS:
         src, src_path = self._path(ctx, from_uri)
         dst, dst_path = self._path(ctx, to_uri)
         for item in (src, dst):
-            if len(item.segments) <= 2:
+            if _is_root(item):
                 raise InvalidInputError("cannot move an account, space or owner root", uri=item.uri)
         if src == dst or src.is_ancestor_of(dst):
             raise InvalidInputError("cannot move a node into itself", uri=src.uri, to_uri=dst.uri)
