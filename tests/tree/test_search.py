@@ -69,14 +69,28 @@ def test_descent_idx_targets_and_candidate_shape(tree: KeywordTree, stub: StubLL
     t = _kw(tree, "技术")
     py = _kw(tree, "Python", t.id)
     stub.push({"action": "match", "node_id": 1})
-    payload_cands = None
     result = tree.search("蟒蛇")
-    payload_cands = _payload(stub)["candidates"]
-    by_idx = {c["idx"]: c for c in payload_cands}
-    assert set(by_idx[0]) >= {"idx", "name", "path", "has_children"}
-    assert "id" not in by_idx[0]
-    assert result.node.id == (py.id if by_idx[1]["name"] == "Python" else t.id)
-    assert by_idx[1]["path"] == "技术"
+    by_idx = {c["idx"]: c for c in _payload(stub)["candidates"]}
+    assert all("id" not in c for c in by_idx.values())  # no UUIDs in the prompt
+    assert by_idx[0] == {"idx": 0, "name": "技术", "has_children": True}
+    assert by_idx[1] == {"idx": 1, "name": "Python", "parent_idx": 0}  # parent listed: no path
+    assert result.node.id == py.id
+
+
+def test_candidate_paths_are_truncated(tmp_path) -> None:
+    stub = StubLLMClient()
+    tree = KeywordTree(tmp_path / "kt", llm_client=stub, max_candidates=3)
+    parent = "root"
+    for depth in range(6):
+        parent = _kw(tree, f"Level {depth} " + "x" * 30, parent if parent != "root" else None).id
+    leaf = _kw(tree, "hypertension leaf", parent)
+    stub.push({"action": "match", "node_id": 0})
+    assert tree.search("hypertension").node.id == leaf.id  # exact hit: no agent
+    tree.search("hypertension thing")
+    cands = {c["name"]: c for c in _payload(stub)["candidates"]}
+    path = cands["hypertension leaf"]["path"]
+    assert path.startswith("… > ") and path.count(" > ") == 3
+    assert all(len(part) <= 20 for part in path.split(" > "))
 
 
 def test_descent_fallbacks(tmp_path) -> None:
@@ -181,4 +195,4 @@ def test_collect_candidates_shape(tree: KeywordTree) -> None:
     assert cands == [] or all("idx" in c for c in cands)
     cands = tree._collect_candidates([t.id])
     names = [c["name"] for c in cands]
-    assert names[0] == "技术" and cands[1]["parent_idx"] == 0
+    assert names[0] == "技术" and cands[1]["parent_idx"] == 0 and "path" not in cands[1]

@@ -504,8 +504,9 @@ class TreeCore:
         keys = self.normalizer.keys(text)
         return keys[0] if keys else ""
 
-    def _path_names(self, node_id: str, width: int = 24) -> str:
-        """`` > ``-joined ancestor names without root, each cut to ``width`` characters."""
+    def _path_names(self, node_id: str, width: int = 24, last: int | None = None) -> str:
+        """`` > ``-joined ancestor names without root, each cut to ``width`` characters;
+        with ``last`` only the nearest ``last`` ancestors, behind ``… > ``."""
         names = []
         for anc in self.state.ancestors(node_id):
             if anc == ROOT_ID:
@@ -513,6 +514,8 @@ class TreeCore:
             node = self.state.nodes.get(anc)
             if node is not None:
                 names.append(node.name if len(node.name) <= width else node.name[: width - 1] + "…")
+        if last is not None and len(names) > last:
+            return "… > " + " > ".join(names[-last:])
         return " > ".join(names)
 
     def _full_path(self, node_id: str) -> str:

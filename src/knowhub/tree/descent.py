@@ -1,13 +1,18 @@
 """Agent descent of seed 001 §6 with query-aware candidates (a documented extension).
 
 Each round the agent sees a flat list of at most ``max_candidates`` keywords
-``{idx, name, path, has_children}`` (+ ``parent_idx`` when the parent is listed), where
-``path`` is the `` > ``-joined ancestor names without root, each cut to 24 characters.
+``{idx, name, path}`` where ``path`` is the `` > ``-joined ancestor names without root,
+each cut to 20 characters, the nearest three ancestors only (``… > `` marks a cut). To keep
+prompt tokens low, a candidate whose parent is listed too carries ``parent_idx`` instead of
+``path``, a top-level candidate has no ``path``, and inner nodes carry
+``has_children: true``.
 Candidates are, deduplicated and in this order:
 
 1. MRU entry points (seed 001 §6.2 step 1), within the current scope;
 2. lexical hits: nodes whose name or aliases share tokens with the query, ranked by a
    BM25 index over names + aliases, restricted to the subtree(s) the descent jumped into;
+   room is kept for the first level below the start (up to half the budget) so that the
+   right branch can always be opened;
 3. breadth-first fill from the start ids (root's children, or the jump targets' children).
 
 Seed 001's pure BFS cannot reach a random node of a 100k-node tree in two rounds; step 2
@@ -28,6 +33,10 @@ from knowhub.tree.models import ROOT_ID, AgentDecision
 #: Share of the candidate budget that MRU entries and lexical hits may take.
 MRU_SHARE = 0.25
 LEXICAL_SHARE = 0.6
+#: Each ancestor name in a candidate's path is cut to this many characters ...
+PATH_WIDTH = 20
+#: ... and only the nearest this-many ancestors are shown (``… > `` marks the cut).
+PATH_DEPTH = 3
 
 
 class DescentMixin(AgentTasksMixin):
@@ -66,8 +75,13 @@ class DescentMixin(AgentTasksMixin):
                 def allowed(doc_id: str) -> bool:
                     return doc_id not in roots and self.state.is_within(doc_id, roots)
 
+            # keep room for the first level below the start (up to half the budget), so
+            # that the agent can always open the right branch even when no hit is right
+            first_level = sum(1 for s in start_ids if s in nodes and s not in chosen)
+            room = cap - len(chosen) - min(first_level, cap // 2)
+            limit = len(chosen) + max(0, min(lex_cap, room))
             for doc_id, _score in self.bm25.search(query, top_k=lex_cap, allowed=allowed):
-                if len(chosen) >= cap:
+                if len(chosen) >= limit:
                     break
                 if doc_id in nodes:
                     chosen[doc_id] = None
@@ -85,15 +99,16 @@ class DescentMixin(AgentTasksMixin):
         out = []
         for idx, node_id in enumerate(ids):
             node = nodes[node_id]
-            cand: dict[str, Any] = {
-                "idx": idx,
-                "id": node_id,
-                "name": node.name,
-                "path": self._path_names(node_id),
-                "has_children": self.state.has_children(node_id),
-            }
+            cand: dict[str, Any] = {"idx": idx, "id": node_id, "name": node.name}
             if node.parent_id in index:
+                # the parent is listed: its idx says where this node is, at a tenth of the tokens
                 cand["parent_idx"] = index[node.parent_id]
+            else:
+                path = self._path_names(node_id, width=PATH_WIDTH, last=PATH_DEPTH)
+                if path:
+                    cand["path"] = path
+            if self.state.has_children(node_id):
+                cand["has_children"] = True
             out.append(cand)
         return out
 
