@@ -298,7 +298,7 @@ def test_reorganize_merges_equal_siblings_moves_orphans_and_fills_descriptions(a
     assert plan["merges"] == [{"src_idx": 4, "dst_idx": 3}]  # the one with more infos survives
     assert {"idx": 6, "new_parent_idx": 3} in plan["moves"]
     descriptions = {d["idx"]: d["description"] for d in plan["descriptions"]}
-    assert descriptions == {5: "Go (under 技术 / 编程语言)"}  # 4 is merged away, root skipped
+    assert descriptions == {5: "Go (under 技术 > 编程语言)"}  # 4 is merged away, root skipped
     assert set(plan) == {"moves", "merges", "new_parents", "descriptions", "reason"}
 
 
@@ -319,3 +319,35 @@ def test_reorganize_groups_crowded_children(agent: LocalAgent) -> None:
 
 def test_reorganize_empty(agent: LocalAgent) -> None:
     assert ask(agent, "reorganize", {"nodes": []})["merges"] == []
+
+
+def test_engine_prompt_convention_parent_idx_and_inner_node_flags(agent: LocalAgent) -> None:
+    # the tree engine lists a child by parent_idx when its parent is listed, omits the path
+    # of top-level nodes and marks only inner nodes with has_children
+    candidates = [
+        {"idx": 0, "name": "技术", "has_children": True},
+        {"idx": 1, "name": "编程语言", "parent_idx": 0, "has_children": True},
+        {"idx": 2, "name": "Python", "parent_idx": 1},
+        {"idx": 3, "name": "Go", "parent_idx": 1},
+        {"idx": 4, "name": "装饰器", "path": "… > 编程语言 > Python"},
+    ]
+    decision = ask(agent, "pick_branch", {"query": "python 教程", "path": "", "candidates": candidates})
+    assert (decision["action"], decision["node_id"]) == ("match", 2)  # a leaf: no jump
+    jump = ask(agent, "pick_branch", {"query": "编程语言 python", "candidates": candidates[:2]})
+    assert (jump["action"], jump["node_id"]) == ("jump", 1)
+
+
+def test_placeholder_descriptions_count_as_empty(agent: LocalAgent) -> None:
+    decision = ask(agent, "dedup_check", {
+        "name": "Python", "aliases": [], "description": "(no description)",
+        "existing": [existing(4, "技术/编程语言/Python", [], "(no description)")],
+    })
+    assert (decision["action"], decision["target"]) == ("alias_of", 4)
+    plan = ask(agent, "reorganize", {"nodes": [
+        node(0, "技术", None, "", "(no description)", 1),
+        node(1, "编程语言", 0, "技术", "", 0),
+    ]})
+    assert {d["idx"]: d["description"] for d in plan["descriptions"]} == {
+        0: "技术 (top level)",
+        1: "编程语言 (under 技术)",
+    }

@@ -24,6 +24,7 @@ __all__ = [
     "MatchScore",
     "TokenWeights",
     "candidate_path",
+    "clean_description",
     "name_match",
     "path_text",
     "stop_tokens",
@@ -36,6 +37,7 @@ _STOP_WORDS = (
 _CJK_STOP = "的 和 与 及 或 之 其 等 类 其他 相关"
 _PATH_SPLITTERS = (" > ", " / ", " › ", "›", ">", "/")
 _ROOT_NAMES = frozenset({"root", ""})
+_ELLIPSIS = frozenset({"…", "...", "⋯"})
 _SINGLE_CJK_WEIGHT = 0.3
 _STOP_WEIGHT = 0.1
 
@@ -140,6 +142,16 @@ def name_match(query: str, name: str, weights: TokenWeights) -> MatchScore:
     return MatchScore(min(score, 0.99), query_cov, name_cov, False)
 
 
+#: Placeholders engines put in prompts for an empty description.
+_EMPTY_DESCRIPTIONS = frozenset({"nodescription", "无描述", "none", "na"})
+
+
+def clean_description(value: Any) -> str:
+    """The description text, or "" for missing ones and placeholders like "(no description)"."""
+    text = str(value or "").strip()
+    return "" if normalize(text) in _EMPTY_DESCRIPTIONS else text
+
+
 def _split_path(path: str) -> list[str]:
     for splitter in _PATH_SPLITTERS:
         if splitter in path:
@@ -161,7 +173,7 @@ def candidate_path(candidate: dict[str, Any]) -> list[str]:
         parts = _split_path(raw)
     else:
         parts = []
-    parts = [part for part in parts if part.strip()]
+    parts = [part for part in parts if part.strip() and part.strip() not in _ELLIPSIS]
     while parts and normalize(parts[0]) in _ROOT_NAMES:
         parts = parts[1:]
     if not parts or normalize(parts[-1]) != normalize(name):
@@ -177,4 +189,4 @@ def path_text(path: Any) -> list[str]:
         parts = _split_path(path)
     else:
         parts = []
-    return [part for part in parts if normalize(part) not in _ROOT_NAMES]
+    return [part for part in parts if normalize(part) not in _ROOT_NAMES and part.strip() not in _ELLIPSIS]

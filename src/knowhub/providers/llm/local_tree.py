@@ -35,6 +35,7 @@ from knowhub.providers.llm.local_scoring import (
     MatchScore,
     TokenWeights,
     candidate_path,
+    clean_description,
     name_match,
     path_text,
 )
@@ -109,30 +110,59 @@ def _has_children(raw: dict[str, Any]) -> bool | None:
     return None
 
 
+_CHILD_KEYS = ("child_count", "has_children", "is_leaf", "leaf")
+
 def _parse_candidates(raw_list: Any) -> list[_Candidate]:
-    """Valid candidates of a payload, in input order; entries without idx/name are skipped."""
+    """Valid candidates of a payload, in input order; entries without idx/name are skipped.
+
+    A candidate given by ``parent_idx`` instead of ``path`` gets its parent's path plus its
+    own name. When any candidate carries child information, the payload follows the
+    convention "only inner nodes say so", and a candidate without it is a leaf.
+    """
     out: list[_Candidate] = []
     seen: set[int] = set()
-    for raw in raw_list if isinstance(raw_list, list) else []:
-        if not isinstance(raw, dict):
-            continue
+    rows = [raw for raw in (raw_list if isinstance(raw_list, list) else []) if isinstance(raw, dict)]
+    child_info = any(any(key in raw for key in _CHILD_KEYS) for raw in rows)
+    for raw in rows:
         idx = _as_int(raw.get("idx"))
         name = raw.get("name")
         if idx is None or idx in seen or not isinstance(name, str) or not name.strip():
             continue
         seen.add(idx)
+        has_children = _has_children(raw)
+        if has_children is None and child_info:
+            has_children = False
         out.append(
             _Candidate(
                 idx=idx,
                 name=name,
                 path=candidate_path(raw),
                 aliases=_str_list(raw.get("aliases")),
-                description=str(raw.get("description") or ""),
+                description=clean_description(raw.get("description")),
                 parent_idx=_as_int(raw.get("parent_idx")),
-                has_children=_has_children(raw),
+                has_children=has_children,
             )
         )
+    _resolve_paths(out)
     return out
+
+
+def _resolve_paths(cands: list[_Candidate]) -> None:
+    """Prefix the path of every candidate that names its parent by ``parent_idx``."""
+    by_idx = {c.idx: c for c in cands}
+    done: set[int] = set()
+
+    def resolve(c: _Candidate, trail: set[int]) -> list[str]:
+        if c.idx in done:
+            return c.path
+        parent = by_idx.get(c.parent_idx) if c.parent_idx is not None else None
+        if parent is not None and parent.idx not in trail:
+            c.path = [*resolve(parent, trail | {c.idx}), c.name]
+        done.add(c.idx)
+        return c.path
+
+    for c in cands:
+        resolve(c, set())
 
 
 def _link_tree(cands: list[_Candidate]) -> tuple[set[int], dict[int, int]]:
@@ -361,7 +391,7 @@ def dedup_check(payload: dict[str, Any], agent: LocalAgent | None = None) -> dic
         return {"action": "create_new", "target": None, "reason": "no name given"}
     new_names = {normalize(n) for n in [name, *_str_list(payload.get("aliases"))]} - {""}
     new_key = normalize(name)
-    description = str(payload.get("description") or "")
+    description = clean_description(payload.get("description"))
     where = payload.get("parent_path", payload.get("path"))
     new_parent: tuple[str, ...] | None = None
     if where is not None:
@@ -386,7 +416,7 @@ def dedup_check(payload: dict[str, Any], agent: LocalAgent | None = None) -> dic
             kind, strength = "near-name", 1.0
         else:
             continue
-        ex_desc = str(raw.get("description") or "")
+        ex_desc = clean_description(raw.get("description"))
         desc_sim = similarity(description, ex_desc) if description and ex_desc else None
         ex_parent = _parent_key(candidate_path(raw))
         same_parent = None if new_parent is None else new_parent == ex_parent

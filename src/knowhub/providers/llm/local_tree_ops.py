@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from knowhub.providers.llm.local_scoring import (
     TokenWeights,
     candidate_path,
+    clean_description,
     name_match,
     stop_tokens,
 )
@@ -212,11 +213,27 @@ def _nodes(payload: dict[str, Any]) -> list[_Node]:
                 name=name,
                 path=candidate_path(raw),
                 parent_idx=parent if isinstance(parent, int) and not isinstance(parent, bool) else None,
-                description=str(raw.get("description") or ""),
+                description=clean_description(raw.get("description")),
                 child_count=int(raw.get("child_count") or 0),
                 info_count=int(raw.get("info_count") or 0),
             )
         )
+    by_idx = {n.idx: n for n in out}
+    done: set[int] = set()
+
+    def full_path(node: _Node, trail: frozenset[int]) -> list[str]:
+        # full parent names (prompt paths may be cut to a few ancestors) when the parent is listed
+        if node.idx in done:
+            return node.path
+        parent = by_idx.get(node.parent_idx) if node.parent_idx is not None else None
+        is_root = parent is not None and parent.parent_idx is None and normalize(parent.name) == "root"
+        if parent is not None and not is_root and parent.idx not in trail:
+            node.path = [*full_path(parent, trail | {node.idx}), node.name]
+        done.add(node.idx)
+        return node.path
+
+    for node in out:
+        full_path(node, frozenset())
     return out
 
 
@@ -385,7 +402,7 @@ def reorganize(payload: dict[str, Any], agent: LocalAgent | None = None) -> dict
         if node.idx == root or node.idx in merged or node.description.strip():
             continue
         parents = node.path[:-1]
-        where = f"under {' / '.join(parents)}" if parents else "top level"
+        where = f"under {' > '.join(parents)}" if parents else "top level"
         descriptions.append({"idx": node.idx, "description": f"{node.name} ({where})"})
         if len(descriptions) >= MAX_DESCRIPTIONS:
             break
