@@ -229,14 +229,21 @@ class DerivedIndexes:
         visible = principal.visible_scopes
         wanted = frozenset(types) if types else None
         meta = self.meta
+        # Many items share one (scopes, types) pair: decide each pair once per search.
+        verdicts: dict[tuple[frozenset[str], frozenset[str]], bool] = {}
 
         def allowed(knowledge_id: str) -> bool:
             info = meta.get(knowledge_id)
-            if info is None or info.scopes.isdisjoint(visible):
+            if info is None or info.score < min_score or info.quality < 0:
                 return False
-            if wanted is not None and info.types.isdisjoint(wanted):
-                return False
-            return info.score >= min_score and info.quality >= 0
+            key = (info.scopes, info.types)
+            verdict = verdicts.get(key)
+            if verdict is None:
+                verdict = not info.scopes.isdisjoint(visible) and (
+                    wanted is None or not info.types.isdisjoint(wanted)
+                )
+                verdicts[key] = verdict
+            return verdict
 
         with self.lock:
             lexical = self.bm25.search(query, top_k=pool, allowed=allowed)
@@ -258,6 +265,13 @@ class DerivedIndexes:
             fused[knowledge_id] = fused.get(knowledge_id, 0.0) + 1.0 / (RRF_K + rank + 1)
         ordered = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
         return ordered[:pool]
+
+
+def _token_upper_bound(text: str) -> int:
+    """A cheap upper bound of :func:`estimate_tokens`: every non-ASCII character counts as
+    one token (CJK does; other scripts count less), ASCII as a quarter."""
+    ascii_chars = len(text.encode("ascii", "ignore"))
+    return (len(text) - ascii_chars) + -(-ascii_chars // 4)
 
 
 def route_candidates(
@@ -289,7 +303,7 @@ def route_candidates(
     items: list[dict[str, Any]] = []
     for idx, (_kid, info) in enumerate(candidates):
         entry = {"idx": idx, "types": sorted(info.types), "task": info.task[:TASK_PREVIEW_CHARS]}
-        cost = estimate_tokens(json.dumps(entry, ensure_ascii=False, separators=(",", ":"))) + 1
+        cost = _token_upper_bound(json.dumps(entry, ensure_ascii=False, separators=(",", ":"))) + 1
         if items and used + cost > token_budget:
             break
         items.append(entry)
