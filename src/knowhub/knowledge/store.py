@@ -267,6 +267,7 @@ def _sqlite_engine(path: Path) -> Engine:
     engine = create_engine(
         f"sqlite:///{path}",
         connect_args={"check_same_thread": False, "timeout": 30},
+        hide_parameters=True,  # errors must never echo stored values
     )
 
     @event.listens_for(engine, "connect")
@@ -305,7 +306,7 @@ class KnowledgeStore:
                 self.data_dir.mkdir(parents=True, exist_ok=True)
                 self.engine = _sqlite_engine(self.data_dir / "knowhub.db")
             else:
-                self.engine = create_engine(db_url, pool_pre_ping=True)
+                self.engine = create_engine(db_url, pool_pre_ping=True, hide_parameters=True)
             self.dialect = self.engine.dialect.name
             self.migrate(migrate_to)
         except SQLAlchemyError as exc:
