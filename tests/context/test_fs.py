@@ -258,3 +258,22 @@ def test_resources_space_and_root_guards(fs: ContextFS, ctx: RequestContext, oth
             fs.write_node(ctx, _node(root))
     with pytest.raises(InvalidInputError):
         fs.move_node(ctx, "ctx://acme/resources/guide", "ctx://acme/users/alice")
+
+
+def test_update_rewrites_only_changed_files_and_cleanup_removes_temp_files(fs: ContextFS, ctx: RequestContext) -> None:
+    uri = memory_uri(ctx, "entities", "u")
+    fs.write_node(ctx, _node(uri, "same"))
+    path = Path(fs.resolve_path(ctx, uri))
+    before = {name: (path / name).stat().st_ino for name in NODE_FILES}
+    node = _node(uri, "same")
+    node.content = "changed"
+    assert fs.write_node(ctx, node) == 2
+    after = {name: (path / name).stat().st_ino for name in NODE_FILES}
+    assert after[".abstract.md"] == before[".abstract.md"] and after[".overview.md"] == before[".overview.md"]
+    assert after["content.md"] != before["content.md"] and after[".meta.json"] != before[".meta.json"]
+    (path / ".tmp-content.md.dead").write_text("left by a crash")
+    assert fs.cleanup() == 1 and not (path / ".tmp-content.md.dead").exists()
+    assert fs.read_node(ctx, uri).content == "changed"
+    fs.close()
+    fs.write_node(ctx, _node(uri, "after close"))  # the helper pool is recreated on demand
+    assert fs.read_node(ctx, uri).abstract == "A after close"

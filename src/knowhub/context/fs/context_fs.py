@@ -32,6 +32,7 @@ import shutil
 import threading
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,7 @@ from knowhub.context.core.uri import (
 )
 from knowhub.errors import CorruptStoreError, InvalidInputError, NotFoundError, StorageError
 from knowhub.storage import FileLock, atomic_write_bytes, fsync_dir
+from knowhub.storage.atomic import TMP_PREFIX
 from knowhub.storage.paths import safe_join
 
 __all__ = ["META_FILE", "RELATIONS_FILE", "ContextFS"]
@@ -78,6 +80,13 @@ def _read_text(path: Path) -> str:
         raise CorruptStoreError(f"node file is not UTF-8: {path}", path=str(path)) from exc
     except OSError as exc:
         raise StorageError(f"cannot read node file: {exc}", path=str(path)) from exc
+
+
+def _current_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
 def read_json_file(path: Path) -> Any:
@@ -118,6 +127,7 @@ class ContextFS:
         self.lock_timeout_s = lock_timeout_s
         self._locks: dict[str, FileLock] = {}
         self._locks_guard = threading.Lock()
+        self._fsync_pool: ThreadPoolExecutor | None = None
 
     @classmethod
     def from_settings(cls, settings: Any) -> ContextFS:
@@ -336,11 +346,38 @@ class ContextFS:
     def _write_in_place(self, path: Path, levels: list[tuple[str, bytes]], meta: bytes) -> None:
         if not path.is_dir():
             raise StorageError("node path exists and is not a directory", path=str(path))
-        for name, data in levels:
-            self._write_file(path / name, data)
+        changed = [(name, data) for name, data in levels if _current_bytes(path / name) != data]
         if not (path / RELATIONS_FILE).exists():
-            self._write_file(path / RELATIONS_FILE, _dumps({"edges": []}))
-        self._write_file(path / META_FILE, meta)
+            changed.append((RELATIONS_FILE, _dumps({"edges": []})))
+        if changed:
+            self._replace_files(path, changed)
+        self._replace_files(path, [(META_FILE, meta)])  # the commit marker, always last
+
+    def _replace_files(self, directory: Path, files: list[tuple[str, bytes]]) -> None:
+        """Atomically replace several files of one directory: temp files fsynced in
+        parallel, renamed in order, then one directory fsync."""
+        temps: list[tuple[Path, Path]] = []
+        try:
+            fds = []
+            try:
+                for name, data in files:
+                    tmp = directory / f"{TMP_PREFIX}{name}.{uuid.uuid4().hex}"
+                    fds.append(self._write_fd(tmp, data))
+                    temps.append((tmp, directory / name))
+                self._sync_fds(fds)
+            finally:
+                for fd in fds:
+                    os.close(fd)
+            for tmp, target in temps:
+                os.replace(tmp, target)
+            temps = []
+        except OSError as exc:
+            raise StorageError(f"cannot write node files: {exc}", path=str(directory)) from exc
+        finally:
+            for tmp, _ in temps:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+        self._fsync_dir(directory)
 
     def _write_new_dir(self, path: Path, levels: list[tuple[str, bytes]], meta: bytes) -> None:
         self._makedirs(path.parent)
@@ -348,8 +385,14 @@ class ContextFS:
         try:
             tmp.mkdir()
             files = [*levels, (RELATIONS_FILE, _dumps({"edges": []})), (META_FILE, meta)]
-            for name, data in files:
-                self._write_raw(tmp / name, data)
+            fds = []
+            try:
+                for name, data in files:
+                    fds.append(self._write_fd(tmp / name, data))
+                self._sync_fds(fds)
+            finally:
+                for fd in fds:
+                    os.close(fd)
             self._fsync_dir(tmp)
             os.rename(tmp, path)
         except OSError as exc:
@@ -357,17 +400,39 @@ class ContextFS:
             raise StorageError(f"cannot create node directory: {exc}", path=str(path)) from exc
         self._fsync_dir(path.parent)
 
-    def _write_raw(self, path: Path, data: bytes) -> None:
-        """Write a file in a private temp dir (no rename needed), fsynced."""
+    @staticmethod
+    def _write_fd(path: Path, data: bytes) -> int:
+        """Create ``path`` exclusively and write ``data``; returns the open descriptor."""
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
         try:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
-            if self.durable:
-                os.fsync(fd)
-        finally:
+        except BaseException:
             os.close(fd)
+            raise
+        return fd
+
+    def _sync_fds(self, fds: list[int]) -> None:
+        """Fsync descriptors; several at once in parallel so the journal commits them together."""
+        if not self.durable or not fds:
+            return
+        if len(fds) == 1:
+            os.fsync(fds[0])
+            return
+        with self._locks_guard:
+            if self._fsync_pool is None:
+                self._fsync_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ctxfs-fsync")
+            pool = self._fsync_pool
+        for future in [pool.submit(os.fsync, fd) for fd in fds]:
+            future.result()
+
+    def close(self) -> None:
+        """Release the fsync helper threads (the store itself needs no closing)."""
+        with self._locks_guard:
+            pool, self._fsync_pool = self._fsync_pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
 
     def write_level(self, ctx: CtxLike, uri: str, level: str | int | Level, text: str) -> int:
         """Replace one level file of an existing node; bumps the version. Returns it."""
@@ -530,9 +595,17 @@ class ContextFS:
     # ------------------------------------------------------------------ maintenance
 
     def cleanup(self) -> int:
-        """Remove leftover temp and trash directories of interrupted writes; returns count."""
+        """Remove leftover temp files, temp node dirs and trash dirs of interrupted writes.
+
+        Safe while other processes write only if they are idle: call it at startup or under
+        :meth:`locked` for every account. Returns how many entries were removed."""
         removed = 0
-        for root, dirs, _files in os.walk(self.accounts_dir):
+        for root, dirs, files in os.walk(self.accounts_dir):
+            for name in files:
+                if name.startswith(TMP_PREFIX) and not name.startswith(_TMP_NODE_PREFIX):
+                    with contextlib.suppress(OSError):
+                        os.unlink(os.path.join(root, name))
+                        removed += 1
             for name in list(dirs):
                 if name.startswith((_TMP_NODE_PREFIX, _TRASH_PREFIX)):
                     shutil.rmtree(os.path.join(root, name), ignore_errors=True)
