@@ -55,8 +55,19 @@ def hub(tmp_path: Path) -> Iterator[KnowledgeHub]:
         yield instance
 
 
+def _cluster_port() -> str:
+    """Port of the first local cluster (``pg_lsclusters``), else $PGPORT or 5432."""
+    if shutil.which("pg_lsclusters"):
+        out = subprocess.run(["pg_lsclusters", "-h"], capture_output=True, text=True, check=False)
+        for line in out.stdout.splitlines():
+            parts = line.split()
+            if len(parts) >= 3 and parts[2].isdigit():
+                return parts[2]
+    return os.environ.get("PGPORT", "5432")
+
+
 def _psql(sql: str, database: str = "postgres") -> subprocess.CompletedProcess[str]:
-    command = ["psql", "-v", "ON_ERROR_STOP=1", "-d", database, "-c", sql]
+    command = ["psql", "-p", _cluster_port(), "-v", "ON_ERROR_STOP=1", "-d", database, "-c", sql]
     if os.geteuid() == 0:
         command = ["su", "postgres", "-c", " ".join(_quote(c) for c in command)]
     return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
@@ -81,7 +92,11 @@ def _start_cluster() -> str | None:
         return "no PostgreSQL cluster exists"
     version, name = lines[0][0], lines[0][1]
     started = subprocess.run(
-        ["pg_ctlcluster", version, name, "start"], capture_output=True, text=True, timeout=120, check=False
+        ["pg_ctlcluster", version, name, "start"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     probe = _psql("SELECT 1")
     if probe.returncode != 0:
@@ -100,22 +115,30 @@ def pg_url() -> Iterator[str]:
         import psycopg  # noqa: F401
     except ImportError:
         pytest.skip("psycopg is not installed")
-    reason = _start_cluster()
+    try:
+        reason = _start_cluster()
+    except (OSError, subprocess.SubprocessError) as exc:
+        reason = f"{type(exc).__name__}: {exc}"
     if reason:
         pytest.skip(f"PostgreSQL unavailable: {reason}")
     password = secrets.token_hex(12)
     database = f"knowhub_test_{secrets.token_hex(4)}"
-    role = _psql(
-        "DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname='knowhub_test') THEN "
-        "CREATE ROLE knowhub_test LOGIN; END IF; END$$;"
-        f"ALTER ROLE knowhub_test PASSWORD '{password}';"
-    )
+    try:
+        role = _psql(
+            "DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname='knowhub_test') THEN "
+            "CREATE ROLE knowhub_test LOGIN; END IF; END$$;"
+            f"ALTER ROLE knowhub_test PASSWORD '{password}';"
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        pytest.skip(f"PostgreSQL unavailable: {exc}")
     if role.returncode != 0:
         pytest.skip(f"PostgreSQL unavailable: cannot create role: {role.stderr.strip()[:300]}")
     created = _psql(f"CREATE DATABASE {database} OWNER knowhub_test")
     if created.returncode != 0:
-        pytest.skip(f"PostgreSQL unavailable: cannot create database: {created.stderr.strip()[:300]}")
-    port = os.environ.get("PGPORT", "5432")
+        pytest.skip(
+            f"PostgreSQL unavailable: cannot create database: {created.stderr.strip()[:300]}"
+        )
+    port = _cluster_port()
     yield f"postgresql+psycopg://knowhub_test:{password}@127.0.0.1:{port}/{database}"
     _psql(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
 
