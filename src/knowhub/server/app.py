@@ -22,6 +22,7 @@ from knowhub.knowledge import KnowledgeHub
 from knowhub.server.auth import Authenticator
 from knowhub.server.deps import KNOWLEDGE_HUB
 from knowhub.server.errors import DEFAULT_MAX_BODY_BYTES, GuardMiddleware, install_error_handlers
+from knowhub.server.routers import context as context_router
 from knowhub.server.routers import knowledge as knowledge_router
 from knowhub.server.routers import resource as resource_router
 
@@ -39,11 +40,13 @@ def _build_knowledge_hub(settings: Settings) -> KnowledgeHub:
 ROUTER_FACTORIES: tuple[RouterFactory, ...] = (
     knowledge_router.build_router,
     resource_router.build_router,
+    context_router.build_router,
 )
 
 #: Engines the lifespan opens (unless injected), by their name in ``app.state.engines``.
 ENGINE_BUILDERS: Mapping[str, EngineBuilder] = {
     KNOWLEDGE_HUB: _build_knowledge_hub,
+    context_router.CONTEXT_ENGINE: context_router.build_engine,
 }
 
 

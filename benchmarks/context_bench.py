@@ -1,0 +1,374 @@
+"""ContextEngine benchmark on LoCoMo: evidence recall under a message budget, and speed.
+
+Run from the repository root::
+
+    python benchmarks/context_bench.py                      # all 5 conversations, 100k-node scale test
+    python benchmarks/context_bench.py --quick              # 1 conversation, 10k-node scale test
+    python benchmarks/context_bench.py --conversations 2 --budgets 5,10,25 --out-json out.json
+
+Recall protocol. Every session of a conversation is committed through
+``ContextEngineService.commit_session`` (one user and one agent per conversation; message
+id = the turn's ``dia_id``, ``name`` = the speaker, ``timestamp`` = the session date,
+content = the text plus `` [image: <blip_caption>]`` when the turn shared an image), then
+``flush_index()``. For every QA item of categories 1-4, ``search_memory(question)`` returns
+ranked blocks. **Budget rule:** walk the blocks in rank order and, inside a block, its
+node's ``source_refs`` in the order the block lists them; each message id not collected
+yet costs 1 of the budget; stop as soon as ``budget`` ids are collected (so a block citing
+30 messages contributes only as many refs as the budget has left, in its order). Recall =
+share of the question's evidence dia_ids (malformed ids dropped, see ``_data.parse_evidence``)
+that were collected, averaged over questions. Baselines, same budget, same questions:
+BM25 over raw turns (one turn = one document), dense retrieval over raw turns with the same
+embedder, and flat L0 search (the service without the hierarchical searcher).
+
+Tokens per query: ``estimate_tokens`` over abstract + overview + content excerpt of the
+blocks consumed within the smallest budget, and of all returned blocks.
+
+Speed: commit throughput (messages/s, sessions/s, durable), index lag (commit return → the
+background worker has applied the commit's events: searchable), search latency p50/p95 at
+LoCoMo scale and on a synthetic store of N nodes (written through ContextFS + outbox and
+indexed by the worker; texts are LoCoMo turns with synthetic speakers and dates).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _data import BENCH_DIR, LOCOMO_FILE, load_locomo
+
+from knowhub.context import ContextEngineService
+from knowhub.context.core import ContextNode, OutboxEventType, make_event
+from knowhub.providers.embedding import HashingEmbedder
+from knowhub.providers.llm import estimate_tokens
+from knowhub.scope import RequestContext
+from knowhub.text import BM25Index
+
+console = Console()
+QA_CATEGORIES = (1, 2, 3, 4)
+CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+
+
+# ---------------------------------------------------------------------- helpers
+
+def pct(values: list[float], q: float) -> float:
+    """q-th percentile (0-100) of values; 0.0 when empty."""
+    return float(np.percentile(values, q)) if values else 0.0
+
+
+def collect(ranked_refs: list[list[str]], budget: int) -> list[str]:
+    """Message ids collected under ``budget`` (the rule of the module doc)."""
+    got: dict[str, None] = {}
+    for refs in ranked_refs:
+        for ref in refs:
+            if ref in got:
+                continue
+            got[ref] = None
+            if len(got) >= budget:
+                return list(got)
+    return list(got)
+
+
+def recall(evidence: list[str], collected: list[str]) -> float:
+    return len(set(evidence) & set(collected)) / len(set(evidence)) if evidence else 0.0
+
+
+def turn_messages(session: dict[str, Any]) -> list[dict[str, Any]]:
+    """OpenAI-style messages of one LoCoMo session."""
+    out = []
+    for turn in session["turns"]:
+        text = turn["text"]
+        if turn.get("blip_caption"):
+            text = f"{text} [image: {turn['blip_caption']}]"
+        out.append({"role": "user", "name": turn["speaker"], "content": text, "id": turn["dia_id"],
+                    "timestamp": session["date_time"]})
+    return out
+
+
+def block_text(block: Any) -> str:
+    return " ".join(x for x in (block.abstract, block.overview, block.content_excerpt) if x)
+
+
+# ---------------------------------------------------------------------- recall
+
+class RecallRun:
+    """Accumulates per-method, per-budget recall and per-category breakdowns."""
+
+    def __init__(self, budgets: list[int]) -> None:
+        self.budgets = budgets
+        self.scores: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+        self.by_cat: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+        self.tokens: dict[str, list[int]] = defaultdict(list)
+        self.tokens_all: dict[str, list[int]] = defaultdict(list)
+        self.refs_per_block: dict[str, list[int]] = defaultdict(list)
+        self.latency_ms: dict[str, list[float]] = defaultdict(list)
+
+    def add(self, method: str, category: int, evidence: list[str], ranked_refs: list[list[str]]) -> None:
+        for budget in self.budgets:
+            r = recall(evidence, collect(ranked_refs, budget))
+            self.scores[method][budget].append(r)
+            if budget == self.budgets[0]:
+                self.by_cat[method][category].append(r)
+
+    def mean(self, method: str, budget: int) -> float:
+        values = self.scores[method][budget]
+        return sum(values) / len(values) if values else 0.0
+
+
+def blocks_used(blocks: list[Any], budget: int) -> list[Any]:
+    """Blocks consumed before ``budget`` messages were collected."""
+    got: set[str] = set()
+    used = []
+    for block in blocks:
+        used.append(block)
+        got.update(block.metadata.get("source_refs") or [])
+        if len(got) >= budget:
+            break
+    return used
+
+
+def run_conversation(conv: dict[str, Any], root: Path, run: RecallRun, top_k: int, speed: dict[str, Any],
+                     durable: bool) -> None:
+    sample = conv["sample_id"]
+    ctx = RequestContext("bench", f"u-{sample}", agent_id=f"a-{sample}")
+    svc = ContextEngineService(root / sample, durable=durable)
+    turns: dict[str, dict[str, Any]] = {}
+    for session in conv["sessions"]:
+        msgs = turn_messages(session)
+        for m in msgs:
+            turns[m["id"]] = m
+        started = time.perf_counter()
+        svc.commit_session(ctx, msgs, options={"session_id": f"s{session['index']}", "session_time": session["date_time"]})
+        speed["commit_s"].append(time.perf_counter() - started)
+        speed["commit_msgs"].append(len(msgs))
+    started = time.perf_counter()
+    flushed = svc.flush_index()
+    speed["flush_s"].append(time.perf_counter() - started)
+    speed["events"].append(flushed.succeeded)
+    speed["vector_records"].append(svc.vectors.count())
+
+    # baselines over raw turns
+    bm25 = BM25Index()
+    ids = list(turns)
+    for dia_id in ids:
+        bm25.add(dia_id, turns[dia_id]["content"])
+    embedder = HashingEmbedder()
+    matrix = embedder.embed_matrix([f"{turns[i]['name']}: {turns[i]['content']}" for i in ids])
+
+    qa = [q for q in conv["qa"] if q["category"] in QA_CATEGORIES and q["evidence"]]
+    max_budget = max(run.budgets)
+    for item in qa:
+        question, evidence, cat = item["question"], item["evidence"], item["category"]
+        run.add("bm25-turns", cat, evidence, [[d] for d, _ in bm25.search(question, max_budget)])
+        scores = matrix @ embedder.embed_matrix([question])[0]
+        order = np.argsort(-scores)[:max_budget]
+        run.add("dense-turns", cat, evidence, [[ids[i]] for i in order])
+        for method, hierarchical in (("flat-L0", False), ("hierarchical", True)):
+            svc.hierarchical = hierarchical
+            started = time.perf_counter()
+            result = svc.search_memory(ctx, question, top_k=top_k)
+            run.latency_ms[method].append((time.perf_counter() - started) * 1000)
+            ranked = [[str(r) for r in b.metadata.get("source_refs") or []] for b in result.blocks]
+            run.add(method, cat, evidence, ranked)
+            used = blocks_used(result.blocks, run.budgets[0])
+            run.tokens[method].append(sum(estimate_tokens(block_text(b)) for b in used))
+            run.tokens_all[method].append(sum(estimate_tokens(block_text(b)) for b in result.blocks))
+            run.refs_per_block[method].extend(int(b.metadata.get("source_refs_total") or 0) for b in result.blocks[:10])
+    svc.hierarchical = True
+    svc.close()
+
+
+# ---------------------------------------------------------------------- index lag
+
+def measure_index_lag(conv: dict[str, Any], root: Path, durable: bool) -> list[float]:
+    """Seconds from commit return until the background worker applied its events."""
+    sample = conv["sample_id"]
+    ctx = RequestContext("bench", f"lag-{sample}", agent_id=f"lag-{sample}")
+    svc = ContextEngineService(root / f"lag-{sample}", durable=durable, poll_interval_s=0.05)
+    svc.start_background_indexing()
+    lags = []
+    for session in conv["sessions"]:
+        svc.commit_session(ctx, turn_messages(session), options={"session_id": f"s{session['index']}"})
+        returned = time.perf_counter()
+        while svc.outbox.pending_count() > 0:
+            time.sleep(0.002)
+        lags.append(time.perf_counter() - returned)
+    svc.close()
+    return lags
+
+
+# ---------------------------------------------------------------------- scale
+
+def build_scale_store(root: Path, convs: list[dict[str, Any]], n_nodes: int, seed: int = 7) -> tuple[ContextEngineService, RequestContext, dict[str, float]]:
+    """N synthetic nodes for one user, written through ContextFS + outbox, then indexed."""
+    rng = random.Random(seed)
+    texts = [(t["speaker"], t["text"], s["date_time"]) for c in convs for s in c["sessions"] for t in s["turns"]]
+    svc = ContextEngineService(root / "scale", durable=False)
+    ctx = RequestContext("bench", "scale-user", agent_id="scale-agent")
+    categories = ["events"] * 6 + ["entities", "preferences"]
+    started = time.perf_counter()
+    batch = []
+    for i in range(n_nodes):
+        speaker, text, date = texts[rng.randrange(len(texts))]
+        speaker = f"{speaker}{rng.randrange(50)}"
+        cat = categories[i % len(categories)]
+        uri = f"ctx://bench/users/scale-user/memories/{cat}/n{i:07d}"
+        node = ContextNode(uri=uri, context_type="memory", category=cat,
+                           abstract=f"{speaker} ({date}): {text}"[:240],
+                           overview=f"- {speaker} said on {date}: {text}", content=text,
+                           metadata={"source_refs": [f"syn:{i}"]})
+        svc.fs.write_node(ctx, node)
+        batch.append(make_event(OutboxEventType.UPSERT_CONTEXT, uri, ctx, {"version": 1}))
+        if len(batch) >= 1000:
+            svc.outbox.append_batch(batch)
+            batch = []
+    if batch:
+        svc.outbox.append_batch(batch)
+    write_s = time.perf_counter() - started
+    started = time.perf_counter()
+    svc.batch_size = 1000
+    svc.flush_index()
+    index_s = time.perf_counter() - started
+    return svc, ctx, {"write_s": write_s, "index_s": index_s}
+
+
+def scale_latency(svc: ContextEngineService, ctx: RequestContext, questions: list[str], hierarchical: bool) -> list[float]:
+    svc.hierarchical = hierarchical
+    out = []
+    for q in questions:
+        started = time.perf_counter()
+        svc.search_memory(ctx, q, top_k=10)
+        out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+# ---------------------------------------------------------------------- main
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bench-dir", type=Path, default=BENCH_DIR)
+    parser.add_argument("--conversations", type=int, default=None, help="how many conversations (default all)")
+    parser.add_argument("--budgets", default="10,25")
+    parser.add_argument("--top-k", type=int, default=40, help="blocks requested per search")
+    parser.add_argument("--scale-nodes", type=int, default=None, help="synthetic store size (default 100000; 10000 with --quick)")
+    parser.add_argument("--scale-queries", type=int, default=200)
+    parser.add_argument("--no-fsync", action="store_true", help="commit without fsync (throwaway stores)")
+    parser.add_argument("--skip-scale", action="store_true")
+    parser.add_argument("--out-json", type=Path, default=None)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    budgets = sorted({int(b) for b in args.budgets.split(",") if b.strip()})
+    convs = load_locomo(args.bench_dir / LOCOMO_FILE)
+    n_conv = args.conversations or (1 if args.quick else len(convs))
+    convs_used = convs[:n_conv]
+    scale_n = args.scale_nodes or (10_000 if args.quick else 100_000)
+    durable = not args.no_fsync
+    root = Path(tempfile.mkdtemp(prefix="ctxbench-"))
+    run = RecallRun(budgets)
+    speed: dict[str, Any] = defaultdict(list)
+    report: dict[str, Any] = {
+        "command": " ".join(["python", "benchmarks/context_bench.py", *(argv if argv is not None else sys.argv[1:])]),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": f"{platform.node()} {platform.machine()} {platform.processor() or ''} python {platform.python_version()}".strip(),
+        "conversations": [c["sample_id"] for c in convs_used],
+        "durable": durable,
+    }
+    try:
+        for conv in convs_used:
+            console.print(f"[bold]{conv['sample_id']}[/]: {len(conv['sessions'])} sessions, "
+                          f"{sum(len(s['turns']) for s in conv['sessions'])} turns")
+            run_conversation(conv, root, run, args.top_k, speed, durable)
+        lags = measure_index_lag(convs_used[0], root, durable)
+        report["recall"] = {m: {str(b): round(run.mean(m, b), 4) for b in budgets} for m in run.scores}
+        report["recall_by_category"] = {
+            m: {CATEGORY_NAMES[c]: round(sum(v) / len(v), 4) for c, v in sorted(cats.items())} for m, cats in run.by_cat.items()
+        }
+        report["questions"] = len(run.scores["bm25-turns"][budgets[0]])
+        report["tokens_per_query_within_budget"] = {m: round(statistics.mean(v), 1) for m, v in run.tokens.items()}
+        report["tokens_per_query_all_blocks"] = {m: round(statistics.mean(v), 1) for m, v in run.tokens_all.items()}
+        report["refs_per_block_top10"] = {m: round(statistics.mean(v), 2) for m, v in run.refs_per_block.items() if v}
+        msgs, secs = sum(speed["commit_msgs"]), sum(speed["commit_s"])
+        report["commit"] = {
+            "sessions": len(speed["commit_s"]), "messages": msgs, "seconds": round(secs, 2),
+            "messages_per_s": round(msgs / secs, 1), "sessions_per_s": round(len(speed["commit_s"]) / secs, 2),
+            "flush_s_total": round(sum(speed["flush_s"]), 2), "events": sum(speed["events"]),
+            "vector_records": sum(speed["vector_records"]),
+        }
+        report["index_lag_s"] = {"p50": round(pct(lags, 50), 4), "p95": round(pct(lags, 95), 4), "max": round(max(lags), 4)}
+        report["search_ms_locomo"] = {m: {"p50": round(pct(v, 50), 2), "p95": round(pct(v, 95), 2)} for m, v in run.latency_ms.items()}
+        if not args.skip_scale:
+            console.print(f"building the {scale_n:,}-node store ...")
+            svc, ctx, build = build_scale_store(root, convs, scale_n)
+            questions = [q["question"] for c in convs for q in c["qa"]]
+            random.Random(3).shuffle(questions)
+            questions = questions[: args.scale_queries]
+            scale_latency(svc, ctx, questions[:10], False)  # warm-up
+            report["scale"] = {
+                "nodes": scale_n, "vector_records": svc.vectors.count(), **{k: round(v, 1) for k, v in build.items()},
+                **{f"{name}_ms": {"p50": round(pct(lat, 50), 2), "p95": round(pct(lat, 95), 2)}
+                   for name, hier in (("flat", False), ("hierarchical", True))
+                   for lat in [scale_latency(svc, ctx, questions, hier)]},
+            }
+            svc.close()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print_report(report, budgets)
+    if args.out_json:
+        args.out_json.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
+    return report
+
+
+def print_report(report: dict[str, Any], budgets: list[int]) -> None:
+    table = Table(title=f"LoCoMo evidence recall ({report['questions']} questions, categories 1-4)")
+    table.add_column("method")
+    for b in budgets:
+        table.add_column(f"@{b} msgs", justify="right")
+    table.add_column(f"tokens/query (@{budgets[0]})", justify="right")
+    table.add_column("refs/block", justify="right")
+    for method, values in report["recall"].items():
+        table.add_row(method, *[f"{values[str(b)]:.3f}" for b in budgets],
+                      str(report["tokens_per_query_within_budget"].get(method, "-")),
+                      str(report["refs_per_block_top10"].get(method, "-")))
+    console.print(table)
+    cats = Table(title=f"recall @{budgets[0]} by QA category")
+    cats.add_column("method")
+    names = list(CATEGORY_NAMES.values())
+    for name in names:
+        cats.add_column(name, justify="right")
+    for method, values in report["recall_by_category"].items():
+        cats.add_row(method, *[f"{values.get(n, 0):.3f}" for n in names])
+    console.print(cats)
+    speed = Table(title="speed")
+    speed.add_column("measure")
+    speed.add_column("value", justify="right")
+    c = report["commit"]
+    speed.add_row("commit throughput", f"{c['messages_per_s']} msg/s, {c['sessions_per_s']} sessions/s ({'fsync' if report['durable'] else 'no fsync'})")
+    speed.add_row("index flush (all conversations)", f"{c['flush_s_total']} s for {c['events']} events")
+    speed.add_row("index lag p50 / p95", f"{report['index_lag_s']['p50'] * 1000:.0f} / {report['index_lag_s']['p95'] * 1000:.0f} ms")
+    for method, lat in report["search_ms_locomo"].items():
+        speed.add_row(f"search {method} (LoCoMo) p50 / p95", f"{lat['p50']} / {lat['p95']} ms")
+    if "scale" in report:
+        s = report["scale"]
+        speed.add_row(f"scale store ({s['nodes']:,} nodes) write / index", f"{s['write_s']} s / {s['index_s']} s")
+        speed.add_row("scale search flat p50 / p95", f"{s['flat_ms']['p50']} / {s['flat_ms']['p95']} ms")
+        speed.add_row("scale search hierarchical p50 / p95", f"{s['hierarchical_ms']['p50']} / {s['hierarchical_ms']['p95']} ms")
+    console.print(speed)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+"""``/api/context``: the ContextEngine's five functions (seed 004 §10.1) over HTTP.
+
+The :class:`~knowhub.scope.RequestContext` of every call is derived from the authenticated
+principal only (:func:`request_context`), never from request fields:
+
+* ``account_id``: ``settings.context.account_id`` when configured, else ``"default"``;
+* ``user_id``: the principal's id without its kind (``user:alice`` → ``alice``; another
+  kind keeps it as a prefix: ``agent:bot`` → ``agent-bot``; ids that are not safe path
+  segments are replaced by ``h-`` + a hash of the id);
+* ``agent_id``: the optional ``X-Context-Agent`` header, accepted only when the principal
+  is that agent or a member of ``agent:<id>`` (403 otherwise); without the header the
+  principal's first ``agent:`` membership, its own id for an agent principal, or
+  ``"default"``. A header can therefore only *select* among agent spaces the principal
+  already belongs to, never widen access; the agent space (cases, patterns, skills) is
+  shared by the users of one account that act through the same agent (seed 004 §5.1).
+
+Handlers are plain ``def`` (the engine is synchronous; FastAPI runs them in its threadpool).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Query, Request
+from pydantic import Field
+
+from knowhub.config import Settings
+from knowhub.errors import PermissionDeniedError
+from knowhub.scope import Principal, RequestContext, parse_scope
+from knowhub.server.deps import PrincipalDep, clean_query, engine, split_csv
+from knowhub.server.routers._json import results, to_json
+from knowhub.server.schemas import MAX_MESSAGES, MAX_QUERY_CHARS, RequestBody
+
+#: Name under which the context engine is kept in ``app.state.engines``.
+CONTEXT_ENGINE = "context_engine"
+_SAFE = re.compile(r"^(?!\.{1,2}$)[\w.\-]{1,128}$")
+MAX_URI_CHARS = 2_000
+
+
+def build_engine(settings: Settings) -> Any:
+    """Open the ContextEngineService of ``settings`` (used by the app's lifespan)."""
+    from knowhub.context import ContextEngineService
+
+    service = ContextEngineService.from_settings(settings)
+    service.start_background_indexing()
+    return service
+
+
+def _safe_id(value: str) -> str:
+    if _SAFE.match(value):
+        return value
+    return "h-" + hashlib.sha256(value.encode("utf-8")).hexdigest()[:24]
+
+
+def request_context(principal: Principal, settings: Settings | None, agent_header: str | None = None) -> RequestContext:
+    """The RequestContext of an authenticated principal (see module doc).
+
+    Raises:
+        PermissionDeniedError: ``agent_header`` names an agent the principal is not.
+    """
+    kind, ident = parse_scope(principal.id)
+    user_id = _safe_id(ident if kind == "user" else f"{kind}-{ident}")
+    allowed_agents = [parse_scope(s)[1] for s in principal.memberships if s.startswith("agent:")]
+    if kind == "agent":
+        allowed_agents.insert(0, ident)
+    if agent_header:
+        wanted = agent_header.strip()
+        if wanted not in allowed_agents:
+            raise PermissionDeniedError("X-Context-Agent names an agent this key does not belong to", agent_id=wanted[:128])
+        agent_id = wanted
+    else:
+        agent_id = allowed_agents[0] if allowed_agents else "default"
+    account = getattr(getattr(settings, "context", None), "account_id", None) or "default"
+    return RequestContext(_safe_id(str(account)), user_id, agent_id=_safe_id(agent_id))
+
+
+def _ctx(
+    request: Request,
+    principal: PrincipalDep,
+    x_context_agent: Annotated[str | None, Header(max_length=128)] = None,
+) -> RequestContext:
+    return request_context(principal, getattr(request.app.state, "settings", None), x_context_agent)
+
+
+def _engine(request: Request) -> Any:
+    return engine(request, CONTEXT_ENGINE)
+
+
+CtxDep = Annotated[RequestContext, Depends(_ctx)]
+EngineDep = Annotated[Any, Depends(_engine)]
+UriParam = Annotated[str, Query(min_length=1, max_length=MAX_URI_CHARS, description="ctx:// URI")]
+
+
+class ContextMessage(RequestBody):
+    """One OpenAI-style message (``id``, ``name`` and ``timestamp`` optional)."""
+
+    role: Annotated[str, Field(min_length=1, max_length=32)] = "user"
+    content: Annotated[str, Field(max_length=200_000)] = ""
+    id: Annotated[str, Field(max_length=200)] | None = None
+    name: Annotated[str, Field(max_length=200)] | None = None
+    timestamp: Annotated[str, Field(max_length=100)] | None = None
+
+
+class CommitRequest(RequestBody):
+    """Body of ``POST /api/context/commit``."""
+
+    messages: Annotated[list[ContextMessage], Field(min_length=1, max_length=MAX_MESSAGES)]
+    session_id: Annotated[str, Field(max_length=128)] | None = None
+    session_time: Annotated[str, Field(max_length=100)] | None = None
+    used_contexts: Annotated[list[str], Field(max_length=100)] | None = None
+    used_tools: Annotated[list[str], Field(max_length=100)] | None = None
+
+
+def build_router() -> APIRouter:
+    """A fresh router for ``/api/context``."""
+    router = APIRouter(prefix="/api/context", tags=["context"])
+
+    @router.post("/commit", status_code=201)
+    def commit(ctx: CtxDep, svc: EngineDep, body: CommitRequest) -> dict[str, Any]:
+        """Commit a session's messages: archive, extract memories, write them durably."""
+        messages = [m.model_dump(exclude_none=True) for m in body.messages]
+        options: dict[str, Any] = {}
+        if body.session_id:
+            options["session_id"] = body.session_id
+        if body.session_time:
+            options["session_time"] = body.session_time
+        result = svc.commit_session(ctx, messages, body.used_contexts, body.used_tools, options)
+        return dict(to_json(result))
+
+    @router.get("/search")
+    def search(
+        ctx: CtxDep,
+        svc: EngineDep,
+        q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS, description="query")],
+        target_uri: Annotated[str | None, Query(max_length=MAX_URI_CHARS)] = None,
+        categories: Annotated[str | None, Query(max_length=1_000, description="comma-separated")] = None,
+        top_k: Annotated[int, Query(ge=1, le=100)] = 10,
+    ) -> dict[str, Any]:
+        """Plan → L0 retrieval → hierarchical search → blocks (abstracts; read for more)."""
+        result = svc.search_memory(ctx, clean_query(q, field="q"), target_uri=target_uri or None,
+                                   categories=split_csv(categories, field="categories"), top_k=top_k)
+        return dict(to_json(result))
+
+    @router.get("/read")
+    def read(
+        ctx: CtxDep,
+        svc: EngineDep,
+        uri: UriParam,
+        level: Annotated[str, Query(pattern="^(L0|L1|L2)$")] = "L1",
+        expand_relations: bool = False,
+        max_relations: Annotated[int, Query(ge=0, le=1_000)] = 0,
+    ) -> dict[str, Any]:
+        """One node at level L0, L1 or L2, optionally with its relations."""
+        return dict(to_json(svc.read_memory(ctx, clean_query(uri, field="uri"), level, expand_relations, max_relations)))
+
+    @router.get("/node")
+    def node(ctx: CtxDep, svc: EngineDep, uri: UriParam) -> dict[str, Any]:
+        """The whole node: every level and its metadata."""
+        return dict(to_json(svc.get_node(ctx, clean_query(uri, field="uri"))))
+
+    @router.get("/children")
+    def children(
+        ctx: CtxDep,
+        svc: EngineDep,
+        uri: UriParam,
+        recursive: bool = False,
+        depth: Annotated[int, Query(ge=1, le=32)] = 1,
+    ) -> dict[str, Any]:
+        """Children of a node or directory (only the caller's own spaces are listed)."""
+        return results(svc.list_children(ctx, clean_query(uri, field="uri"), recursive=recursive, depth=depth))
+
+    return router
+
+
+__all__ = ["CONTEXT_ENGINE", "CommitRequest", "build_engine", "build_router", "request_context"]
