@@ -106,7 +106,7 @@ def test_move_rewrites_every_copy(parts) -> None:  # type: ignore[no-untyped-def
     assert vectors.get(stable_record_id(f"{BASE}/entities/robert/car", 0)) is not None
     assert vectors.get(stable_record_id(f"{BASE}/entities/bob", 0)) is None
     hits = lexical.search("red car", [partition_key("acme", "user:alice")], 5)
-    assert [d.uri for d, _ in hits][0] == f"{BASE}/entities/robert/car"
+    assert hits[0][0].uri == f"{BASE}/entities/robert/car"
 
 
 def test_lexical_partitions_isolate(parts) -> None:  # type: ignore[no-untyped-def]
@@ -119,7 +119,7 @@ def test_lexical_partitions_isolate(parts) -> None:  # type: ignore[no-untyped-d
 
 
 def test_relations_and_rebuild_from_vectors(parts) -> None:  # type: ignore[no-untyped-def]
-    projector, vectors, lexical, _ = parts
+    projector, _, lexical, _ = parts
     uri = f"{BASE}/events/e1"
     edge = RelationEdge(uri, f"{BASE}/entities/bob", "mentions", "names Bob")
     records = projector.build_relation_records(uri, [edge])
