@@ -161,3 +161,9 @@ def test_indexes_follow_updates_and_rebuild(hub: KnowledgeHub, alice) -> None:
     assert hub.check(fix=True)["fixed"]
     assert hub.check()["ok"]
     assert hub.rebuild_indexes() == 1
+
+
+def test_user_profile_wins_full_ties(hub: KnowledgeHub, alice) -> None:
+    tool = hub.save(alice, {"task": "代码风格 偏好", "content": "用 black 格式化", "types": ["tool"]})
+    profile = hub.save(alice, {"task": "代码风格 偏好", "content": "用户偏好 4 空格", "types": ["user_profile"]})
+    assert ids(hub.search(alice, "代码风格", top_k=2)) == [profile.id, tool.id]

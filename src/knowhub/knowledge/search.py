@@ -12,7 +12,7 @@ Seed 002's two stages, made to scale:
 2. **Quality ranking**: ``quality_score = score + helpful - 2 * harmful``; items with
    ``score < min_score`` or ``quality_score < 0`` are dropped; ties are broken by scope
    priority (user > project > agent > team > org > public, over the item's scopes that the
-   principal can see), then by routing order.
+   principal can see), then user_profile items first (seed 003), then routing order.
 """
 
 from __future__ import annotations
@@ -356,7 +356,7 @@ def rank_hits(
 ) -> list[SearchHit]:
     """Stage 2: quality score, ``min_score`` / negative-quality filters, scope tie-break."""
     visible = principal.visible_scopes
-    ranked: list[tuple[float, int, int, SearchHit]] = []
+    ranked: list[tuple[float, int, int, int, SearchHit]] = []
     for route_rank, knowledge_id in enumerate(routed):
         item = items.get(knowledge_id)
         if item is None:  # deleted or no longer visible since recall
@@ -366,6 +366,7 @@ def rank_hits(
             continue
         priority = best_scope_priority([s for s in item.scopes if s in visible])
         hit = SearchHit(item, quality, relevance.get(knowledge_id, 0.0))
-        ranked.append((-quality, priority, route_rank, hit))
-    ranked.sort(key=lambda row: row[:3])
-    return [row[3] for row in ranked[:top_k]]
+        profile_first = 0 if "user_profile" in item.types else 1  # seed 003: profiles first
+        ranked.append((-quality, priority, profile_first, route_rank, hit))
+    ranked.sort(key=lambda row: row[:4])
+    return [row[4] for row in ranked[:top_k]]
