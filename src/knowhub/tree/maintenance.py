@@ -54,14 +54,10 @@ class MaintenanceMixin(OperationsMixin):
                 if self.state.has_children(n.id)
             )
             sizes = self._subtree_sizes()
-            oversized = sorted(
-                ({"id": i, "name": nodes[i].name, "path": self._full_path(i), "size": s - 1} for i, s in sizes.items() if i != ROOT_ID and s - 1 > threshold),
-                key=lambda d: -d["size"],
-            )
-            top = sorted(
-                ({"id": c, "name": nodes[c].name, "size": sizes.get(c, 1)} for c in self.state.children.get(ROOT_ID, ()) if c in nodes),
-                key=lambda d: -d["size"],
-            )
+            big = sorted((i for i, s in sizes.items() if i != ROOT_ID and s - 1 > threshold), key=lambda i: -sizes[i])
+            oversized = [{"id": i, "name": nodes[i].name, "path": self._full_path(i), "size": sizes[i] - 1} for i in big]
+            tops = sorted((c for c in self.state.children.get(ROOT_ID, ()) if c in nodes), key=lambda c: -sizes.get(c, 1))
+            top = [{"id": c, "name": nodes[c].name, "size": sizes.get(c, 1)} for c in tops]
             missing_desc = sum(1 for n in real if not n.description.strip())
             fanouts = [k for k, v in branching.items() for _ in range(v)]
             return {
@@ -105,7 +101,7 @@ class MaintenanceMixin(OperationsMixin):
                         "idx": index[n],
                         "name": nodes[n].name,
                         "path": self._path_names(n),
-                        "parent_idx": index.get(nodes[n].parent_id) if nodes[n].parent_id else None,
+                        "parent_idx": index.get(nodes[n].parent_id or ""),
                         "description": nodes[n].description,
                         "child_count": len(self.state.children.get(n, ())),
                         "info_count": len(self.state.info_by_kw.get(n, ())),
@@ -147,8 +143,8 @@ class MaintenanceMixin(OperationsMixin):
             if nodes[node_id].parent_id == parent_id:
                 continue
             info = named(node_id)
-            parent = named(parent_id)
-            plan.moves.append({"node_id": node_id, **info, "new_parent_id": parent_id, "new_parent_name": parent["name"], "new_parent_path": parent["path"], "reason": str(item.get("reason") or "")})
+            target = named(parent_id)
+            plan.moves.append({"node_id": node_id, **info, "new_parent_id": parent_id, "new_parent_name": target["name"], "new_parent_path": target["path"], "reason": str(item.get("reason") or "")})
         for item in answer.get("merges") or []:
             if not isinstance(item, dict):
                 continue
@@ -164,8 +160,8 @@ class MaintenanceMixin(OperationsMixin):
             children = [c for c in (node_of(x) for x in item.get("child_idxs") or []) if c is not None and c != ROOT_ID]
             if parent is None or not children or any(parent in self.state.subtree(c) for c in children):
                 continue
-            p = named(parent)
-            plan.new_parents.append({"name": item["name"].strip(), "parent_id": parent, "parent_name": p["name"], "parent_path": p["path"], "child_ids": children, "child_names": [nodes[c].name for c in children], "reason": str(item.get("reason") or "")})
+            pn = named(parent)
+            plan.new_parents.append({"name": item["name"].strip(), "parent_id": parent, "parent_name": pn["name"], "parent_path": pn["path"], "child_ids": children, "child_names": [nodes[c].name for c in children], "reason": str(item.get("reason") or "")})
         for item in answer.get("descriptions") or []:
             if not isinstance(item, dict) or not isinstance(item.get("description"), str):
                 continue

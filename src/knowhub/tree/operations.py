@@ -234,7 +234,7 @@ class OperationsMixin(InfoWritesMixin):
         committed: set[str] = set()
         latest: dict[str, dict[str, int]] = {kind: {} for kind in KINDS}
         for _, rec in self.store.scan_change_log(0):
-            committed.add(rec.get("operation_id"))
+            committed.add(str(rec.get("operation_id")))
             for kind in KINDS:
                 for row in (rec.get("after") or {}).get(AFTER_KEYS[kind]) or ():
                     k = row_key(kind, row)
