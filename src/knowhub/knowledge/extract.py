@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 MAX_MESSAGES = 500
 MESSAGE_CHARS = 4_000
+TOTAL_CHARS = 60_000
 ROLES = ("user", "assistant", "system", "tool")
 
 EXTRACT_INSTRUCTIONS = (
@@ -93,7 +94,17 @@ def check_messages(messages: Any) -> list[dict[str, str]]:
 
 def run_extraction(llm: LLMClient, messages: list[dict[str, str]]) -> list[dict[str, Any]]:
     """Raw candidates from the LLM; the local rules answer when the LLM fails."""
-    payload = {"messages": [{**m, "content": m["content"][:MESSAGE_CHARS]} for m in messages]}
+    # Bound the prompt: each message is cut to MESSAGE_CHARS and the most recent messages
+    # are kept up to TOTAL_CHARS in all.
+    kept: list[dict[str, str]] = []
+    total = 0
+    for message in reversed(messages):
+        content = message["content"][:MESSAGE_CHARS]
+        if kept and total + len(content) > TOTAL_CHARS:
+            break
+        kept.append({**message, "content": content})
+        total += len(content)
+    payload = {"messages": kept[::-1]}
     try:
         answer = llm.chat(
             build_task_messages("extract_knowledge", EXTRACT_INSTRUCTIONS, payload, EXTRACT_SCHEMA),

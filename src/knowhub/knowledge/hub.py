@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import math
 import secrets as _random
 import threading
 from collections.abc import Sequence
@@ -504,7 +505,11 @@ class KnowledgeHub:
             raise InvalidInputError(
                 f"top_k must be an integer from 1 to {MAX_TOP_K}", field="top_k"
             )
-        if isinstance(min_score, bool) or not isinstance(min_score, int | float):
+        if (
+            isinstance(min_score, bool)
+            or not isinstance(min_score, int | float)
+            or not math.isfinite(min_score)
+        ):
             raise InvalidInputError("min_score must be a number", field="min_score")
         type_filter = check_types_filter(types)
         self._sync()
