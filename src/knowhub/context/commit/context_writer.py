@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from knowhub.context.core.enums import ContextType, WriteAction
-from knowhub.context.core.objects import ContextNode, WritePlan, WriteResult
+from knowhub.context.core.objects import ContextNode, RelationEdge, WritePlan, WriteResult
 from knowhub.context.core.uri import CtxLike, parse_uri
 from knowhub.context.fs.context_fs import ContextFS
 from knowhub.errors import InvalidInputError, VersionConflictError
@@ -51,12 +52,16 @@ class ContextWriter:
                 f"{plan.target_uri} is at version {stat.version}, plan expected {plan.expected_version}",
                 uri=plan.target_uri,
             )
+        # the plan's own upserted edges go down with the node in one durable write;
+        # RelationWriter.apply_edges then finds them present and writes nothing
+        edges = [op.edge(plan.target_uri) for op in plan.relation_ops
+                 if op.op == "upsert" and op.from_uri in (None, plan.target_uri)]
         if action is WriteAction.CREATE:
             node = self._node_from_patch(plan.target_uri, plan.node_patch)
-            version = self.fs.write_node(ctx, node)
+            version = self.fs.write_node(ctx, node, edges=edges)
             return WriteResult(node.uri, action.value, version, True, False, plan.reason)
-        result = self.merge_node(ctx, plan.target_uri, plan.node_patch) if action is WriteAction.MERGE \
-            else self.append_node(ctx, plan.target_uri, plan.node_patch)
+        result = self.merge_node(ctx, plan.target_uri, plan.node_patch, edges=edges) if action is WriteAction.MERGE \
+            else self.append_node(ctx, plan.target_uri, plan.node_patch, edges=edges)
         result.reason = plan.reason
         return result
 
@@ -79,27 +84,28 @@ class ContextWriter:
             metadata=dict(meta),
         )
 
-    def merge_node(self, ctx: CtxLike, uri: str, patch: dict[str, Any]) -> WriteResult:
+    def merge_node(self, ctx: CtxLike, uri: str, patch: dict[str, Any], *, edges: Sequence[RelationEdge] = ()) -> WriteResult:
         """Aggregate write: fields in ``patch`` replace the node's, metadata is merged
-        (``source_refs`` and the other union keys are unioned). Creates the node if missing."""
+        (``source_refs`` and the other union keys are unioned). Creates the node if missing.
+        ``edges`` are upserted into the node's relations in the same write."""
         with self.fs.locked(ctx):
             if not self.fs.exists(ctx, uri):
                 node = self._node_from_patch(uri, patch)
-                return WriteResult(node.uri, WriteAction.CREATE.value, self.fs.write_node(ctx, node), True, False)
+                return WriteResult(node.uri, WriteAction.CREATE.value, self.fs.write_node(ctx, node, edges=edges), True, False)
             node = self.fs.read_node(ctx, uri)
             for name in _NODE_FIELDS:
                 if name in patch and patch[name] is not None:
                     setattr(node, name, str(patch[name]))
             node.metadata = merge_metadata(node.metadata, dict(patch.get("metadata") or {}))
-            return WriteResult(node.uri, WriteAction.MERGE.value, self.fs.write_node(ctx, node), False, True)
+            return WriteResult(node.uri, WriteAction.MERGE.value, self.fs.write_node(ctx, node, edges=edges), False, True)
 
-    def append_node(self, ctx: CtxLike, uri: str, patch: dict[str, Any]) -> WriteResult:
+    def append_node(self, ctx: CtxLike, uri: str, patch: dict[str, Any], *, edges: Sequence[RelationEdge] = ()) -> WriteResult:
         """Append write: ``patch["content"]`` is appended to the node's content; other fields
         are replaced and metadata merged as in :meth:`merge_node`. Creates the node if missing."""
         with self.fs.locked(ctx):
             if not self.fs.exists(ctx, uri):
                 node = self._node_from_patch(uri, patch)
-                return WriteResult(node.uri, WriteAction.CREATE.value, self.fs.write_node(ctx, node), True, False)
+                return WriteResult(node.uri, WriteAction.CREATE.value, self.fs.write_node(ctx, node, edges=edges), True, False)
             node = self.fs.read_node(ctx, uri)
             addition = str(patch.get("content") or "").strip()
             for name in _NODE_FIELDS:
@@ -108,4 +114,4 @@ class ContextWriter:
             if addition:
                 node.content = f"{node.content.rstrip()}\n\n{addition}" if node.content.strip() else addition
             node.metadata = merge_metadata(node.metadata, dict(patch.get("metadata") or {}))
-            return WriteResult(node.uri, WriteAction.APPEND.value, self.fs.write_node(ctx, node), False, True)
+            return WriteResult(node.uri, WriteAction.APPEND.value, self.fs.write_node(ctx, node, edges=edges), False, True)

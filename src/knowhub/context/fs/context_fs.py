@@ -27,11 +27,12 @@ writes (:meth:`ContextFS.locked`). Readers take no lock.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,13 @@ from typing import Any
 import orjson
 
 from knowhub.context.core.enums import ContextType, Level
-from knowhub.context.core.objects import ContextNode, NodeStat, NodeSummary, utc_now_iso
+from knowhub.context.core.objects import (
+    ContextNode,
+    NodeStat,
+    NodeSummary,
+    RelationEdge,
+    utc_now_iso,
+)
 from knowhub.context.core.uri import (
     NODE_FILES,
     SPACES,
@@ -48,13 +55,20 @@ from knowhub.context.core.uri import (
     check_access,
     is_valid_segment,
     owner_space_of,
+    parse_uri,
 )
-from knowhub.errors import CorruptStoreError, InvalidInputError, NotFoundError, StorageError
+from knowhub.errors import (
+    CorruptStoreError,
+    InvalidInputError,
+    NotFoundError,
+    PermissionDeniedError,
+    StorageError,
+)
 from knowhub.storage import FileLock, atomic_write_bytes, fsync_dir
 from knowhub.storage.atomic import TMP_PREFIX
 from knowhub.storage.paths import safe_join
 
-__all__ = ["META_FILE", "RELATIONS_FILE", "ContextFS"]
+__all__ = ["META_FILE", "RELATIONS_FILE", "ContextFS", "encode_edges", "read_json_file", "upsert_encoded"]
 
 META_FILE = ".meta.json"
 RELATIONS_FILE = ".relations.json"
@@ -80,6 +94,57 @@ def _read_text(path: Path) -> str:
         raise CorruptStoreError(f"node file is not UTF-8: {path}", path=str(path)) from exc
     except OSError as exc:
         raise StorageError(f"cannot read node file: {exc}", path=str(path)) from exc
+
+
+_MAX_TYPE_LEN = 64
+
+
+def encode_edges(ctx: CtxLike, uri: str, edges: Iterable[RelationEdge | dict[str, Any]]) -> list[dict[str, Any]]:
+    """Validate edges leaving ``uri`` and encode them as stored in ``.relations.json``.
+
+    Raises:
+        InvalidInputError: a bad target URI, type or weight, or a ``from_uri`` of another node.
+        PermissionDeniedError: a target in another account.
+    """
+    out: list[dict[str, Any]] = []
+    for edge in edges:
+        if isinstance(edge, dict):
+            edge = RelationEdge.from_dict({"from_uri": uri, **edge})
+        if not isinstance(edge, RelationEdge):
+            raise InvalidInputError("edges must be RelationEdge objects", uri=uri)
+        if edge.from_uri and parse_uri(edge.from_uri).uri != uri:
+            raise InvalidInputError("edge from_uri differs from the node", uri=uri, from_uri=edge.from_uri)
+        target = parse_uri(edge.to_uri)
+        if target.account != ctx.account_id:
+            raise PermissionDeniedError("edge points into another account", uri=uri, to_uri=edge.to_uri)
+        rtype = edge.relation_type
+        if not isinstance(rtype, str) or not rtype.strip() or len(rtype) > _MAX_TYPE_LEN:
+            raise InvalidInputError("relation_type must be 1-64 characters", uri=uri)
+        try:
+            weight = float(edge.weight)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError("edge weight must be a number", uri=uri) from exc
+        if not math.isfinite(weight):
+            raise InvalidInputError("edge weight must be finite", uri=uri)
+        out.append({"to_uri": target.uri, "relation_type": rtype.strip(), "reason": str(edge.reason or ""), "weight": weight})
+    return out
+
+
+def upsert_encoded(current: list[dict[str, Any]], new: list[dict[str, Any]], *, replace: bool = True) -> bool:
+    """Merge encoded edges into ``current`` in place by ``(to_uri, relation_type)``; True if changed."""
+    index = {(e["to_uri"], e["relation_type"]): i for i, e in enumerate(current)}
+    changed = False
+    for edge in new:
+        key = (edge["to_uri"], edge["relation_type"])
+        if key in index:
+            if replace and current[index[key]] != edge:
+                current[index[key]] = edge
+                changed = True
+        else:
+            index[key] = len(current)
+            current.append(edge)
+            changed = True
+    return changed
 
 
 def _current_bytes(path: Path) -> bytes | None:
@@ -128,6 +193,7 @@ class ContextFS:
         self._locks: dict[str, FileLock] = {}
         self._locks_guard = threading.Lock()
         self._fsync_pool: ThreadPoolExecutor | None = None
+        self._account_dirs: dict[str, Path] = {}
 
     @classmethod
     def from_settings(cls, settings: Any) -> ContextFS:
@@ -138,10 +204,14 @@ class ContextFS:
 
     def account_dir(self, ctx: CtxLike) -> Path:
         """``<data_dir>/accounts/{account}`` (created on first use)."""
+        known = self._account_dirs.get(ctx.account_id)
+        if known is not None and known.is_dir() and not known.is_symlink():
+            return known
         path = safe_join(self.accounts_dir, ctx.account_id)
         if not is_valid_segment(ctx.account_id):
             raise InvalidInputError("account id is not a valid URI segment", account_id=ctx.account_id)
         path.mkdir(parents=True, exist_ok=True)
+        self._account_dirs[ctx.account_id] = path
         return path
 
     def lock(self, ctx: CtxLike) -> FileLock:
@@ -311,11 +381,13 @@ class ContextFS:
 
     # ------------------------------------------------------------------ writes
 
-    def write_node(self, ctx: CtxLike, node: ContextNode) -> int:
+    def write_node(self, ctx: CtxLike, node: ContextNode, *, edges: Sequence[RelationEdge] | None = None) -> int:
         """Write every file of ``node`` (create or replace); returns the new version.
 
         The node's version, ``created_at`` and ``updated_at`` are managed here: the version
-        is the stored one plus one, ``created_at`` is kept from the stored node.
+        is the stored one plus one, ``created_at`` is kept from the stored node. ``edges``
+        (optional) are upserted into the node's relations in the same durable write, which
+        saves a separate relation-file replace for a node written with its edges.
         """
         if not isinstance(node, ContextNode):
             raise InvalidInputError("write_node needs a ContextNode")
@@ -326,6 +398,7 @@ class ContextFS:
         if _is_root(parsed):
             raise InvalidInputError("cannot write a node at an account, space or owner root", uri=parsed.uri)
         node.owner_space = node.owner_space or owner_space_of(parsed)
+        encoded = encode_edges(ctx, parsed.uri, edges or [])
         with self.lock(ctx):
             now = utc_now_iso()
             if self._is_node(path):
@@ -337,18 +410,24 @@ class ContextFS:
             meta = _dumps(self._meta_doc(node, version, created, now))
             levels = [(lvl.filename, getattr(node, lvl.field).encode("utf-8")) for lvl in Level]
             if path.exists():
-                self._write_in_place(path, levels, meta)
+                self._write_in_place(path, levels, meta, encoded)
             else:
-                self._write_new_dir(path, levels, meta)
+                self._write_new_dir(path, levels, meta, encoded)
         node.version, node.created_at, node.updated_at = version, created, now
         return version
 
-    def _write_in_place(self, path: Path, levels: list[tuple[str, bytes]], meta: bytes) -> None:
+    def _write_in_place(self, path: Path, levels: list[tuple[str, bytes]], meta: bytes, edges: list[dict[str, Any]]) -> None:
         if not path.is_dir():
             raise StorageError("node path exists and is not a directory", path=str(path))
         changed = [(name, data) for name, data in levels if _current_bytes(path / name) != data]
-        if not (path / RELATIONS_FILE).exists():
-            changed.append((RELATIONS_FILE, _dumps({"edges": []})))
+        try:
+            doc = read_json_file(path / RELATIONS_FILE)
+            current = list(doc.get("edges") or []) if isinstance(doc, dict) else []
+            exists = True
+        except FileNotFoundError:
+            current, exists = [], False
+        if upsert_encoded(current, edges) or not exists:
+            changed.append((RELATIONS_FILE, _dumps({"edges": current})))
         if changed:
             self._replace_files(path, changed)
         self._replace_files(path, [(META_FILE, meta)])  # the commit marker, always last
@@ -379,12 +458,14 @@ class ContextFS:
                     os.unlink(tmp)
         self._fsync_dir(directory)
 
-    def _write_new_dir(self, path: Path, levels: list[tuple[str, bytes]], meta: bytes) -> None:
+    def _write_new_dir(self, path: Path, levels: list[tuple[str, bytes]], meta: bytes, edges: list[dict[str, Any]]) -> None:
         self._makedirs(path.parent)
         tmp = path.parent / f"{_TMP_NODE_PREFIX}{uuid.uuid4().hex}"
         try:
             tmp.mkdir()
-            files = [*levels, (RELATIONS_FILE, _dumps({"edges": []})), (META_FILE, meta)]
+            unique: list[dict[str, Any]] = []
+            upsert_encoded(unique, edges)
+            files = [*levels, (RELATIONS_FILE, _dumps({"edges": unique})), (META_FILE, meta)]
             fds = []
             try:
                 for name, data in files:

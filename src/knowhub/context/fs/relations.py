@@ -15,7 +15,6 @@ do not bump the node's version (the version tracks the node's levels and metadat
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -24,17 +23,16 @@ import orjson
 
 from knowhub.context.core.objects import RelationEdge
 from knowhub.context.core.uri import CtxLike, parse_uri
-from knowhub.context.fs.context_fs import RELATIONS_FILE, ContextFS, read_json_file
-from knowhub.errors import (
-    CorruptStoreError,
-    InvalidInputError,
-    NotFoundError,
-    PermissionDeniedError,
+from knowhub.context.fs.context_fs import (
+    RELATIONS_FILE,
+    ContextFS,
+    encode_edges,
+    read_json_file,
+    upsert_encoded,
 )
+from knowhub.errors import CorruptStoreError, NotFoundError
 
 __all__ = ["RelationStore"]
-
-_MAX_TYPE_LEN = 64
 
 
 class RelationStore:
@@ -63,28 +61,7 @@ class RelationStore:
         self.fs._write_file(path / RELATIONS_FILE, orjson.dumps({"edges": edges}, option=orjson.OPT_INDENT_2))
 
     def _validate(self, ctx: CtxLike, uri: str, edges: Iterable[RelationEdge]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        for edge in edges:
-            if isinstance(edge, dict):
-                edge = RelationEdge.from_dict({"from_uri": uri, **edge})
-            if not isinstance(edge, RelationEdge):
-                raise InvalidInputError("edges must be RelationEdge objects", uri=uri)
-            if edge.from_uri and parse_uri(edge.from_uri).uri != uri:
-                raise InvalidInputError("edge from_uri differs from the node", uri=uri, from_uri=edge.from_uri)
-            target = parse_uri(edge.to_uri)
-            if target.account != ctx.account_id:
-                raise PermissionDeniedError("edge points into another account", uri=uri, to_uri=edge.to_uri)
-            rtype = edge.relation_type
-            if not isinstance(rtype, str) or not rtype.strip() or len(rtype) > _MAX_TYPE_LEN:
-                raise InvalidInputError("relation_type must be 1-64 characters", uri=uri)
-            try:
-                weight = float(edge.weight)
-            except (TypeError, ValueError) as exc:
-                raise InvalidInputError("edge weight must be a number", uri=uri) from exc
-            if not math.isfinite(weight):
-                raise InvalidInputError("edge weight must be finite", uri=uri)
-            out.append({"to_uri": target.uri, "relation_type": rtype.strip(), "reason": str(edge.reason or ""), "weight": weight})
-        return out
+        return encode_edges(ctx, uri, edges)
 
     def get_edges(self, ctx: CtxLike, uri: str) -> list[RelationEdge]:
         """Edges of the node at ``uri`` (NotFoundError when there is no node)."""
@@ -110,19 +87,7 @@ class RelationStore:
         with self.fs.lock(ctx):
             _, path = self._node_path(ctx, canonical)
             current = self._load(path)
-            index = {(e["to_uri"], e["relation_type"]): i for i, e in enumerate(current)}
-            changed = False
-            for edge in new:
-                key = (edge["to_uri"], edge["relation_type"])
-                if key in index:
-                    if replace and current[index[key]] != edge:
-                        current[index[key]] = edge
-                        changed = True
-                else:
-                    index[key] = len(current)
-                    current.append(edge)
-                    changed = True
-            if changed:
+            if upsert_encoded(current, new, replace=replace):
                 self._save(path, current)
 
     def remove_edges(
