@@ -351,3 +351,13 @@ def test_placeholder_descriptions_count_as_empty(agent: LocalAgent) -> None:
         0: "技术 (top level)",
         1: "编程语言 (under 技术)",
     }
+
+
+def test_nos_query_prefers_the_unspecified_keyword(agent: LocalAgent) -> None:
+    candidates = [
+        cand(0, "Nontoxic goiter/Other specified nontoxic goiter", 0),
+        cand(1, "Nontoxic goiter/Nontoxic goiter, unspecified", 0),
+        cand(2, "Nontoxic goiter/Nontoxic single thyroid nodule", 0),
+    ]
+    decision = ask(agent, "pick_branch", {"query": "Nontoxic goiter NOS", "candidates": candidates})
+    assert (decision["action"], decision["node_id"]) == ("match", 1)

@@ -54,10 +54,13 @@ JUMP_FLOOR = 0.3
 #: A leaf (or expanded node) at or above this, with nothing better, is still the answer.
 LEAF_MATCH = 0.45
 #: Candidates within this total score of the best count as a tie.
-TIE_MARGIN = 0.03
+TIE_MARGIN = 0.02
 #: Weights of the tie-breaking signals added to the name score.
 CONTEXT_WEIGHT = 0.15
 SEMANTIC_WEIGHT = 0.1
+#: Bonus for an "unspecified" keyword when the query says NOS/unspecified (taxonomies
+#: such as ICD name the catch-all child so).
+GENERIC_BONUS = 0.04
 MAX_MULTI = 3
 MAX_AMBIGUOUS = 5
 
@@ -197,6 +200,8 @@ def _link_tree(cands: list[_Candidate]) -> tuple[set[int], dict[int, int]]:
 def _score(query: str, cands: list[_Candidate], agent: LocalAgent | None) -> None:
     """Fill match/context/total of every candidate."""
     weights = TokenWeights(tokenize(" ".join([c.name, *c.aliases])) for c in cands)
+    generic_tokens = _generic_tokens()
+    generic_query = bool(generic_tokens & set(tokenize(query)))
     semantic: list[float] | None = None
     if agent is not None:
         texts = [" / ".join(c.path) + (f": {c.description}" if c.description else "") for c in cands]
@@ -215,8 +220,14 @@ def _score(query: str, cands: list[_Candidate], agent: LocalAgent | None) -> Non
             context = max(context, 0.8 * similarity(query, c.description))
         c.context = context
         c.total = best.score + CONTEXT_WEIGHT * context
+        if generic_query and generic_tokens & set(tokenize(c.name)):
+            c.total += GENERIC_BONUS  # "X NOS" means the unspecified X
         if semantic is not None:
             c.total += SEMANTIC_WEIGHT * semantic[pos]
+
+
+def _generic_tokens() -> set[str]:
+    return {t for word in ("unspecified", "NOS", "未特指", "未指明") for t in tokenize(word) if len(t) > 1}
 
 
 def _jump_depth(c: _Candidate, current: list[str]) -> int:
