@@ -290,9 +290,9 @@ def _propose_moves(
     for orphan in orphans:
         shared: dict[int, int] = defaultdict(int)
         for token in _content_tokens(orphan.name):
-            for other in index.get(token, ()):
-                if other != orphan.idx:
-                    shared[other] += 1
+            for hit in index.get(token, ()):
+                if hit != orphan.idx:
+                    shared[hit] += 1
         pool = sorted(shared, key=lambda i: (-shared[i], i))[:_PARENT_CANDIDATES]
         best: tuple[float, int] | None = None
         for other_idx in pool:
