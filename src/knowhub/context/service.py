@@ -73,8 +73,6 @@ __all__ = ["ContextEngineService"]
 log = logging.getLogger(__name__)
 
 _MAX_TOP_K = 200
-#: Weight of a category-specific typed query relative to the general one.
-_INTENT_WEIGHT = 0.9
 
 
 class ContextEngineService:
@@ -92,6 +90,8 @@ class ContextEngineService:
         retriever_config / searcher_config / assembler_config: ranking knobs.
         lexical_fields: node fields in the level-0 BM25 document.
         extractor_concurrency: parallel extractors per commit.
+        intent_weight: weight of category-specific typed queries (the general one has 1).
+        merge_queries: ``max`` or ``sum`` of a node's scores over the typed queries.
     """
 
     def __init__(
@@ -114,6 +114,8 @@ class ContextEngineService:
         lexical_fields: Sequence[str] = ("abstract",),
         extractor_concurrency: int = 4,
         save_interval_s: float = 30.0,
+        intent_weight: float = 0.9,
+        merge_queries: str = "max",
     ) -> None:
         self.data_dir = Path(data_dir)
         self.fs = ContextFS(self.data_dir, durable=durable)
@@ -138,6 +140,8 @@ class ContextEngineService:
         self.retriever = L0Retriever(self.embedder, self.vectors, self.lexical, retriever_config)
         self.searcher = HierarchicalSearcher(self.retriever, searcher_config)
         self.hierarchical = hierarchical
+        self.intent_weight = intent_weight
+        self.merge_queries = merge_queries
         self.reader = MemoryReadService(self.fs, self.relations)
         self.assembler = RetrievalAssembler(self.fs, self.relations, assembler_config)
         self.save_interval_s = save_interval_s
@@ -294,20 +298,35 @@ class ContextEngineService:
             hints["categories"] = list(categories)
         plan = self.planner.plan(query, session_archive, hints, ctx)
         seeds: dict[str, SeedHit] = {}
-        hits: list[Any] = []
+        merged: dict[str, Any] = {}
+        norms: list[float] | None = None
         for typed in plan:
+            if norms is not None:  # calibrate every typed query against the general one
+                typed.hints["score_norms"] = norms
             found = self.retriever.search(typed, ctx)
+            if norms is None:
+                norms = list(self.searcher.norms(typed, found))
             for seed in found:
                 if seed.uri not in seeds or seeds[seed.uri].score < seed.score:
                     seeds[seed.uri] = seed
-            expanded = self.searcher.expand(typed, found, ctx) if self.hierarchical else [
-                NodeHit(uri=s.uri, score=s.score, category=s.category, abstract=s.abstract, reason="seed",
-                        metadata=dict(s.metadata)) for s in found]
-            weight = 1.0 if typed.hints.get("intent") == "general" else _INTENT_WEIGHT
+            if self.hierarchical:
+                expanded = self.searcher.expand(typed, found, ctx)
+            else:
+                expanded = [NodeHit(uri=s.uri, score=s.score, category=s.category, abstract=s.abstract, reason="seed",
+                                    metadata=dict(s.metadata)) for s in found]
+            intent = str(typed.hints.get("intent") or "general")
+            weight = 1.0 if intent == "general" else self.intent_weight
             for hit in expanded:
                 hit.score *= weight
-                hit.reason = f"{typed.hints.get('intent', 'general')}: {hit.reason}" if hit.reason else str(typed.hints.get("intent"))
-                hits.append(hit)
+                hit.reason = f"{intent}: {hit.reason}" if hit.reason else intent
+                old = merged.get(hit.uri)
+                if old is None:
+                    merged[hit.uri] = hit
+                elif self.merge_queries == "sum":
+                    old.score += hit.score
+                elif hit.score > old.score:
+                    merged[hit.uri] = hit
+        hits = list(merged.values())
         final = TypedQuery(text=plan[0].text, categories=plan[0].categories, target_uri=plan[0].target_uri, top_k=top_k,
                            hints=dict(plan[0].hints))
         blocks = self.assembler.assemble(final, hits, ctx)

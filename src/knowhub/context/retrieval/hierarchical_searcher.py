@@ -4,7 +4,11 @@ The tree is ``users/{u}/memories/{category}/{node}`` (and ``agents/{a}/...``); n
 have child nodes. The searcher treats every directory as a unit that earns a score and
 passes it down:
 
-1. **Seeds.** The L0 hits (fused score ``s ∈ [0, 1]``) are the starting evidence.
+1. **Seeds.** The L0 hits are the starting evidence. Every node's *own* score is
+   calibrated against the seeds of the same query, not ranked within its directory:
+   ``own = (w_v · cos / max_cos + w_l · bm25 / max_bm25) / (w_v + w_l)`` where the maxima are
+   those of the seed list, so a directory's best child is not 1.0 just because it is the
+   best of a poor directory.
 2. **Directory credit.** A directory's score is the best score among its seed children
    ("parents get credit from their best children"); category roots of the query's
    categories (all visible categories for a general query) enter with the best score found
@@ -78,25 +82,48 @@ class HierarchicalSearcher:
                 roots.append(root)
         return list(dict.fromkeys(roots))
 
+    def norms(self, typed_query: TypedQuery, seeds: list[SeedHit]) -> tuple[float, float]:
+        """Score maxima used for calibration: ``hints["score_norms"]`` or the seeds' own."""
+        norms = (typed_query.hints or {}).get("score_norms")
+        if isinstance(norms, (list, tuple)) and len(norms) == 2:
+            return float(norms[0]) or 1.0, float(norms[1]) or 1.0
+        max_v = max((float(s.metadata.get("vector_score") or 0.0) for s in seeds), default=0.0)
+        max_l = max((float(s.metadata.get("lexical_score") or 0.0) for s in seeds), default=0.0)
+        return max_v or 1.0, max_l or 1.0
+
+    def own_score(self, seed: SeedHit, norms: tuple[float, float]) -> float:
+        """Calibrated similarity of one node (see module doc), in [0, 1]."""
+        cfg = self.retriever.config
+        w_v, w_l = cfg.vector_weight, cfg.lexical_weight if self.retriever.lexical is not None else 0.0
+        total = (w_v + w_l) or 1.0
+        v = max(0.0, float(seed.metadata.get("vector_score") or 0.0)) / norms[0]
+        lex = float(seed.metadata.get("lexical_score") or 0.0) / norms[1]
+        return min(1.0, (w_v * v + w_l * lex) / total)
+
     def score_children(self, parent_uri: str, typed_query: TypedQuery, ctx: Any) -> list[NodeHit]:
-        """Children of ``parent_uri`` scored by their own (hybrid L0) similarity."""
+        """Children of ``parent_uri`` scored by their own calibrated (hybrid L0) similarity."""
         seeds = self.retriever.search(typed_query, ctx, extra_filters={"parent_uri": parent_uri}, top_k=self.config.per_dir)
-        return [self._hit(seed, seed.score, parent_uri, 1, "child of " + parent_uri) for seed in seeds]
+        norms = self.norms(typed_query, seeds)
+        hits = [self._hit(seed, self.own_score(seed, norms), parent_uri, 1, "child of " + parent_uri) for seed in seeds]
+        return sorted(hits, key=lambda h: (-h.score, h.uri))
 
     @staticmethod
     def _hit(seed: SeedHit, score: float, parent: str, depth: int, reason: str) -> NodeHit:
         return NodeHit(uri=seed.uri, score=round(score, 6), parent_uri=parent, category=seed.category,
                        abstract=seed.abstract, depth=depth, reason=reason,
-                       metadata={**seed.metadata, "own_score": seed.score})
+                       metadata={**seed.metadata, "own_score": round(score, 6)})
 
     def expand(self, typed_query: TypedQuery, seeds: list[SeedHit], ctx: Any) -> list[NodeHit]:
         """Seeds plus expanded nodes with propagated scores, best first (see module doc)."""
         cfg = self.config
         alpha = min(1.0, max(0.0, cfg.alpha))
+        norms = self.norms(typed_query, seeds)
+        typed_query = TypedQuery.from_dict({**typed_query.to_dict(), "hints": {**(typed_query.hints or {}), "score_norms": list(norms)}})
+        own = {seed.uri: self.own_score(seed, norms) for seed in seeds}
         dir_score: dict[str, float] = {}
         for seed in seeds:
             parent = _parent(seed.uri)
-            dir_score[parent] = max(dir_score.get(parent, 0.0), seed.score)
+            dir_score[parent] = max(dir_score.get(parent, 0.0), own[seed.uri])
         for root in self.category_roots(typed_query, ctx):
             dir_score.setdefault(root, cfg.root_prior)
         best: dict[str, NodeHit] = {}
@@ -108,7 +135,9 @@ class HierarchicalSearcher:
 
         for seed in seeds:
             parent = _parent(seed.uri)
-            offer(self._hit(seed, alpha * seed.score + (1 - alpha) * dir_score[parent], parent, 0, "seed"))
+            hit = self._hit(seed, alpha * own[seed.uri] + (1 - alpha) * dir_score[parent], parent, 0, "seed")
+            hit.metadata["own_score"] = round(own[seed.uri], 6)
+            offer(hit)
         frontier = [(-score, uri, 1) for uri, score in dir_score.items()]
         heapq.heapify(frontier)
         expanded: set[str] = set()
@@ -125,8 +154,8 @@ class HierarchicalSearcher:
             if children:  # a directory gets credit from its best child
                 parent_score = max(parent_score, float(children[0].metadata.get("own_score", children[0].score)))
             for child in children:
-                own = float(child.metadata.get("own_score", child.score))
-                child.score = round(alpha * own + (1 - alpha) * parent_score, 6)
+                child_own = float(child.metadata.get("own_score", child.score))
+                child.score = round(alpha * child_own + (1 - alpha) * parent_score, 6)
                 child.depth = depth
                 offer(child)
                 if child.metadata.get("has_children"):
