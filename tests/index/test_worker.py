@@ -118,3 +118,20 @@ def test_background_runner_picks_up_and_stops_draining(outbox: SQLiteOutboxStore
     result = runner.stop(drain=True)  # whatever the thread left is drained here
     assert uri("late") in rec.applied
     assert result.failed == 0 and outbox.pending_count() == 0
+
+
+def test_dead_local_leases_are_released(outbox: SQLiteOutboxStore) -> None:
+    import os
+    import socket
+
+    from knowhub.index import release_dead_local_leases
+
+    host = socket.gethostname()
+    outbox.append_batch([make_event(OutboxEventType.UPSERT_CONTEXT, uri(i), CTX) for i in range(3)])
+    outbox.claim_batch(f"{host}:999999999:dead", 1)  # no such pid
+    outbox.claim_batch(f"{host}:{os.getpid()}:alive", 1)
+    outbox.claim_batch("elsewhere:1:x", 1)
+    assert len(outbox.lease_owners()) == 3
+    assert release_dead_local_leases(outbox) == 1
+    assert outbox.due_count() == 1
+    assert f"{host}:999999999:dead" not in outbox.lease_owners()

@@ -61,6 +61,7 @@ from knowhub.index import (
     IndexWorker,
     LexicalIndex,
     SQLiteOutboxStore,
+    release_dead_local_leases,
 )
 from knowhub.providers.embedding import Embedder, HashingEmbedder
 from knowhub.providers.graph import InMemoryGraphStore
@@ -150,6 +151,7 @@ class ContextEngineService:
         self._state_lock = threading.Lock()
         self._closed = False
         self.open_report = self._open_index()
+        self.open_report["released_leases"] = release_dead_local_leases(self.outbox)
 
     @classmethod
     def from_settings(cls, settings: Any, **kwargs: Any) -> ContextEngineService:

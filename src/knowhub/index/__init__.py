@@ -22,6 +22,7 @@ from knowhub.index.worker import (
     EventDispatcher,
     IndexWorker,
     default_worker_id,
+    release_dead_local_leases,
 )
 
 #: The persistent OutboxStore of this package.
@@ -40,4 +41,5 @@ __all__ = [
     "default_worker_id",
     "node_filters",
     "partition_key",
+    "release_dead_local_leases",
 ]

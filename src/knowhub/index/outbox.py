@@ -300,6 +300,24 @@ class SQLiteOutboxStore:
                 count += int(cur.rowcount)
             return count
 
+    def lease_owners(self) -> list[str]:
+        """Workers currently holding leases (``processing`` events)."""
+        rows = self._query("SELECT DISTINCT lease_owner FROM outbox WHERE status = ? AND lease_owner IS NOT NULL",
+                           (OutboxStatus.PROCESSING.value,))
+        return sorted(str(r[0]) for r in rows)
+
+    def release_leases(self, owner: str) -> int:
+        """Give the events leased to ``owner`` back to ``pending`` at once (its process is
+        known to be dead, so waiting for the lease to expire would only add lag)."""
+        now = self.clock()
+        with self._tx() as conn:
+            cur = conn.execute(
+                "UPDATE outbox SET status = ?, lease_owner = NULL, lease_until = NULL, next_attempt_at = ?, "
+                "updated_at = ? WHERE status = ? AND lease_owner = ?",
+                (OutboxStatus.PENDING.value, now, now, OutboxStatus.PROCESSING.value, owner),
+            )
+            return int(cur.rowcount)
+
     def purge_done(self, older_than_s: float = 0.0) -> int:
         """Delete ``done`` events last updated more than ``older_than_s`` ago; returns count."""
         cutoff = self.clock() - older_than_s

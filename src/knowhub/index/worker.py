@@ -29,7 +29,7 @@ from knowhub.context.core.objects import IndexBatchResult, OutboxEvent
 from knowhub.context.core.outbox import OutboxStore
 from knowhub.errors import InvalidInputError, PermissionDeniedError
 
-__all__ = ["BackgroundIndexRunner", "EventDispatcher", "IndexWorker", "default_worker_id"]
+__all__ = ["BackgroundIndexRunner", "EventDispatcher", "IndexWorker", "default_worker_id", "release_dead_local_leases"]
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +40,40 @@ PERMANENT_ERRORS: tuple[type[BaseException], ...] = (InvalidInputError, Permissi
 def default_worker_id() -> str:
     """``host:pid:random`` — unique per worker object, readable in ``lease_owner``."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def release_dead_local_leases(outbox: Any) -> int:
+    """Release leases of workers on this host whose process no longer exists.
+
+    Worker ids are ``host:pid:suffix`` (:func:`default_worker_id`); a lease of a dead local
+    process is given back at once instead of after ``lease_s``. Leases of other hosts, of
+    live processes and of ids in another format are left to expire (a reused pid only
+    delays the release, it never releases a live worker's lease).
+    """
+    owners = getattr(outbox, "lease_owners", None)
+    release = getattr(outbox, "release_leases", None)
+    if not callable(owners) or not callable(release):
+        return 0
+    host = socket.gethostname()
+    released = 0
+    for owner in owners():
+        parts = owner.rsplit(":", 2)
+        if len(parts) != 3 or parts[0] != host or not parts[1].isdigit():
+            continue
+        pid = int(parts[1])
+        if pid != os.getpid() and not _pid_alive(pid):
+            released += int(release(owner))
+    return released
 
 
 class EventDispatcher(Protocol):
