@@ -185,3 +185,25 @@ def test_two_processes_one_directory(tmp_path: Path) -> None:
     assert fresh.get_keyword("shared").version == 1 + 2 * (count // 2)
     assert fresh.check()["ok"]
     fresh.close()
+
+
+def test_compaction_while_another_process_writes(tmp_path: Path) -> None:
+    data = tmp_path / "shared"
+    tree = KeywordTree(data, llm_client=StubLLMClient())
+    tree.batch_create_keywords([{"id": "shared", "name": "shared"}])
+    count = 80
+    proc = subprocess.Popen([sys.executable, str(WRITER), str(data), "7", "creates", str(count)], stdout=subprocess.PIPE, text=True)
+    compactions = 0
+    while proc.poll() is None and compactions < 20:
+        tree.compact_storage()
+        compactions += 1
+        time.sleep(0.05)
+    out = proc.communicate(timeout=120)[0]
+    assert proc.returncode == 0 and "DONE" in out
+    assert len(tree.get_children("shared")) == count
+    tree.close()
+    fresh = KeywordTree(data, llm_client=StubLLMClient())
+    assert {n.name for n in fresh.get_children("shared")} == {f"p7-{i}" for i in range(count)}
+    report = fresh.check()
+    assert report["ok"], report["counts"]
+    fresh.close()

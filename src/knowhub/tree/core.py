@@ -349,7 +349,8 @@ class TreeCore:
         self._foreign_since_ckpt = False
 
     def _verify_tails(self) -> None:
-        ckpt = self._ckpt
+        # the checkpoint on disk, not ours: another process may have compacted since
+        ckpt = self.store.read_checkpoint()
         records = [rec for _, rec in self.store.scan_change_log(ckpt["offset"])]
         latest = latest_after_rows(records)
         for kind in KINDS:

@@ -115,10 +115,15 @@ class TreeStore:
     # -- repair and load ---------------------------------------------------------------
 
     def repair_all(self) -> dict[str, int]:
-        """Cut torn tails of all JSONL files; caller holds the lock."""
-        removed = {"change_log": self.change_log.repair()}
+        """Cut torn tails of all JSONL files; caller holds the lock.
+
+        A file whose last line is complete and parses cannot have a torn tail, so the full
+        scan of :meth:`JsonlLog.repair` runs only when that cheap check fails (damage
+        *inside* a file is still found by the scan that loads it).
+        """
+        removed = {"change_log": 0 if _tail_ok(self.change_log_path) else self.change_log.repair()}
         for kind in KINDS:
-            removed[kind] = self.entity[kind].repair()
+            removed[kind] = 0 if _tail_ok(self.entity_path(kind)) else self.entity[kind].repair()
         return removed
 
     def read_checkpoint(self) -> dict[str, Any]:
@@ -227,6 +232,42 @@ class TreeStore:
             log.close()
         with contextlib.suppress(OSError):
             os.close(self._read_fd)
+
+
+def _tail_ok(path: Path, chunk: int = 1 << 16, max_line: int = 1 << 20) -> bool:
+    """True when the file is empty or its last line ends with a newline and is a JSON object."""
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size == 0:
+                return True
+            fh.seek(size - 1)
+            if fh.read(1) != b"\n":
+                return False
+            end = size - 1
+            pos = end
+            parts: list[bytes] = []
+            while pos > 0:
+                if end - pos > max_line:
+                    # our writers never put a raw newline inside a record, so a huge last
+                    # line that ends in one was written whole; only small lines are parsed
+                    return True
+                start = max(0, pos - chunk)
+                fh.seek(start)
+                block = fh.read(pos - start)
+                cut = block.rfind(b"\n")
+                if cut >= 0:
+                    parts.append(block[cut + 1 :])
+                    break
+                parts.append(block)
+                pos = start
+            line = b"".join(reversed(parts))
+    except FileNotFoundError:
+        return True
+    try:
+        return isinstance(orjson.loads(line), dict)
+    except orjson.JSONDecodeError:
+        return False
 
 
 def _size(path: Path) -> int:
