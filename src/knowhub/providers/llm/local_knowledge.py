@@ -73,6 +73,7 @@ def route_knowledge(payload: dict[str, Any], agent: LocalAgent) -> dict[str, Any
     query_tokens = set(tokenize(query))
     tasks = [str(i.get("task") or "") for i in items]
     semantic = agent.semantic_scores(query, tasks) if agent is not None else None
+    use_prior = payload.get("prior") != "none"
     scored: list[tuple[float, int, Any]] = []
     rest: list[Any] = []
     for pos, (item, task) in enumerate(zip(items, tasks, strict=True)):
@@ -81,12 +82,14 @@ def route_knowledge(payload: dict[str, Any], agent: LocalAgent) -> dict[str, Any
         score = 0.5 * lexical + 0.5 * overlap
         if semantic is not None:
             score = 0.7 * score + 0.3 * semantic[pos]
+        if use_prior:  # the caller's order (recall over task *and* content) is mild evidence
+            score = 0.85 * score + 0.15 * (1.0 - pos / len(items))
         has_signal = overlap > 0 or lexical >= _MIN_RELEVANCE
         if semantic is not None:
             has_signal = has_signal or semantic[pos] >= 0.3
         if has_signal:
             scored.append((score, pos, item["idx"]))
-        elif payload.get("prior") != "none":
+        elif use_prior:
             rest.append(item["idx"])
     scored.sort(key=lambda row: (-row[0], row[1]))
     # Items whose task shares nothing with the query keep the caller's (recall) order behind
