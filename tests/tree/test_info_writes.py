@@ -134,3 +134,5 @@ def test_batch_create_infos(tree: KeywordTree) -> None:
     with pytest.raises(InvalidInputError):
         tree.batch_create_infos([{"content": "dup", "id": "i3"}])
     assert len(tree.state.infos) == n
+    tree.undo(next(h for h in tree.history(20) if h["op"] == "batch_create_infos")["operation_id"])
+    assert tree.get_info("i3") is None and tree.get_infos_of_keyword(a.id) == []

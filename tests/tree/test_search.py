@@ -196,3 +196,13 @@ def test_collect_candidates_shape(tree: KeywordTree) -> None:
     cands = tree._collect_candidates([t.id])
     names = [c["name"] for c in cands]
     assert names[0] == "技术" and cands[1]["parent_idx"] == 0 and "path" not in cands[1]
+
+
+def test_suggest_parent_returns_an_id(tree: KeywordTree, stub: StubLLMClient) -> None:
+    t = _kw(tree, "技术")
+    stub.push({"action": "match", "node_id": 0})
+    assert tree._SuggestParent("Rust") == t.id
+    stub.push({"action": "missing"})
+    assert tree._SuggestParent("烹饪") == "root"
+    desc = tree._AgentDescend("x", "search")
+    assert desc["outcome"] == "missing" and desc["reason"]

@@ -231,8 +231,12 @@ class DescentMixin(AgentTasksMixin):
             return missing(decision.reason or "missing", decision.suggest_name)
         return missing("max_rounds")
 
-    def _suggest_parent(self, name: str) -> tuple[str, dict[str, Any]]:
-        """Seed 001 §6.4: the parent the agent suggests for a new keyword (root when unsure)."""
+    def _suggest_parent(self, name: str) -> str:
+        """Seed 001 §6.4: the id of the parent the agent suggests (root when unsure)."""
+        return self._suggest_parent_io(name)[0]
+
+    def _suggest_parent_io(self, name: str) -> tuple[str, dict[str, Any]]:
+        """:meth:`_suggest_parent` plus the descent record (for ``agent_io``)."""
         desc = self._agent_descend(name, "suggest_parent")
         if desc["outcome"] == "matched" and desc["node_id"] in self.state.nodes:
             return desc["node_id"], desc

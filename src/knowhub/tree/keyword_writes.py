@@ -255,7 +255,7 @@ class KeywordWritesMixin(ReadsMixin):
                 ios.append(io)
             suggested = None
             if action == "create_new" and parent_id is None and llm_auto_place:
-                suggested, desc = self._suggest_parent(name)
+                suggested, desc = self._suggest_parent_io(name)
                 ios.extend(desc["agent_io"])
             with self._writing():
                 txn = Txn(self.state)
@@ -416,7 +416,7 @@ class KeywordWritesMixin(ReadsMixin):
                     parent = self._batch_parent(spec, batch, by_name, by_path)
                     if parent is None:
                         if use_agent:
-                            parent, desc = self._suggest_parent(name)
+                            parent, desc = self._suggest_parent_io(name)
                             ios.extend(desc["agent_io"])
                         else:
                             parent = ROOT_ID
