@@ -205,3 +205,24 @@ def test_save_many_is_all_or_nothing(any_hub: KnowledgeHub, alice, mk) -> None:
         any_hub.save_many(alice, [mk("ok", "ok"), {"task": "missing content", "types": ["plan"]}])
     assert len(any_hub.list(alice, limit=100)) == 5
     assert [h.knowledge.id for h in any_hub.search(alice, "bulk 3", top_k=1)] == [saved[3].id]
+
+
+def test_concurrent_threads(any_hub: KnowledgeHub, alice, bob) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    shared = any_hub.save(alice, {"task": "shared counter", "content": "x", "types": ["plan"],
+                                  "scopes": ["org:acme"]})
+
+    def work(n: int) -> str:
+        who = alice if n % 2 else bob
+        item = any_hub.save(who, {"task": f"thread item {n}", "content": f"parallel {n}", "types": ["tool"]})
+        any_hub.update(who, shared.id, add_helpful_case={"outcome": str(n)})
+        any_hub.search(who, f"thread item {n}")
+        return item.id
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        made = list(pool.map(work, range(24)))
+    assert len(set(made)) == 24
+    assert any_hub.get(alice, shared.id).helpful == 24
+    assert any_hub.get(alice, shared.id).version == 25
+    assert any_hub.check()["ok"]
