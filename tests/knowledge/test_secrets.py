@@ -173,3 +173,15 @@ def test_resource_ids_allow_cjk_and_paths(hub: KnowledgeHub, alice) -> None:
     for good in ("code/selenium/login", "资料/登录脚本.py", "a-b_c.d/e"):
         assert hub.save_resource(alice, {"id": good, "body": "b"}).id == good
         assert hub.get_resource(alice, good).body == "b"
+
+
+def test_secret_key_file_setting(tmp_path: Path, alice) -> None:
+    raw = os.urandom(32)
+    key_file = tmp_path / "my.key"
+    key_file.write_text(raw.hex())
+    settings = Settings.load(data_dir=str(tmp_path / "data"), knowledge={"secret_key_file": str(key_file)})
+    with KnowledgeHub.from_settings(settings) as hub:
+        hub.save_resource(alice, {"id": "c/3", "secure_body": "file-key", "content_type": "credential"})
+        assert hub.data_dir == tmp_path / "data" / "knowledge"
+    with KnowledgeHub(tmp_path / "data" / "knowledge", secret_key=raw) as again:
+        assert again.get_resource(alice, "c/3", include_secure=True).secure_body == "file-key"
