@@ -758,13 +758,12 @@ class KnowledgeStore:
         rows = conn.execute(
             select(resources).where(and_(*conditions)).order_by(resources.c.seq.desc()).limit(limit)
         ).all()
-        out = []
-        for row in rows:
-            scopes = [
-                r.scope
-                for r in conn.execute(
-                    select(resource_scopes.c.scope).where(resource_scopes.c.resource_id == row.id)
+        scopes: dict[str, list[str]] = {}
+        if rows:
+            for r in conn.execute(
+                select(resource_scopes.c.resource_id, resource_scopes.c.scope).where(
+                    resource_scopes.c.resource_id.in_([row.id for row in rows])
                 )
-            ]
-            out.append(self._resource_dict(row, sorted(scopes)))
-        return out
+            ):
+                scopes.setdefault(r.resource_id, []).append(r.scope)
+        return [self._resource_dict(row, sorted(scopes.get(row.id, []))) for row in rows]
