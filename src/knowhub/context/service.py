@@ -88,11 +88,14 @@ class ContextEngineService:
         hierarchical: use the HierarchicalSearcher after L0 retrieval (else flat L0).
         lease_s / max_retries / backoff_base_s: outbox settings.
         batch_size / poll_interval_s: index worker settings.
-        retriever_config / searcher_config / assembler_config: ranking knobs.
-        lexical_fields: node fields in the level-0 BM25 document.
+        retriever_config / searcher_config / assembler_config: ranking knobs (default
+            retriever: vector weight 0.1 with the HashingEmbedder, 1.0 with any other).
+        lexical_fields: node fields in the level-0 BM25 document (default all three levels:
+            the abstract, the overview with its reply context, the full content).
         extractor_concurrency: parallel extractors per commit.
         intent_weight: weight of category-specific typed queries (the general one has 1).
         merge_queries: ``max`` or ``sum`` of a node's scores over the typed queries.
+        bm25_k1 / bm25_b: BM25 parameters of the lexical index.
     """
 
     def __init__(
@@ -112,11 +115,13 @@ class ContextEngineService:
         retriever_config: RetrieverConfig | None = None,
         searcher_config: SearcherConfig | None = None,
         assembler_config: AssemblerConfig | None = None,
-        lexical_fields: Sequence[str] = ("abstract",),
+        lexical_fields: Sequence[str] = ("abstract", "overview", "content"),
         extractor_concurrency: int = 4,
         save_interval_s: float = 30.0,
         intent_weight: float = 0.9,
         merge_queries: str = "max",
+        bm25_k1: float = 1.2,
+        bm25_b: float = 0.75,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.fs = ContextFS(self.data_dir, durable=durable)
@@ -127,7 +132,7 @@ class ContextEngineService:
                                         backoff_base_s=backoff_base_s)
         self.embedder: Embedder = embedder or HashingEmbedder()
         self.vectors: VectorIndex = vectors if vectors is not None else ExactVectorIndex(self.embedder.dim, self.index_dir / "vectors")
-        self.lexical = LexicalIndex()
+        self.lexical = LexicalIndex(bm25_k1, bm25_b)
         self.graph = InMemoryGraphStore()
         self.lexical_fields = tuple(lexical_fields)
         self.projector = IndexProjector(self.embedder, self.vectors, self.lexical, self.graph, lexical_fields=self.lexical_fields)
@@ -138,6 +143,11 @@ class ContextEngineService:
                                             on_idle=self._on_idle)
         self.coordinator = CommitCoordinator(self.fs, self.outbox, llm=llm, extractor_concurrency=extractor_concurrency)
         self.planner = QueryPlanner()
+        if retriever_config is None:
+            # A hashing embedder only re-encodes the words BM25 already scores (benchmarks show it
+            # dilutes the ranking); it stays as a light tie-breaker that also catches typos.
+            weight = 0.1 if isinstance(self.embedder, HashingEmbedder) else 1.0
+            retriever_config = RetrieverConfig(vector_weight=weight)
         self.retriever = L0Retriever(self.embedder, self.vectors, self.lexical, retriever_config)
         self.searcher = HierarchicalSearcher(self.retriever, searcher_config)
         self.hierarchical = hierarchical

@@ -136,8 +136,6 @@ class IndexProjector:
                 for key in ("event_time", "session_time", "routing_key", "speakers"):
                     if meta.get(key) not in (None, "", []):
                         metadata[key] = meta[key]
-                if self.lexical_fields != ("abstract",):
-                    metadata["lexical_text"] = self.lexical_text(node)
             records.append(IndexRecord(
                 id=stable_record_id(node.uri, level),
                 uri=node.uri,
@@ -322,23 +320,30 @@ class IndexProjector:
         return out
 
     def rebuild_lexical_from_vectors(self) -> int:
-        """Refill the BM25 copy from the level-0 records of the vector index (after load)."""
+        """Refill the BM25 copy from the vector index records (after a load): the level
+        texts of each node are joined as :meth:`lexical_text` joins the node's fields."""
         if self.lexical is None:
             return 0
         ids = getattr(self.vectors, "ids", None)
         getter = getattr(self.vectors, "get", None)
         if not callable(ids) or not callable(getter):
             return 0
-        self.lexical.clear()
-        count = 0
+        by_uri: dict[str, dict[int, Any]] = {}
         for rid in ids():
             record = getter(rid)
-            if record is None or record.level != 0:
+            if record is not None:
+                by_uri.setdefault(record.uri, {})[record.level] = record
+        self.lexical.clear()
+        field_level = {name: level for level, name in LEVEL_FIELDS.items()}
+        count = 0
+        for uri, levels in by_uri.items():
+            l0 = levels.get(0)
+            if l0 is None:
                 continue
-            text = str(record.metadata.get("lexical_text") or record.text)
-            self.lexical.add(LexicalDoc(record.id, record.uri,
-                                        partition_key(str(record.filters.get("account_id", "")), str(record.filters.get("owner_space", ""))),
-                                        record.category, record.context_type, text))
+            parts = [levels[field_level[f]].text for f in self.lexical_fields if field_level.get(f) in levels]
+            self.lexical.add(LexicalDoc(l0.id, uri,
+                                        partition_key(str(l0.filters.get("account_id", "")), str(l0.filters.get("owner_space", ""))),
+                                        l0.category, l0.context_type, "\n".join(p for p in parts if p.strip())))
             count += 1
         return count
 
