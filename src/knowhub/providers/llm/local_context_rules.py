@@ -29,6 +29,7 @@ from knowhub.providers.llm.local_context_text import (
     truncate,
     turns_from_payload,
 )
+from knowhub.providers.llm.local_context_topics import topics_of
 
 __all__ = [
     "extract_entities_events",
@@ -347,12 +348,15 @@ def extract_entities_events(payload: dict[str, Any]) -> list[dict[str, Any]]:
                 overview_lines.append(f"- then: {reply_line}")
             if turn.caption:
                 overview_lines.append(f"- shared image: {turn.caption}")
+            topics = topics_of(f"{turn.text} {turn.caption}")
+            if topics:
+                overview_lines.append(f"- topics: {', '.join(topics)}")
             out.append(_candidate(
                 "events", f"{turn.id}", abstract, "\n".join(overview_lines),
                 turn.cite() + (f"\n{context_line}" if context_line else ""),
                 0.6 + (0.15 if cues else 0.0) + (0.1 if has_action else 0.0), [turn.id],
                 speaker=turn.speaker, session_time=turn.when_text, event_time=resolved[0] if resolved else turn.date,
-                time_cues=cues, kind="turn",
+                time_cues=cues, kind="turn", topics=topics,
             ))
         out.extend(_entity_candidates(turn, speakers, capitalized_elsewhere))
         previous = turn

@@ -1,0 +1,111 @@
+"""A small concept lexicon for the offline extractors: words → the broader topics they belong to.
+
+People ask about memories in general terms ("what martial arts has John done?", "what
+desserts has Maria made?", "什么运动") while they told them in specific ones ("I'm doing
+kickboxing", "I made peach cobbler"). An LLM extractor writes such general words into its
+memories by itself; the offline rules tag each memory with the topics of this lexicon
+instead, so lexical search can bridge the gap. Hand-made and deliberately small.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["TOPICS", "topics_of"]
+
+#: topic → words (lower-case; multi-word phrases allowed; a trailing ``*`` matches any ending).
+TOPICS: dict[str, tuple[str, ...]] = {
+    "martial arts": ("kickboxing", "taekwondo", "karate", "judo", "jiu-jitsu", "jiu jitsu", "kung fu", "mma",
+                     "aikido", "muay thai", "boxing", "wrestling", "fencing", "跆拳道", "空手道", "柔道", "拳击", "功夫"),
+    "sports": ("soccer", "football", "basketball", "baseball", "tennis", "golf", "volleyball", "hockey", "swim*",
+               "running", "marathon", "cycling", "surf*", "ski", "skiing", "snowboard*", "climbing", "rugby",
+               "cricket", "badminton", "bowling", "skateboard*", "kayak*", "rowing", "triathlon", "workout*",
+               "gym", "yoga", "pilates", "hiking", "jogging", "5k", "race", "足球", "篮球", "网球", "游泳", "跑步",
+               "羽毛球", "乒乓球", "健身", "瑜伽", "马拉松", "滑雪", "爬山"),
+    "musical instruments": ("guitar", "piano", "violin", "drum*", "ukulele", "flute", "saxophone", "cello",
+                            "trumpet", "clarinet", "bass", "harp", "keyboard", "吉他", "钢琴", "小提琴", "鼓"),
+    "music": ("song*", "album*", "concert*", "band", "singer", "sing*", "music*", "playlist", "rap", "jazz",
+              "rock", "pop", "classical", "orchestra", "choir", "歌", "音乐", "演唱会"),
+    "desserts": ("cake*", "pie", "pies", "cobbler", "sundae", "ice cream", "cookie*", "brownie*", "cupcake*",
+                 "pudding", "muffin*", "chocolate*", "pastr*", "donut*", "doughnut*", "tart*", "cheesecake",
+                 "dessert*", "蛋糕", "甜点", "冰淇淋", "巧克力", "饼干"),
+    "food and cooking": ("pizza*", "pasta", "sandwich*", "salad*", "soup*", "burger*", "sushi", "taco*", "curry",
+                         "barbecue", "bbq", "steak", "recipe*", "cook*", "bak*", "meal*", "dinner", "lunch",
+                         "breakfast", "restaurant*", "dish*", "vegan", "vegetarian", "饭", "菜", "做饭", "餐厅",
+                         "火锅", "饺子", "面条"),
+    "pets and animals": ("dog*", "cat", "cats", "pupp*", "kitten*", "hamster*", "rabbit*", "bunny", "bird*",
+                         "parrot*", "fish", "turtle*", "horse*", "snake*", "guinea pig*", "pet*", "shelter dog*",
+                         "狗", "猫", "宠物", "兔子"),
+    "books and reading": ("book*", "novel*", "author*", "read", "reading", "library", "poem*", "poetry",
+                          "memoir", "书", "小说", "读书", "阅读"),
+    "art and crafts": ("paint*", "drawing*", "draw", "sketch*", "sculpt*", "pottery", "ceramic*", "clay",
+                       "photograph*", "knit*", "craft*", "mural*", "canvas", "art", "artwork", "gallery",
+                       "画", "绘画", "陶艺", "摄影", "手工"),
+    "writing": ("writ*", "journal*", "blog*", "poem*", "poetry", "story", "stories", "essay*", "写作", "日记"),
+    "family": ("mom", "dad", "mother", "father", "sister*", "brother*", "kid", "kids", "child", "children",
+               "son", "sons", "daughter*", "husband", "wife", "grandma", "grandpa", "grandmother", "grandfather",
+               "aunt*", "auntie", "uncle*", "cousin*", "parent*", "family", "妈妈", "爸爸", "父母", "孩子",
+               "儿子", "女儿", "姐姐", "妹妹", "哥哥", "弟弟", "家人", "老公", "老婆"),
+    "friends and social life": ("friend*", "buddy", "buddies", "party", "parties", "hang out", "hangout",
+                                "meetup", "community", "neighbor*", "朋友", "聚会"),
+    "travel": ("trip*", "travel*", "vacation*", "flight*", "fly", "flew", "abroad", "road trip", "tour*",
+               "visit*", "hotel*", "passport", "beach*", "camping", "camp", "national park*", "旅行", "旅游",
+               "出差", "度假"),
+    "nature and outdoors": ("hik*", "camping", "camp", "beach*", "park", "parks", "mountain*", "lake*",
+                            "forest*", "nature", "garden*", "sunset*", "sunrise*", "ocean", "river*", "trail*",
+                            "爬山", "公园", "大自然", "海边"),
+    "health and medical": ("doctor*", "hospital*", "injur*", "surgery", "sick", "illness", "ill", "medication*",
+                           "accident*", "diagnos*", "health*", "pain", "recover*", "医院", "医生", "生病", "受伤"),
+    "mental health and wellbeing": ("stress*", "anxiety", "anxious", "depress*", "therap*", "counsel*",
+                                    "self-care", "mental health", "meditat*", "mindful*", "burnout", "心理", "压力"),
+    "work and career": ("job*", "career*", "boss", "colleague*", "coworker*", "promot*", "office", "interview*",
+                        "business*", "company", "startup", "store", "shop", "work", "working", "client*",
+                        "salary", "hired", "fired", "工作", "公司", "老板", "同事", "面试", "升职"),
+    "education and learning": ("school*", "class", "classes", "course*", "college", "universit*", "degree",
+                               "exam*", "test", "tests", "study*", "studied", "certif*", "workshop*", "lesson*",
+                               "teacher*", "student*", "graduat*", "学校", "课程", "考试", "大学", "学习"),
+    "volunteering and charity": ("volunteer*", "shelter*", "charit*", "donat*", "fundrais*", "nonprofit",
+                                 "non-profit", "homeless", "food bank", "志愿", "慈善", "捐"),
+    "vehicles": ("car", "cars", "truck*", "bike*", "bicycle*", "motorcycle*", "windshield", "tire*", "engine",
+                 "drive", "driving", "车", "汽车", "自行车"),
+    "games": ("video game*", "game*", "gaming", "chess", "board game*", "tournament*", "console", "xbox",
+              "playstation", "nintendo", "游戏", "比赛"),
+    "movies and tv": ("movie*", "film*", "series", "tv", "netflix", "cinema", "documentar*", "show", "shows",
+                      "电影", "电视剧"),
+    "religion and faith": ("church*", "faith", "god", "pray*", "temple*", "mosque*", "religio*", "spiritual*",
+                           "bible", "教堂", "信仰"),
+    "celebrations": ("birthday*", "wedding*", "anniversar*", "graduation", "holiday*", "christmas",
+                     "thanksgiving", "halloween", "new year", "festival*", "celebrat*", "生日", "婚礼", "节日", "春节"),
+    "home": ("house", "home", "apartment", "moved", "moving", "rent*", "decorat*", "furniture", "家", "搬家", "房子"),
+    "identity and lgbtq": ("lgbtq*", "transgender", "trans", "gay", "lesbian", "queer", "pride", "coming out",
+                           "identity", "nonbinary", "non-binary"),
+    "adoption and parenting": ("adopt*", "foster*", "parenting", "baby", "babies", "pregnan*", "领养", "怀孕"),
+    "money and finances": ("money", "budget*", "saving*", "loan*", "debt", "invest*", "financ*", "wallet",
+                           "expensive", "afford*", "钱", "理财", "贷款"),
+    "politics and civic life": ("politic*", "campaign*", "election*", "vote*", "voting", "council", "government",
+                                "military", "army", "veteran*", "serve my country", "政治", "选举", "军队"),
+}
+
+
+def _compile() -> list[tuple[str, re.Pattern[str]]]:
+    out = []
+    for topic, words in TOPICS.items():
+        latin = [w for w in words if w.isascii()]
+        cjk = [w for w in words if not w.isascii()]
+        parts = []
+        for word in latin:
+            stem = re.escape(word.rstrip("*"))
+            parts.append(stem + (r"[a-z\-]*" if word.endswith("*") else "") )
+        pattern = r"\b(?:" + "|".join(parts) + r")\b" if parts else ""
+        if cjk:
+            pattern = "|".join(p for p in (pattern, "|".join(re.escape(w) for w in cjk)) if p)
+        out.append((topic, re.compile(pattern, re.I)))
+    return out
+
+
+_COMPILED = _compile()
+
+
+def topics_of(text: str) -> list[str]:
+    """Topics whose words occur in ``text``, in lexicon order."""
+    return [topic for topic, pattern in _COMPILED if pattern.search(text)]
