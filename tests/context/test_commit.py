@@ -287,3 +287,13 @@ def test_commit_without_outbox_and_with_selected_extractors(fs: ContextFS, ctx: 
     result = coord.commit(ctx, SESSION, options={"session_id": "c", "extractors": ["preferences"]})
     assert result.stats["by_category"] == {"preferences": 1}
     assert result.outbox_events and all(e.status == "pending" for e in result.outbox_events)
+
+
+def test_same_messages_with_other_tools_are_a_new_commit(coord: CommitCoordinator, fs: ContextFS, ctx: RequestContext) -> None:
+    msgs = [{"id": "t1", "role": "user", "content": "Please look this up for me."}]
+    first = coord.commit(ctx, msgs, used_tools=["web_search"], options={"session_id": "tools"})
+    assert coord.commit(ctx, msgs, used_tools=["web_search"], options={"session_id": "tools"}).status == "duplicate"
+    other = coord.commit(ctx, msgs, used_tools=["calculator"], options={"session_id": "tools"})
+    assert other.status == "committed" and other.commit_id != first.commit_id
+    assert fs.exists(ctx, "ctx://acme/agents/helper/tools/calculator")
+    assert fs.read_node(ctx, "ctx://acme/agents/helper/tools/web-search").metadata["usage"]["count"] == 1

@@ -7,8 +7,8 @@ RelationWriter edges → OutboxStore ``append_batch`` (only after every node is 
 disk) → audit file ``accounts/{account}/.audit/commits/{commit_id}.json`` (atomic) →
 return. A returned CommitResult is durable.
 
-Idempotency: ``commit_id`` is a hash of account, user, agent, session id and every
-message (id, role, name, content, timestamp). Committing the same batch again returns the
+Idempotency: ``commit_id`` is a hash of account, user, agent, session id, the used
+contexts and tools, and every message (id, role, name, content, timestamp). Committing the same batch again returns the
 stored result with status ``duplicate`` and writes nothing; if the audit file is missing
 (a crash right before it was written), the policies re-plan every candidate to ``skip``,
 so memories never double.
@@ -16,6 +16,7 @@ so memories never double.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Sequence
@@ -139,7 +140,8 @@ class CommitCoordinator:
             session_id = "s-" + batch_fingerprint(ctx.account_id, ctx.user_id, messages=provisional)[:16]
         validate_segment(session_id, what="session id")
         normalized = normalize_messages(messages, session_id)
-        commit_id = batch_fingerprint(ctx.account_id, ctx.user_id, getattr(ctx, "agent_id", ""), session_id,
+        extras = json.dumps([used_contexts or [], used_tools or []], ensure_ascii=False, sort_keys=True, default=str)
+        commit_id = batch_fingerprint(ctx.account_id, ctx.user_id, getattr(ctx, "agent_id", ""), session_id, extras,
                                       messages=normalized)[:32]
         if not opts.get("force"):
             prior = self.load_commit(ctx, commit_id)
