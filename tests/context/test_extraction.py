@@ -191,3 +191,11 @@ def test_events_are_tagged_with_general_topics() -> None:
     assert events["a"].metadata["topics"] == ["martial arts"] and "- topics: martial arts" in events["a"].overview
     assert events["b"].metadata["topics"] == ["desserts"]
     assert {"sports", "family", "food and cooking"} <= set(events["c"].metadata["topics"])
+
+
+def test_chinese_favourites_and_copula_noise() -> None:
+    msgs = [{"id": "c1", "role": "user", "name": "王芳", "content": "我最喜欢的食物是饺子。我是说真的。我是一名护士，我是在上海长大的。"}]
+    prefs = [c.abstract.split(" — ")[0] for c in PreferenceExtractor().extract(msgs, ARCHIVE, CTX)]
+    assert prefs == ["王芳最喜欢的食物是饺子"]
+    facts = [(c.metadata["facts"][0]["attribute"], c.metadata["facts"][0]["value"]) for c in ProfileExtractor().extract(msgs, ARCHIVE, CTX)]
+    assert facts == [("occupation", "护士")]

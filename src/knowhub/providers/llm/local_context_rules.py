@@ -93,11 +93,15 @@ _PROFILE_CN: list[tuple[str, re.Pattern[str], bool]] = [
     ("location", re.compile(r"我住在([^，。,.!！？?；;]{1,20})"), False),
     ("origin", re.compile(r"我来自([^，。,.!！？?；;]{1,20})"), False),
     ("employer", re.compile(r"我在([^，。,.!！？?；;]{1,20}?)(?:工作|上班|任职)"), False),
-    ("occupation", re.compile(r"我是(?:一名|一个|一位|个|名)?([^，。,.!！？?；;]{1,16}?(?:工程师|老师|教师|学生|医生|护士|设计师|经理|作家|程序员|研究员|律师|厨师|艺术家|创业者|妈妈|爸爸))"), False),
+    ("occupation", re.compile(r"我是(?:一名|一个|一位|个|名)?([^，。,.!！？?；;]{0,16}?(?:工程师|老师|教师|学生|医生|护士|设计师|经理|作家|程序员|研究员|律师|厨师|艺术家|创业者|妈妈|爸爸))"), False),
     ("age", re.compile(r"我(?:今年)?(\d{1,3})岁"), False),
     ("education", re.compile(r"我(?:在)?(?:学|读|念)([^，。,.!！？?；;]{1,16})"), False),
     ("identity", re.compile(r"我是([^，。,.!！？?；;]{1,16})"), True),
 ]
+
+
+# "我是说…", "我是在…", "我是不是…": 是 as a copula of something other than a fact about me
+_CN_NOT_FACT = frozenset("说在不真觉想来去要会能把被很太挺非有没这那个从跟")
 
 
 def extract_profile(payload: dict[str, Any]) -> list[dict[str, Any]]:
@@ -115,6 +119,8 @@ def extract_profile(payload: dict[str, Any]) -> list[dict[str, Any]]:
                     continue
                 value = _clean_phrase(match.group(1), 8)
                 if not value or len(value) < 2 or (attribute, value.lower()) in seen:
+                    continue
+                if has_cjk(value) and value[0] in _CN_NOT_FACT:
                     continue
                 if attribute == "identity" and any(a in {k for k, _ in seen} for a in ("occupation",)):
                     continue
@@ -142,6 +148,7 @@ _PREF_EN = re.compile(
     re.I,
 )
 _FAV_EN = re.compile(r"\bmy (?:all[- ]time )?favou?rite ([\w\- ]{2,30}?) (?:is|are|was|has to be) ([^.!?;,]+)", re.I)
+_FAV_CN = re.compile(r"我最喜欢的([\u4e00-\u9fff]{1,6}?)(?:是|就是)([^，。,.!！？?；;]{1,16})")
 _PREF_CN = re.compile(r"我(?:很|非常|特别|最|真的|也|比较|更)?(喜欢|爱|偏好|讨厌|不喜欢|热爱|更喜欢|受不了|不爱)([^，。,.!！？?；;]{1,24})")
 _NEGATIVE = ("hate", "dislike", "can't stand", "cannot stand", "don't like", "do not like", "讨厌", "不喜欢", "受不了", "不爱")
 
@@ -178,9 +185,12 @@ def extract_preferences(payload: dict[str, Any]) -> list[dict[str, Any]]:
                     found.append((verb, obj))
             for match in _FAV_EN.finditer(sentence):
                 found.append((f"favourite {match.group(1).strip()} is", _clean_phrase(match.group(2), 8)))
+            favourite = _FAV_CN.search(sentence)
+            if favourite:
+                found.append((f"最喜欢的{favourite.group(1)}是", _clean_phrase(favourite.group(2), 8)))
             for match in _PREF_CN.finditer(sentence):
                 obj = _clean_phrase(match.group(2), 8)
-                if obj:
+                if obj and not (favourite and obj.startswith("的")):
                     found.append((match.group(1), obj))
             for verb, obj in found:
                 negative = verb in _NEGATIVE
