@@ -615,6 +615,7 @@ class KnowledgeHub:
         return plan
 
     def _make_plan(self, principal: Principal, model: str | None) -> SlimPlan:
+        self._sync()  # indexed vectors are reused: bring them up to date first
         with self.store.read() as conn:
             items = self.store.list_items(
                 conn,
@@ -624,7 +625,7 @@ class KnowledgeHub:
             )
         clusters = [
             slimming.merge_cluster(self.llm, [items[i] for i in members], reason)
-            for members, reason in slimming.find_clusters(items, self.embedder)
+            for members, reason in slimming.find_clusters(items, self.embedder, self._known_vector)
         ]
         plan = SlimPlan(
             plan_id=f"slim-{_random.token_hex(8)}",
@@ -636,6 +637,11 @@ class KnowledgeHub:
         )
         self.store.save_plan(plan.plan_id, principal.id, plan.to_dict(), plan.created_at)
         return plan
+
+    def _known_vector(self, knowledge_id: str) -> Any:
+        """The indexed vector of an item, if the vector index holds one."""
+        record = self._indexes.vectors.get(knowledge_id)
+        return None if record is None else record.vector
 
     def _load_plan(self, principal: Principal, plan_id: Any) -> SlimPlan:
         if not isinstance(plan_id, str) or len(plan_id) > 64:

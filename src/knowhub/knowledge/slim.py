@@ -12,7 +12,7 @@ of scopes, resource ids and histories. The other items are soft-deleted.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 COSINE_THRESHOLD = 0.9
 LEXICAL_THRESHOLD = 0.8
 PREFILTER_COSINE = 0.6
+MAX_NEIGHBORS = 10  # nearest others checked per item
 MAX_SCAN = 20_000  # most recently changed items considered in one slim run
 MERGE_CONTENT_CHARS = 6_000
 _BLOCK = 1024
@@ -66,35 +67,66 @@ def _find(parent: list[int], i: int) -> int:
     return i
 
 
-def find_clusters(items: Sequence[Knowledge], embedder: Any) -> list[tuple[list[int], str]]:
-    """Groups of indices into ``items`` that are near-duplicates, with the reason why."""
+def _matrix(
+    items: Sequence[Knowledge], embedder: Any, known: Callable[[str], Any] | None
+) -> np.ndarray:
+    """Unit vectors of the items: reused from the vector index when it has them."""
+    matrix = np.zeros((len(items), int(embedder.dim)), dtype=np.float32)
+    missing: list[int] = []
+    for row, item in enumerate(items):
+        vector = known(item.id) if known is not None else None
+        if vector is None:
+            missing.append(row)
+        else:
+            matrix[row] = vector
+    for start in range(0, len(missing), 512):
+        rows = missing[start : start + 512]
+        matrix[rows] = embedder.embed_matrix([embed_text(items[r]) for r in rows])
+    return matrix
+
+
+def find_clusters(
+    items: Sequence[Knowledge],
+    embedder: Any,
+    known_vector: Callable[[str], Any] | None = None,
+) -> list[tuple[list[int], str]]:
+    """Groups of indices into ``items`` that are near-duplicates, with the reason why.
+
+    Each item is compared with at most ``MAX_NEIGHBORS`` nearest others (cosine >=
+    ``PREFILTER_COSINE``), which bounds the lexical checks on stores full of similar text.
+    """
     n = len(items)
     if n < 2:
         return []
-    matrix = np.asarray(embedder.embed_matrix([embed_text(i) for i in items]), dtype=np.float32)
+    matrix = _matrix(items, embedder, known_vector)
     parent = list(range(n))
     reasons: dict[int, list[str]] = {}
     type_sets = [set(i.types) for i in items]
     texts = [f"{i.task}\n{i.content}" for i in items]
     for start in range(0, n, _BLOCK):
         block = matrix[start : start + _BLOCK] @ matrix.T
-        rows, cols = np.nonzero(block >= PREFILTER_COSINE)
-        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
-            i, j = start + r, c
-            if j <= i or type_sets[i].isdisjoint(type_sets[j]):
-                continue
-            cosine = float(block[r, c])
-            if cosine >= COSINE_THRESHOLD:
-                why = f"cosine {cosine:.2f}"
-            else:
-                lexical = similarity(texts[i], texts[j])
-                if lexical < LEXICAL_THRESHOLD:
+        for r in range(block.shape[0]):
+            i = start + r
+            scores = block[r]
+            cols = np.flatnonzero(scores >= PREFILTER_COSINE)
+            cols = cols[cols > i]
+            if cols.size > MAX_NEIGHBORS:
+                cols = cols[np.argsort(-scores[cols], kind="stable")[:MAX_NEIGHBORS]]
+            for j in cols.tolist():
+                if type_sets[i].isdisjoint(type_sets[j]):
                     continue
-                why = f"lexical similarity {lexical:.2f}"
-            root_i, root_j = _find(parent, i), _find(parent, j)
-            if root_i != root_j:
-                parent[root_j] = root_i
-            reasons.setdefault(i, []).append(f"{items[i].id}~{items[j].id}: {why}")
+                cosine = float(scores[j])
+                if cosine >= COSINE_THRESHOLD:
+                    why = f"cosine {cosine:.2f}"
+                else:
+                    lexical = similarity(texts[i], texts[j])
+                    if lexical < LEXICAL_THRESHOLD:
+                        continue
+                    why = f"lexical similarity {lexical:.2f}"
+                root_i, root_j = _find(parent, i), _find(parent, j)
+                if root_i != root_j:
+                    parent[root_j] = root_i
+                reasons.setdefault(i, []).append(f"{items[i].id}~{items[j].id}: {why}")
     groups: dict[int, list[int]] = {}
     for i in range(n):
         groups.setdefault(_find(parent, i), []).append(i)
