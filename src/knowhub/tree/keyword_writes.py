@@ -379,7 +379,7 @@ class KeywordWritesMixin(ReadsMixin):
         """
         if not isinstance(specs, list):
             raise InvalidInputError("specs must be a list of dicts")
-        with self._writing(), gc_paused():
+        with self._writing(), gc_paused(self.freeze_gc and len(specs) >= 1000):
             nodes = self.state.nodes
             dead = self.state.dead_versions
             keys_of = self.normalizer.keys
