@@ -118,6 +118,17 @@ class LexicalIndex:
             self._docs.clear()
             self._by_uri.clear()
 
+    def document_frequency(self, token: str, partitions: Iterable[str]) -> tuple[int, int]:
+        """``(documents containing token, documents)`` over the given partitions."""
+        df = total = 0
+        with self._lock:
+            for name in dict.fromkeys(partitions):
+                part = self._parts.get(name)
+                if part is not None:
+                    df += part.document_frequency(token)
+                    total += len(part)
+        return df, total
+
     def search(
         self,
         query: str,

@@ -8,6 +8,10 @@ Two rankers look at the level-0 copies of the caller's nodes only:
 * lexical: BM25 over the caller's partitions of the :class:`~knowhub.index.LexicalIndex`
   (other users' partitions are never touched), narrowed the same way during scoring.
 
+Optional pseudo-relevance feedback (``prf_docs > 0``): the best ``prf_terms`` tokens
+(tf · idf) of the top lexical documents are appended to the query and a second BM25 run
+joins the fusion with weight ``prf_weight``.
+
 They are fused with weighted reciprocal rank fusion (``w / (k + rank)``), normalized so a
 node ranked first by both gets 1.0 — or, with ``fusion="blend"``, with max-normalized score
 blending. The fused score is what hierarchical search propagates.
@@ -19,6 +23,8 @@ every message of a session) only when the query targets ``.../sessions`` or asks
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +37,7 @@ from knowhub.context.core.uri import check_access
 from knowhub.index.lexical import LexicalDoc, LexicalIndex, partition_key
 from knowhub.providers.embedding import Embedder
 from knowhub.providers.vector import URI_PREFIX, VectorIndex
+from knowhub.text import tokenize
 
 __all__ = ["DEFAULT_CONTEXT_TYPES", "L0Retriever", "RetrieverConfig", "visibility_filters", "visible_partitions"]
 
@@ -63,6 +70,9 @@ class RetrieverConfig:
     context_weight: float = 0.25
     pool_factor: int = 3
     min_pool: int = 30
+    prf_docs: int = 3
+    prf_terms: int = 10
+    prf_weight: float = 0.5
 
 
 def _parent(uri: str) -> str:
@@ -162,11 +172,35 @@ class L0Retriever:
         vector = self.query_vector(typed_query)
         dense = self.vectors.search(vector, filters, pool, level=0) if np.any(vector) else []
         lexical: list[tuple[LexicalDoc, float]] = []
+        feedback: list[tuple[LexicalDoc, float]] = []
         if self.lexical is not None and self.config.lexical_weight > 0:
-            lexical = self.lexical.search(typed_query.text, visible_partitions(ctx), pool, self._lexical_allowed(filters))
-        return self._fuse(dense, lexical, k)
+            partitions = visible_partitions(ctx)
+            allowed = self._lexical_allowed(filters)
+            lexical = self.lexical.search(typed_query.text, partitions, pool, allowed)
+            if self.config.prf_docs > 0 and lexical:
+                expanded = self._expand_query(typed_query.text, lexical[: self.config.prf_docs], partitions)
+                if expanded != typed_query.text:
+                    feedback = self.lexical.search(expanded, partitions, pool, allowed)
+        return self._fuse(dense, lexical, k, feedback)
 
-    def _fuse(self, dense: list[Any], lexical: list[tuple[LexicalDoc, float]], k: int) -> list[SeedHit]:
+    def _expand_query(self, text: str, top: list[tuple[LexicalDoc, float]], partitions: list[str]) -> str:
+        """The query plus the most telling tokens of the top documents (tf · idf)."""
+        assert self.lexical is not None
+        query_tokens = set(tokenize(text))
+        counts: Counter[str] = Counter()
+        for doc, _ in top:
+            counts.update(t for t in tokenize(doc.text) if t not in query_tokens and len(t) > 2)
+        scored = []
+        for token, tf in counts.items():
+            df, total = self.lexical.document_frequency(token, partitions)
+            if df and total:
+                scored.append((tf * math.log(1 + total / df), token))
+        scored.sort(key=lambda x: (-x[0], x[1]))
+        terms = [t for _, t in scored[: self.config.prf_terms]]
+        return f"{text} {' '.join(terms)}" if terms else text
+
+    def _fuse(self, dense: list[Any], lexical: list[tuple[LexicalDoc, float]], k: int,
+              feedback: list[tuple[LexicalDoc, float]] | None = None) -> list[SeedHit]:
         cfg = self.config
         scores: dict[str, float] = {}
         info: dict[str, dict[str, Any]] = {}
@@ -179,7 +213,11 @@ class L0Retriever:
             for doc, score in lexical:
                 scores[doc.uri] = scores.get(doc.uri, 0.0) + cfg.lexical_weight * score / top_l / total
         else:
-            best = (cfg.vector_weight + cfg.lexical_weight) / (cfg.rrf_k + 1.0)
+            fb_weight = cfg.prf_weight if feedback else 0.0
+            best = (cfg.vector_weight + cfg.lexical_weight + fb_weight) / (cfg.rrf_k + 1.0)
+            for rank, (doc, _) in enumerate(feedback or [], start=1):
+                scores[doc.uri] = scores.get(doc.uri, 0.0) + fb_weight / (cfg.rrf_k + rank) / best
+                info.setdefault(doc.uri, {"doc": doc})
             for rank, hit in enumerate(dense, start=1):
                 scores[hit.uri] = scores.get(hit.uri, 0.0) + cfg.vector_weight / (cfg.rrf_k + rank) / best
             for rank, (doc, _) in enumerate(lexical, start=1):
