@@ -66,7 +66,10 @@ def _statements(text: str) -> list[str]:
 
 
 def _clean_phrase(phrase: str, max_words: int = 8) -> str:
-    phrase = re.split(r"[,.;:!?，。；：！？()\[\]]| - | but | because | and then | so that | which | 但是| 因为", phrase)[0]
+    phrase = re.split(
+        r"[,.;:!?，。；：！？()\[\]]| - | but | because | 'cause | cause | and then | and it | so that | so | which | as well as | 但是| 因为",
+        phrase,
+    )[0]
     words = phrase.strip().split()
     return " ".join(words[:max_words]).strip(" '\"“”")
 
@@ -121,6 +124,8 @@ def extract_profile(payload: dict[str, Any]) -> list[dict[str, Any]]:
                 if not value or len(value) < 2 or (attribute, value.lower()) in seen:
                     continue
                 if has_cjk(value) and value[0] in _CN_NOT_FACT:
+                    continue
+                if re.match(r"(?:my|your|his|her|their|our|the same|here|there|it|this|that)\b", value, re.I):
                     continue
                 if attribute == "identity" and any(a in {k for k, _ in seen} for a in ("occupation",)):
                     continue
@@ -181,7 +186,7 @@ def extract_preferences(payload: dict[str, Any]) -> list[dict[str, Any]]:
             found: list[tuple[str, str]] = []
             for match in _PREF_EN.finditer(sentence):
                 verb, obj = match.group(1).lower().replace("'m", "am"), _clean_phrase(match.group(2), 10)
-                if obj and obj.lower() not in ("it", "that", "this", "you", "them", "to"):
+                if obj and not re.match(r"(?:it|that|this|those|these|you|your|them|to|how|when|what|the way|seeing|hearing)\b", obj, re.I):
                     found.append((verb, obj))
             for match in _FAV_EN.finditer(sentence):
                 found.append((f"favourite {match.group(1).strip()} is", _clean_phrase(match.group(2), 8)))
@@ -211,7 +216,7 @@ def extract_preferences(payload: dict[str, Any]) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------------- entities and events
 
 _CAP_WORD = r"[A-Z][\w'’\-]*"
-_ENTITY_RUN = re.compile(rf"{_CAP_WORD}(?:\s+(?:of|the|de|da|van|von|and|&)\s+{_CAP_WORD}|\s+{_CAP_WORD})*")
+_ENTITY_RUN = re.compile(rf"{_CAP_WORD}(?:\s+(?:of|the|de|da|van|von)\s+{_CAP_WORD}|\s+{_CAP_WORD})*")
 _NOT_ENTITY = frozenset(
     {w.capitalize() for w in STOPWORDS}
     | {m.capitalize() for m in MONTHS} | {d.capitalize() for d in WEEKDAYS}
@@ -267,7 +272,7 @@ def _entities_in(sentence: str, speakers: set[str], capitalized_elsewhere: set[s
             words = words[:-1]
         if not words:
             continue
-        name = " ".join(words).strip("'’").removesuffix("'s").removesuffix("’s")
+        name = " ".join(words).strip("'’-").removesuffix("'s").removesuffix("’s").strip("-")
         if len(name) < 2 or name.lower() in speakers or name.lower() in STOPWORDS:
             continue
         at_start = match.start() <= offset
@@ -421,7 +426,7 @@ def _entity_candidates(turn: Turn, speakers: set[str], capitalized_elsewhere: se
 _CASE_EN = re.compile(
     r"\b(the fix was|fixed (?:it|this|that)? ?by|solved (?:it|this|that)? ?by|the solution (?:was|is)|"
     r"resolved (?:it|this)? ?by|the (?:root )?cause (?:was|is)|the problem (?:was|is)|the issue (?:was|is)|"
-    r"turned out|workaround (?:was|is)|what worked was|ended up)\b", re.I)
+    r"workaround (?:was|is)|what worked was)\b", re.I)
 _CASE_CN = re.compile(r"(解决|原因是|问题是|修复|排查|根因|办法是|最后发现)")
 _PATTERN_EN = re.compile(r"\b(?:I|we) (always|usually|normally|typically|tend to|every time|whenever)\b([^.!?;]*)", re.I)
 _PATTERN_CN = re.compile(r"(?:我|我们)(总是|通常|一般|每次|习惯)([^，。,.!！？?；;]{2,30})")
@@ -456,7 +461,7 @@ def extract_procedures(payload: dict[str, Any]) -> list[dict[str, Any]]:
                 continue
             out.append(_candidate(
                 "patterns", f"{turn.speaker} {_topic(habit)}",
-                f"{turn.speaker} {match.group(1)} {habit}" if not has_cjk(habit) else f"{turn.speaker}{match.group(1)}{habit}",
+                f"{turn.speaker} (habit): {truncate(sentence, 200)}",
                 f"- habit of {turn.speaker}: {sentence}", turn.cite(), 0.55, [turn.id], owner_scope="agent",
                 speaker=turn.speaker, title=f"{turn.speaker} — {_topic(habit)}",
             ))
