@@ -277,3 +277,23 @@ def test_update_rewrites_only_changed_files_and_cleanup_removes_temp_files(fs: C
     fs.close()
     fs.write_node(ctx, _node(uri, "after close"))  # the helper pool is recreated on demand
     assert fs.read_node(ctx, uri).abstract == "A after close"
+
+
+def test_check_reports_and_fixes(fs: ContextFS, ctx: RequestContext) -> None:
+    good = memory_uri(ctx, "entities", "good")
+    bad = memory_uri(ctx, "entities", "bad")
+    fs.write_node(ctx, _node(good))
+    fs.write_node(ctx, _node(bad))
+    (Path(fs.resolve_path(ctx, bad)) / ".meta.json").write_text("{broken")
+    half = Path(fs.resolve_path(ctx, memory_uri(ctx, "entities", "half")))
+    half.mkdir()
+    (half / "content.md").write_text("torn")
+    (half.parent / ".tmp-node-x").mkdir()
+    report = fs.check()
+    assert report["nodes"] == 2 and report["corrupt"] == [str(Path(fs.resolve_path(ctx, bad)))]
+    assert report["half_written"] == [str(half)] and report["leftovers"] == 1
+    fixed = fs.check(fix=True)
+    assert fixed["half_written"] == [str(half)]
+    after = fs.check()
+    assert after["half_written"] == [] and after["leftovers"] == 0 and len(after["corrupt"]) == 1
+    assert fs.read_node(ctx, good).abstract == "A x"

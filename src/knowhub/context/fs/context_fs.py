@@ -696,6 +696,46 @@ class ContextFS:
                     dirs.remove(name)
         return removed
 
+    def check(self, fix: bool = False) -> dict[str, Any]:
+        """Verify every node directory of every account.
+
+        Reports ``nodes`` (count), ``corrupt`` (paths whose ``.meta.json`` or relations file
+        is unreadable, or whose level files are not UTF-8), ``half_written`` (directories
+        holding node files but no ``.meta.json`` — invisible to readers) and ``leftovers``
+        (temp and trash entries). ``fix=True`` removes the leftovers and the stray files of
+        half-written directories; corrupt nodes are reported, never guessed at.
+        """
+        report: dict[str, Any] = {"nodes": 0, "corrupt": [], "half_written": [], "leftovers": 0}
+        node_files = set(_LEVEL_FILES) | {RELATIONS_FILE}
+        for root, dirs, files in os.walk(self.accounts_dir):
+            path = Path(root)
+            report["leftovers"] += sum(1 for d in dirs if d.startswith((_TMP_NODE_PREFIX, _TRASH_PREFIX)))
+            report["leftovers"] += sum(1 for f in files if f.startswith(TMP_PREFIX))
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            if path.parent == self.accounts_dir or path == self.accounts_dir:
+                continue
+            if META_FILE in files:
+                report["nodes"] += 1
+                try:
+                    meta = read_json_file(path / META_FILE)
+                    if not isinstance(meta, dict) or not isinstance(meta.get("version"), int):
+                        raise CorruptStoreError("bad meta", path=str(path))
+                    if RELATIONS_FILE in files:
+                        read_json_file(path / RELATIONS_FILE)
+                    for name in _LEVEL_FILES:
+                        _read_text(path / name)
+                except (CorruptStoreError, StorageError):
+                    report["corrupt"].append(str(path))
+            elif node_files & set(files):
+                report["half_written"].append(str(path))
+                if fix:
+                    for name in node_files & set(files):
+                        with contextlib.suppress(OSError):
+                            os.unlink(path / name)
+        if fix:
+            self.cleanup()
+        return report
+
     def iter_nodes(self, ctx: CtxLike, uri: str) -> Iterator[str]:
         """URIs of every node at or below ``uri`` (for rebuilds and checks)."""
         parsed, path = self._path(ctx, uri)
