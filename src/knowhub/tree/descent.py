@@ -24,15 +24,20 @@ reason ``agent_failure`` / ``agent_timeout`` / ``invalid_jump`` / ``max_rounds``
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from knowhub.errors import InvalidInputError
+from knowhub.text import tokenize
 from knowhub.tree.agent_tasks import AgentTasksMixin
 from knowhub.tree.models import ROOT_ID, AgentDecision
 
 #: Share of the candidate budget that MRU entries and lexical hits may take.
 MRU_SHARE = 0.25
 LEXICAL_SHARE = 0.6
+#: Budget of BM25 postings one lexical search may score (see _lexical_query).
+LEXICAL_POSTINGS = 30_000
+_WORD_SPLIT = re.compile(r"[\s,;:/|()\[\]]+")
 #: Each ancestor name in a candidate's path is cut to this many characters ...
 PATH_WIDTH = 20
 #: ... and only the nearest this-many ancestors are shown (``… > `` marks the cut).
@@ -80,7 +85,7 @@ class DescentMixin(AgentTasksMixin):
             first_level = sum(1 for s in start_ids if s in nodes and s not in chosen)
             room = cap - len(chosen) - min(first_level, cap // 2)
             limit = len(chosen) + max(0, min(lex_cap, room))
-            for doc_id, _score in self.bm25.search(query, top_k=lex_cap, allowed=allowed):
+            for doc_id, _score in self.bm25.search(self._lexical_query(query), top_k=lex_cap, allowed=allowed):
                 if len(chosen) >= limit:
                     break
                 if doc_id in nodes:
@@ -111,6 +116,35 @@ class DescentMixin(AgentTasksMixin):
                 cand["has_children"] = True
             out.append(cand)
         return out
+
+    def _lexical_query(self, query: str) -> str:
+        """The query, without its most common words when they would make BM25 slow.
+
+        BM25 scores every document that shares a query token, so words like "disease" or
+        "other" in a 100k-keyword tree cost tens of thousands of scored documents while
+        adding little to the ranking (their idf is low). Words are taken from the rarest
+        (judged by the document frequency of their rarest token) while the postings they
+        bring stay within ``LEXICAL_POSTINGS``; the rarest word is always kept.
+        """
+        words = [w for w in _WORD_SPLIT.split(query) if w]
+        if len(words) < 2:
+            return query
+        index = self.bm25
+        scored = []
+        for pos, word in enumerate(words):
+            toks = tokenize(word)
+            if toks:
+                scored.append((min(index.document_frequency(t) for t in toks), pos, word))
+        if not scored or sum(df for df, _, _ in scored) <= LEXICAL_POSTINGS:
+            return query
+        scored.sort()
+        kept, total = [], 0
+        for df, pos, word in scored:
+            if kept and total + df > LEXICAL_POSTINGS:
+                continue
+            kept.append((pos, word))
+            total += df
+        return " ".join(word for _, word in sorted(kept))
 
     def _resolve_target(self, raw: Any, by_idx: dict[int, str], scope: set[str] | None) -> str | None:
         """Map a decision target (idx int, digit string or node id) to a live node id."""
