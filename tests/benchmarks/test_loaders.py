@@ -202,3 +202,34 @@ def test_load_locomo_tolerant_evidence(data: ModuleType, tmp_path: Path) -> None
     assert qa[1]["evidence"] == ["D1:2", "D2:1"] and qa[1]["answer"] == "2023"
     assert qa[2]["answer"] is None and qa[2]["adversarial_answer"] == "x" and qa[2]["category"] == 5
     assert data.parse_evidence("D3:4,D3:5 ; junk") == ["D3:4", "D3:5"]
+
+
+def test_oracle_recognizes_the_engines_candidates(data: ModuleType, tmp_path: Path) -> None:
+    """The benchmark's oracle must find targets in the prompts the real engine builds."""
+    spec = importlib.util.spec_from_file_location("knowhub_tree_bench", ROOT / "benchmarks" / "tree_bench.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench
+    spec.loader.exec_module(bench)
+    from knowhub.tree import KeywordTree, SearchStatus
+
+    path = tmp_path / "icd.xml"
+    path.write_text(ICD_XML, encoding="utf-8")
+    nodes = data.load_icd10cm(path)
+    tree = KeywordTree(tmp_path / "kt", llm_client=bench.StubLLMClient())
+    tree.batch_create_keywords(bench.specs_of(nodes))
+    tree.close()
+    index = bench.TreeIndex(nodes)
+    oracle = bench.OracleAgent(index)
+    tree = KeywordTree(tmp_path / "kt", llm_client=oracle, max_candidates=3)
+    try:
+        for node in nodes:
+            oracle.set_target(node["id"])
+            query = "zzqx " + node["name"]  # misses the exact index; shares words for the lexical step
+            result = tree.search(query)
+            assert result.status is SearchStatus.MATCHED, (node["id"], result.reason)
+            assert result.node is not None and result.node.id == node["id"]
+    finally:
+        tree.close()
+    rounds, tokens = bench.level_baseline(index, "S00.00XA", "scalp")
+    assert rounds == 6 and tokens > 0
