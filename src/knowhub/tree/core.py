@@ -298,7 +298,8 @@ class TreeCore:
         start = self.store.change_log_size()
         self._known_size = self.store.commit(record)
         self._op_offsets[op_id] = start
-        self.store.append_entities(after, op_id)
+        # committed: memory follows the log even if the entity append below fails (the
+        # next open rolls the entity files forward from the change log)
         if bulk:
             self._apply_bulk(after)
         else:
@@ -306,6 +307,7 @@ class TreeCore:
                 for row in after.get(AFTER_KEYS[kind]) or ():
                     self.state.apply(kind, row)
         self.last_operation_id = op_id
+        self.store.append_entities(after, op_id)
         self._ops_since_ckpt += 1
         self._ops_since_persist += 1
         if (
