@@ -138,7 +138,8 @@ class DescentMixin(AgentTasksMixin):
         if not scored or sum(df for df, _, _ in scored) <= LEXICAL_POSTINGS:
             return query
         scored.sort()
-        kept, total = [], 0
+        kept: list[tuple[int, str]] = []
+        total = 0
         for df, pos, word in scored:
             if kept and total + df > LEXICAL_POSTINGS:
                 continue
