@@ -322,8 +322,7 @@ class TreeCore:
     def _apply_bulk(self, after: dict[str, list[dict[str, Any]]]) -> None:
         state = self.state
         rows = after.get("nodes") or []
-        for row in rows:
-            state.apply_node(row, hooks=False)
+        state.insert_new_nodes(rows)
         for kind in ("info", "link"):
             for row in after.get(AFTER_KEYS[kind]) or ():
                 state.apply(kind, row)

@@ -126,6 +126,48 @@ class TreeState:
                 hook(old, node)
         return True
 
+    def insert_new_nodes(self, rows: list[dict[str, Any]]) -> None:
+        """Bulk path for rows of ids this state has never held live (batch imports):
+        no version comparison, no old entry to unlink, no hooks."""
+        nodes, inverted, children, dirty = self.nodes, self.inverted, self.children, self.children_dirty
+        dead = self.dead_versions
+        for row in rows:
+            node_id = row["id"]
+            if node_id in nodes:
+                self.apply_node(row, hooks=False)
+                continue
+            dead.pop(("node", node_id), None)
+            node = KeywordNode(
+                node_id,
+                row["name"],
+                list(row["aliases"]),
+                list(row["normalized"]),
+                row["level"],
+                row["parent_id"],
+                [],
+                row["description"],
+                dict(row["metadata"]),
+                row["version"],
+                row["created_at"],
+                row["updated_at"],
+                False,
+            )
+            nodes[node_id] = node
+            for key in node.normalized:
+                bucket = inverted.get(key)
+                if bucket is None:
+                    inverted[key] = {node_id: None}
+                else:
+                    bucket[node_id] = None
+            parent = node.parent_id
+            bucket = children.get(parent)  # type: ignore[arg-type]
+            if bucket is None:
+                children[parent] = {node_id: None}  # type: ignore[index]
+            else:
+                bucket[node_id] = None
+            dirty.add(parent)  # type: ignore[arg-type]
+            dirty.add(node_id)
+
     def apply_info(self, row: dict[str, Any], offset: int | None = None) -> bool:
         info_id = row["id"]
         version = int(row.get("version", 1))
