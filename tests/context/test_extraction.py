@@ -67,7 +67,8 @@ def test_event_per_substantive_turn_with_precise_refs() -> None:
     support = next(e for e in events if e.source_refs == ["D1:3"])
     assert support.abstract.startswith("Caroline (8 May 2023):")
     assert "LGBTQ support group yesterday [7 May 2023]" in support.abstract
-    assert '[D1:3] Caroline' in support.content and "In reply to Melanie" in support.content
+    assert "[D1:3] Caroline" in support.content and 'in reply to: "I went to a charity race' in support.content
+    assert 'answered with: "I love painting sunsets' in support.overview and "Melanie answered" not in support.overview
     assert support.metadata["speaker"] == "Caroline" and support.metadata["event_time"] == "7 May 2023"
     assert all(len(e.abstract) <= 240 for e in events)
 

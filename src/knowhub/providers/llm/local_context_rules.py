@@ -346,8 +346,10 @@ def extract_entities_events(payload: dict[str, Any]) -> list[dict[str, Any]]:
             previous = turn
             continue
         following = turns[position + 1] if position + 1 < len(turns) else None
-        context_line = f"In reply to {previous.speaker}: \"{truncate(previous.text, 160)}\"" if previous else ""
-        reply_line = f"{following.speaker} answered: \"{truncate(following.text, 160)}\"" if following else ""
+        # neighbours are quoted without their speaker's name: the name of the memory's own
+        # speaker must stay a distinguishing term for "what did <name> ..." searches
+        context_line = f"in reply to: \"{truncate(previous.text, 160)}\"" if previous else ""
+        reply_line = f"answered with: \"{truncate(following.text, 160)}\"" if following else ""
         if _substantive(turn) and len(out) < _EVENT_CAP * 2:
             text, cues, full_text = _event_text(turn)
             caption = f" [shared image: {truncate(turn.caption, 80)}]" if turn.caption else ""
