@@ -348,8 +348,8 @@ def extract_entities_events(payload: dict[str, Any]) -> list[dict[str, Any]]:
         following = turns[position + 1] if position + 1 < len(turns) else None
         # neighbours are quoted without their speaker's name: the name of the memory's own
         # speaker must stay a distinguishing term for "what did <name> ..." searches
-        context_line = f"in reply to: \"{truncate(previous.text, 160)}\"" if previous else ""
-        reply_line = f"answered with: \"{truncate(following.text, 160)}\"" if following else ""
+        context_line = f"in reply to: \"{truncate(previous.text, 240)}\"" if previous else ""
+        reply_line = f"answered with: \"{truncate(following.text, 240)}\"" if following else ""
         if _substantive(turn) and len(out) < _EVENT_CAP * 2:
             text, cues, full_text = _event_text(turn)
             caption = f" [shared image: {truncate(turn.caption, 80)}]" if turn.caption else ""
