@@ -207,3 +207,29 @@ def test_compaction_while_another_process_writes(tmp_path: Path) -> None:
     report = fresh.check()
     assert report["ok"], report["counts"]
     fresh.close()
+
+
+def test_roll_forward_after_crash_between_commit_and_entity_append(tmp_path: Path) -> None:
+    tree = KeywordTree(tmp_path / "kt", llm_client=StubLLMClient())
+    a = tree.create_keyword("A", llm_auto_place=False)
+    tree.close()  # checkpoint covers A
+    tree = KeywordTree(tmp_path / "kt", llm_client=StubLLMClient())
+    nodes_file = tmp_path / "kt" / "keywords" / "nodes.jsonl"
+    size_before = nodes_file.stat().st_size
+    b = tree.create_keyword("B", parent_id=a.id, llm_auto_place=False)
+    tree.update_keyword(a.id, {"description": "new"})
+    # simulate the crash: the change log holds both operations, the entity file neither
+    with nodes_file.open("r+b") as fh:
+        fh.truncate(size_before)
+    del tree  # no close(): no checkpoint
+    reopened = KeywordTree(tmp_path / "kt", llm_client=StubLLMClient())
+    assert reopened.load_report["rolled_forward_rows"] == 2
+    assert reopened.get_keyword(b.id).parent_id == a.id
+    assert reopened.get_keyword(a.id).description == "new"
+    report = reopened.check()
+    assert report["ok"], report["counts"]
+    assert report["persisted_indexes"] == "current"  # re-persisted after the recovery
+    reopened.create_keyword("C", llm_auto_place=False)
+    report = reopened.check()
+    assert report["ok"] and report["persisted_indexes"] == "behind"  # normal between persists
+    reopened.close()

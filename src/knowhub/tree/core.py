@@ -175,6 +175,8 @@ class TreeCore:
                 self._commit(txn, "init_root", "create root node")
             if rolled or dropped or (records and ckpt["offset"] == 0):
                 self._checkpoint()
+                if not adopted:
+                    self._persist_indexes()
         self.caches.load(lambda node_id: node_id in self.state.nodes)
         self.load_report = {
             "repaired_bytes": repaired,
@@ -378,8 +380,11 @@ class TreeCore:
     def _persist(self) -> None:
         """Write indexes/ and the caches (caller holds the lock); stale copies are detected
         by their fingerprint, so this may lag behind without harm."""
-        self.state.persist(self.data_dir, self._fingerprint(self._known_size))
+        self._persist_indexes()
         self.caches.save()
+
+    def _persist_indexes(self) -> None:
+        self.state.persist(self.data_dir, self._fingerprint(self._known_size))
         self._ops_since_persist = 0
 
     def flush(self) -> None:
