@@ -200,3 +200,12 @@ def test_chinese_favourites_and_copula_noise() -> None:
     assert prefs == ["王芳最喜欢的食物是饺子"]
     facts = [(c.metadata["facts"][0]["attribute"], c.metadata["facts"][0]["value"]) for c in ProfileExtractor().extract(msgs, ARCHIVE, CTX)]
     assert facts == [("occupation", "护士")]
+
+
+def test_irregular_past_verbs_get_their_base_form() -> None:
+    from knowhub.providers.llm.local_context_topics import base_verbs
+
+    assert base_verbs("I went there and bought shoes, then I met Ann and we ran.") == ["go", "buy", "meet", "run"]
+    assert base_verbs("I did it, I had it, I said so.") == []  # too common to help a search
+    events = [e for e in EntityEventExtractor().extract(EN, ARCHIVE, CTX) if e.source_refs == ["D1:3"]]
+    assert "- actions: go" in events[0].overview

@@ -29,7 +29,7 @@ from knowhub.providers.llm.local_context_text import (
     truncate,
     turns_from_payload,
 )
-from knowhub.providers.llm.local_context_topics import topics_of
+from knowhub.providers.llm.local_context_topics import base_verbs, topics_of
 
 __all__ = [
     "extract_entities_events",
@@ -368,6 +368,9 @@ def extract_entities_events(payload: dict[str, Any]) -> list[dict[str, Any]]:
             topics = topics_of(f"{turn.text} {turn.caption}")
             if topics:
                 overview_lines.append(f"- topics: {', '.join(topics)}")
+            verbs = base_verbs(turn.text)
+            if verbs:
+                overview_lines.append(f"- actions: {', '.join(verbs)}")
             out.append(_candidate(
                 "events", f"{turn.id}", abstract, "\n".join(overview_lines),
                 turn.cite() + (f"\n{context_line}" if context_line else ""),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["TOPICS", "topics_of"]
+__all__ = ["IRREGULAR_VERBS", "TOPICS", "base_verbs", "topics_of"]
 
 #: topic → words (lower-case; multi-word phrases allowed; a trailing ``*`` matches any ending).
 TOPICS: dict[str, tuple[str, ...]] = {
@@ -128,3 +128,36 @@ _COMPILED = _compile()
 def topics_of(text: str) -> list[str]:
     """Topics whose words occur in ``text``, in lexicon order."""
     return [topic for topic, pattern in _COMPILED if pattern.search(text)]
+
+
+#: Irregular English past forms → base form. Questions ask "when did X go / buy / meet",
+#: people tell "I went / bought / met"; a suffix stemmer cannot join them.
+IRREGULAR_VERBS: dict[str, str] = {
+    "went": "go", "gone": "go", "ran": "run", "took": "take", "taken": "take", "made": "make", "saw": "see",
+    "seen": "see", "got": "get", "gotten": "get", "had": "have", "bought": "buy", "gave": "give", "given": "give",
+    "met": "meet", "wrote": "write", "written": "write", "found": "find", "felt": "feel", "thought": "think",
+    "told": "tell", "began": "begin", "begun": "begin", "became": "become", "brought": "bring", "built": "build",
+    "caught": "catch", "chose": "choose", "chosen": "choose", "drew": "draw", "drawn": "draw", "drove": "drive",
+    "driven": "drive", "ate": "eat", "eaten": "eat", "fell": "fall", "fallen": "fall", "flew": "fly", "flown": "fly",
+    "forgot": "forget", "grew": "grow", "grown": "grow", "heard": "hear", "held": "hold", "kept": "keep",
+    "knew": "know", "known": "know", "led": "lead", "left": "leave", "lost": "lose", "paid": "pay", "rode": "ride",
+    "sang": "sing", "sung": "sing", "sat": "sit", "slept": "sleep", "spent": "spend", "spoke": "speak",
+    "spoken": "speak", "stood": "stand", "swam": "swim", "taught": "teach", "threw": "throw", "thrown": "throw",
+    "understood": "understand", "woke": "wake", "won": "win", "wore": "wear", "worn": "wear", "sold": "sell",
+    "sent": "send", "shot": "shoot", "sought": "seek", "struck": "strike", "broke": "break", "broken": "break",
+    "did": "do", "done": "do", "said": "say", "fought": "fight", "hid": "hide", "hung": "hang", "lit": "light",
+    "meant": "mean", "overcame": "overcome", "quit": "quit", "rang": "ring", "rose": "rise", "shook": "shake",
+    "shut": "shut", "stole": "steal", "stuck": "stick", "swore": "swear", "tore": "tear", "wept": "weep",
+    "wound": "wind", "dug": "dig", "fed": "feed", "froze": "freeze", "bent": "bend", "lent": "lend",
+}
+_WORD = re.compile(r"[a-z]+")
+
+
+def base_verbs(text: str) -> list[str]:
+    """Base forms of the irregular past verbs in ``text`` (``"I went and ran"`` → ``["go", "run"]``)."""
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(text.lower()):
+        base = IRREGULAR_VERBS.get(word)
+        if base and base not in ("do", "have", "say", "get"):
+            seen[base] = None
+    return list(seen)
