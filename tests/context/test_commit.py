@@ -297,3 +297,47 @@ def test_same_messages_with_other_tools_are_a_new_commit(coord: CommitCoordinato
     assert other.status == "committed" and other.commit_id != first.commit_id
     assert fs.exists(ctx, "ctx://acme/agents/helper/tools/calculator")
     assert fs.read_node(ctx, "ctx://acme/agents/helper/tools/web-search").metadata["usage"]["count"] == 1
+
+
+class _FlakyOutbox(MemoryOutbox):
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    def append_batch(self, events: Sequence[OutboxEvent]) -> list[OutboxEvent]:
+        if self.failures:
+            self.failures -= 1
+            raise OSError("outbox disk full")
+        return super().append_batch(events)
+
+
+def test_retry_after_an_outbox_failure_announces_every_node(fs: ContextFS, ctx: RequestContext) -> None:
+    outbox = _FlakyOutbox(failures=1)
+    coord = CommitCoordinator(fs, outbox)
+    with pytest.raises(OSError):
+        coord.commit(ctx, SESSION, options={"session_id": "flaky"})
+    nodes = set(_memory_nodes(fs, ctx)) | {"ctx://acme/users/alice/sessions/flaky"}
+    assert outbox.events == [] and len(nodes) > 5
+    result = coord.commit(ctx, SESSION, options={"session_id": "flaky"})  # not a duplicate: never acknowledged
+    assert result.status == "committed" and {r.action for r in result.write_results} == {"skip"}
+    assert {e.uri for e in outbox.events if e.event_type == "UPSERT_CONTEXT"} == nodes
+
+
+def test_unexpected_error_still_announces_what_was_written(fs: ContextFS, ctx: RequestContext, monkeypatch: pytest.MonkeyPatch) -> None:
+    outbox = MemoryOutbox(fs, ctx)
+    coord = CommitCoordinator(fs, outbox)
+    calls = {"n": 0}
+    original = coord.writer.apply_plan
+
+    def flaky(c: Any, plan: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise RuntimeError("bug in a writer")
+        return original(c, plan)
+
+    monkeypatch.setattr(coord.writer, "apply_plan", flaky)
+    with pytest.raises(RuntimeError):
+        coord.commit(ctx, SESSION, options={"session_id": "bug"})
+    announced = {e.uri for e in outbox.events if e.event_type == "UPSERT_CONTEXT"}
+    assert "ctx://acme/users/alice/sessions/bug" in announced and len(announced) == 4  # archive + 3 memories
+    assert outbox.missing == []

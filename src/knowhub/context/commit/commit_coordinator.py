@@ -16,6 +16,7 @@ so memories never double.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -178,22 +179,37 @@ class CommitCoordinator:
             if archive_ops:
                 self.relations.apply_edges(ctx, archive.archive_uri, archive_ops)
                 relation_uris.append(archive.archive_uri)
-            for candidate in candidates:
-                try:
-                    plan, result = self._plan_and_apply(ctx, candidate)
-                except KnowhubError as exc:
-                    log.warning("commit %s: candidate %s/%s failed: %s", commit_id, candidate.category, candidate.routing_key, exc)
-                    write_errors.append({"category": candidate.category, "routing_key": candidate.routing_key, "error": str(exc)})
-                    continue
-                plans.append(plan)
-                results.append(result)
-                applied.append((candidate, result))
-                if result.action != WriteAction.SKIP.value:
-                    written[result.uri] = result
-                    if plan.relation_ops:
-                        self.relations.apply_edges(ctx, result.uri, plan.relation_ops)
+            # a retry of a batch that was (partly) written before but never acknowledged:
+            # its skipped nodes may never have reached the outbox, so they are announced again
+            retry = archive_result.action == WriteAction.SKIP.value
+            if retry:
+                written[archive_result.uri] = archive_result
+            try:
+                for candidate in candidates:
+                    try:
+                        plan, result = self._plan_and_apply(ctx, candidate)
+                    except KnowhubError as exc:
+                        log.warning("commit %s: candidate %s/%s failed: %s", commit_id, candidate.category, candidate.routing_key, exc)
+                        write_errors.append({"category": candidate.category, "routing_key": candidate.routing_key, "error": str(exc)})
+                        continue
+                    plans.append(plan)
+                    results.append(result)
+                    applied.append((candidate, result))
+                    if result.action != WriteAction.SKIP.value:
+                        written[result.uri] = result
+                        if plan.relation_ops:
+                            self.relations.apply_edges(ctx, result.uri, plan.relation_ops)
+                            relation_uris.append(result.uri)
+                    elif retry and result.node_version > 0:
+                        written.setdefault(result.uri, result)
                         relation_uris.append(result.uri)
-            relation_uris.extend(self._link_events_and_entities(ctx, applied))
+                relation_uris.extend(self._link_events_and_entities(ctx, applied))
+            except BaseException:
+                # an unexpected failure: what is already on disk still gets indexed
+                if self.outbox is not None and written:
+                    with contextlib.suppress(Exception):
+                        self.outbox.append_batch(self._outbox_events(ctx, written, relation_uris))
+                raise
             events = self._outbox_events(ctx, written, relation_uris)
             stored = self.outbox.append_batch(events) if self.outbox is not None and events else events
             commit_result = CommitResult(
