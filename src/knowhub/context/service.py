@@ -96,6 +96,8 @@ class ContextEngineService:
         intent_weight: weight of category-specific typed queries (the general one has 1).
         merge_queries: ``max`` or ``sum`` of a node's scores over the typed queries.
         bm25_k1 / bm25_b: BM25 parameters of the lexical index.
+        shared_candidates: rank once per search and let every typed query and the
+            hierarchical expansion narrow those lists (False: search again each time).
     """
 
     def __init__(
@@ -122,6 +124,7 @@ class ContextEngineService:
         merge_queries: str = "max",
         bm25_k1: float = 1.2,
         bm25_b: float = 0.75,
+        shared_candidates: bool = True,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.fs = ContextFS(self.data_dir, durable=durable)
@@ -153,6 +156,7 @@ class ContextEngineService:
         self.hierarchical = hierarchical
         self.intent_weight = intent_weight
         self.merge_queries = merge_queries
+        self.shared_candidates = shared_candidates
         self.reader = MemoryReadService(self.fs, self.relations)
         self.assembler = RetrievalAssembler(self.fs, self.relations, assembler_config)
         self.save_interval_s = save_interval_s
@@ -312,17 +316,18 @@ class ContextEngineService:
         seeds: dict[str, SeedHit] = {}
         merged: dict[str, Any] = {}
         norms: list[float] | None = None
+        candidates = self.retriever.candidates(plan[0], ctx) if self.shared_candidates else None
         for typed in plan:
             if norms is not None:  # calibrate every typed query against the general one
                 typed.hints["score_norms"] = norms
-            found = self.retriever.search(typed, ctx)
+            found = self.retriever.search(typed, ctx, candidates=candidates)
             if norms is None:
                 norms = list(self.searcher.norms(typed, found))
             for seed in found:
                 if seed.uri not in seeds or seeds[seed.uri].score < seed.score:
                     seeds[seed.uri] = seed
             if self.hierarchical:
-                expanded = self.searcher.expand(typed, found, ctx)
+                expanded = self.searcher.expand(typed, found, ctx, candidates)
             else:
                 expanded = [NodeHit(uri=s.uri, score=s.score, category=s.category, abstract=s.abstract, reason="seed",
                                     metadata=dict(s.metadata)) for s in found]

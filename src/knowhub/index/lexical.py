@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from knowhub.text import BM25Index
+from knowhub.text import BM25Index, tokenize
 
 __all__ = ["LexicalDoc", "LexicalIndex", "partition_key"]
 
@@ -118,6 +118,17 @@ class LexicalIndex:
             self._docs.clear()
             self._by_uri.clear()
 
+    @staticmethod
+    def _drop_common(query: str, parts: list[BM25Index], ratio: float) -> str:
+        tokens = list(dict.fromkeys(tokenize(query)))
+        total = sum(len(p) for p in parts)
+        if len(tokens) < 2 or total < 50:
+            return query
+        kept = [t for t in tokens if sum(p.document_frequency(t) for p in parts) <= ratio * total]
+        if not kept or len(kept) == len(tokens):
+            return query
+        return " ".join(kept)
+
     def document_frequency(self, token: str, partitions: Iterable[str]) -> tuple[int, int]:
         """``(documents containing token, documents)`` over the given partitions."""
         df = total = 0
@@ -135,14 +146,20 @@ class LexicalIndex:
         partitions: Iterable[str],
         top_k: int = 10,
         allowed: Callable[[LexicalDoc], bool] | None = None,
+        max_df_ratio: float | None = None,
     ) -> list[tuple[LexicalDoc, float]]:
         """Best documents of the given partitions, best first.
 
         ``allowed`` narrows further (category, context type, uri prefix) during scoring.
+        ``max_df_ratio`` drops query tokens found in more than that share of the documents
+        (near-stopwords: their idf is tiny, their posting lists are the cost) as long as a
+        rarer token is left.
         """
         with self._lock:
             parts = [(name, self._parts[name]) for name in dict.fromkeys(partitions) if name in self._parts]
             docs = self._docs
+        if max_df_ratio is not None and parts:
+            query = self._drop_common(query, [p for _, p in parts], max_df_ratio)
         hits: list[tuple[LexicalDoc, float]] = []
         for _name, part in parts:
             check = None

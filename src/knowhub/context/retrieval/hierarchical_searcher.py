@@ -35,7 +35,7 @@ from typing import Any
 from knowhub.context.core.enums import AGENT_CATEGORIES, MemoryCategory
 from knowhub.context.core.query import NodeHit, SeedHit, TypedQuery
 from knowhub.context.core.uri import category_root_uri
-from knowhub.context.retrieval.l0_retriever import L0Retriever
+from knowhub.context.retrieval.l0_retriever import CandidateSet, L0Retriever
 from knowhub.errors import KnowhubError
 
 __all__ = ["HierarchicalSearcher", "SearcherConfig"]
@@ -100,9 +100,16 @@ class HierarchicalSearcher:
         lex = float(seed.metadata.get("lexical_score") or 0.0) / norms[1]
         return min(1.0, (w_v * v + w_l * lex) / total)
 
-    def score_children(self, parent_uri: str, typed_query: TypedQuery, ctx: Any) -> list[NodeHit]:
-        """Children of ``parent_uri`` scored by their own calibrated (hybrid L0) similarity."""
-        seeds = self.retriever.search(typed_query, ctx, extra_filters={"parent_uri": parent_uri}, top_k=self.config.per_dir)
+    def score_children(self, parent_uri: str, typed_query: TypedQuery, ctx: Any,
+                       candidates: CandidateSet | None = None) -> list[NodeHit]:
+        """Children of ``parent_uri`` scored by their own calibrated (hybrid L0) similarity.
+
+        With ``candidates`` (the ranked lists of this query) the children are taken from
+        them — a child outside every ranker's top ``candidate_pool`` has a negligible own
+        score — instead of searching the directory again.
+        """
+        seeds = self.retriever.search(typed_query, ctx, extra_filters={"parent_uri": parent_uri}, top_k=self.config.per_dir,
+                                      candidates=candidates)
         norms = self.norms(typed_query, seeds)
         hits = [self._hit(seed, self.own_score(seed, norms), parent_uri, 1, "child of " + parent_uri) for seed in seeds]
         return sorted(hits, key=lambda h: (-h.score, h.uri))
@@ -113,7 +120,8 @@ class HierarchicalSearcher:
                        abstract=seed.abstract, depth=depth, reason=reason,
                        metadata={**seed.metadata, "own_score": round(score, 6)})
 
-    def expand(self, typed_query: TypedQuery, seeds: list[SeedHit], ctx: Any) -> list[NodeHit]:
+    def expand(self, typed_query: TypedQuery, seeds: list[SeedHit], ctx: Any,
+               candidates: CandidateSet | None = None) -> list[NodeHit]:
         """Seeds plus expanded nodes with propagated scores, best first (see module doc)."""
         cfg = self.config
         alpha = min(1.0, max(0.0, cfg.alpha))
@@ -148,7 +156,7 @@ class HierarchicalSearcher:
             expanded.add(directory)
             parent_score = -neg
             try:
-                children = self.score_children(directory, typed_query, ctx)
+                children = self.score_children(directory, typed_query, ctx, candidates)
             except KnowhubError:
                 continue
             if children:  # a directory gets credit from its best child

@@ -39,7 +39,7 @@ from knowhub.providers.embedding import Embedder
 from knowhub.providers.vector import URI_PREFIX, VectorIndex
 from knowhub.text import tokenize
 
-__all__ = ["DEFAULT_CONTEXT_TYPES", "L0Retriever", "RetrieverConfig", "visibility_filters", "visible_partitions"]
+__all__ = ["DEFAULT_CONTEXT_TYPES", "CandidateSet", "L0Retriever", "RetrieverConfig", "visibility_filters", "visible_partitions"]
 
 DEFAULT_CONTEXT_TYPES: tuple[str, ...] = (ContextType.MEMORY.value, ContextType.SKILL.value, ContextType.RESOURCE.value)
 
@@ -73,6 +73,41 @@ class RetrieverConfig:
     prf_docs: int = 3
     prf_terms: int = 10
     prf_weight: float = 0.5
+    candidate_pool: int = 300
+    max_df_ratio: float = 0.25
+
+
+@dataclass
+class CandidateSet:
+    """The ranked lists of one query text, shared by the typed queries of a search."""
+
+    text: str
+    context: str
+    filters: dict[str, Any]
+    dense: list[Any]
+    lexical: list[tuple[LexicalDoc, float]]
+    feedback: list[tuple[LexicalDoc, float]]
+    pool: int
+
+
+def _hit_passes(hit: Any, filters: Mapping[str, Any]) -> bool:
+    """Whether a vector hit of the candidate set passes narrower filters."""
+    for key, wanted in filters.items():
+        if key in ("account_id", "owner_space"):
+            continue  # already applied when the candidate set was searched
+        if key == URI_PREFIX:
+            prefix = str(wanted).rstrip("/")
+            if not (hit.uri == prefix or hit.uri.startswith(prefix + "/")):
+                return False
+            continue
+        value = getattr(hit, key, None) if key in ("uri", "parent_uri", "context_type", "category", "level") else hit.filters.get(key)
+        allowed = wanted if isinstance(wanted, (list, tuple, set, frozenset)) else [wanted]
+        if isinstance(value, list):
+            if not set(value) & set(allowed):
+                return False
+        elif value not in allowed:
+            return False
+    return True
 
 
 def _parent(uri: str) -> str:
@@ -161,26 +196,55 @@ class L0Retriever:
             vector = vector + self.config.context_weight * matrix[1]
         return vector
 
-    def search(self, typed_query: TypedQuery, ctx: Any, *, extra_filters: Mapping[str, Any] | None = None,
-               top_k: int | None = None) -> list[SeedHit]:
-        """Best level-0 nodes for ``typed_query`` among those ``ctx`` may read."""
-        k = int(top_k or typed_query.top_k or 10)
-        if k <= 0:
-            return []
-        pool = max(self.config.min_pool, k * self.config.pool_factor)
-        filters = self.filters_for(typed_query, ctx, extra_filters)
+    def candidates(self, typed_query: TypedQuery, ctx: Any, pool: int | None = None) -> CandidateSet:
+        """Run the rankers once, without category narrowing, keeping ``pool`` results each.
+
+        Typed queries of one search share the query text, so :meth:`search` and the
+        hierarchical searcher narrow this set (category, parent directory) instead of
+        searching again: one dense search and one or two BM25 runs per ``search_memory``.
+        """
+        size = int(pool or self.config.candidate_pool)
+        base = TypedQuery(text=typed_query.text, context_type=typed_query.context_type, target_uri=typed_query.target_uri,
+                          filters=dict(typed_query.filters or {}), hints=dict(typed_query.hints or {}))
+        filters = self.filters_for(base, ctx)
+        dense, lexical, feedback = self._rank(base, ctx, filters, size)
+        return CandidateSet(typed_query.text, str((typed_query.hints or {}).get("context") or ""), filters, dense,
+                            lexical, feedback, size)
+
+    def _rank(self, typed_query: TypedQuery, ctx: Any, filters: dict[str, Any], pool: int) -> tuple[list[Any], list[Any], list[Any]]:
         vector = self.query_vector(typed_query)
-        dense = self.vectors.search(vector, filters, pool, level=0) if np.any(vector) else []
+        dense = self.vectors.search(vector, filters, pool, level=0) if np.any(vector) and self.config.vector_weight > 0 else []
         lexical: list[tuple[LexicalDoc, float]] = []
         feedback: list[tuple[LexicalDoc, float]] = []
         if self.lexical is not None and self.config.lexical_weight > 0:
             partitions = visible_partitions(ctx)
             allowed = self._lexical_allowed(filters)
-            lexical = self.lexical.search(typed_query.text, partitions, pool, allowed)
+            lexical = self.lexical.search(typed_query.text, partitions, pool, allowed, max_df_ratio=self.config.max_df_ratio)
             if self.config.prf_docs > 0 and lexical:
                 expanded = self._expand_query(typed_query.text, lexical[: self.config.prf_docs], partitions)
                 if expanded != typed_query.text:
-                    feedback = self.lexical.search(expanded, partitions, pool, allowed)
+                    feedback = self.lexical.search(expanded, partitions, pool, allowed, max_df_ratio=self.config.max_df_ratio)
+        return dense, lexical, feedback
+
+    def search(self, typed_query: TypedQuery, ctx: Any, *, extra_filters: Mapping[str, Any] | None = None,
+               top_k: int | None = None, candidates: CandidateSet | None = None) -> list[SeedHit]:
+        """Best level-0 nodes for ``typed_query`` among those ``ctx`` may read.
+
+        With ``candidates`` (from :meth:`candidates` for the same text) the ranked lists are
+        narrowed instead of searched again.
+        """
+        k = int(top_k or typed_query.top_k or 10)
+        if k <= 0:
+            return []
+        filters = self.filters_for(typed_query, ctx, extra_filters)
+        if candidates is not None and candidates.text == typed_query.text:
+            dense = [h for h in candidates.dense if _hit_passes(h, filters)]
+            allowed = self._lexical_allowed(filters)
+            lexical = [(d, sc) for d, sc in candidates.lexical if allowed(d)]
+            feedback = [(d, sc) for d, sc in candidates.feedback if allowed(d)]
+            return self._fuse(dense, lexical, k, feedback)
+        pool = max(self.config.min_pool, k * self.config.pool_factor)
+        dense, lexical, feedback = self._rank(typed_query, ctx, filters, pool)
         return self._fuse(dense, lexical, k, feedback)
 
     def _expand_query(self, text: str, top: list[tuple[LexicalDoc, float]], partitions: list[str]) -> str:
