@@ -25,6 +25,7 @@ from knowhub.server.errors import DEFAULT_MAX_BODY_BYTES, GuardMiddleware, insta
 from knowhub.server.routers import context as context_router
 from knowhub.server.routers import knowledge as knowledge_router
 from knowhub.server.routers import resource as resource_router
+from knowhub.server.routers import tree as tree_router
 
 logger = logging.getLogger("knowhub.server")
 
@@ -41,12 +42,14 @@ ROUTER_FACTORIES: tuple[RouterFactory, ...] = (
     knowledge_router.build_router,
     resource_router.build_router,
     context_router.build_router,
+    tree_router.build_router,
 )
 
 #: Engines the lifespan opens (unless injected), by their name in ``app.state.engines``.
 ENGINE_BUILDERS: Mapping[str, EngineBuilder] = {
     KNOWLEDGE_HUB: _build_knowledge_hub,
     context_router.CONTEXT_ENGINE: context_router.build_engine,
+    tree_router.TREE_ENGINE: tree_router.build_engine,
 }
 
 
