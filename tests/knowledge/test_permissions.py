@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from knowhub.errors import InvalidInputError, NotFoundError, PermissionDeniedError
+from knowhub.errors import (
+    InvalidInputError,
+    NotFoundError,
+    PermissionDeniedError,
+    VersionConflictError,
+)
 from knowhub.knowledge import KnowledgeHub
 from knowhub.scope import Principal
 
@@ -150,3 +155,18 @@ def test_default_scope_is_the_owner(hub: KnowledgeHub) -> None:
     team = hub.save(RED, {"task": "t", "content": "c", "types": ["plan"], "owner": "team:red"})
     assert team.scopes == ["team:red"] and team.visibility == "shared"
     assert hub.save_resource(RED, {"id": "r/team", "owner": "team:red"}).scopes == ["team:red"]
+
+
+def test_viewer_undo_of_own_feedback_cannot_revert_the_owners_later_changes(hub: KnowledgeHub) -> None:
+    rosa = Principal.of("user:rosa", ["team:red"])
+    item = hub.save(RED, {"task": "t", "content": "原文 original", "types": ["plan"], "scopes": ["team:red"],
+                          "score": 3})
+    hub.update(rosa, item.id, add_helpful_case={"outcome": "worked"})
+    feedback_change = hub.history(rosa, item.id)[0]["change_id"]
+    hub.update(RED, item.id, update_score=5)
+    evolved = hub.update(RED, item.id, evolve_feedback="补充 step 2")
+    # Restoring the pre-feedback snapshot now would also revert the owner's score and text.
+    with pytest.raises((PermissionDeniedError, VersionConflictError)):
+        hub.undo(rosa, feedback_change)
+    after = hub.get(RED, item.id)
+    assert (after.score, after.content, after.helpful) == (5, evolved.content, 1)

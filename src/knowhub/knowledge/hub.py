@@ -572,6 +572,16 @@ class KnowledgeHub:
                 own_feedback = row["kind"] == "feedback" and row["principal"] == principal.id
                 if not own_feedback:
                     self._require_modify(principal, current, "undo changes of")
+                elif current.version != row["version"] + 1 and not principal.can_modify(
+                    current.owner, current.scopes
+                ):
+                    # Restoring the snapshot would also revert every later change, which
+                    # only the owner or an admin may do.
+                    raise VersionConflictError(
+                        f"{current.id} changed after your feedback; only its owner can undo now",
+                        id=current.id,
+                        change_id=change_id,
+                    )
                 snapshot = Knowledge.from_dict(row["snapshot"])
                 result = self._commit(
                     conn,
