@@ -358,7 +358,7 @@ class ContextFS:
             parent_uri=parent.uri if parent is not None else None,
             context_type=meta.get("context_type") or ContextType.MEMORY.value,
             category=meta.get("category"),
-            owner_space=meta.get("owner_space") or owner_space_of(parsed),
+            owner_space=owner_space_of(parsed),  # from the path: a moved node changes owner
             abstract=_read_text(path / Level.L0.filename),
             overview=_read_text(path / Level.L1.filename),
             content=_read_text(path / Level.L2.filename) if include_content else "",
