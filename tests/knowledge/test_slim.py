@@ -120,3 +120,30 @@ def test_llm_merge_answer_and_fallback(tmp_path, alice) -> None:
         assert "docker compose up -d" in merged["content"]
     finally:
         hub.close()
+
+
+def test_slim_never_spreads_content_into_scopes_the_principal_cannot_write(hub: KnowledgeHub, red_admin) -> None:
+    from knowhub.scope import Principal
+
+    both = Principal.of("user:bea", ["team:red", "team:blue"])
+    blue_only = Principal.of("user:bo", ["team:blue"])
+    _save(hub, both, EN_B, scopes=["team:red", "team:blue"])
+    _save(hub, red_admin, EN_A, scopes=["team:red"])  # the admin cannot write into team:blue
+    before = {i.id: (i.task, i.content, i.scopes) for i in hub.list(blue_only, limit=100)}
+    hub.slim(red_admin, apply=True)
+    after = {i.id: (i.task, i.content, i.scopes) for i in hub.list(blue_only, limit=100)}
+    assert after == before
+
+
+def test_plan_is_rechecked_against_the_scopes_at_apply_time(hub: KnowledgeHub, alice) -> None:
+    from knowhub.errors import PermissionDeniedError
+    from knowhub.scope import Principal
+
+    _save(hub, alice, EN_A)
+    _save(hub, alice, EN_B, scopes=["team:red", "org:acme"])
+    plan = hub.slim(alice)
+    assert len(plan.clusters) == 1
+    left_red = Principal.of("user:alice", ["org:acme"])  # same id, no longer in team:red
+    with pytest.raises(PermissionDeniedError):
+        hub.slim(left_red, apply=True, plan_id=plan.plan_id)
+    assert len(hub.list(alice, limit=100)) == 2

@@ -633,6 +633,10 @@ class KnowledgeHub:
                 limit=slimming.MAX_SCAN,
                 extra=[self.store.modifiable_clause(principal.id, principal.admin_of)],
             )
+        # A merge unions scopes: only items whose every scope the principal may write into
+        # can take part, so a merge never spreads text into a scope it cannot write.
+        visible = principal.visible_scopes
+        items = [item for item in items if visible.issuperset(item.scopes)]
         clusters = [
             slimming.merge_cluster(self.llm, [items[i] for i in members], reason)
             for members, reason in slimming.find_clusters(items, self.embedder, self._known_vector)
@@ -685,6 +689,11 @@ class KnowledgeHub:
                     members.append(item)
                 survivor, *others = members
                 merged = Knowledge.from_dict({**survivor.to_dict(), **cluster.merged})
+                if not principal.visible_scopes.issuperset(merged.scopes):
+                    raise PermissionDeniedError(
+                        f"slim plan {plan.plan_id} would write into scopes you cannot write",
+                        plan_id=plan.plan_id,
+                    )
                 self._commit(
                     conn,
                     change_id=change_id,
