@@ -705,7 +705,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--max-size-questions",
         type=int,
         default=None,
-        help="LoCoMo questions for quality on the largest hub (400; 0 = skip)",
+        help="LoCoMo questions for quality on the largest hub (250; 0 = skip)",
     )
     parser.add_argument(
         "--profile",
@@ -715,6 +715,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--seed", type=int, default=20260405)
     parser.add_argument("--work-dir", type=Path, default=None, help="temporary data (deleted)")
+    parser.add_argument("--keep-data", action="store_true", help="keep the work dir (profiling)")
     parser.add_argument("--out-json", type=Path, default=None)
     parser.add_argument("--quick", action="store_true", help="small smoke run")
     args = parser.parse_args(argv)
@@ -728,7 +729,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     args.queries = args.queries if args.queries is not None else (30 if quick else 200)
     if args.max_size_questions is None:
-        args.max_size_questions = 60 if quick else 400
+        args.max_size_questions = 60 if quick else 250
     return args
 
 
@@ -808,8 +809,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if args.profile == "always" or (
             args.profile == "auto" and largest["no_llm_p95_ms"] > TARGET_P95_MS
         ):
-            console.print("profiling 50 searches at the largest size (member principal)…")
-            result["profile"] = profile_searches(probe, member, queries[:50])
+            console.print("profiling 40 searches at the largest size (member principal)…")
+            result["profile"] = profile_searches(probe, member, queries[:40])
 
         if args.max_size_questions > 0:
             rng = random.Random(args.seed + 2)
@@ -844,7 +845,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         )
         qhub.close()
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if args.keep_data:
+            console.print(f"data kept in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
 
     result["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     result["wall_s"] = round(time.perf_counter() - t0, 1)
