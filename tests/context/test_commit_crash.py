@@ -100,3 +100,26 @@ def test_commit_survives_sigkill(tmp_path: Path) -> None:
 @pytest.mark.stress
 def test_commit_survives_many_sigkills(tmp_path: Path) -> None:
     _crash_rounds(tmp_path, rounds=15, seed=11)
+
+
+def test_two_processes_commit_concurrently_without_lost_merges(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    procs = [subprocess.Popen([sys.executable, str(WORKER), str(data_dir), str(start), "3"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) for start in (0, 100)]
+    acks = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=240)
+        assert proc.returncode == 0, err.decode()[-2000:]
+        acks += [json.loads(line) for line in out.decode().splitlines() if line.startswith("{")]
+    assert len(acks) == 6
+    fs = ContextFS(data_dir)
+    ctx = RequestContext("acme", "alice", agent_id="helper")
+    _check_store(data_dir)
+    # every turn of every session reached the shared profile and the event store exactly once
+    expected = {f"S{i}:{k}" for i in (0, 1, 2, 100, 101, 102) for k in (1, 2, 3, 4)}
+    events = list(fs.iter_nodes(ctx, "ctx://acme/users/alice/memories/events"))
+    refs = [r for uri in events for r in fs.read_node(ctx, uri).source_refs]
+    assert sorted(refs) == sorted(expected)
+    profile = fs.read_node(ctx, "ctx://acme/users/alice/memories/profile")
+    assert {f"S{i}:2" for i in (0, 1, 2, 100, 101, 102)} <= set(profile.source_refs)
