@@ -89,8 +89,12 @@ def to_pinyin(text: str) -> str | None:
 
 
 def _to_pinyin(text: str) -> str | None:
-    normalized = normalize(text)
-    if not has_han(normalized):
+    return _pinyin_of_normalized(normalize(text))
+
+
+def _pinyin_of_normalized(normalized: str) -> str | None:
+    """Pinyin of text that is already normalized (skips a second normalization pass)."""
+    if normalized.isascii() or not has_han(normalized):
         return None
     return "".join(lazy_pinyin(normalized, style=Style.NORMAL))
 
@@ -147,7 +151,7 @@ class DefaultNormalizer:
         direct = normalize(text)
         if not direct:
             return ()
-        pinyin = to_pinyin(direct)
+        pinyin = _pinyin_of_normalized(direct)
         phonetic = PINYIN_PREFIX + (pinyin if pinyin is not None else direct)
         return (direct,) if phonetic == direct else (direct, phonetic)
 
