@@ -105,7 +105,7 @@ def test_move_rewrites_every_copy(parts) -> None:  # type: ignore[no-untyped-def
     assert projection.new_parent_uri == f"{BASE}/entities" and projection.old_uri.endswith("/bob")
     assert vectors.get(stable_record_id(f"{BASE}/entities/robert/car", 0)) is not None
     assert vectors.get(stable_record_id(f"{BASE}/entities/bob", 0)) is None
-    hits = lexical.search("red car", [partition_key("acme", "user:alice")], 5)
+    hits = lexical.search("red car", [partition_key("acme", "user:alice", "memory")], 5)
     assert hits[0][0].uri == f"{BASE}/entities/robert/car"
 
 
@@ -114,7 +114,7 @@ def test_lexical_partitions_isolate(parts) -> None:  # type: ignore[no-untyped-d
     projector.upsert_nodes([node(f"{BASE}/preferences/tea"),
                             node("ctx://acme/users/bob/memories/preferences/tea"),
                             node("ctx://other/users/alice/memories/preferences/tea")])
-    hits = lexical.search("green tea", [partition_key("acme", "user:alice")], 10)
+    hits = lexical.search("green tea", [partition_key("acme", "user:alice", "memory")], 10)
     assert [d.uri for d, _ in hits] == [f"{BASE}/preferences/tea"]
 
 
@@ -130,4 +130,4 @@ def test_relations_and_rebuild_from_vectors(parts) -> None:  # type: ignore[no-u
     lexical.clear()
     assert projector.rebuild_lexical_from_vectors() == 1
     assert projector.indexed_versions() == {uri: 3}
-    assert lexical.search("tea", [partition_key("acme", "user:alice")], 3)[0][0].uri == uri
+    assert lexical.search("tea", [partition_key("acme", "user:alice", "memory")], 3)[0][0].uri == uri

@@ -1,7 +1,7 @@
 """Partitioned lexical index: one :class:`~knowhub.text.BM25Index` per owner partition.
 
 The hybrid retriever needs BM25 next to the vector index. Keeping one BM25 index per
-partition (``{account}|{owner_space}``, e.g. ``acme|user:alice``) makes isolation
+partition (``{account}|{owner_space}|{context_type}``, e.g. ``acme|user:alice|memory``) makes isolation
 structural: a query only ever touches the postings of the partitions its caller may see,
 so another user's documents are never scored, not even to be filtered away afterwards,
 and one user's search cost does not grow with the other users' data.
@@ -20,9 +20,11 @@ from knowhub.text import BM25Index, tokenize
 __all__ = ["LexicalDoc", "LexicalIndex", "partition_key"]
 
 
-def partition_key(account_id: str, owner_space: str) -> str:
-    """``{account}|{owner_space}``."""
-    return f"{account_id}|{owner_space}"
+def partition_key(account_id: str, owner_space: str, context_type: str = "memory") -> str:
+    """``{account}|{owner_space}|{context_type}``: session archives, memories, skills and
+    resources of one owner are separate partitions, so the common search (memories) never
+    walks the postings of session transcripts."""
+    return f"{account_id}|{owner_space}|{context_type}"
 
 
 @dataclass(slots=True)

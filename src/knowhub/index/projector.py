@@ -209,7 +209,7 @@ class IndexProjector:
                 lexical_docs.append(LexicalDoc(
                     doc_id=l0.id,
                     uri=node.uri,
-                    partition=partition_key(l0.filters["account_id"], l0.filters["owner_space"]),
+                    partition=partition_key(l0.filters["account_id"], l0.filters["owner_space"], l0.context_type),
                     category=l0.category,
                     context_type=l0.context_type,
                     text=self.lexical_text(node),
@@ -342,7 +342,8 @@ class IndexProjector:
                 continue
             parts = [levels[field_level[f]].text for f in self.lexical_fields if field_level.get(f) in levels]
             self.lexical.add(LexicalDoc(l0.id, uri,
-                                        partition_key(str(l0.filters.get("account_id", "")), str(l0.filters.get("owner_space", ""))),
+                                        partition_key(str(l0.filters.get("account_id", "")), str(l0.filters.get("owner_space", "")),
+                                                      l0.context_type),
                                         l0.category, l0.context_type, "\n".join(p for p in parts if p.strip())))
             count += 1
         return count

@@ -4,11 +4,11 @@ The tree is ``users/{u}/memories/{category}/{node}`` (and ``agents/{a}/...``); n
 have child nodes. The searcher treats every directory as a unit that earns a score and
 passes it down:
 
-1. **Seeds.** The L0 hits are the starting evidence. Every node's *own* score is
-   calibrated against the seeds of the same query, not ranked within its directory:
-   ``own = (w_v · cos / max_cos + w_l · bm25 / max_bm25) / (w_v + w_l)`` where the maxima are
-   those of the seed list, so a directory's best child is not 1.0 just because it is the
-   best of a poor directory.
+1. **Seeds.** The L0 hits are the starting evidence. Every node's *own* score must be on
+   one scale for the whole query, not ranked within its directory (else a poor directory's
+   best child would score 1.0). With a shared candidate set (the service's default) it is
+   the node's fused score over the whole set; otherwise it is calibrated against the seeds:
+   ``own = (w_v · cos / max_cos + w_l · bm25 / max_bm25) / (w_v + w_l)``.
 2. **Directory credit.** A directory's score is the best score among its seed children
    ("parents get credit from their best children"); category roots of the query's
    categories (all visible categories for a general query) enter with the best score found
@@ -93,6 +93,8 @@ class HierarchicalSearcher:
 
     def own_score(self, seed: SeedHit, norms: tuple[float, float]) -> float:
         """Calibrated similarity of one node (see module doc), in [0, 1]."""
+        if seed.metadata.get("global_score"):
+            return float(seed.score)  # already on the scale of the whole candidate set
         cfg = self.retriever.config
         w_v, w_l = cfg.vector_weight, cfg.lexical_weight if self.retriever.lexical is not None else 0.0
         total = (w_v + w_l) or 1.0

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -54,9 +54,10 @@ def visibility_filters(ctx: Any) -> dict[str, Any]:
     return {"account_id": ctx.account_id, "owner_space": visible_owner_spaces(ctx)}
 
 
-def visible_partitions(ctx: Any) -> list[str]:
-    """Lexical partitions that ``ctx`` may read."""
-    return [partition_key(ctx.account_id, space) for space in visible_owner_spaces(ctx)]
+def visible_partitions(ctx: Any, context_types: list[str] | None = None) -> list[str]:
+    """Lexical partitions that ``ctx`` may read (of the given context types; None: all)."""
+    types = context_types if context_types is not None else [t.value for t in ContextType]
+    return [partition_key(ctx.account_id, space, ctype) for space in visible_owner_spaces(ctx) for ctype in types]
 
 
 @dataclass
@@ -88,6 +89,8 @@ class CandidateSet:
     lexical: list[tuple[LexicalDoc, float]]
     feedback: list[tuple[LexicalDoc, float]]
     pool: int
+    scores: dict[str, float] = field(default_factory=dict)
+    info: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _hit_passes(hit: Any, filters: Mapping[str, Any]) -> bool:
@@ -166,6 +169,10 @@ class L0Retriever:
         return filters
 
     def _lexical_allowed(self, filters: Mapping[str, Any]) -> Any:
+        """A per-document check for the filters the partitions do not already express
+        (None when there is nothing left to check: the common, fast case)."""
+        if not any(k in filters for k in ("category", URI_PREFIX, "parent_uri")):
+            return None
         cats = filters.get("category")
         cats = set(cats) if isinstance(cats, list) else ({cats} if cats is not None else None)
         types = filters.get("context_type")
@@ -208,8 +215,9 @@ class L0Retriever:
                           filters=dict(typed_query.filters or {}), hints=dict(typed_query.hints or {}))
         filters = self.filters_for(base, ctx)
         dense, lexical, feedback = self._rank(base, ctx, filters, size)
+        scores, info = self._scores(dense, lexical, feedback)
         return CandidateSet(typed_query.text, str((typed_query.hints or {}).get("context") or ""), filters, dense,
-                            lexical, feedback, size)
+                            lexical, feedback, size, scores, info)
 
     def _rank(self, typed_query: TypedQuery, ctx: Any, filters: dict[str, Any], pool: int) -> tuple[list[Any], list[Any], list[Any]]:
         vector = self.query_vector(typed_query)
@@ -217,7 +225,8 @@ class L0Retriever:
         lexical: list[tuple[LexicalDoc, float]] = []
         feedback: list[tuple[LexicalDoc, float]] = []
         if self.lexical is not None and self.config.lexical_weight > 0:
-            partitions = visible_partitions(ctx)
+            types = filters.get("context_type")
+            partitions = visible_partitions(ctx, list(types) if isinstance(types, list) else None if types is None else [types])
             allowed = self._lexical_allowed(filters)
             lexical = self.lexical.search(typed_query.text, partitions, pool, allowed, max_df_ratio=self.config.max_df_ratio)
             if self.config.prf_docs > 0 and lexical:
@@ -238,14 +247,33 @@ class L0Retriever:
             return []
         filters = self.filters_for(typed_query, ctx, extra_filters)
         if candidates is not None and candidates.text == typed_query.text:
-            dense = [h for h in candidates.dense if _hit_passes(h, filters)]
-            allowed = self._lexical_allowed(filters)
-            lexical = [(d, sc) for d, sc in candidates.lexical if allowed(d)]
-            feedback = [(d, sc) for d, sc in candidates.feedback if allowed(d)]
-            return self._fuse(dense, lexical, k, feedback)
+            return self._narrow(candidates, filters, k)
         pool = max(self.config.min_pool, k * self.config.pool_factor)
         dense, lexical, feedback = self._rank(typed_query, ctx, filters, pool)
         return self._fuse(dense, lexical, k, feedback)
+
+    def _narrow(self, candidates: CandidateSet, filters: Mapping[str, Any], k: int) -> list[SeedHit]:
+        """The best candidates passing ``filters``, keeping their fused score over the whole
+        candidate set (so scores of different narrowings stay comparable)."""
+        allowed = self._lexical_allowed(filters)
+        types = filters.get("context_type")
+        type_set = None if types is None else set(types) if isinstance(types, list) else {types}
+        passing: list[tuple[str, float]] = []
+        for uri, score in candidates.scores.items():
+            entry = candidates.info[uri]
+            hit = entry.get("hit")
+            if hit is not None:
+                ok = _hit_passes(hit, filters)
+            else:
+                doc: LexicalDoc = entry["doc"]
+                ok = (type_set is None or doc.context_type in type_set) and (allowed is None or allowed(doc))
+            if ok:
+                passing.append((uri, score))
+        passing.sort(key=lambda item: (-item[1], item[0]))
+        seeds = [self._seed(uri, score, candidates.info[uri]) for uri, score in passing[:k]]
+        for seed in seeds:
+            seed.metadata["global_score"] = True
+        return seeds
 
     def _expand_query(self, text: str, top: list[tuple[LexicalDoc, float]], partitions: list[str]) -> str:
         """The query plus the most telling tokens of the top documents (tf · idf)."""
@@ -265,6 +293,13 @@ class L0Retriever:
 
     def _fuse(self, dense: list[Any], lexical: list[tuple[LexicalDoc, float]], k: int,
               feedback: list[tuple[LexicalDoc, float]] | None = None) -> list[SeedHit]:
+        scores, info = self._scores(dense, lexical, feedback)
+        ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:k]
+        return [self._seed(uri, score, info[uri]) for uri, score in ranked]
+
+    def _scores(self, dense: list[Any], lexical: list[tuple[LexicalDoc, float]],
+                feedback: list[tuple[LexicalDoc, float]] | None = None) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
+        """Fused score and ranker details of every URI in the lists."""
         cfg = self.config
         scores: dict[str, float] = {}
         info: dict[str, dict[str, Any]] = {}
@@ -290,8 +325,7 @@ class L0Retriever:
             info[hit.uri] = {"hit": hit, "vector_score": round(float(hit.score), 6)}
         for doc, score in lexical:
             info.setdefault(doc.uri, {"doc": doc})["lexical_score"] = round(float(score), 6)
-        ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:k]
-        return [self._seed(uri, score, info[uri]) for uri, score in ranked]
+        return scores, info
 
     def _seed(self, uri: str, score: float, info: dict[str, Any]) -> SeedHit:
         hit = info.get("hit")
@@ -303,7 +337,7 @@ class L0Retriever:
             record = getter(doc.doc_id) if callable(getter) else None
             meta = dict(record.metadata) if record is not None else {}
             category = doc.category
-            owner = record.filters.get("owner_space") if record is not None else doc.partition.partition("|")[2]
+            owner = record.filters.get("owner_space") if record is not None else doc.partition.split("|")[1]
             abstract = record.text if record is not None else doc.text
         meta.pop("text_hash", None)
         meta.pop("lexical_text", None)
