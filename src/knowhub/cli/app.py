@@ -30,11 +30,13 @@ def root(
 
 
 def _register() -> None:
+    from knowhub.cli import mcp as mcp_cli
     from knowhub.cli import serve as serve_cli
     from knowhub.cli import tree as tree_cli
 
     app.add_typer(tree_cli.app, name="tree")
     app.command("serve")(serve_cli.serve)
+    app.command("mcp")(mcp_cli.mcp)
 
 
 _register()

@@ -1,0 +1,100 @@
+"""The knowhub MCP server: the agent tools of all three engines over MCP (official ``mcp`` SDK).
+
+``build_mcp_server(settings)`` returns an :class:`mcp.server.mcpserver.MCPServer` with the
+tools of :mod:`knowhub.mcp.knowledge_tools` and :mod:`knowhub.mcp.engine_tools`. Engines
+open on first use and close when the server's lifespan ends (end of the stdio session, or
+shutdown of the HTTP app); engines passed in ``engines=`` are left to their owner.
+``knowhub mcp`` (``cli/mcp.py``) runs it over stdio or streamable HTTP; see ``docs/mcp.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from starlette.types import ASGIApp
+
+from knowhub import __version__
+from knowhub.config import Settings
+from knowhub.mcp.engine_tools import ENGINE_TOOL_NAMES, register_context_tools, register_tree_tools
+from knowhub.mcp.engines import EngineSet
+from knowhub.mcp.env import ToolEnv
+from knowhub.mcp.knowledge_tools import KNOWLEDGE_TOOL_NAMES, register_knowledge_tools
+from knowhub.mcp.principals import BearerAuthMiddleware, PrincipalResolver, resolve_principal
+from knowhub.scope import Principal
+from knowhub.server.auth import Authenticator, check_bind_allowed
+
+#: Every tool the server offers, in registration order.
+TOOL_NAMES: tuple[str, ...] = (*KNOWLEDGE_TOOL_NAMES, *ENGINE_TOOL_NAMES)
+#: Path of the streamable-HTTP endpoint.
+HTTP_PATH = "/mcp"
+
+INSTRUCTIONS = """knowhub: long-term memory and knowledge for agents.
+- knowledge_*: shared, scored experience (strategies, tool tips, plans). Search before a task
+  (knowledge_search), save what you learned (knowledge_save), give feedback (knowledge_update).
+- tree_*: a shared keyword tree; find a keyword and its infos (tree_search), add keywords and infos.
+- context_*: your personal long-term memory; commit conversations (context_commit), then
+  context_search and context_read (ctx:// URIs) to recall facts, preferences and events."""
+
+
+def build_mcp_server(
+    settings: Settings,
+    *,
+    engines: Mapping[str, Any] | None = None,
+    principal: Principal | None = None,
+) -> MCPServer:
+    """The MCP server with every knowhub tool.
+
+    Args:
+        settings: data directory, engine configuration and ``auth``.
+        engines: already open engines by name (``knowledge_hub``, ``keyword_tree``,
+            ``context_engine``), used instead of opening them and never closed here.
+        principal: who stdio calls (and HTTP calls without configured keys) act for;
+            default :func:`~knowhub.mcp.principals.resolve_principal` of ``settings``.
+
+    Raises:
+        ConfigError: invalid ``auth`` settings.
+        InvalidInputError: an unknown engine name in ``engines``.
+    """
+    engine_set = EngineSet(settings, engines)
+    resolver = PrincipalResolver(settings, principal or resolve_principal(settings))
+    env = ToolEnv(settings=settings, engines=engine_set, principals=resolver)
+
+    @asynccontextmanager
+    async def lifespan(_server: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
+        try:
+            yield {}
+        finally:
+            engine_set.close()
+
+    server: MCPServer[Any] = MCPServer(
+        name="knowhub",
+        title="knowhub",
+        description="Long-term memory and knowledge for LLM agents.",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        lifespan=lifespan,
+        log_level="WARNING",
+    )
+    register_knowledge_tools(server, env)
+    register_tree_tools(server, env)
+    register_context_tools(server, env)
+    return server
+
+
+def build_http_app(server: MCPServer[Any], settings: Settings) -> ASGIApp:
+    """The streamable-HTTP ASGI app at :data:`HTTP_PATH`, behind the bearer-key guard.
+
+    DNS-rebinding protection is on when ``settings.server.host`` is loopback.
+
+    Raises:
+        ConfigError: no API keys and a host that is not loopback.
+    """
+    check_bind_allowed(settings)
+    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=settings.server.host)
+    return BearerAuthMiddleware(app, Authenticator.from_settings(settings))
+
+
+__all__ = ["HTTP_PATH", "INSTRUCTIONS", "TOOL_NAMES", "build_http_app", "build_mcp_server"]
