@@ -179,9 +179,26 @@ def test_secret_key_file_setting(tmp_path: Path, alice) -> None:
     raw = os.urandom(32)
     key_file = tmp_path / "my.key"
     key_file.write_text(raw.hex())
+    key_file.chmod(0o600)
     settings = Settings.load(data_dir=str(tmp_path / "data"), knowledge={"secret_key_file": str(key_file)})
     with KnowledgeHub.from_settings(settings) as hub:
         hub.save_resource(alice, {"id": "c/3", "secure_body": "file-key", "content_type": "credential"})
         assert hub.data_dir == tmp_path / "data" / "knowledge"
     with KnowledgeHub(tmp_path / "data" / "knowledge", secret_key=raw) as again:
         assert again.get_resource(alice, "c/3", include_secure=True).secure_body == "file-key"
+
+
+def test_key_file_that_is_missing_or_readable_by_others_is_a_config_error(tmp_path: Path) -> None:
+    key_file = tmp_path / "my.key"
+    settings = Settings.load(data_dir=str(tmp_path / "data"), knowledge={"secret_key_file": str(key_file)})
+    with pytest.raises(ConfigError, match="secret key file"):
+        KnowledgeHub.from_settings(settings)  # missing
+    key_file.write_text(os.urandom(32).hex())
+    key_file.chmod(0o644)
+    with pytest.raises(ConfigError, match="0600"):
+        KnowledgeHub.from_settings(settings)
+    data_dir = tmp_path / "kh"
+    KnowledgeHub(data_dir).close()
+    (data_dir / "secret.key").chmod(0o640)
+    with pytest.raises(ConfigError, match="0600"):
+        KnowledgeHub(data_dir)

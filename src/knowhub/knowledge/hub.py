@@ -47,7 +47,7 @@ from knowhub.knowledge.models import (
 )
 from knowhub.knowledge.resources import ResourceService
 from knowhub.knowledge.search import DerivedIndexes, rank_hits, route_candidates
-from knowhub.knowledge.secrets import SecretBox, load_or_create_key, parse_key
+from knowhub.knowledge.secrets import SecretBox, load_or_create_key, parse_key, read_key_file
 from knowhub.knowledge.store import KnowledgeStore, knowledge, knowledge_scopes
 from knowhub.providers.embedding import HashingEmbedder
 from knowhub.providers.llm import LLMClient, LocalAgent
@@ -119,7 +119,7 @@ class KnowledgeHub:
         if section.secret_key is not None:
             secret = section.secret_key.get_secret_value()
         elif section.secret_key_file:
-            secret = Path(section.secret_key_file).read_text(encoding="ascii").strip()
+            secret = read_key_file(section.secret_key_file)
         embedder = overrides.pop("embedder", None) or build_embedder(settings.embedding)
         llm = overrides.pop("llm", None) or build_llm(settings.llm)
         kwargs: dict[str, Any] = {

@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from knowhub.errors import ConfigError, StorageError
 from knowhub.storage import fsync_dir
 
-__all__ = ["KEY_FILE_NAME", "SecretBox", "load_or_create_key", "parse_key"]
+__all__ = ["KEY_FILE_NAME", "SecretBox", "load_or_create_key", "parse_key", "read_key_file"]
 
 KEY_FILE_NAME = "secret.key"
 _NONCE_BYTES = 12
@@ -72,7 +72,7 @@ def load_or_create_key(data_dir: Path) -> bytes:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
-        return _read_key_file(path)
+        return read_key_file(path)
     key = AESGCM.generate_key(bit_length=256)
     try:
         os.write(fd, base64.b64encode(key) + b"\n")
@@ -83,9 +83,33 @@ def load_or_create_key(data_dir: Path) -> bytes:
     return key
 
 
-def _read_key_file(path: Path) -> bytes:
+def read_key_file(path: str | Path) -> bytes:
+    """The key in a key file that only its owner may read (mode 0600 or stricter).
+
+    Raises:
+        ConfigError: the file is missing or unreadable, readable or writable by group or
+            others, empty, or does not hold a valid key.
+    """
+    path = Path(path)
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read the secret key file {path}: {exc.strerror}", path=str(path)
+        ) from exc
+    if mode & 0o077:
+        raise ConfigError(
+            f"secret key file {path} is accessible by group or others "
+            f"(mode {mode & 0o777:o}); run: chmod 0600 {path}",
+            path=str(path),
+        )
     for _ in range(50):  # the creator may still be writing it
-        data = path.read_bytes().strip()
+        try:
+            data = path.read_bytes().strip()
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot read the secret key file {path}: {exc.strerror}", path=str(path)
+            ) from exc
         if data:
             return parse_key(data.decode("ascii", errors="replace"))
         time.sleep(0.02)
