@@ -53,15 +53,28 @@ def serve(
     ] = None,
     port: Annotated[int | None, typer.Option("--port", "-p", help="TCP port (default 8765).")] = None,
     log_level: Annotated[str | None, typer.Option("--log-level", help="uvicorn log level.")] = None,
+    no_sample: Annotated[
+        bool, typer.Option("--no-sample", help="Do not load the sample knowledge base into an empty data dir.")
+    ] = False,
 ) -> None:
-    """Serve the HTTP API. Without API keys it only binds to loopback."""
+    """Serve the HTTP API. Without API keys it only binds to loopback.
+
+    Settings come from --config (TOML), KNOWHUB_* variables and these flags; with nothing
+    configured everything runs offline in ./knowhub-data. An empty data dir first gets a
+    small bilingual sample (unless --no-sample or server.load_sample = false).
+
+    Example: knowhub serve --config knowhub.toml --port 8765
+    """
     import uvicorn
 
     from knowhub.server import check_bind_allowed, create_app
 
     settings = load_serve_settings(config, data, host, port, log_level)
     check_bind_allowed(settings)
-    app = create_app(settings)
+    from knowhub.server.lifecycle import configure_logging, try_urls
+
+    configure_logging(settings.server.log_level)
+    app = create_app(settings, load_sample=settings.server.load_sample and not no_sample)
     server = settings.server
     auth = f"{len(settings.auth.keys)} API key(s)" if settings.auth.keys else (
         f"no API keys, every request is {settings.auth.default_principal}"
@@ -70,7 +83,10 @@ def serve(
         f"knowhub listening on http://{_url_host(server.host)}:{server.port} "
         f"(data: {Path(settings.data_dir).resolve()}; {auth})"
     )
-    uvicorn.run(app, host=server.host, port=server.port, log_level=server.log_level.lower())
+    base = f"http://{_url_host(server.host)}:{server.port}"
+    typer.echo("try: " + "  ".join(try_urls(base)))
+    uvicorn.run(app, host=server.host, port=server.port, log_level=server.log_level.lower(),
+                log_config=None, access_log=False, timeout_graceful_shutdown=10)
 
 
 def _url_host(host: str) -> str:

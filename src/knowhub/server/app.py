@@ -22,6 +22,8 @@ from knowhub.knowledge import KnowledgeHub
 from knowhub.server.auth import Authenticator
 from knowhub.server.deps import KNOWLEDGE_HUB
 from knowhub.server.errors import DEFAULT_MAX_BODY_BYTES, GuardMiddleware, install_error_handlers
+from knowhub.server.lifecycle import AccessLogMiddleware, Lifecycle
+from knowhub.server.lifecycle import install as install_lifecycle
 from knowhub.server.routers import context as context_router
 from knowhub.server.routers import knowledge as knowledge_router
 from knowhub.server.routers import resource as resource_router
@@ -59,6 +61,7 @@ def create_app(
     knowledge_hub: KnowledgeHub | None = None,
     engines: Mapping[str, Any] | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    load_sample: bool = False,
 ) -> FastAPI:
     """Build the knowhub HTTP app.
 
@@ -68,6 +71,8 @@ def create_app(
             instead of opening one from ``settings`` (the caller keeps ownership).
         engines: other already open engines by name (same ownership rule).
         max_body_bytes: largest request body accepted; larger ones get 413.
+        load_sample: load the sample knowledge base into an empty data dir on startup
+            (``knowhub serve`` passes ``settings.server.load_sample``).
 
     Raises:
         ConfigError: the configured API keys or default principal are invalid.
@@ -76,10 +81,12 @@ def create_app(
     if knowledge_hub is not None:
         injected[KNOWLEDGE_HUB] = knowledge_hub
     authenticator = Authenticator.from_settings(settings)
+    lifecycle = Lifecycle(settings, load_sample=load_sample, expected=list(ENGINE_BUILDERS))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
+            lifecycle.before_open()
             opened: dict[str, Any] = dict(injected)
             for name, build in ENGINE_BUILDERS.items():
                 if name in opened:
@@ -88,9 +95,11 @@ def create_app(
                 stack.callback(_close_quietly, name, instance)
                 opened[name] = instance
             app.state.engines = opened
+            lifecycle.after_open(opened)
             try:
                 yield
             finally:
+                lifecycle.before_close(opened)
                 app.state.engines = dict(injected)
 
     app = FastAPI(
@@ -103,7 +112,9 @@ def create_app(
     app.state.authenticator = authenticator
     app.state.engines = dict(injected)
     install_error_handlers(app)
+    install_lifecycle(app, lifecycle)
     app.add_middleware(GuardMiddleware, max_body_bytes=max_body_bytes)
+    app.add_middleware(AccessLogMiddleware)  # outermost: rejected requests are logged too
 
     @app.get("/health", tags=["meta"])
     def health() -> dict[str, str]:
