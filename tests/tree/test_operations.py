@@ -224,3 +224,27 @@ def test_reorganize_agent_failure_and_chunks(tmp_path) -> None:
     with pytest.raises(InvalidInputError):
         tree.apply_reorganize_plan(plan)
     tree.close()
+
+
+def test_versions_of_deleted_ids_survive_compaction(tmp_path) -> None:
+    """A pair re-linked after compaction must not restart below the old tombstone: a
+    follower would ignore it and a full replay of the change log would let the tombstone win."""
+    data = tmp_path / "kt"
+    writer = KeywordTree(data, llm_client=StubLLMClient())
+    follower = KeywordTree(data, llm_client=StubLLMClient())
+    kw = _kw(writer, "A")
+    info = writer.create_info("text", keyword_ids=[kw.id])
+    writer.unlink_info(info.id, kw.id)
+    assert follower.get_infos_of_keyword(kw.id) == []
+    writer.compact_storage()
+    writer.close()
+    writer = KeywordTree(data, llm_client=StubLLMClient())
+    writer.link_info(info.id, kw.id, "RELATED")
+    assert [i.id for i in follower.get_infos_of_keyword(kw.id)] == [info.id]
+    writer.close()
+    follower.close()
+    (data / "logs" / "checkpoint.json").unlink()  # force a replay of the whole change log
+    fresh = KeywordTree(data, llm_client=StubLLMClient())
+    assert [i.id for i in fresh.get_infos_of_keyword(kw.id)] == [info.id]
+    assert fresh.check()["ok"]
+    fresh.close()

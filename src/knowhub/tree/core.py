@@ -132,6 +132,7 @@ class TreeCore:
         started = time.perf_counter()
         with self.store.lock, gc_paused(self.freeze_gc):
             repaired = self.store.repair_all()
+            self.state.dead_versions.update(self.store.read_tombstones())
             ckpt = self.store.read_checkpoint()
             records = list(self.store.scan_change_log(ckpt["offset"]))
             committed = {rec.get("operation_id") for _, rec in records}

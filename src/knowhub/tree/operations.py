@@ -5,7 +5,8 @@ Undo (seed 000 §5.8) works from the change-log row of an operation: every id in
 entity is restored to its ``before`` image, or tombstoned when it did not exist before.
 The undo is itself an operation with ``undo_of``; undoing an undo is a redo.
 
-Compaction rewrites the entity files keeping only the newest live row per id; the change
+Compaction rewrites the entity files keeping only the newest live row per id (the versions
+of deleted ids go to ``logs/tombstones.json`` first, so versions stay monotonic); the change
 log is kept intact (it is the write-ahead log, the audit trail and the source of undo), so
 it only grows — archive it offline if needed. During the rewrite the checkpoint is reset
 first, so a crash in between replays the change log (correct, only slower).
@@ -120,6 +121,8 @@ class OperationsMixin(InfoWritesMixin):
         """Rewrite the entity files keeping the newest live version per id (atomic)."""
         with self._writing():
             before = self.store.sizes()
+            # versions of deleted ids must outlive their rows (ids can be re-created)
+            self.store.write_tombstones(self.state.dead_versions)
             self.store.reset_checkpoint()
             self._ckpt = {"offset": 0, "sizes": {}}
             rows = {

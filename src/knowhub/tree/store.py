@@ -35,7 +35,7 @@ from typing import Any
 
 import orjson
 
-from knowhub.errors import StorageError
+from knowhub.errors import CorruptStoreError, StorageError
 from knowhub.storage import FileLock, JsonlLog, atomic_write_json
 
 _log = logging.getLogger("knowhub.tree")
@@ -66,6 +66,7 @@ class TreeStore:
         self.lock = FileLock(data_dir / ".lock", timeout_s=lock_timeout_s)
         self.change_log_path = data_dir / "logs" / "change_log.jsonl"
         self.checkpoint_path = data_dir / "logs" / "checkpoint.json"
+        self.tombstones_path = data_dir / "logs" / "tombstones.json"
         self.change_log = JsonlLog(self.change_log_path)
         self.entity: dict[str, JsonlLog] = {
             kind: JsonlLog(data_dir.joinpath(*parts), durable=False) for kind, parts in ENTITY_PATHS.items()
@@ -141,6 +142,32 @@ class TreeStore:
             _log.warning("checkpoint %s does not match the files; replaying from 0", self.checkpoint_path)
             return {"offset": 0, "sizes": {}}
         return {"offset": offset, "sizes": sizes}
+
+    def read_tombstones(self) -> dict[tuple[str, str], int]:
+        """Versions of deleted entities whose rows compaction dropped (see compact_storage).
+
+        Without them a re-created id (a re-linked info/keyword pair, an explicit batch id)
+        would restart at version 1, below the tombstone the change log still holds: a
+        follower would ignore the new row and a full replay would let the tombstone win.
+        """
+        try:
+            doc = orjson.loads(self.tombstones_path.read_bytes())
+        except FileNotFoundError:
+            return {}
+        except (OSError, orjson.JSONDecodeError) as exc:
+            raise CorruptStoreError(f"unreadable tombstone file: {exc}", path=str(self.tombstones_path)) from exc
+        out: dict[tuple[str, str], int] = {}
+        for kind in KINDS:
+            for key, version in (doc.get(kind) or {}).items():
+                out[(kind, str(key))] = int(version)
+        return out
+
+    def write_tombstones(self, dead: dict[tuple[str, str], int]) -> None:
+        """Persist tombstone versions (atomic, durable) before compaction drops their rows."""
+        doc: dict[str, dict[str, int]] = {kind: {} for kind in KINDS}
+        for (kind, key), version in dead.items():
+            doc[kind][key] = int(version)
+        atomic_write_json(self.tombstones_path, doc)
 
     def reset_checkpoint(self) -> None:
         """Make the next open replay the whole change log (before rewriting entity files)."""
