@@ -1,0 +1,171 @@
+"""check, compact, snapshot and restore over every engine of a data dir.
+
+Each function calls the engines' own maintenance methods; what is added here is only the
+loop over engines and one report. Snapshots archive the whole data dir (every engine plus
+the sample marker) with :func:`knowhub.storage.create_snapshot`; take them while no server
+writes (``docs/operations.md``), or use export for a live copy.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
+
+from knowhub.config import Settings
+from knowhub.errors import InvalidInputError, NotFoundError, StorageError
+from knowhub.ops.engines import Engines
+from knowhub.storage import create_snapshot, restore_snapshot, safe_join
+from knowhub.storage import list_snapshots as _list_snapshots
+
+log = logging.getLogger(__name__)
+
+#: Prefix of whole-data-dir snapshot archives in ``<data_dir>/snapshots``.
+SNAPSHOT_PREFIX = "knowhub"
+#: Entries of the data dir a snapshot holds (missing ones are skipped).
+SNAPSHOT_INCLUDE: tuple[str, ...] = ("tree", "knowledge", "context", ".sample_loaded")
+
+Progress = Callable[[str], None]
+
+
+def _noop(_: str) -> None:
+    return None
+
+
+def check_all(engines: Engines, *, fix: bool = False, progress: Progress = _noop) -> dict[str, Any]:
+    """Each engine's consistency report; ``ok`` is True when every engine is consistent."""
+    report: dict[str, Any] = {}
+    if engines.tree is not None:
+        progress("tree")
+        tree_report = engines.tree.check(fix=fix)
+        ok = bool(tree_report.get("ok"))
+        if fix and not ok:
+            ok = bool(tree_report.get("after_fix", {}).get("ok"))
+        report["tree"] = {"ok": ok, **tree_report}
+    if engines.knowledge is not None:
+        progress("knowledge")
+        knowledge_report = engines.knowledge.check(fix=fix)
+        report["knowledge"] = {**knowledge_report, "ok": bool(knowledge_report.get("ok") or knowledge_report.get("fixed"))}
+    if engines.context is not None:
+        progress("context")
+        service = engines.context
+        fs_report = service.fs.check(fix=fix)
+        problems = bool(fs_report["corrupt"]) or (bool(fs_report["half_written"]) and not fix)
+        outbox = service.outbox.stats()
+        report["context"] = {
+            "ok": not problems,
+            **fs_report,
+            "outbox": outbox,
+            "index": {"vector_records": service.vectors.count(), "lexical_docs": len(service.lexical)},
+        }
+    report["ok"] = all(part["ok"] for part in report.values() if isinstance(part, dict))
+    return report
+
+
+def _checkpoint_sqlite(hub: Any) -> dict[str, Any]:
+    """Fold the SQLite WAL into the database file (nothing to do on PostgreSQL)."""
+    store = hub.store
+    if store.dialect != "sqlite":
+        return {"skipped": f"{store.dialect}: use the database's own maintenance (VACUUM)"}
+    try:
+        with store.engine.connect() as conn:
+            row = conn.execute(text("PRAGMA wal_checkpoint(TRUNCATE)")).first()
+    except SQLAlchemyError as exc:
+        raise StorageError(f"WAL checkpoint failed: {exc}", url=store.safe_url) from exc
+    return {"wal_checkpoint": list(row) if row is not None else None}
+
+
+def compact_all(engines: Engines, *, progress: Progress = _noop) -> dict[str, Any]:
+    """Tree: rewrite the JSONL files; knowledge: SQLite WAL checkpoint; context: remove
+    leftovers of interrupted writes, drop applied outbox events, save the index copy."""
+    report: dict[str, Any] = {}
+    if engines.tree is not None:
+        progress("tree")
+        report["tree"] = engines.tree.compact_storage()
+    if engines.knowledge is not None:
+        progress("knowledge")
+        report["knowledge"] = _checkpoint_sqlite(engines.knowledge)
+    if engines.context is not None:
+        progress("context")
+        service = engines.context
+        flushed = service.flush_index()
+        report["context"] = {
+            "leftovers_removed": service.fs.cleanup(),
+            "outbox_applied": getattr(flushed, "succeeded", 0),
+            "outbox_purged": service.outbox.purge_done(),
+            "index_saved": bool(service.save_index()),
+        }
+    return report
+
+
+def snapshots_dir(settings: Settings) -> Path:
+    return Path(settings.data_dir) / "snapshots"
+
+
+def snapshot_all(settings: Settings, engines: Engines | None = None) -> Path:
+    """Archive the whole data dir into ``<data_dir>/snapshots/knowhub_<ts>.tar.gz``.
+
+    With ``engines`` open, the knowledge WAL is checkpointed and the context index saved
+    first so the archive holds everything in the main files."""
+    data_dir = Path(settings.data_dir)
+    if not data_dir.is_dir():
+        raise NotFoundError(f"data dir not found: {data_dir}", path=str(data_dir))
+    if engines is not None:
+        if engines.knowledge is not None:
+            _checkpoint_sqlite(engines.knowledge)
+        if engines.context is not None:
+            engines.context.flush_index()
+            engines.context.save_index()
+    include = [name for name in SNAPSHOT_INCLUDE if (data_dir / name).exists()]
+    return create_snapshot(data_dir, snapshots_dir(settings), include=include, name_prefix=SNAPSHOT_PREFIX)
+
+
+def list_snapshots(settings: Settings) -> list[tuple[str, Path]]:
+    """Whole-data-dir snapshots as ``(ts, path)``, oldest first."""
+    return _list_snapshots(snapshots_dir(settings), name_prefix=SNAPSHOT_PREFIX)
+
+
+def resolve_snapshot(settings: Settings, name: str) -> Path:
+    """A snapshot by timestamp, file name, or path to an archive."""
+    if not name or "\x00" in name:
+        raise InvalidInputError("snapshot name must be a non-empty string")
+    candidate = Path(name)
+    if candidate.suffixes[-2:] == [".tar", ".gz"] and candidate.is_file():
+        return candidate
+    base = snapshots_dir(settings)
+    file_name = name if name.endswith(".tar.gz") else f"{SNAPSHOT_PREFIX}_{name}.tar.gz"
+    path = safe_join(base, file_name)
+    if not path.is_file():
+        known = ", ".join(ts for ts, _ in list_snapshots(settings)[-5:]) or "none"
+        raise NotFoundError(f"snapshot {name!r} not found (latest: {known})", id=name)
+    return path
+
+
+def restore_all(settings: Settings, name: str) -> Path:
+    """Replace the engines' directories with a snapshot; the ``snapshots`` dir is kept.
+
+    Run it with no server on the data dir: open engines would keep stale state."""
+    archive = resolve_snapshot(settings, name)
+    data_dir = Path(settings.data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    keep = [p.name for p in data_dir.iterdir() if p.name not in SNAPSHOT_INCLUDE]
+    restore_snapshot(archive, data_dir, keep=keep)
+    log.info("restored %s into %s", archive, data_dir)
+    return archive
+
+
+__all__ = [
+    "SNAPSHOT_INCLUDE",
+    "SNAPSHOT_PREFIX",
+    "check_all",
+    "compact_all",
+    "list_snapshots",
+    "resolve_snapshot",
+    "restore_all",
+    "snapshot_all",
+    "snapshots_dir",
+]
