@@ -233,3 +233,33 @@ def test_roll_forward_after_crash_between_commit_and_entity_append(tmp_path: Pat
     report = reopened.check()
     assert report["ok"] and report["persisted_indexes"] == "behind"  # normal between persists
     reopened.close()
+
+
+def test_same_name_created_by_another_process_during_agent_call(tmp_path: Path) -> None:
+    """The agent calls of create_keyword run outside the data-dir lock; a colliding name
+    committed meanwhile by another writer must go through dedup, not become a duplicate."""
+    from knowhub.providers.llm import LLMClient, LocalAgent
+
+    data = tmp_path / "kt"
+    other = KeywordTree(data, llm_client=StubLLMClient())
+    other.create_keyword("Languages", llm_auto_place=False)  # so that placement asks the agent
+
+    class Racing(LLMClient):
+        def __init__(self) -> None:
+            super().__init__()
+            self.local = LocalAgent()
+            self.raced = False
+
+        def chat(self, messages: list[dict], json_schema: dict) -> dict:
+            if not self.raced:
+                self.raced = True
+                other.create_keyword("Python", llm_auto_place=False)
+            return self.local.chat(messages, json_schema)
+
+    tree = KeywordTree(data, llm_client=Racing())
+    node = tree.create_keyword("Python")  # suggest-parent asks the agent: the race window
+    assert tree.llm.raced
+    assert [n.id for n in tree.find_by_name("Python")] == [node.id]
+    assert len(other.find_by_name("Python")) == 1
+    tree.close()
+    other.close()

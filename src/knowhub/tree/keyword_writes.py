@@ -21,6 +21,9 @@ from knowhub.tree.txn import Txn
 KEYWORD_PATCH_KEYS = frozenset({"name", "aliases", "description", "metadata"})
 CHILDREN_POLICIES = ("reparent", "flatten")
 INFO_POLICIES = ("reattach", "forbid", "unlink")
+#: create_keyword decides again (dedup, placement) when another process created a
+#: colliding name during the agent calls; the last attempt commits regardless.
+CREATE_ATTEMPTS = 3
 
 
 class KeywordWritesMixin(ReadsMixin):
@@ -244,35 +247,56 @@ class KeywordWritesMixin(ReadsMixin):
             raise InvalidInputError("parent_id must be a string")
         with self._lock:
             self._check_open()
-            self._sync()
-            ios: list[dict[str, Any]] = []
-            if parent_id is not None:
-                self._node_or_raise(parent_id)
-            existing = self._collisions(name, aliases) if dedup else []
-            action, target = "create_new", None
-            if existing:
-                action, target, io = self._dedup_check(name, aliases, description, existing)
-                ios.append(io)
-            suggested = None
-            if action == "create_new" and parent_id is None and llm_auto_place:
-                suggested, desc = self._suggest_parent_io(name)
-                ios.extend(desc["agent_io"])
-            with self._writing():
-                txn = Txn(self.state)
-                if target is not None and txn.node(target) is not None:
-                    dst = self._node_row(txn, target)
-                    merged = self._merge_aliases(dst, [name, *aliases])
-                    new_desc = dst["description"]
-                    if action == "merge" and description and description not in new_desc:
-                        new_desc = f"{new_desc}\n{description}".strip()
-                    txn.put_node({**dst, "aliases": merged, "normalized": self._normalized_of(dst["name"], merged), "description": new_desc, "metadata": {**metadata, **dst.get("metadata", {})}})
-                    self._commit(txn, "create_keyword", f"'{name}' recorded as {action} of '{dst['name']}'", agent_io=self._public_io(ios), extra={"dedup": action})
-                    return self._out(self.state.nodes[target])
-                parent = parent_id or (suggested if suggested in self.state.nodes else None) or ROOT_ID
-                row = self._stage_new_node(txn, name, parent, aliases, description, metadata)
-                where = self._full_path(parent) or "root"
-                self._commit(txn, "create_keyword", f"create '{name}' under {where}", agent_io=self._public_io(ios) or None)
-                return self._out(self.state.nodes[row["id"]])
+            for attempt in range(CREATE_ATTEMPTS):
+                self._sync()
+                ios: list[dict[str, Any]] = []
+                if parent_id is not None:
+                    self._node_or_raise(parent_id)
+                existing = self._collisions(name, aliases) if dedup else []
+                action, target = "create_new", None
+                if existing:
+                    action, target, io = self._dedup_check(name, aliases, description, existing)
+                    ios.append(io)
+                suggested = None
+                if action == "create_new" and parent_id is None and llm_auto_place:
+                    suggested, desc = self._suggest_parent_io(name)
+                    ios.extend(desc["agent_io"])
+                with self._writing():
+                    if dedup and attempt + 1 < CREATE_ATTEMPTS and set(self._collisions(name, aliases)) - set(existing):
+                        # another process created a colliding name while the agent thought
+                        # (outside the file lock): decide again instead of duplicating it
+                        continue
+                    return self._create_locked(name, parent_id, aliases, description, metadata, action, target, suggested, ios)
+            raise AssertionError("unreachable: the last attempt always commits")
+
+    def _create_locked(
+        self,
+        name: str,
+        parent_id: str | None,
+        aliases: list[str],
+        description: str,
+        metadata: dict[str, Any],
+        action: str,
+        target: str | None,
+        suggested: str | None,
+        ios: list[dict[str, Any]],
+    ) -> KeywordNode:
+        """The commit of :meth:`create_keyword` (caller holds both locks)."""
+        txn = Txn(self.state)
+        if target is not None and txn.node(target) is not None:
+            dst = self._node_row(txn, target)
+            merged = self._merge_aliases(dst, [name, *aliases])
+            new_desc = dst["description"]
+            if action == "merge" and description and description not in new_desc:
+                new_desc = f"{new_desc}\n{description}".strip()
+            txn.put_node({**dst, "aliases": merged, "normalized": self._normalized_of(dst["name"], merged), "description": new_desc, "metadata": {**metadata, **dst.get("metadata", {})}})
+            self._commit(txn, "create_keyword", f"'{name}' recorded as {action} of '{dst['name']}'", agent_io=self._public_io(ios), extra={"dedup": action})
+            return self._out(self.state.nodes[target])
+        parent = parent_id or (suggested if suggested in self.state.nodes else None) or ROOT_ID
+        row = self._stage_new_node(txn, name, parent, aliases, description, metadata)
+        where = self._full_path(parent) or "root"
+        self._commit(txn, "create_keyword", f"create '{name}' under {where}", agent_io=self._public_io(ios) or None)
+        return self._out(self.state.nodes[row["id"]])
 
     def update_keyword(self, id: str, patch: dict[str, Any], version: int | None = None) -> WriteResult:
         """Patch ``name``/``aliases``/``description``/``metadata`` if ``version`` is current."""
