@@ -147,3 +147,25 @@ def test_plan_is_rechecked_against_the_scopes_at_apply_time(hub: KnowledgeHub, a
     with pytest.raises(PermissionDeniedError):
         hub.slim(left_red, apply=True, plan_id=plan.plan_id)
     assert len(hub.list(alice, limit=100)) == 2
+
+
+def test_history_shows_a_merged_private_item_only_to_who_could_see_each_version(tmp_path, alice) -> None:
+    from knowhub.scope import Principal
+
+    stub = StubLLMClient([{"content": EN_A[1]}])  # evolve rewrites the private draft
+    hub = KnowledgeHub(tmp_path / "kh", llm=stub, secret_key=bytes(32))
+    try:
+        draft = hub.save(alice, {"task": EN_A[0], "content": "private draft QQQ-7731", "types": ["tool"],
+                                 "score": 5})
+        hub.update(alice, draft.id, evolve_feedback="rewrite")
+        _save(hub, alice, EN_B, scopes=["team:red"])
+        plan = hub.slim(alice, apply=True)
+        assert plan.applied and plan.clusters[0].ids[0] == draft.id  # the private item survives
+        teammate = Principal.of("user:dave", ["team:red"])
+        survivor = hub.get(teammate, draft.id)  # now shared with team:red, as merged
+        assert "QQQ-7731" not in survivor.content
+        for version in hub.history(teammate, draft.id):
+            assert "QQQ-7731" not in str(version["snapshot"])
+        assert any("QQQ-7731" in str(v["snapshot"]) for v in hub.history(alice, draft.id))
+    finally:
+        hub.close()

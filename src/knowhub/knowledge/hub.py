@@ -546,7 +546,9 @@ class KnowledgeHub:
             found = self.store.load(conn, knowledge_id)
             if found is None or not principal.can_see(found[0].scopes):
                 raise NotFoundError(f"knowledge not found: {knowledge_id}", id=knowledge_id)
-            return self.store.history(conn, knowledge_id)
+            versions = self.store.history(conn, knowledge_id)
+        # A slim merge can widen an item's scopes: earlier versions stay with their readers.
+        return [v for v in versions if principal.can_see(v["snapshot"].get("scopes") or [])]
 
     def undo(self, principal: Principal, change_id: str) -> Knowledge:
         """Restore the snapshots of one change as new versions (slim: every item at once)."""
