@@ -30,11 +30,17 @@ def root(
 
 
 def _register() -> None:
+    from knowhub.cli import admin as admin_cli
+    from knowhub.cli import context as context_cli
+    from knowhub.cli import knowledge as knowledge_cli
     from knowhub.cli import mcp as mcp_cli
     from knowhub.cli import serve as serve_cli
     from knowhub.cli import tree as tree_cli
 
     app.add_typer(tree_cli.app, name="tree")
+    app.add_typer(knowledge_cli.app, name="knowledge")
+    app.add_typer(context_cli.app, name="context")
+    app.add_typer(admin_cli.app, name="admin")
     app.command("serve")(serve_cli.serve)
     app.command("mcp")(mcp_cli.mcp)
 

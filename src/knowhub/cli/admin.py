@@ -1,0 +1,277 @@
+"""``knowhub admin``: check, compact, snapshot/restore and export/import over every engine.
+
+The commands work on a local data dir (``--data`` or the configured ``data_dir``) and call
+:mod:`knowhub.ops`, which calls each engine's own maintenance methods. Also home of the
+options shared by ``knowhub knowledge`` and ``knowhub context`` (data dir, config file).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from knowhub.cli.errors import fail, handle_errors
+from knowhub.config import Settings
+from knowhub.errors import InvalidInputError
+
+console = Console()
+err_console = Console(stderr=True)
+
+DataOpt = Annotated[Path | None, typer.Option("--data", "-d", help="Data directory (default: settings.data_dir).")]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file.")]
+EngineOpt = Annotated[
+    list[str] | None,
+    typer.Option("--engine", "-e", help="Only this engine (tree, knowledge, context); repeatable."),
+]
+
+app = typer.Typer(
+    name="admin",
+    help=(
+        "Maintenance over all engines: check, compact, snapshot, restore, export, import.\n\n"
+        "Examples:\n\n"
+        "  knowhub admin check --data ./knowhub-data\n\n"
+        "  knowhub admin export backup.tar.gz\n\n"
+        "  knowhub admin import backup.tar.gz --data ./new-data"
+    ),
+    no_args_is_help=True,
+)
+
+
+def load_settings(config: Path | None, data: Path | None) -> Settings:
+    """Settings of a CLI command: config file, environment, then ``--data``."""
+    return Settings.load(config, data_dir=data)
+
+
+def print_json(doc: Any) -> None:
+    """Pretty JSON on stdout (Chinese kept readable)."""
+    console.print_json(json.dumps(doc, ensure_ascii=False, default=str))
+
+
+@contextmanager
+def progress_bar(enabled: bool = True) -> Iterator[Any]:
+    """A Rich progress bar fed by ``callback(stage, advance, total)`` (ops' protocol)."""
+    if not enabled:
+        yield lambda _stage, _advance, _total: None
+        return
+    with Progress(
+        TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=err_console, transient=False,
+    ) as progress:
+        tasks: dict[str, Any] = {}
+
+        def callback(stage: str, advance: int, total: int | None) -> None:
+            if stage not in tasks:
+                tasks[stage] = progress.add_task(stage, total=total)
+            elif total is not None:
+                progress.update(tasks[stage], total=total)
+            if advance:
+                progress.advance(tasks[stage], advance)
+
+        yield callback
+
+
+def _stage_printer(stage: str) -> None:
+    err_console.print(f"[dim]{stage}...[/dim]")
+
+
+def _passphrase(env_name: str | None, file: Path | None) -> str | None:
+    if env_name and file:
+        raise InvalidInputError("give either --passphrase-env or --passphrase-file, not both")
+    if env_name:
+        value = os.environ.get(env_name)
+        if not value:
+            raise InvalidInputError(f"environment variable {env_name} is empty or not set")
+        return value
+    if file:
+        value = file.read_text(encoding="utf-8").strip()
+        if not value:
+            raise InvalidInputError(f"passphrase file {file} is empty")
+        return value
+    return None
+
+
+PassEnvOpt = Annotated[
+    str | None,
+    typer.Option("--passphrase-env", help="Name of an environment variable holding the secrets passphrase."),
+]
+PassFileOpt = Annotated[
+    Path | None, typer.Option("--passphrase-file", help="File holding the secrets passphrase.")
+]
+
+
+@app.command("check")
+@handle_errors
+def check(
+    data: DataOpt = None,
+    config: ConfigOpt = None,
+    engine: EngineOpt = None,
+    fix: Annotated[bool, typer.Option("--fix", help="Repair what can be repaired (rebuild indexes, drop leftovers).")] = False,
+) -> None:
+    """Check every engine's store against its indexes; exit 1 when something is wrong.
+
+    Example: knowhub admin check --fix
+    """
+    from knowhub.ops import check_all, open_engines
+
+    settings = load_settings(config, data)
+    with open_engines(settings, engine) as engines:
+        report = check_all(engines, fix=fix, progress=_stage_printer)
+    print_json(report)
+    if not report["ok"]:
+        raise fail("check found problems (see the report above)")
+
+
+@app.command("compact")
+@handle_errors
+def compact(data: DataOpt = None, config: ConfigOpt = None, engine: EngineOpt = None) -> None:
+    """Compact storage: rewrite the tree's JSONL files, checkpoint the knowledge database,
+    purge applied context outbox events.
+
+    Example: knowhub admin compact --engine tree
+    """
+    from knowhub.ops import compact_all, open_engines
+
+    settings = load_settings(config, data)
+    with open_engines(settings, engine) as engines:
+        report = compact_all(engines, progress=_stage_printer)
+    print_json(report)
+
+
+@app.command("snapshot")
+@handle_errors
+def snapshot(data: DataOpt = None, config: ConfigOpt = None) -> None:
+    """Archive the whole data dir into <data>/snapshots/knowhub_<ts>.tar.gz.
+
+    Stop the server first (or use `admin export` for a live copy).
+
+    Example: knowhub admin snapshot --data ./knowhub-data
+    """
+    from knowhub.ops import open_engines, snapshot_all
+
+    settings = load_settings(config, data)
+    if not Path(settings.data_dir).is_dir():
+        raise fail(f"data dir not found: {settings.data_dir}")
+    with open_engines(settings) as engines:
+        path = snapshot_all(settings, engines)
+    console.print(f"snapshot written: {path}")
+
+
+@app.command("snapshots")
+@handle_errors
+def snapshots(data: DataOpt = None, config: ConfigOpt = None) -> None:
+    """List the whole-data-dir snapshots, oldest first."""
+    from knowhub.ops import list_snapshots
+
+    settings = load_settings(config, data)
+    found = list_snapshots(settings)
+    if not found:
+        console.print("no snapshots")
+    for ts, path in found:
+        console.print(f"{ts}  {path}")
+
+
+@app.command("restore")
+@handle_errors
+def restore(
+    name: Annotated[str, typer.Argument(help="Snapshot timestamp, file name or path to a .tar.gz.")],
+    data: DataOpt = None,
+    config: ConfigOpt = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Replace every engine's data with a snapshot (the snapshots dir is kept).
+
+    Stop the server first. Example: knowhub admin restore 20261121T193700123456Z --yes
+    """
+    from knowhub.ops import restore_all
+    from knowhub.ops.maintenance import resolve_snapshot
+
+    settings = load_settings(config, data)
+    archive = resolve_snapshot(settings, name)
+    if not yes and not typer.confirm(f"replace the data in {settings.data_dir} with {archive.name}?"):
+        raise fail("restore cancelled")
+    restore_all(settings, str(archive))
+    console.print(f"restored {archive.name} into {settings.data_dir}")
+
+
+@app.command("export")
+@handle_errors
+def export(
+    dest: Annotated[Path, typer.Argument(help="New directory, or a path ending in .tar.gz.")],
+    data: DataOpt = None,
+    config: ConfigOpt = None,
+    engine: EngineOpt = None,
+    include_secrets: Annotated[
+        bool, typer.Option("--include-secrets", help="Write resource secrets (plain text unless a passphrase is given).")
+    ] = False,
+    passphrase_env: PassEnvOpt = None,
+    passphrase_file: PassFileOpt = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Export every engine as portable JSONL (tree, knowledge, resources, context + manifest).
+
+    Secrets (resource secure_body) are omitted unless --include-secrets is given; with a
+    passphrase they are encrypted (AES-256-GCM, scrypt key), else written in plain text.
+
+    Examples:
+
+      knowhub admin export ./backup-dir
+
+      KH_PASS=... knowhub admin export backup.tar.gz --include-secrets --passphrase-env KH_PASS
+    """
+    from knowhub.ops import ExportOptions, export_all, open_engines
+
+    passphrase = _passphrase(passphrase_env, passphrase_file)
+    if passphrase and not include_secrets:
+        include_secrets = True
+    settings = load_settings(config, data)
+    if not Path(settings.data_dir).is_dir():
+        raise fail(f"data dir not found: {settings.data_dir}")
+    with open_engines(settings, engine) as engines, progress_bar(not quiet) as callback:
+        manifest = export_all(engines, dest, ExportOptions(include_secrets, passphrase), progress=callback)
+    if manifest["secrets"]["omitted"]:
+        err_console.print(
+            f"[yellow]warning:[/yellow] {manifest['secrets']['omitted']} resource secret(s) omitted; "
+            "use --include-secrets (with --passphrase-env to encrypt them) to export them"
+        )
+    elif manifest["secrets"]["mode"] == "plaintext":
+        err_console.print("[yellow]warning:[/yellow] resource secrets are written in plain text")
+    counts = ", ".join(f"{k.removesuffix('.jsonl')}: {v}" for k, v in manifest["counts"].items())
+    console.print(f"exported to {dest} ({counts})")
+
+
+@app.command("import")
+@handle_errors
+def import_(
+    source: Annotated[Path, typer.Argument(help="An export directory or .tar.gz.")],
+    data: DataOpt = None,
+    config: ConfigOpt = None,
+    engine: EngineOpt = None,
+    merge: Annotated[
+        bool, typer.Option("--merge", help="Import into a non-empty data dir; existing ids are kept.")
+    ] = False,
+    passphrase_env: PassEnvOpt = None,
+    passphrase_file: PassFileOpt = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Import an export into an empty data dir (or merge with --merge).
+
+    Example: knowhub admin import backup.tar.gz --data ./restored --passphrase-env KH_PASS
+    """
+    from knowhub.ops import import_all, open_engines
+
+    passphrase = _passphrase(passphrase_env, passphrase_file)
+    settings = load_settings(config, data)
+    with open_engines(settings, engine) as engines, progress_bar(not quiet) as callback:
+        report = import_all(engines, source, merge=merge, passphrase=passphrase, progress=callback)
+    print_json(report)
+
+
+__all__ = ["ConfigOpt", "DataOpt", "app", "load_settings", "print_json", "progress_bar"]
