@@ -360,3 +360,17 @@ def test_from_settings_uses_the_server_address_and_single_key(tmp_path: Path) ->
     assert client._http is not None
     assert client._http.headers["authorization"] == "Bearer only-key"
     run(client.aclose())
+
+
+def test_dot_segments_in_ids_never_reach_another_endpoint(make_client: ClientFactory) -> None:
+    async def scenario() -> None:
+        async with make_client() as client:
+            saved = await _save(client)
+            kid = saved.metadata["knowledge_id"]
+            # "../knowledge/<id>" must stay a (bad) resource id, not become GET /api/knowledge/<id>.
+            sneaky = await kt.resource_get(f"../knowledge/{kid}", client=client)
+            assert not sneaky.ok and sneaky.metadata["error"] == "invalid_input"
+            odd = await kt.knowledge_update("..", update_score=4, client=client)
+            assert not odd.ok and odd.metadata["error"] in {"not_found", "invalid_input"}
+
+    run(scenario())

@@ -323,7 +323,13 @@ def _csv(values: Sequence[str] | None) -> str | None:
 
 
 def _segment(text: str) -> str:
-    """Percent-encode one path segment so that an id can never change the route."""
+    """Percent-encode one path segment so that an id can never change the route.
+
+    ``.`` and ``..`` are encoded too: HTTP clients resolve them as dot segments, which would
+    send ``resource_get("../knowledge/x")`` to another endpoint.
+    """
+    if text in (".", ".."):
+        return text.replace(".", "%2E")
     return quote(text, safe="")
 
 
