@@ -206,3 +206,22 @@ def test_suggest_parent_returns_an_id(tree: KeywordTree, stub: StubLLMClient) ->
     assert tree._SuggestParent("烹饪") == "root"
     desc = tree._AgentDescend("x", "search")
     assert desc["outcome"] == "missing" and desc["reason"]
+
+
+def test_persisted_descend_cache_not_trusted_after_unsaved_writes(tmp_path) -> None:
+    """A writer that dies before saving its caches leaves the saved descend cache stale."""
+    stub = StubLLMClient()
+    tree = KeywordTree(tmp_path / "kt", llm_client=stub)
+    node = _kw(tree, "Python")
+    stub.push({"action": "match", "node_id": node.id})
+    assert tree.search("snake language").node.id == node.id
+    tree.close()  # the descend cache is saved
+    crashed = KeywordTree(tmp_path / "kt", llm_client=StubLLMClient())
+    crashed.update_keyword(node.id, {"name": "Java"})
+    crashed.store.close()  # gone without close(): its cache invalidation never reached disk
+    stub2 = StubLLMClient([{"action": "missing", "suggest_name": "Python"}])
+    fresh = KeywordTree(tmp_path / "kt", llm_client=stub2)
+    result = fresh.search("snake language")
+    assert result.status is SearchStatus.NOT_FOUND and result.reason != "descend_cache"
+    assert len(stub2.calls) == 1
+    fresh.close()

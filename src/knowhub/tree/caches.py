@@ -10,8 +10,9 @@
 * ``pages``: ``kw:{id}:infos:p{n}`` pages of infos of a keyword.
 * ``node_keys``: reverse index node id → cache keys that depend on it.
 
-``descend`` and ``agent`` are persisted under ``cache/`` (atomic writes) and reloaded on
-start; a corrupt file is dropped with a warning (a cache is never the truth).
+``descend`` and ``agent`` are persisted under ``cache/`` (atomic writes) with the change-log
+offset they reflect and reloaded on start when the log has not moved since; a corrupt file
+is dropped with a warning (a cache is never the truth).
 """
 
 from __future__ import annotations
@@ -225,17 +226,22 @@ class TreeCaches:
 
     # -- persistence -----------------------------------------------------------------
 
-    def save(self) -> None:
-        """Write descend and agent caches atomically (called on close and every N writes)."""
+    def save(self, log_offset: int) -> None:
+        """Write descend and agent caches atomically (called on close and every N writes).
+
+        ``log_offset`` is the change-log size the caches reflect: a later open whose change
+        log has moved on (a writer that died before saving its caches) must not trust them.
+        """
         now = time.time()
         descend = {q: {"path": p, "expires": e} for q, (p, e) in self.descend.items() if e > now}
         agent = {k: {"decision": d, "nodes": n, "expires": e} for k, (d, n, e) in self.agent.items() if e > now}
-        atomic_write_json(self.cache_dir / "descend_cache.json", descend, durable=False)
-        atomic_write_json(self.cache_dir / "agent_decision.json", agent, durable=False)
+        for name, entries in (("descend_cache.json", descend), ("agent_decision.json", agent)):
+            atomic_write_json(self.cache_dir / name, {"log_offset": int(log_offset), "entries": entries}, durable=False)
         self.dirty = False
 
-    def load(self, valid_node: Any) -> None:
-        """Load persisted caches; drop files that are corrupt and entries naming gone nodes."""
+    def load(self, valid_node: Any, log_offset: int) -> None:
+        """Load persisted caches saved at change-log size ``log_offset``; drop files that are
+        corrupt or from another moment of the log, and entries naming gone nodes."""
         now = time.time()
         for name in ("descend_cache.json", "agent_decision.json"):
             path = self.cache_dir / name
@@ -243,9 +249,13 @@ class TreeCaches:
                 continue
             try:
                 doc = orjson.loads(path.read_bytes())
-                if not isinstance(doc, dict):
-                    raise ValueError("not an object")
-                for key, entry in doc.items():
+                if not isinstance(doc, dict) or not isinstance(doc.get("entries"), dict):
+                    raise ValueError("not a cache file")
+                if doc.get("log_offset") != log_offset:
+                    # operations were committed after the save (their invalidations are lost)
+                    _log.info("dropping cache file %s: saved at another change-log offset", path)
+                    continue
+                for key, entry in doc["entries"].items():
                     if float(entry["expires"]) <= now:
                         continue
                     if name == "descend_cache.json":

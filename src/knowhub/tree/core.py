@@ -178,7 +178,7 @@ class TreeCore:
                 self._checkpoint()
                 if not adopted:
                     self._persist_indexes()
-        self.caches.load(lambda node_id: node_id in self.state.nodes)
+        self.caches.load(lambda node_id: node_id in self.state.nodes, self._known_size)
         self.load_report = {
             "repaired_bytes": repaired,
             "replayed_ops": len(records),
@@ -382,7 +382,7 @@ class TreeCore:
         """Write indexes/ and the caches (caller holds the lock); stale copies are detected
         by their fingerprint, so this may lag behind without harm."""
         self._persist_indexes()
-        self.caches.save()
+        self.caches.save(self._known_size)
 
     def _persist_indexes(self) -> None:
         self.state.persist(self.data_dir, self._fingerprint(self._known_size))
