@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import shutil
@@ -178,8 +179,11 @@ def run_conversation(conv: dict[str, Any], root: Path, run: RecallRun, top_k: in
         scores = matrix @ embedder.embed_matrix([question])[0]
         order = np.argsort(-scores)[:max_budget]
         run.add("dense-turns", cat, evidence, [[ids[i]] for i in order])
-        for method, hierarchical in (("flat-L0", False), ("hierarchical", True)):
+        default_weight = svc.retriever.config.vector_weight
+        for method, hierarchical, weight in (("flat-L0", False, default_weight), ("hierarchical", True, default_weight),
+                                             ("flat-L0 lexical-only", False, 0.0)):
             svc.hierarchical = hierarchical
+            svc.retriever.config.vector_weight = weight
             started = time.perf_counter()
             result = svc.search_memory(ctx, question, top_k=top_k)
             run.latency_ms[method].append((time.perf_counter() - started) * 1000)
@@ -189,6 +193,7 @@ def run_conversation(conv: dict[str, Any], root: Path, run: RecallRun, top_k: in
             run.tokens[method].append(sum(estimate_tokens(block_text(b)) for b in used))
             run.tokens_all[method].append(sum(estimate_tokens(block_text(b)) for b in result.blocks))
             run.refs_per_block[method].extend(int(b.metadata.get("source_refs_total") or 0) for b in result.blocks[:10])
+        svc.retriever.config.vector_weight = default_weight
     svc.hierarchical = True
     svc.close()
 
@@ -247,13 +252,18 @@ def build_scale_store(root: Path, convs: list[dict[str, Any]], n_nodes: int, see
     return svc, ctx, {"write_s": write_s, "index_s": index_s}
 
 
-def scale_latency(svc: ContextEngineService, ctx: RequestContext, questions: list[str], hierarchical: bool) -> list[float]:
+def scale_latency(svc: ContextEngineService, ctx: RequestContext, questions: list[str], hierarchical: bool,
+                  vector_weight: float | None = None) -> list[float]:
     svc.hierarchical = hierarchical
+    default_weight = svc.retriever.config.vector_weight
+    if vector_weight is not None:
+        svc.retriever.config.vector_weight = vector_weight
     out = []
     for q in questions:
         started = time.perf_counter()
         svc.search_memory(ctx, q, top_k=10)
         out.append((time.perf_counter() - started) * 1000)
+    svc.retriever.config.vector_weight = default_weight
     return out
 
 
@@ -287,6 +297,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "machine": f"{platform.node()} {platform.machine()} {platform.processor() or ''} python {platform.python_version()}".strip(),
         "conversations": [c["sample_id"] for c in convs_used],
         "durable": durable,
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+        "cpus": os.cpu_count(),
     }
     try:
         for conv in convs_used:
@@ -311,6 +323,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         }
         report["index_lag_s"] = {"p50": round(pct(lags, 50), 4), "p95": round(pct(lags, 95), 4), "max": round(max(lags), 4)}
         report["search_ms_locomo"] = {m: {"p50": round(pct(v, 50), 2), "p95": round(pct(v, 95), 2)} for m, v in run.latency_ms.items()}
+        report["load_average_before_scale"] = [round(x, 2) for x in os.getloadavg()]
         if not args.skip_scale:
             console.print(f"building the {scale_n:,}-node store ...")
             svc, ctx, build = build_scale_store(root, convs, scale_n)
@@ -321,8 +334,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             report["scale"] = {
                 "nodes": scale_n, "vector_records": svc.vectors.count(), **{k: round(v, 1) for k, v in build.items()},
                 **{f"{name}_ms": {"p50": round(pct(lat, 50), 2), "p95": round(pct(lat, 95), 2)}
-                   for name, hier in (("flat", False), ("hierarchical", True))
-                   for lat in [scale_latency(svc, ctx, questions, hier)]},
+                   for name, hier, weight in (("flat", False, None), ("hierarchical", True, None),
+                                              ("flat_lexical_only", False, 0.0))
+                   for lat in [scale_latency(svc, ctx, questions, hier, weight)]},
             }
             svc.close()
     finally:
@@ -367,6 +381,8 @@ def print_report(report: dict[str, Any], budgets: list[int]) -> None:
         speed.add_row(f"scale store ({s['nodes']:,} nodes) write / index", f"{s['write_s']} s / {s['index_s']} s")
         speed.add_row("scale search flat p50 / p95", f"{s['flat_ms']['p50']} / {s['flat_ms']['p95']} ms")
         speed.add_row("scale search hierarchical p50 / p95", f"{s['hierarchical_ms']['p50']} / {s['hierarchical_ms']['p95']} ms")
+        speed.add_row("scale search flat lexical-only p50 / p95",
+                      f"{s['flat_lexical_only_ms']['p50']} / {s['flat_lexical_only_ms']['p95']} ms")
     console.print(speed)
 
 

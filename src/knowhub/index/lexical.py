@@ -150,7 +150,7 @@ class BM25Partition:
             part = np.argpartition(-acc[hits], top_k - 1)[:top_k]
             cut = acc[hits[part]].min()
             hits = hits[acc[hits] >= cut]  # keep ties at the cut so doc ids decide them
-        order = sorted(((-float(acc[i]), ids[i] or "") for i in hits))
+        order = sorted((-float(acc[i]), ids[i] or "") for i in hits)
         out: list[tuple[str, float]] = []
         for neg, doc_id in order:
             if allowed is not None and not allowed(doc_id):
@@ -249,6 +249,13 @@ class LexicalIndex:
             return tokens
         kept = [t for t in tokens if sum(p.document_frequency(t) for p in parts) <= ratio * total]
         return kept or tokens
+
+    def document_frequencies(self, tokens: Iterable[str], partitions: Iterable[str]) -> tuple[dict[str, int], int]:
+        """``({token: documents containing it}, documents)`` over the given partitions."""
+        with self._lock:
+            parts = [self._parts[name] for name in dict.fromkeys(partitions) if name in self._parts]
+            total = sum(len(p) for p in parts)
+            return {t: sum(p.document_frequency(t) for p in parts) for t in tokens}, total
 
     def document_frequency(self, token: str, partitions: Iterable[str]) -> tuple[int, int]:
         """``(documents containing token, documents)`` over the given partitions."""

@@ -74,7 +74,8 @@ class RetrieverConfig:
     prf_docs: int = 3
     prf_terms: int = 10
     prf_weight: float = 0.5
-    candidate_pool: int = 300
+    candidate_pool: int = 200
+    dense_pool: int = 60
     max_df_ratio: float = 0.25
 
 
@@ -91,6 +92,7 @@ class CandidateSet:
     pool: int
     scores: dict[str, float] = field(default_factory=dict)
     info: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ranked: list[tuple[str, float]] = field(default_factory=list)
 
 
 def _hit_passes(hit: Any, filters: Mapping[str, Any]) -> bool:
@@ -220,8 +222,9 @@ class L0Retriever:
                             lexical, feedback, size, scores, info)
 
     def _rank(self, typed_query: TypedQuery, ctx: Any, filters: dict[str, Any], pool: int) -> tuple[list[Any], list[Any], list[Any]]:
-        vector = self.query_vector(typed_query)
-        dense = self.vectors.search(vector, filters, pool, level=0) if np.any(vector) and self.config.vector_weight > 0 else []
+        vector = self.query_vector(typed_query) if self.config.vector_weight > 0 else np.zeros(1, dtype=np.float32)
+        use_dense = self.config.vector_weight > 0 and bool(np.any(vector))
+        dense = self.vectors.search(vector, filters, min(pool, self.config.dense_pool), level=0) if use_dense else []
         lexical: list[tuple[LexicalDoc, float]] = []
         feedback: list[tuple[LexicalDoc, float]] = []
         if self.lexical is not None and self.config.lexical_weight > 0:
@@ -259,7 +262,9 @@ class L0Retriever:
         types = filters.get("context_type")
         type_set = None if types is None else set(types) if isinstance(types, list) else {types}
         passing: list[tuple[str, float]] = []
-        for uri, score in candidates.scores.items():
+        if not candidates.ranked:
+            candidates.ranked = sorted(candidates.scores.items(), key=lambda item: (-item[1], item[0]))
+        for uri, score in candidates.ranked:
             entry = candidates.info[uri]
             hit = entry.get("hit")
             if hit is not None:
@@ -269,7 +274,8 @@ class L0Retriever:
                 ok = (type_set is None or doc.context_type in type_set) and (allowed is None or allowed(doc))
             if ok:
                 passing.append((uri, score))
-        passing.sort(key=lambda item: (-item[1], item[0]))
+                if len(passing) >= k:
+                    break
         seeds = [self._seed(uri, score, candidates.info[uri]) for uri, score in passing[:k]]
         for seed in seeds:
             seed.metadata["global_score"] = True
@@ -282,11 +288,8 @@ class L0Retriever:
         counts: Counter[str] = Counter()
         for doc, _ in top:
             counts.update(t for t in tokenize(doc.text) if t not in query_tokens and len(t) > 2)
-        scored = []
-        for token, tf in counts.items():
-            df, total = self.lexical.document_frequency(token, partitions)
-            if df and total:
-                scored.append((tf * math.log(1 + total / df), token))
+        dfs, total = self.lexical.document_frequencies(counts, partitions)
+        scored = [(tf * math.log(1 + total / dfs[token]), token) for token, tf in counts.items() if dfs.get(token)]
         scored.sort(key=lambda x: (-x[0], x[1]))
         terms = [t for _, t in scored[: self.config.prf_terms]]
         return f"{text} {' '.join(terms)}" if terms else text
@@ -322,9 +325,9 @@ class L0Retriever:
             for rank, (doc, _) in enumerate(lexical, start=1):
                 scores[doc.uri] = scores.get(doc.uri, 0.0) + cfg.lexical_weight / (cfg.rrf_k + rank) / best
         for hit in dense:
-            info[hit.uri] = {"hit": hit, "vector_score": round(float(hit.score), 6)}
+            info[hit.uri] = {"hit": hit, "vector_score": float(hit.score)}
         for doc, score in lexical:
-            info.setdefault(doc.uri, {"doc": doc})["lexical_score"] = round(float(score), 6)
+            info.setdefault(doc.uri, {"doc": doc})["lexical_score"] = float(score)
         return scores, info
 
     def _seed(self, uri: str, score: float, info: dict[str, Any]) -> SeedHit:
