@@ -119,11 +119,12 @@ def check(
 
     Example: knowhub admin check --fix
     """
-    from knowhub.ops import check_all, open_engines
+    from knowhub.ops.maintenance import check_data_dir
 
     settings = load_settings(config, data)
-    with open_engines(settings, engine) as engines:
-        report = check_all(engines, fix=fix, progress=_stage_printer)
+    if not Path(settings.data_dir).is_dir():
+        raise fail(f"data dir not found: {settings.data_dir}")
+    report = check_data_dir(settings, engine, fix=fix, progress=_stage_printer)
     print_json(report)
     if not report["ok"]:
         raise fail("check found problems (see the report above)")

@@ -17,7 +17,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from knowhub.config import Settings
-from knowhub.errors import InvalidInputError, NotFoundError, StorageError
+from knowhub.errors import InvalidInputError, KnowhubError, NotFoundError, StorageError
 from knowhub.ops.engines import Engines
 from knowhub.storage import create_snapshot, restore_snapshot, safe_join
 from knowhub.storage import list_snapshots as _list_snapshots
@@ -62,6 +62,29 @@ def check_all(engines: Engines, *, fix: bool = False, progress: Progress = _noop
             "outbox": outbox,
             "index": {"vector_records": service.vectors.count(), "lexical_docs": len(service.lexical)},
         }
+    report["ok"] = all(part["ok"] for part in report.values() if isinstance(part, dict))
+    return report
+
+
+def check_data_dir(settings: Settings, names: list[str] | None = None, *, fix: bool = False,
+                   progress: Progress = _noop) -> dict[str, Any]:
+    """:func:`check_all` on each engine of a data dir, opened one at a time, so that an
+    engine that cannot even open is reported (``open_error``) instead of hiding the others.
+    For the context engine the filesystem check still runs without the service."""
+    from knowhub.ops.engines import check_names, open_engines
+
+    report: dict[str, Any] = {}
+    for name in check_names(names):
+        try:
+            with open_engines(settings, [name]) as engines:
+                report.update({k: v for k, v in check_all(engines, fix=fix, progress=progress).items() if k != "ok"})
+        except KnowhubError as exc:
+            part: dict[str, Any] = {"ok": False, "open_error": str(exc)}
+            if name == "context":
+                from knowhub.context.fs import ContextFS
+
+                part.update(ContextFS(settings.engine_dir("context")).check(fix=fix))
+            report[name] = part
     report["ok"] = all(part["ok"] for part in report.values() if isinstance(part, dict))
     return report
 
@@ -162,6 +185,7 @@ __all__ = [
     "SNAPSHOT_INCLUDE",
     "SNAPSHOT_PREFIX",
     "check_all",
+    "check_data_dir",
     "compact_all",
     "list_snapshots",
     "resolve_snapshot",
