@@ -263,3 +263,22 @@ def test_same_name_created_by_another_process_during_agent_call(tmp_path: Path) 
     assert len(other.find_by_name("Python")) == 1
     tree.close()
     other.close()
+
+
+def test_commit_after_another_writer_died_mid_change_log_append(tmp_path: Path) -> None:
+    """A writer killed inside its change-log write leaves half a line; a process that was
+    open all along commits next: its row must not be glued to the torn bytes."""
+    data = tmp_path / "kt"
+    survivor = KeywordTree(data, llm_client=StubLLMClient())
+    survivor.create_keyword("X", llm_auto_place=False)
+    with (data / "logs" / "change_log.jsonl").open("ab") as fh:
+        fh.write(b'{"op": "create_keyword", "operation_id": "killed", "after": {"nodes": [{"id": "z')
+    y = survivor.create_keyword("Y", llm_auto_place=False)
+    acked = survivor.last_operation_id
+    survivor.store.close()  # then the survivor crashes too (no checkpoint)
+    fresh = KeywordTree(data, llm_client=StubLLMClient())
+    assert fresh.get_keyword(y.id) is not None
+    assert acked in {h["operation_id"] for h in fresh.history(10)}
+    assert "killed" not in {h["operation_id"] for h in fresh.history(10)}
+    assert fresh.check()["ok"]
+    fresh.close()

@@ -182,9 +182,18 @@ class TreeStore:
     # -- writing ---------------------------------------------------------------------
 
     def commit(self, record: dict[str, Any]) -> int:
-        """Append and fsync one change-log row; return the log size after it."""
+        """Append and fsync one change-log row; return the log size after it.
+
+        Another process killed in the middle of its change-log append leaves a torn last
+        line; it is cut first, or this acknowledged row would be glued to it (and the log
+        would no longer open).
+        """
+        if self.change_log_size() != self._clean_size.get("change_log"):
+            _cut_torn_tail(self.change_log, self.change_log_path)
         self.change_log.append(record)
-        return self.change_log_size()
+        size = self.change_log_size()
+        self._clean_size["change_log"] = size
+        return size
 
     def ensure_line_end(self, kind: str) -> None:
         """A writer killed mid-line leaves a torn last line; cut it before appending after it.
@@ -198,17 +207,7 @@ class TreeStore:
                 return
         except FileNotFoundError:
             return
-        try:
-            with open(path, "rb") as fh:
-                size = os.fstat(fh.fileno()).st_size
-                if size == 0:
-                    return
-                fh.seek(size - 1)
-                if fh.read(1) == b"\n":
-                    return
-        except FileNotFoundError:
-            return
-        self.entity[kind].repair()
+        _cut_torn_tail(self.entity[kind], path)
 
     def append_entities(self, after: dict[str, list[dict[str, Any]]], op_id: str) -> dict[str, list[int]]:
         """Append the op-tagged after-images to the entity files (no fsync; see module doc)."""
@@ -259,6 +258,21 @@ class TreeStore:
             log.close()
         with contextlib.suppress(OSError):
             os.close(self._read_fd)
+
+
+def _cut_torn_tail(log: JsonlLog, path: str | Path) -> None:
+    """Repair ``log`` when its file does not end with a newline (caller holds the lock)."""
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size == 0:
+                return
+            fh.seek(size - 1)
+            if fh.read(1) == b"\n":
+                return
+    except FileNotFoundError:
+        return
+    log.repair()
 
 
 def _tail_ok(path: Path, chunk: int = 1 << 16, max_line: int = 1 << 20) -> bool:
