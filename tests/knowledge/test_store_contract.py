@@ -226,3 +226,30 @@ def test_concurrent_threads(any_hub: KnowledgeHub, alice, bob) -> None:
     assert any_hub.get(alice, shared.id).helpful == 24
     assert any_hub.get(alice, shared.id).version == 25
     assert any_hub.check()["ok"]
+
+
+def test_resource_changes_are_listable_and_undoable(any_hub: KnowledgeHub, alice, bob, carol) -> None:
+    any_hub.save_resource(alice, {"id": "cookies/site", "body": "v1", "secure_body": "sid=one",
+                                  "content_type": "cookie", "scopes": ["org:acme"]})
+    any_hub.update_resource(alice, "cookies/site", {"body": "v2", "secure_body": "sid=two"})
+    any_hub.delete_resource(alice, "cookies/site")
+    history = any_hub.resource_history(alice, "cookies/site")
+    assert [(h["kind"], h["version"], h["snapshot"]["body"]) for h in history] == [
+        ("delete", 2, "v2"), ("update", 1, "v1")]
+    assert all("secure_body" not in h["snapshot"] and h["snapshot"]["has_secure_body"] for h in history)
+    assert "sid=" not in repr(history)
+    with pytest.raises(NotFoundError):
+        any_hub.resource_history(carol, "cookies/site")  # not in org:acme
+    with pytest.raises(PermissionDeniedError):
+        any_hub.undo_resource(bob, history[0]["change_id"])  # sees it, does not own it
+    with pytest.raises(NotFoundError):
+        any_hub.undo_resource(carol, history[0]["change_id"])
+    back = any_hub.undo_resource(alice, history[0]["change_id"])  # undo the delete
+    assert back.body == "v2" and back.version == 4
+    assert any_hub.get_resource(alice, "cookies/site", include_secure=True).secure_body == "sid=two"
+    update_change = next(h["change_id"] for h in history if h["kind"] == "update")
+    any_hub.undo_resource(alice, update_change)
+    assert any_hub.get_resource(alice, "cookies/site", include_secure=True).secure_body == "sid=one"
+    assert any_hub.resource_history(alice, "cookies/site")[0]["kind"] == "undo"
+    with pytest.raises(NotFoundError):
+        any_hub.undo_resource(alice, "change-nope")

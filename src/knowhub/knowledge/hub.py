@@ -809,3 +809,13 @@ class KnowledgeHub:
     def delete_resource(self, principal: Principal, resource_id: str) -> None:
         """Soft-delete a resource (owner or scope admin)."""
         self.resources.delete(self._principal(principal), resource_id)
+
+    def resource_history(
+        self, principal: Principal, resource_id: str
+    ) -> builtins.list[dict[str, Any]]:
+        """Previous versions of a visible resource, newest first, never with secrets."""
+        return self.resources.history(self._principal(principal), resource_id)
+
+    def undo_resource(self, principal: Principal, change_id: str) -> Resource:
+        """Restore the resource version saved under ``change_id`` (owner or scope admin)."""
+        return self.resources.undo(self._principal(principal), change_id)

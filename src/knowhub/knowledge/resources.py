@@ -8,6 +8,7 @@ NotFoundError, exactly like a missing id.
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from knowhub.errors import NotFoundError, PermissionDeniedError, VersionConflictError
@@ -159,6 +160,49 @@ class ResourceService:
                 conn,
                 {**record, "deleted": True, "version": record["version"] + 1, "updated_at": now},
             )
+
+    def history(self, principal: Principal, resource_id: str) -> builtins.list[dict[str, Any]]:
+        """Previous versions (without secrets) of a resource the principal can see."""
+        resource_id = check_resource_id(resource_id)
+        with self.store.read() as conn:
+            record = self.store.load_resource(conn, resource_id)
+            if record is None or not principal.can_see(record["scopes"]):
+                raise self._not_found(resource_id)
+            versions = self.store.resource_history(conn, resource_id)
+        out = []
+        for version in versions:
+            previous = version.pop("record")
+            if not principal.can_see(previous["scopes"]):
+                continue
+            version["was_deleted"] = bool(previous.get("deleted"))
+            version["snapshot"] = self._public(previous).to_dict()
+            out.append(version)
+        return out
+
+    def undo(self, principal: Principal, change_id: Any) -> Resource:
+        """Write the version saved under ``change_id`` back as a new version (owner/admin)."""
+        if not isinstance(change_id, str) or not change_id or len(change_id) > 64:
+            raise NotFoundError("resource change not found", change_id=str(change_id)[:80])
+        now = utc_now()
+        with self.store.write() as conn:
+            version = self.store.resource_change(conn, change_id)
+            current = (
+                None if version is None else self.store.load_resource(conn, version["resource_id"])
+            )
+            if version is None or current is None or not principal.can_see(current["scopes"]):
+                raise NotFoundError(f"resource change not found: {change_id}", change_id=change_id)
+            self._require_modify(principal, current)
+            self.store.add_resource_version(
+                conn, current, kind="undo", principal=principal.id, at=now
+            )
+            restored = {
+                **version["record"],
+                "id": current["id"],
+                "version": current["version"] + 1,
+                "updated_at": now,
+            }
+            self.store.write_resource(conn, restored)
+        return self._public(restored)
 
     @staticmethod
     def _require_modify(principal: Principal, record: dict[str, Any]) -> None:

@@ -742,6 +742,39 @@ class KnowledgeStore:
             )
         )
 
+    def resource_history(self, conn: Connection, resource_id: str) -> list[dict[str, Any]]:
+        """Previous versions of one resource, newest first (``record`` holds ciphertext)."""
+        rows = conn.execute(
+            select(resource_versions)
+            .where(resource_versions.c.resource_id == resource_id)
+            .order_by(resource_versions.c.version.desc(), resource_versions.c.created_at.desc())
+        )
+        return [self._resource_version_dict(r) for r in rows]
+
+    def resource_change(self, conn: Connection, change_id: str) -> dict[str, Any] | None:
+        """The resource version recorded under ``change_id``, or None."""
+        row = conn.execute(
+            select(resource_versions).where(resource_versions.c.change_id == change_id)
+        ).first()
+        return None if row is None else self._resource_version_dict(row)
+
+    @staticmethod
+    def _resource_version_dict(row: Any) -> dict[str, Any]:
+        import base64
+
+        record = json.loads(row.snapshot)
+        blob = record.get("secure_body")
+        record["secure_body"] = None if blob is None else base64.b64decode(blob)
+        return {
+            "change_id": row.change_id,
+            "resource_id": row.resource_id,
+            "version": int(row.version),
+            "kind": row.kind,
+            "principal": row.principal,
+            "timestamp": row.created_at,
+            "record": record,
+        }
+
     def list_resources(
         self, conn: Connection, *, visible: Iterable[str], limit: int, content_type: str | None
     ) -> list[dict[str, Any]]:
