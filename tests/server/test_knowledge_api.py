@@ -75,6 +75,7 @@ def test_knowledge_routes_are_exactly_the_documented_ones(client: TestClient) ->
         "/api/knowledge/{knowledge_id}/history": ["get"],
         "/api/knowledge/{knowledge_id}": ["delete", "get", "put"],
         "/api/resource": ["get", "post"],
+        "/api/resource/undo": ["post"],
         "/api/resource/{resource_id}": ["delete", "get", "put"],
     }
 
@@ -411,3 +412,26 @@ def test_unexpected_exception_is_a_logged_500_without_internals(
     assert "secret-internal-detail" not in response.text
     assert body["message"] == "internal server error"
     assert any("secret-internal-detail" in (r.exc_text or "") for r in caplog.records)
+
+
+def test_resource_history_and_undo_over_http(api: Api) -> None:
+    me, teammate, outsider = api.as_("alice"), api.as_("dave"), api.as_("bob")
+    base = {"id": "cookies/site_a", "body": "v1", "secure_body": "sid=first-7731", "content_type": "cookie",
+            "scopes": ["team:red"]}
+    assert me.post("/api/resource", json=base).status_code == 201
+    assert me.put("/api/resource/cookies/site_a", json={"body": "v2", "secure_body": "sid=second"}).status_code == 200
+    history = me.get("/api/resource/cookies/site_a", params={"history": "true"})
+    assert history.status_code == 200, history.text
+    page = history.json()
+    assert page["count"] == 1 and page["id"] == "cookies/site_a"
+    version = page["results"][0]
+    assert version["kind"] == "update" and version["snapshot"]["body"] == "v1"
+    assert "sid=" not in history.text
+    _assert_error(outsider.get("/api/resource/cookies/site_a", params={"history": "true"}), 404)
+    _assert_error(teammate.post("/api/resource/undo", json={"change_id": version["change_id"]}), 403)
+    _assert_error(outsider.post("/api/resource/undo", json={"change_id": version["change_id"]}), 404)
+    undone = me.post("/api/resource/undo", json={"change_id": version["change_id"]})
+    assert undone.status_code == 200 and undone.json()["body"] == "v1" and "secure_body" not in undone.json()
+    secret = me.get("/api/resource/cookies/site_a", params={"include_secure": "true"}).json()["secure_body"]
+    assert secret == "sid=first-7731"
+    _assert_error(me.post("/api/resource/undo", json={"change_id": "nope"}), 404)

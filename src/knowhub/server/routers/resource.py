@@ -15,7 +15,7 @@ from fastapi import APIRouter, Path, Query
 
 from knowhub.server.deps import HubDep, PrincipalDep, clean_query
 from knowhub.server.routers._json import results, to_json
-from knowhub.server.schemas import ResourceCreate, ResourceUpdate
+from knowhub.server.schemas import ResourceCreate, ResourceUpdate, UndoRequest
 
 ResourceId = Annotated[
     str, Path(min_length=1, max_length=512, description="resource id, may contain '/'")
@@ -53,14 +53,24 @@ def build_router() -> APIRouter:
         """Create (or replace, when the caller owns it) a resource; the secret is not echoed."""
         return _without_secret(hub.save_resource(principal, body.to_engine()))
 
+    @router.post("/undo")
+    def undo_resource(principal: PrincipalDep, hub: HubDep, body: UndoRequest) -> dict[str, Any]:
+        """Write back the version saved under ``change_id`` (owner or scope admin only)."""
+        return _without_secret(hub.undo_resource(principal, body.change_id))
+
     @router.get("/{resource_id:path}")
     def get_resource(
         principal: PrincipalDep,
         hub: HubDep,
         resource_id: ResourceId,
         include_secure: bool = False,
+        history: bool = False,
     ) -> dict[str, Any]:
-        """One resource; ``include_secure=true`` adds the decrypted ``secure_body``."""
+        """One resource; ``include_secure=true`` adds the decrypted ``secure_body``;
+        ``history=true`` lists its previous versions instead (never with secrets)."""
+        if history:
+            versions = hub.resource_history(principal, clean_query(resource_id, field="id"))
+            return results(versions, id=resource_id)
         resource = hub.get_resource(
             principal, clean_query(resource_id, field="id"), include_secure=include_secure
         )
