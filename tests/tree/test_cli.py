@@ -128,6 +128,9 @@ def test_import_outline_then_search_show_metrics(runner: CliRunner, data: Path, 
     assert "编程语言" in out and "Python" not in out  # deeper than --depth 2
     code, out = run(runner, data, "show", "--depth", "5")
     assert "Python" in out and "Rust" in out
+    code, out = run(runner, data, "show", "--depth", "5", "--max-children", "1")
+    assert "… and 1 more" in out
+    assert ("技术" in out) != ("医学" in out)  # one of the two top-level keywords
 
     code, out = run(runner, data, "metrics", "--json")
     assert code == 0
@@ -181,6 +184,13 @@ def test_add_with_parent_path_and_info(runner: CliRunner, data: Path, tmp_path: 
     node = json.loads(out)
     assert node["path"] == ["技术", "编程语言", "TypeScript"]
     assert node["aliases"] == ["TS", "tsc"]
+
+    assert node["created"] is True
+    code, out = run(runner, data, "add", "typescript", "--parent-path", "技术 > 编程语言", "--json")
+    assert code == 0, out
+    again = json.loads(out)
+    assert again["id"] == node["id"] and again["created"] is False  # dedup_check folded it in
+    assert names_under(data, ["技术", "编程语言"]).count("TypeScript") == 1
 
     code, out = run(runner, data, "add-info", "Golang 和 Rust 都能编译成单个二进制文件", "--auto-link", "--json")
     assert code == 0, out

@@ -433,12 +433,16 @@ def add(
         raise InvalidInputError("give --parent or --parent-path, not both")
     with _open(ctx, data, config) as tree:
         parent_id = _resolve_id(tree, parent) if parent else (_resolve_path(tree, parent_path) if parent_path else None)
+        before = len(tree)
         node = tree.create_keyword(name, parent_id=parent_id, aliases=list(alias or []), description=description, llm_auto_place=not no_auto_place)
+        created = len(tree) > before  # the agent's dedup_check may fold a duplicate into an existing keyword
         path = tree.get_path(node.id)
         if as_json:
-            typer.echo(json.dumps({**node.to_dict(), "path": [n.name for n in path if n.id != ROOT_ID], "operation_id": tree.last_operation_id}, ensure_ascii=False))
+            payload = {**node.to_dict(), "path": [n.name for n in path if n.id != ROOT_ID], "created": created, "operation_id": tree.last_operation_id}
+            typer.echo(json.dumps(payload, ensure_ascii=False))
             return
-        _console().print(f"created [bold]{escape(node.name)}[/] {node.id} at {escape(_path_text(path))} (operation {tree.last_operation_id})")
+        verb = "created" if created else f"{escape(name)!r} recorded on the existing keyword"
+        _console().print(f"{verb} [bold]{escape(node.name)}[/] {node.id} at {escape(_path_text(path))} (operation {tree.last_operation_id})")
 
 
 @app.command("add-info")
