@@ -248,3 +248,21 @@ def test_versions_of_deleted_ids_survive_compaction(tmp_path) -> None:
     assert [i.id for i in fresh.get_infos_of_keyword(kw.id)] == [info.id]
     assert fresh.check()["ok"]
     fresh.close()
+
+
+def test_reader_process_follows_a_restore(tmp_path) -> None:
+    """A restore swaps the change log for an older one; an instance that only reads must not
+    keep serving keywords the restored state does not have."""
+    data = tmp_path / "kt"
+    writer = KeywordTree(data, llm_client=StubLLMClient())
+    _kw(writer, "Before")
+    ts = writer.snapshot()
+    after = _kw(writer, "After")
+    reader = KeywordTree(data, llm_client=StubLLMClient())
+    assert reader.get_keyword(after.id) is not None
+    writer.restore(ts)
+    assert reader.get_keyword(after.id) is None
+    assert reader.search("After", use_agent=False).status.value == "not_found"
+    assert [n.name for n in reader.find_by_name("Before")] == ["Before"]
+    writer.close()
+    reader.close()

@@ -163,7 +163,7 @@ class OperationsMixin(InfoWritesMixin):
         """Replace the data dir with snapshot ``ts`` and reload this instance.
 
         Restore is not an operation in the change log (it replaces the change log); other
-        processes notice the swapped files on their next write and reload.
+        processes notice the swapped files on their next read or write and reload.
         """
         if not isinstance(ts, str) or not ts:
             raise InvalidInputError("snapshot timestamp must be a non-empty string")
