@@ -19,7 +19,8 @@ SEED_001_NAMES = [
     "RemoveAlias", "CreateInfo", "UpdateInfo", "DeleteInfo", "LinkInfo", "UnlinkInfo",
     "BatchCreateKeywords", "BatchCreateInfos", "Reorganize", "ApplyReorganizePlan", "TreeMetrics",
     "Undo", "CompactStorage", "Snapshot", "Restore", "_Normalize", "_ExactLookup", "_AgentDescend",
-    "_SuggestParent", "_CollectCandidates",
+    "_SuggestParent", "_CollectCandidates", "_AppendNodeVersion", "_AppendInfoVersion", "_AppendLink",
+    "_InvalidateNodeFromCache",
 ]
 
 
@@ -51,6 +52,35 @@ def test_camelcase_aliases_are_the_snake_case_methods() -> None:
         if name.startswith("_"):
             snake = "_" + snake
         assert alias is getattr(KeywordTree, snake), name
+
+
+def test_seed001_internal_row_writers(tree: KeywordTree) -> None:
+    from dataclasses import replace
+
+    from knowhub.tree import InfoKeywordLink, RelationType
+
+    a = tree.CreateKeyword("A", llm_auto_place=False)
+    b = tree.CreateKeyword("B", llm_auto_place=False)
+    child = tree.CreateKeyword("C", parent_id=a.id, llm_auto_place=False)
+    res = tree._AppendNodeVersion(replace(a, name="Alpha", aliases=["α"], parent_id=b.id))
+    moved = tree.GetKeyword(a.id)
+    assert res.version == a.version + 1 and moved.parent_id == b.id and moved.level == 2
+    assert tree.GetKeyword(child.id).level == 3  # subtree levels recomputed
+    assert tree.Search("alpha").node.id == a.id and tree.Search("α").node.id == a.id
+    assert tree.Search("A", llm_expand_query=False).status.value == "not_found"
+    with pytest.raises(InvalidInputError):
+        tree._AppendNodeVersion(replace(tree.GetKeyword(b.id), parent_id=child.id))  # cycle
+    info = tree.CreateInfo("text")
+    tree._AppendLink(InfoKeywordLink(info.id, b.id, RelationType.EXAMPLE, "user", 0.0))
+    assert [i.id for i in tree.GetInfosOfKeyword(b.id, RelationType.EXAMPLE)] == [info.id]
+    tree._AppendInfoVersion(replace(tree.get_info(info.id), content="new text"))
+    assert tree.GetInfosOfKeyword(b.id)[0].content == "new text"
+    tree.undo(tree.last_operation_id)
+    assert tree.GetInfosOfKeyword(b.id)[0].content == "text"
+    assert tree.Search("alpha").node.id == a.id
+    tree._InvalidateNodeFromCache(a.id)
+    assert a.id not in tree.mru.snapshot()
+    assert tree.check()["ok"]
 
 
 def test_from_settings(tmp_path: Path) -> None:

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from knowhub.errors import InvalidInputError, NotFoundError
 from knowhub.tree.maintenance import MaintenanceMixin
+from knowhub.tree.models import ROOT_ID, Info, InfoKeywordLink, KeywordNode, WriteResult
+from knowhub.tree.txn import Txn
 
 
 class KeywordTree(MaintenanceMixin):
@@ -46,6 +49,70 @@ class KeywordTree(MaintenanceMixin):
 
     def __repr__(self) -> str:
         return f"KeywordTree({str(self.data_dir)!r}, nodes={len(self.state.nodes)}, infos={len(self.state.infos)})"
+
+    # -- seed 001 §7 internal row writers ------------------------------------------------
+
+    def _append_node_version(self, node: KeywordNode) -> WriteResult:
+        """Store ``node`` as the next version of its id, as one operation.
+
+        Seed 001's low-level writer, kept for code written against it: ``normalized`` and
+        the levels of the subtree are recomputed (the indexes are built from them), moves
+        into the node's own subtree and deletes that would orphan children are refused.
+        """
+        if not isinstance(node, KeywordNode):
+            raise InvalidInputError("node must be a KeywordNode")
+        with self._writing():
+            txn = Txn(self.state)
+            row = node.to_row()
+            row["normalized"] = self._normalized_of(row["name"], row["aliases"])
+            if node.id == ROOT_ID:
+                row.update(parent_id=None, level=0)
+            else:
+                parent = txn.node(row["parent_id"] or "")
+                if parent is None:
+                    raise NotFoundError(f"parent {row['parent_id']!r} not found", id=node.id)
+                if txn.node(node.id) is not None and row["parent_id"] in txn.subtree(node.id):
+                    raise InvalidInputError("cannot move a keyword under itself or its descendant (cycle)", id=node.id)
+                row["level"] = int(parent["level"]) + 1
+            staged = txn.put_node(row)
+            if not row.get("deleted"):
+                self._stage_relevel(txn, node.id, row["level"])
+            self._validate_structure(txn)
+            op = self._commit(txn, "append_node_version", f"append version {staged['version']} of '{row['name']}'")
+            return WriteResult(op, staged["version"], [node.id])
+
+    def _append_info_version(self, info: Info) -> WriteResult:
+        """Store ``info`` as the next version of its id, as one operation (seed 001)."""
+        if not isinstance(info, Info):
+            raise InvalidInputError("info must be an Info")
+        with self._writing():
+            txn = Txn(self.state)
+            staged = txn.put("info", info.to_row())
+            if info.deleted:
+                for link in txn.links_of_info(info.id):
+                    txn.delete("link", f"{link['info_id']}|{link['keyword_id']}")
+            op = self._commit(txn, "append_info_version", f"append version {staged['version']} of info {info.id}")
+            return WriteResult(op, staged["version"], [info.id])
+
+    def _append_link(self, link: InfoKeywordLink) -> WriteResult:
+        """Store ``link`` as the next version of its (info, keyword) pair (seed 001)."""
+        if not isinstance(link, InfoKeywordLink):
+            raise InvalidInputError("link must be an InfoKeywordLink")
+        with self._writing():
+            txn = Txn(self.state)
+            staged = txn.put("link", link.to_row())
+            self._validate_structure(txn)
+            op = self._commit(txn, "append_link", f"append version {staged['version']} of link {link.info_id}|{link.keyword_id}")
+            return WriteResult(op, staged["version"], [link.info_id, link.keyword_id])
+
+    def _invalidate_node_from_cache(self, node_id: str) -> None:
+        """Drop every cache entry and MRU slot that depends on ``node_id`` (seed 001)."""
+        with self._lock:
+            node = self.state.nodes.get(node_id)
+            if node is not None:
+                self.caches.invalidate_lookup_keys(node.normalized)
+            self.caches.invalidate_node(node_id)
+            self.mru.remove(node_id)
 
     # -- seed 001 §7 CamelCase aliases -----------------------------------------------------
 
@@ -84,6 +151,10 @@ class KeywordTree(MaintenanceMixin):
     _AgentDescend = MaintenanceMixin._agent_descend
     _SuggestParent = MaintenanceMixin._suggest_parent
     _CollectCandidates = MaintenanceMixin._collect_candidates
+    _AppendNodeVersion = _append_node_version
+    _AppendInfoVersion = _append_info_version
+    _AppendLink = _append_link
+    _InvalidateNodeFromCache = _invalidate_node_from_cache
 
 
 __all__ = ["KeywordTree"]
