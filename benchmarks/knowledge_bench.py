@@ -65,7 +65,6 @@ from typing import Any
 import httpx
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import BENCH_DIR, ICD_FILE, LOCOMO_FILE, load_icd10cm, load_locomo
@@ -81,6 +80,7 @@ from _knowledge_corpus import (
     user_id,
     user_principal,
 )
+from _knowledge_report import TARGET_P95_MS, TOP_K, markdown_tables, print_tables
 
 from knowhub.knowledge import KnowledgeHub
 from knowhub.knowledge.search import ROUTE_INSTRUCTIONS, ROUTE_SCHEMA
@@ -89,10 +89,7 @@ from knowhub.providers.llm.base import messages_tokens
 from knowhub.scope import Principal
 from knowhub.text import BM25Index
 
-TARGET_P95_MS = 30.0
-TARGET_TOKENS = 4_000
 BULK_CHUNK = 2_000
-TOP_K = 5
 
 
 # --------------------------------------------------------------------------- instrumentation
@@ -527,114 +524,6 @@ def quality_run(
     }
 
 
-# --------------------------------------------------------------------------- report
-
-
-def fmt_int(n: float) -> str:
-    return f"{n:,.0f}"
-
-
-def print_tables(console: Console, result: dict[str, Any]) -> None:
-    saves = Table(title="Save throughput")
-    for col in ("path", "items", "items/s", "p50 ms", "p95 ms", "note"):
-        saves.add_column(col, justify="right" if col not in ("path", "note") else "left")
-    http = result.get("http")
-    if http:
-        saves.add_row(
-            "HTTP POST /api/knowledge",
-            fmt_int(http["ok"]),
-            f"{http['items_per_s']:.1f}",
-            f"{http['latency_p50_ms']:.1f}",
-            f"{http['latency_p95_ms']:.1f}",
-            f"{http['clients']} clients, {http['errors']} errors",
-        )
-    one = result["inprocess_save"]
-    saves.add_row(
-        "hub.save (in process)",
-        fmt_int(one["items"]),
-        f"{one['items_per_s']:.1f}",
-        f"{one['latency_p50_ms']:.1f}",
-        f"{one['latency_p95_ms']:.1f}",
-        "one fsynced transaction each",
-    )
-    for size, bulk in result["bulk"].items():
-        saves.add_row(
-            f"bulk load to {fmt_int(int(size))}",
-            fmt_int(bulk["items"]),
-            f"{bulk['items_per_s']:.1f}",
-            "",
-            "",
-            f"hub.save_many, {bulk['calls']} calls (store + index catch-up)",
-        )
-    console.print(saves)
-
-    search = Table(title=f"Search (top_k={TOP_K}, min_score=3); ms; LLM = LocalAgent routing")
-    for col in (
-        "size",
-        "principal",
-        "visible",
-        "p50 no-LLM",
-        "p95 no-LLM",
-        "recall p95",
-        "rest p95",
-        "mean sync/recall/prompt/fetch/other",
-        "LLM p50",
-        "total p95",
-        "tokens mean/max",
-        "naive tokens",
-        "target ms / tokens",
-    ):
-        search.add_column(col, justify="right")
-    for size, per in result["search"].items():
-        for who, s in per.items():
-            ok_ms = s["no_llm_p95_ms"] <= TARGET_P95_MS
-            ok_tok = s["prompt_tokens_max"] <= TARGET_TOKENS
-            search.add_row(
-                fmt_int(int(size)),
-                who,
-                fmt_int(s["visible_items"]),
-                f"{s['no_llm_p50_ms']:.1f}",
-                f"{s['no_llm_p95_ms']:.1f}",
-                f"{s['recall_p95_ms']:.1f}",
-                f"{s['rest_p95_ms']:.1f}",
-                "/".join(
-                    f"{s['stage_mean_ms'][k]:.1f}"
-                    for k in ("sync", "recall", "prompt", "fetch", "other")
-                ),
-                f"{s['llm_p50_ms']:.1f}",
-                f"{s['total_p95_ms']:.1f}",
-                f"{s['prompt_tokens_mean']:.0f}/{s['prompt_tokens_max']}",
-                fmt_int(s["naive_prompt_tokens"]),
-                ("[green]ok[/]" if ok_ms else "[red]miss[/]")
-                + " / "
-                + ("[green]ok[/]" if ok_tok else "[red]miss[/]"),
-            )
-    console.print(search)
-
-    quality = Table(title="LoCoMo recall@5 of evidence dia_ids; engine / BM25 by category")
-    for col in ("corpus", "docs", "questions", "engine", "recall stage", "BM25"):
-        quality.add_column(col, justify="left" if col == "corpus" else "right")
-    for cat in ("1", "2", "3", "4"):
-        quality.add_column(f"cat {cat}", justify="right")
-    for name, q in result["quality"].items():
-        cats = [
-            f"{v['engine']:.2f}/{v['bm25']:.2f} n={v['n']}"
-            if (v := q["by_category"].get(c))
-            else ""
-            for c in ("1", "2", "3", "4")
-        ]
-        quality.add_row(
-            name,
-            fmt_int(q["documents"]),
-            fmt_int(q["questions"]),
-            f"{q['engine_recall@5']:.3f}",
-            f"{q['recall_stage_recall@5']:.3f}",
-            f"{q['bm25_recall@5']:.3f}",
-            *cats,
-        )
-    console.print(quality)
-
-
 def engine_state() -> str:
     """Commit of the checkout and whether the knowledge engine has uncommitted changes."""
     root = Path(__file__).resolve().parents[1]
@@ -717,6 +606,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--work-dir", type=Path, default=None, help="temporary data (deleted)")
     parser.add_argument("--keep-data", action="store_true", help="keep the work dir (profiling)")
     parser.add_argument("--out-json", type=Path, default=None)
+    parser.add_argument("--out-md", type=Path, default=None, help="tables as Markdown")
     parser.add_argument("--quick", action="store_true", help="small smoke run")
     args = parser.parse_args(argv)
     quick = args.quick
@@ -858,6 +748,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     console.print(f"machine {result['machine']}; wall {result['wall_s']}s")
     if args.out_json:
         args.out_json.write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")
+    if args.out_md:
+        args.out_md.write_text(markdown_tables(result), encoding="utf-8")
     return result
 
 
