@@ -142,8 +142,8 @@ def markdown_tables(result: dict[str, Any]) -> str:
         "",
         "| size | principal | visible | p50 / p95 no-LLM ms | recall p95 | mean sync / recall / "
         "prompt / fetch / other ms | LLM p50 ms | total p95 ms | routing tokens mean / max "
-        "| naive prompt tokens |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| naive prompt tokens | CPU share |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for size, per in result["search"].items():
         for who, s in per.items():
@@ -156,7 +156,7 @@ def markdown_tables(result: dict[str, Any]) -> str:
                 f"**{s['no_llm_p95_ms']:.1f}** | {s['recall_p95_ms']:.1f} | {stages} "
                 f"| {s['llm_p50_ms']:.1f} | {s['total_p95_ms']:.1f} "
                 f"| {s['prompt_tokens_mean']:.0f} / **{s['prompt_tokens_max']:,}** "
-                f"| {s['naive_prompt_tokens']:,} |"
+                f"| {s['naive_prompt_tokens']:,} | {s.get('cpu_share', float('nan')):.2f} |"
             )
     out += [
         "",

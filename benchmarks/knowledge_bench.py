@@ -394,6 +394,7 @@ def measure_search(
         probe.search(principal, query)
     records: list[SearchRecord] = []
     hits_n: list[int] = []
+    cpu0, wall0 = time.process_time(), time.perf_counter()
     with progress(console) as bar:
         task = bar.add_task(label, total=len(queries))
         for n, query in enumerate(queries, 1):
@@ -403,6 +404,9 @@ def measure_search(
             if n % 10 == 0:
                 bar.update(task, completed=n)
         bar.update(task, completed=len(queries))
+    # CPU seconds / wall seconds of this single-threaded loop: well under 1 means the
+    # process waited for a core (the machine is shared) and wall-clock latencies are inflated.
+    cpu_share = (time.process_time() - cpu0) / max(time.perf_counter() - wall0, 1e-9)
     total = [r.total_s * 1000 for r in records]
     no_llm = [(r.total_s - r.llm_s) * 1000 for r in records]
     llm = [r.llm_s * 1000 for r in records]
@@ -446,6 +450,7 @@ def measure_search(
         "prompt_tokens_max": max(tokens, default=0),
         "naive_prompt_tokens": naive,
         "mean_hits": round(statistics.fmean(hits_n), 2),
+        "cpu_share": round(cpu_share, 2),
     }
 
 
