@@ -140,7 +140,7 @@ class Probe:
         llm.on_call = self._on_llm
         self._wrap(getattr(hub, "_indexes", None), "recall", "recall_s", keep=True)
         self._wrap(hub, "_sync", "sync_s")
-        self._wrap(hub.store, "fetch_visible", "fetch_s")
+        self._wrap(getattr(hub, "store", None), "fetch_visible", "fetch_s")
         self._wrap(sys.modules[type(hub).__module__], "route_candidates", "route_s")
 
     def _wrap(self, owner: Any, name: str, slot: str, *, keep: bool = False) -> None:
