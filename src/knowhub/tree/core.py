@@ -178,6 +178,9 @@ class TreeCore:
                 self._checkpoint()
                 if not adopted:
                     self._persist_indexes()
+            elif persisted_fp is not None and persisted_fp.get("invalid"):
+                # a crash in the middle of persisting left files of different moments
+                self._persist_indexes()
         self.caches.load(lambda node_id: node_id in self.state.nodes, self._known_size)
         self.load_report = {
             "repaired_bytes": repaired,
