@@ -37,6 +37,25 @@ def split_code(text: str) -> tuple[list[str], list[list[str]]]:
     return prose, blocks
 
 
+def code_blocks(text: str) -> list[tuple[str, list[str]]]:
+    """Fenced code blocks as (language, lines); the language is "" when not given."""
+    blocks: list[tuple[str, list[str]]] = []
+    lang: str | None = None
+    current: list[str] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if _FENCE.match(stripped):
+            if lang is None:
+                lang, current = stripped[3:].strip().lower(), []
+            else:
+                blocks.append((lang, current))
+                lang = None
+            continue
+        if lang is not None:
+            current.append(line)
+    return blocks
+
+
 def github_anchor(heading: str) -> str:
     """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to dashes."""
     text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip().lower())
