@@ -129,7 +129,7 @@ def test_render_shows_types_defaults_constraints_body_and_auth() -> None:
                         {"name": "mode", "in": "query", "required": False,
                          "schema": {"anyOf": [{"enum": ["a", "b"]}, {"type": "null"}]}},
                         {"name": "top_k", "in": "query", "required": False,
-                         "schema": {"type": "integer", "minimum": 1, "maximum": 100, "default": 5}},
+                         "schema": {"type": "integer", "minimum": 1.0, "maximum": 20000, "default": 5}},
                     ],
                     "requestBody": {"required": True, "content": {"application/json": {
                         "schema": {"$ref": "#/components/schemas/ThingIn"}}}},
@@ -153,7 +153,7 @@ def test_render_shows_types_defaults_constraints_body_and_auth() -> None:
     assert "**Put Thing.** Replace a `thing`." in text
     assert "| `thing_id` | path | string | yes |  | length 1–9 |  |" in text
     assert "| `mode` | query | enum \\| null | no | `null` | one of `\"a\"`, `\"b\"` |  |" in text
-    assert "| `top_k` | query | integer | no | `5` | 1–100 |  |" in text
+    assert "| `top_k` | query | integer | no | `5` | 1–20,000 |  |" in text
     assert "Request body `ThingIn` (application/json, required)." in text
     assert "| `name` | string | yes |  | length ≤ 50 | a \\| b |" in text
     assert "| `parts` | array[[`Part`](#part)] | no |" in text

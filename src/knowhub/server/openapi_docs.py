@@ -502,8 +502,11 @@ def _range(schema: Mapping[str, Any], low_key: str, high_key: str, label: str) -
 
 
 def _num(value: Any) -> str:
+    """``5.0`` → ``5``, ``200000`` → ``200,000`` (as the hand-written guide writes them)."""
     if isinstance(value, float) and value.is_integer():
-        return str(int(value))
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
     return str(value)
 
 
