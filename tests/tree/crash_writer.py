@@ -2,7 +2,8 @@
 
 Usage: ``python crash_writer.py DATA_DIR SEED MODE [COUNT]``. MODE ``mixed`` performs random
 creates, updates, links, merges, cascade deletes and batches forever (until killed) and
-prints ``ACK <operation_id>`` after each call returned; MODE ``creates`` performs COUNT
+prints ``ACK <operation_id>`` after each call returned; MODE ``maint`` does the same with
+compactions, checkpoints and index/cache persists in between (so that kills land in them); MODE ``creates`` performs COUNT
 single creates plus COUNT//2 unversioned updates of the node ``shared`` and prints ``DONE``.
 """
 
@@ -15,10 +16,16 @@ from knowhub.errors import KnowhubError
 from knowhub.tree import KeywordTree, StubLLMClient
 
 
-def mixed(tree: KeywordTree, rng: random.Random) -> None:
+def mixed(tree: KeywordTree, rng: random.Random, maintenance: bool = False) -> None:
     n = 0
     while True:
         n += 1
+        if maintenance and n % 5 == 0:
+            if rng.random() < 0.5:
+                tree.compact_storage()
+                print("ACK", tree.last_operation_id, flush=True)
+            else:
+                tree.flush()
         live = [i for i in tree.state.nodes if i != "root"]
         infos = list(tree.state.infos)
         choice = rng.random()
@@ -62,10 +69,11 @@ def creates(tree: KeywordTree, tag: str, count: int) -> None:
 
 def main() -> None:
     data_dir, seed, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    tree = KeywordTree(data_dir, llm_client=StubLLMClient(), lock_timeout_s=60)
+    settings = {"checkpoint_every_ops": 3, "persist_every_ops": 4} if mode == "maint" else None
+    tree = KeywordTree(data_dir, llm_client=StubLLMClient(), lock_timeout_s=60, settings=settings)
     print("READY", flush=True)
-    if mode == "mixed":
-        mixed(tree, random.Random(seed))
+    if mode in ("mixed", "maint"):
+        mixed(tree, random.Random(seed), maintenance=mode == "maint")
     else:
         creates(tree, f"p{seed}", int(sys.argv[4]))
         tree.close()

@@ -125,14 +125,14 @@ def test_replay_of_cut_change_log_is_a_prefix(
     shutil.rmtree(dst.parent, ignore_errors=True)
 
 
-def _crash_once(tmp_path: Path, seed: int) -> None:
+def _crash_once(tmp_path: Path, seed: int, mode: str = "mixed") -> None:
     data = tmp_path / f"crash{seed}"
     rng = random.Random(seed)
     acked: list[str] = []
     for _round in range(2):  # crash, reopen, continue writing, crash again
         out_path = tmp_path / f"out{seed}-{_round}.txt"
         with out_path.open("wb") as out:
-            proc = subprocess.Popen([sys.executable, str(WRITER), str(data), str(seed + _round), "mixed"], stdout=out)
+            proc = subprocess.Popen([sys.executable, str(WRITER), str(data), str(seed + _round), mode], stdout=out)
             start = time.monotonic()
             while "READY" not in out_path.read_text() and time.monotonic() - start < 60:
                 time.sleep(0.02)  # imports and opening the store are not what we test
@@ -162,6 +162,17 @@ def test_kill9_writer_keeps_acknowledged_operations(tmp_path: Path, seed: int) -
 @pytest.mark.parametrize("seed", range(100, 300))
 def test_kill9_writer_stress(tmp_path: Path, seed: int) -> None:
     _crash_once(tmp_path, seed)
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_kill9_during_compaction_and_checkpoints(tmp_path: Path, seed: int) -> None:
+    _crash_once(tmp_path, seed, "maint")
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("seed", range(400, 500))
+def test_kill9_during_compaction_and_checkpoints_stress(tmp_path: Path, seed: int) -> None:
+    _crash_once(tmp_path, seed, "maint")
 
 
 def test_two_processes_one_directory(tmp_path: Path) -> None:
