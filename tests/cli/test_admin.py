@@ -75,6 +75,7 @@ def test_secrets_are_omitted_by_default_and_encrypted_with_a_passphrase(sample_d
     monkeypatch.setenv("KH_WRONG", "wrong")
     wrong = run("admin", "import", str(archive), "-d", str(tmp_path / "w"), "--passphrase-env", "KH_WRONG", "-q")
     assert wrong.exit_code == 1 and "wrong passphrase" in wrong.output and "Traceback" not in wrong.output
+    assert run("knowledge", "list", "-d", str(tmp_path / "w"), "--json").stdout.strip() == "[]"  # nothing imported
     missing = run("admin", "import", str(archive), "-d", str(tmp_path / "m"), "-q")
     assert missing.exit_code == 1 and "passphrase" in missing.output
 

@@ -415,12 +415,7 @@ def _import_knowledge(hub: Any, directory: Path, manifest: dict[str, Any], merge
         hub.rebuild_indexes()
     resources = list(_iter_jsonl(directory / "resources.jsonl"))
     progress("resources", 0, len(resources))
-    secrets_doc = manifest.get("secrets") or {}
-    aead: AESGCM | None = None
-    if secrets_doc.get("mode") == "passphrase":
-        if not passphrase:
-            raise InvalidInputError("this export holds secrets encrypted with a passphrase: give the passphrase")
-        aead = AESGCM(_derive_key(passphrase, base64.b64decode(secrets_doc["salt"])))
+    aead = _secrets_key(directory, manifest, passphrase)
     res_written = res_skipped = no_secret = 0
     for doc in resources:
         owner = Principal.of(doc["owner"], doc.get("scopes") or [], doc.get("scopes") or [])
@@ -446,6 +441,30 @@ def _import_knowledge(hub: Any, directory: Path, manifest: dict[str, Any], merge
         progress("resources", 1, None)
     return {"knowledge": written, "knowledge_skipped_existing": skipped, "resources": res_written,
             "resources_skipped_existing": res_skipped, "resources_without_secret": no_secret}
+
+
+def _secrets_key(directory: Path, manifest: dict[str, Any], passphrase: str | None) -> AESGCM | None:
+    """The key of a passphrase-encrypted export, verified on its first secret.
+
+    Raises:
+        InvalidInputError: no passphrase for an encrypted export, or a wrong one.
+    """
+    secrets_doc = manifest.get("secrets") or {}
+    if secrets_doc.get("mode") != "passphrase":
+        return None
+    if not passphrase:
+        raise InvalidInputError("this export holds secrets encrypted with a passphrase: give the passphrase")
+    try:
+        salt = base64.b64decode(secrets_doc["salt"])
+    except (KeyError, ValueError, TypeError) as exc:
+        raise InvalidInputError("manifest.json: malformed secrets salt") from exc
+    aead = AESGCM(_derive_key(passphrase, salt))
+    for doc in _iter_jsonl(directory / "resources.jsonl"):
+        secure = doc.get("secure_body")
+        if isinstance(secure, dict) and secure.get("mode") == "passphrase":
+            _open_sealed(aead, secure, str(doc.get("id")))
+            break
+    return aead
 
 
 def _ctx_for(uri: str) -> RequestContext:
@@ -495,6 +514,8 @@ def import_all(engines: Engines, source: str | os.PathLike[str], *, merge: bool 
         InvalidInputError: not an export, an engine is not empty, or a wrong passphrase.
     """
     with read_export(source) as (directory, manifest):
+        if engines.knowledge is not None:
+            _secrets_key(directory, manifest, passphrase)  # a wrong passphrase fails before any write
         if not merge:
             full = [name for name, engine in engines.items() if not _engine_is_empty(name, engine)]
             if full:
