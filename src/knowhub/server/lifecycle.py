@@ -65,7 +65,7 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(doc, ensure_ascii=False)
 
 
-class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class _StderrHandler(logging.StreamHandler):
     """Writes to whatever ``sys.stderr`` is at emit time (it may be swapped, e.g. in tests)."""
 
     def emit(self, record: logging.LogRecord) -> None:
