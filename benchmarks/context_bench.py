@@ -166,8 +166,8 @@ def run_conversation(conv: dict[str, Any], root: Path, run: RecallRun, top_k: in
     # baselines over raw turns
     bm25 = BM25Index()
     ids = list(turns)
-    for dia_id in ids:
-        bm25.add(dia_id, turns[dia_id]["content"])
+    for dia_id in ids:  # the same text the service commits, with its speaker
+        bm25.add(dia_id, f"{turns[dia_id]['name']}: {turns[dia_id]['content']}")
     embedder = HashingEmbedder()
     matrix = embedder.embed_matrix([f"{turns[i]['name']}: {turns[i]['content']}" for i in ids])
 
