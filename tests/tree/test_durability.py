@@ -310,3 +310,19 @@ def test_crash_while_persisting_indexes_leaves_check_clean(tmp_path: Path) -> No
     assert report["ok"], report["counts"]
     assert report["persisted_indexes"] == "current"
     reopened.close()
+
+
+def test_new_data_dir_entries_are_fsynced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On power loss a fresh store must not lose its logs/ directory (and so the change log
+    holding acknowledged operations): the directories it creates are fsynced."""
+    import knowhub.tree.store as store_mod
+
+    synced: list[Path] = []
+    real = store_mod.fsync_dir
+    monkeypatch.setattr(store_mod, "fsync_dir", lambda p: (synced.append(Path(p)), real(p)))
+    data = tmp_path / "kt"
+    KeywordTree(data, llm_client=StubLLMClient()).close()
+    assert data in synced and tmp_path in synced
+    synced.clear()
+    KeywordTree(data, llm_client=StubLLMClient()).close()
+    assert synced == []  # nothing new to make durable on a reopen

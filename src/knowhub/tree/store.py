@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 
 from knowhub.errors import CorruptStoreError, StorageError
-from knowhub.storage import FileLock, JsonlLog, atomic_write_json
+from knowhub.storage import FileLock, JsonlLog, atomic_write_json, fsync_dir
 
 _log = logging.getLogger("knowhub.tree")
 
@@ -61,8 +61,16 @@ class TreeStore:
 
     def __init__(self, data_dir: Path, lock_timeout_s: float = 30.0) -> None:
         self.data_dir = data_dir
+        created = False
         for sub in SUBDIRS:
-            (data_dir / sub).mkdir(parents=True, exist_ok=True)
+            if not (data_dir / sub).is_dir():
+                (data_dir / sub).mkdir(parents=True, exist_ok=True)
+                created = True
+        if created:
+            # new directory entries must be durable before the first acknowledged write
+            # (the change log's own entry is fsynced by JsonlLog)
+            fsync_dir(data_dir)
+            fsync_dir(data_dir.parent)
         self.lock = FileLock(data_dir / ".lock", timeout_s=lock_timeout_s)
         self.change_log_path = data_dir / "logs" / "change_log.jsonl"
         self.checkpoint_path = data_dir / "logs" / "checkpoint.json"
