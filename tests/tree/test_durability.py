@@ -326,3 +326,18 @@ def test_new_data_dir_entries_are_fsynced(tmp_path: Path, monkeypatch: pytest.Mo
     synced.clear()
     KeywordTree(data, llm_client=StubLLMClient()).close()
     assert synced == []  # nothing new to make durable on a reopen
+
+
+def test_undo_of_operation_committed_after_a_torn_change_log_tail(tmp_path: Path) -> None:
+    """The offset remembered for an operation is where its row landed, not the size the
+    log had before a dead writer's torn bytes were cut (undo reads the row there)."""
+    data = tmp_path / "kt"
+    tree = KeywordTree(data, llm_client=StubLLMClient())
+    with (data / "logs" / "change_log.jsonl").open("ab") as fh:
+        fh.write(b'{"op": "create_keyword", "operation_id": "killed", "after": {"nod')
+    node = tree.create_keyword("Y", llm_auto_place=False)
+    op = tree.last_operation_id
+    tree.create_keyword("Z", llm_auto_place=False)
+    tree.undo(op)
+    assert tree.get_keyword(node.id) is None
+    tree.close()

@@ -302,8 +302,7 @@ class TreeCore:
         }
         if extra:
             record.update(extra)
-        start = self.store.change_log_size()
-        self._known_size = self.store.commit(record)
+        start, self._known_size = self.store.commit(record)
         self._op_offsets[op_id] = start
         # committed: memory follows the log even if the entity append below fails (the
         # next open rolls the entity files forward from the change log)

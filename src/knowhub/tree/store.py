@@ -189,8 +189,8 @@ class TreeStore:
 
     # -- writing ---------------------------------------------------------------------
 
-    def commit(self, record: dict[str, Any]) -> int:
-        """Append and fsync one change-log row; return the log size after it.
+    def commit(self, record: dict[str, Any]) -> tuple[int, int]:
+        """Append and fsync one change-log row; return its offset and the log size after it.
 
         Another process killed in the middle of its change-log append leaves a torn last
         line; it is cut first, or this acknowledged row would be glued to it (and the log
@@ -198,10 +198,10 @@ class TreeStore:
         """
         if self.change_log_size() != self._clean_size.get("change_log"):
             _cut_torn_tail(self.change_log, self.change_log_path)
-        self.change_log.append(record)
+        offset = self.change_log.append(record)
         size = self.change_log_size()
         self._clean_size["change_log"] = size
-        return size
+        return offset, size
 
     def ensure_line_end(self, kind: str) -> None:
         """A writer killed mid-line leaves a torn last line; cut it before appending after it.
