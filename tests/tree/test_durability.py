@@ -341,3 +341,38 @@ def test_undo_of_operation_committed_after_a_torn_change_log_tail(tmp_path: Path
     tree.undo(op)
     assert tree.get_keyword(node.id) is None
     tree.close()
+
+
+def _assert_offset_index(data: Path, kind: str) -> None:
+    """``<dir>/index.json`` maps every id to the byte offset of its newest row."""
+    sub, name = ENTITY[kind].split("/")
+    raw = (data / sub / name).read_bytes()
+    newest: dict[str, int] = {}
+    for line in raw.splitlines():
+        row = json.loads(line)
+        newest[row["id"]] = max(newest.get(row["id"], 0), row["version"])
+    index = json.loads((data / sub / "index.json").read_text())["data"]
+    assert set(index) == set(newest)
+    for key, offset in index.items():
+        row = json.loads(raw[offset : raw.index(b"\n", offset)])
+        assert row["id"] == key and row["version"] == newest[key]
+
+
+def test_offset_indexes_follow_own_and_foreign_writes(tmp_path: Path) -> None:
+    data = tmp_path / "kt"
+    tree = KeywordTree(data, llm_client=StubLLMClient())
+    other = KeywordTree(data, llm_client=StubLLMClient())
+    a = tree.create_keyword("A", llm_auto_place=False)
+    tree.update_keyword(a.id, {"description": "v2"})
+    tree.create_info("x", keyword_ids=[a.id])
+    tree.flush()
+    _assert_offset_index(data, "node")
+    _assert_offset_index(data, "info")
+    other.create_keyword("B", llm_auto_place=False)
+    other.compact_storage()
+    other.create_info("y", keyword_ids=[a.id])
+    tree.update_keyword(a.id, {"description": "v3"})
+    tree.close()  # this instance saw the other's writes and compaction
+    _assert_offset_index(data, "node")
+    _assert_offset_index(data, "info")
+    other.close()

@@ -118,6 +118,7 @@ class TreeCore:
         self._ops_since_ckpt = 0
         self._ops_since_persist = 0
         self._foreign_since_ckpt = False
+        self._offsets_stale = False
         self._op_offsets: dict[str, int] = {}
         self._closed = False
         self.state.node_hooks.append(self._on_node)
@@ -233,6 +234,7 @@ class TreeCore:
                 if op_id:
                     self._op_offsets[op_id] = offset
                 self._foreign_since_ckpt = True
+                self._offsets_stale = True
             self._known_size = self.store.change_log.offset
 
     def _apply_record(self, record: dict[str, Any]) -> None:
@@ -253,6 +255,7 @@ class TreeCore:
         self._bm25 = None
         self._matcher = None
         self._op_offsets.clear()
+        self._offsets_stale = False
         self._open()
 
     # -- write skeleton ------------------------------------------------------------------
@@ -313,7 +316,7 @@ class TreeCore:
                 for row in after.get(AFTER_KEYS[kind]) or ():
                     self.state.apply(kind, row)
         self.last_operation_id = op_id
-        self.store.append_entities(after, op_id)
+        self._note_offsets(after, self.store.append_entities(after, op_id))
         self._ops_since_ckpt += 1
         self._ops_since_persist += 1
         if (
@@ -388,8 +391,31 @@ class TreeCore:
         self.caches.save(self._known_size)
 
     def _persist_indexes(self) -> None:
+        if self._offsets_stale:
+            self._rescan_offsets()
         self.state.persist(self.data_dir, self._fingerprint(self._known_size))
         self._ops_since_persist = 0
+
+    def _note_offsets(self, after: dict[str, list[dict[str, Any]]], offsets: dict[str, list[int]]) -> None:
+        """Keep ``{id -> offset of the newest row}`` (keywords/ and infos/ ``index.json``)."""
+        for kind in ("node", "info"):
+            rows = after.get(AFTER_KEYS[kind]) or []
+            known = self.state.offsets[kind]
+            for row, offset in zip(rows, offsets.get(kind, ()), strict=False):
+                known[row["id"]] = offset
+
+    def _rescan_offsets(self) -> None:
+        """Row offsets after other processes appended or compacted (they are not in their
+        change-log rows): read them from the entity files (only before a persist)."""
+        for kind in ("node", "info"):
+            best: dict[str, tuple[int, int]] = {}
+            for offset, row in self.store.scan_entity(kind):
+                version = int(row.get("version", 1))
+                cur = best.get(row["id"])
+                if cur is None or version >= cur[0]:
+                    best[row["id"]] = (version, offset)
+            self.state.offsets[kind] = {key: off for key, (_v, off) in best.items()}
+        self._offsets_stale = False
 
     def flush(self) -> None:
         """Checkpoint and persist indexes and caches now (close() does this too)."""
