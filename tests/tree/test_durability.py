@@ -305,6 +305,7 @@ def test_crash_while_persisting_indexes_leaves_check_clean(tmp_path: Path) -> No
     doc = json.loads(children.read_text())
     doc["fingerprint"] = {"offset": 1, "sizes": {}}  # written at another moment than the rest
     children.write_text(json.dumps(doc))
+    (tmp_path / "kt" / "indexes" / ".persisting").write_text("{}")  # left by the killed persist
     reopened = KeywordTree(tmp_path / "kt", llm_client=StubLLMClient())
     report = reopened.check()
     assert report["ok"], report["counts"]

@@ -179,7 +179,7 @@ class TreeCore:
                 self._checkpoint()
                 if not adopted:
                     self._persist_indexes()
-            elif persisted_fp is not None and persisted_fp.get("invalid"):
+            elif TreeState.persist_interrupted(self.data_dir):
                 # a crash in the middle of persisting left files of different moments
                 self._persist_indexes()
         self.caches.load(lambda node_id: node_id in self.state.nodes, self._known_size)

@@ -28,6 +28,7 @@ LinkHook = Callable[[InfoKeywordLink | None, InfoKeywordLink | None], None]
 InfoHook = Callable[[Info | None, Info | None], None]
 
 INDEX_FILES = ("inverted", "children", "info_by_kw", "kw_by_info")
+PERSIST_MARKER = ".persisting"
 
 
 class TreeState:
@@ -305,12 +306,24 @@ class TreeState:
         }
 
     def persist(self, base: Path, fingerprint: dict[str, Any]) -> None:
-        """Write the derived maps and id→offset indexes atomically, tagged with ``fingerprint``."""
+        """Write the derived maps and id→offset indexes atomically, tagged with ``fingerprint``.
+
+        The files are replaced one by one; a marker file present for the duration tells the
+        next open that a mixed set is an interrupted persist (rewritten quietly), not damage.
+        """
         maps = self.rebuilt_maps()
+        marker = base / "indexes" / PERSIST_MARKER
+        atomic_write_json(marker, fingerprint, durable=False)
         for name in INDEX_FILES:
             atomic_write_json(base / "indexes" / f"{name}.json", {"fingerprint": fingerprint, "data": maps[name]}, durable=False)
         atomic_write_json(base / "keywords" / "index.json", {"fingerprint": fingerprint, "data": self.offsets["node"]}, durable=False)
         atomic_write_json(base / "infos" / "index.json", {"fingerprint": fingerprint, "data": self.offsets["info"]}, durable=False)
+        marker.unlink()
+
+    @staticmethod
+    def persist_interrupted(base: Path) -> bool:
+        """True when a :meth:`persist` was killed before it finished."""
+        return (base / "indexes" / PERSIST_MARKER).exists()
 
     @staticmethod
     def read_persisted(base: Path) -> tuple[dict[str, Any] | None, dict[str, dict[str, list[str]]]]:
