@@ -219,9 +219,10 @@ class TreeCore:
     # -- follower path -------------------------------------------------------------------
 
     def _sync(self) -> None:
-        """Apply operations other processes committed (an fstat and a stat when nothing
-        changed: a restore by another process swaps the change log without growing ours)."""
-        if self.store.change_log_size() == self._known_size and not self.store.replaced():
+        """Apply operations other processes committed (one fstat when nothing changed; a
+        restore by another process shows as our change log being unlinked)."""
+        size, unlinked = self.store.change_log_status()
+        if size == self._known_size and not unlinked:
             return
         with self._lock:
             if self.store.replaced():

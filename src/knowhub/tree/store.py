@@ -96,6 +96,12 @@ class TreeStore:
         """Fast size check of the change log (one fstat) for the follower path."""
         return os.fstat(self._read_fd).st_size
 
+    def change_log_status(self) -> tuple[int, bool]:
+        """Size of the change log we hold open and whether it was unlinked (a restore by
+        another process removed it), from one fstat: the follower's per-read check."""
+        st = os.fstat(self._read_fd)
+        return st.st_size, st.st_nlink == 0
+
     @staticmethod
     def _ident(fd: int) -> tuple[int, int]:
         st = os.fstat(fd)
