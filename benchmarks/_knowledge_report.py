@@ -95,7 +95,7 @@ def print_tables(console: Console, result: dict[str, Any]) -> None:
     console.print(search)
 
     quality = Table(title="LoCoMo recall@5 of evidence dia_ids; engine / BM25 by category")
-    for col in ("corpus", "docs", "questions", "engine", "recall stage", "BM25"):
+    for col in ("corpus", "docs", "questions", "ceiling", "engine", "recall stage", "BM25"):
         quality.add_column(col, justify="left" if col == "corpus" else "right")
     for cat in ("1", "2", "3", "4"):
         quality.add_column(f"cat {cat}", justify="right")
@@ -110,6 +110,7 @@ def print_tables(console: Console, result: dict[str, Any]) -> None:
             name,
             fmt_int(q["documents"]),
             fmt_int(q["questions"]),
+            f"{q.get('ceiling', 1.0):.3f}",
             f"{q['engine_recall@5']:.3f}",
             f"{q['recall_stage_recall@5']:.3f}",
             f"{q['bm25_recall@5']:.3f}",
@@ -160,9 +161,9 @@ def markdown_tables(result: dict[str, Any]) -> str:
             )
     out += [
         "",
-        "| corpus | docs | questions | engine | recall stage only | BM25 | cat 1 | cat 2 | cat 3 "
-        "| cat 4 |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| corpus | docs | questions | ceiling | engine | recall stage only | BM25 | cat 1 | cat 2 "
+        "| cat 3 | cat 4 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, q in result["quality"].items():
         cats = " | ".join(
@@ -172,7 +173,8 @@ def markdown_tables(result: dict[str, Any]) -> str:
             for c in ("1", "2", "3", "4")
         )
         out.append(
-            f"| {name} | {q['documents']:,} | {q['questions']:,} | **{q['engine_recall@5']:.3f}** "
+            f"| {name} | {q['documents']:,} | {q['questions']:,} | {q.get('ceiling', 1.0):.3f} "
+            f"| **{q['engine_recall@5']:.3f}** "
             f"| {q['recall_stage_recall@5']:.3f} | **{q['bm25_recall@5']:.3f}** | {cats} |"
         )
     return "\n".join(out) + "\n"

@@ -489,6 +489,12 @@ def quality_run(
 
     ``docs`` maps knowledge id → (conversation, message_id, indexed text).
     """
+    present = {(conv, mid) for conv, mid, _text in docs.values()}
+    # Best possible recall@5: evidence that has a document at all, at most 5 per question.
+    ceiling = statistics.fmean(
+        min(sum((conv, e) in present for e in evidence), TOP_K) / len(evidence)
+        for conv, _q, _cat, evidence in questions
+    )
     bm25 = BM25Index()
     for kid, (_conv, _mid, text) in docs.items():
         bm25.add(kid, text)
@@ -518,6 +524,7 @@ def quality_run(
     return {
         "questions": len(questions),
         "documents": len(docs),
+        "ceiling": round(ceiling, 4),
         **{f"{name}_recall@5": round(statistics.fmean(v), 4) for name, v in scores.items()},
         "by_category": {
             str(cat): {
