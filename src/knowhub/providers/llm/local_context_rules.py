@@ -29,7 +29,7 @@ from knowhub.providers.llm.local_context_text import (
     truncate,
     turns_from_payload,
 )
-from knowhub.providers.llm.local_context_topics import base_verbs, topics_of
+from knowhub.providers.llm.local_context_topics import base_verbs, keywords_of, topics_of
 
 __all__ = [
     "extract_entities_events",
@@ -371,12 +371,15 @@ def extract_entities_events(payload: dict[str, Any]) -> list[dict[str, Any]]:
             verbs = base_verbs(turn.text)
             if verbs:
                 overview_lines.append(f"- actions: {', '.join(verbs)}")
+            keywords = keywords_of(f"{turn.text} {turn.caption}")
+            if keywords:
+                overview_lines.append(f"- keywords: {', '.join(keywords)}")
             out.append(_candidate(
                 "events", f"{turn.id}", abstract, "\n".join(overview_lines),
                 turn.cite() + (f"\n{context_line}" if context_line else ""),
                 0.6 + (0.15 if cues else 0.0) + (0.1 if has_action else 0.0), [turn.id],
                 speaker=turn.speaker, session_time=turn.when_text, event_time=resolved[0] if resolved else turn.date,
-                time_cues=cues, kind="turn", topics=topics,
+                time_cues=cues, kind="turn", topics=topics, keywords=keywords,
             ))
         out.extend(_entity_candidates(turn, speakers, capitalized_elsewhere))
         previous = turn

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["IRREGULAR_VERBS", "TOPICS", "base_verbs", "topics_of"]
+__all__ = ["IRREGULAR_VERBS", "KEYWORDS", "TOPICS", "base_verbs", "keywords_of", "topics_of"]
 
 #: topic → words (lower-case; multi-word phrases allowed; a trailing ``*`` matches any ending).
 TOPICS: dict[str, tuple[str, ...]] = {
@@ -128,6 +128,69 @@ _COMPILED = _compile()
 def topics_of(text: str) -> list[str]:
     """Topics whose words occur in ``text``, in lexicon order."""
     return [topic for topic, pattern in _COMPILED if pattern.search(text)]
+
+
+#: keywords → the words that imply them. Where :data:`TOPICS` names broad categories, these
+#: are the short words questions use for a fact stated in other words ("what is her
+#: relationship status?" for "after my breakup", "how does he destress?" for "running clears
+#: my head"): synonyms and attribute names, English and Chinese.
+KEYWORDS: dict[str, tuple[str, ...]] = {
+    "identity": ("transgender", "trans", "transition*", "gay", "lesbian", "queer", "nonbinary", "non-binary",
+                 "bisexual", "coming out", "came out", "lgbt*", "true self", "跨性别", "同性恋", "出柜", "身份"),
+    "lgbtq": ("transgender", "trans", "transition*", "gay", "lesbian", "queer", "nonbinary", "non-binary",
+              "bisexual", "pride", "跨性别", "同性恋", "骄傲"),
+    "relationship status single": ("breakup", "break-up", "broke up", "single parent", "single mom", "single dad",
+                                   "divorc*", "ex-husband", "ex-wife", "ex", "widow*", "单身", "分手", "离婚"),
+    "relationship status married": ("my husband", "my wife", "married", "marriage", "engaged", "fianc*",
+                                    "wedding", "spouse", "老公", "老婆", "丈夫", "妻子", "结婚", "订婚"),
+    "career job work": ("job*", "career*", "profession*", "employ*", "hired", "fired", "laid off", "business*",
+                        "startup", "entrepreneur*", "internship*", "counsel*", "banker", "工作", "职业", "事业",
+                        "创业", "辞职", "失业", "面试"),
+    "education study": ("school*", "edu", "education", "degree", "college", "universit*", "studies", "studying",
+                        "course*", "classes", "major*", "graduat*", "scholarship*", "学校", "大学", "学位", "专业",
+                        "读书", "上学", "毕业"),
+    "kids children": ("kid", "kids", "child", "children", "son", "sons", "daughter*", "孩子", "儿子", "女儿"),
+    "family": ("kid", "kids", "children", "son", "sons", "daughter*", "husband", "wife", "mom", "dad", "mother",
+               "father", "parent*", "sister*", "brother*", "grandma", "grandpa", "家人", "家庭", "孩子", "父母"),
+    "destress relax": ("de-stress*", "destress*", "stress relief", "relax*", "unwind*", "calm*", "therapy",
+                       "therapeutic", "headspace", "escape", "recharge", "clear my mind", "clear my head",
+                       "self-care", "放松", "减压", "解压", "散心"),
+    "exercise fitness": ("running", "run", "ran", "jog*", "gym", "workout*", "yoga", "hik*", "swim*", "cycling",
+                         "marathon", "exercis*", "跑步", "健身", "锻炼", "运动"),
+    "art hobby creative": ("paint*", "drawing", "draw", "sketch*", "pottery", "ceramic*", "clay", "sculpt*",
+                           "photograph*", "craft*", "knit*", "画画", "绘画", "陶艺", "摄影"),
+    "home country origin": ("home country", "hometown", "moved from", "grew up", "originally from", "immigra*",
+                            "roots", "heritage", "native", "家乡", "老家", "故乡", "祖国"),
+    "moved relocated": ("moved", "moving", "relocat*", "move to", "搬家", "搬到"),
+    "pets": ("dog*", "cat", "cats", "pupp*", "kitten*", "pet", "pets", "guinea pig*", "宠物", "狗", "猫"),
+    "politics rights": ("conservative*", "liberal*", "progressive", "rights", "equality", "activis*", "protest*",
+                        "discriminat*", "justice", "vote", "voting", "election*", "政治", "权利", "平等", "选举"),
+    "support help": ("support*", "mentor*", "encourag*", "volunteer*", "支持", "帮助", "志愿"),
+    "adoption": ("adopt*", "foster*", "领养", "收养"),
+}
+
+
+def _compile_words(words: tuple[str, ...]) -> re.Pattern[str]:
+    latin = [re.escape(w.rstrip("*")) + (r"[a-z\-]*" if w.endswith("*") else "") for w in words if w.isascii()]
+    cjk = [re.escape(w) for w in words if not w.isascii()]
+    parts = ([r"\b(?:" + "|".join(latin) + r")\b"] if latin else []) + cjk
+    return re.compile("|".join(parts), re.I)
+
+
+_KEYWORDS_COMPILED = [(key.split(), _compile_words(words)) for key, words in KEYWORDS.items()]
+
+
+def keywords_of(text: str) -> list[str]:
+    """Keywords implied by ``text`` that it does not already contain, in lexicon order."""
+    present = set(_WORD_ANY.findall(text.lower()))
+    out: dict[str, None] = {}
+    for keys, pattern in _KEYWORDS_COMPILED:
+        if pattern.search(text):
+            out.update((k, None) for k in keys if k not in present)
+    return list(out)
+
+
+_WORD_ANY = re.compile(r"[a-z]+")
 
 
 #: Irregular English past forms → base form. Questions ask "when did X go / buy / meet",

@@ -1,0 +1,37 @@
+"""Offline extractor vocabulary bridges: keyword lines, reference resolution, profile facts."""
+
+from __future__ import annotations
+
+from knowhub.context.core import SessionArchive
+from knowhub.context.extraction import EntityEventExtractor
+from knowhub.providers.llm.local_context_topics import keywords_of
+from knowhub.scope import RequestContext
+
+CTX = RequestContext("acme", "alice", session_id="s1")
+ARCHIVE = SessionArchive("s1", "ctx://acme/users/alice/sessions/s1", stats={"session_time": "2023-05-08"})
+
+
+def _events(msgs: list[dict]) -> dict[str, object]:
+    return {e.source_refs[0]: e for e in EntityEventExtractor().extract(msgs, ARCHIVE, CTX) if e.category == "events"}
+
+
+def test_keywords_name_the_attribute_behind_specific_words() -> None:
+    assert keywords_of("I've been running farther to de-stress, great for my headspace.") == [
+        "destress", "relax", "exercise", "fitness"]
+    assert keywords_of("The transgender stories were so inspiring!") == ["identity", "lgbtq"]
+    assert "single" in keywords_of("It's been hard after that tough breakup.")
+    assert keywords_of("我最近在学画画，放松一下") == ["destress", "relax", "art", "hobby", "creative"]
+    # words already in the text are not repeated, and plain small talk gets nothing
+    assert "identity" not in keywords_of("My identity as a trans woman matters to me.")
+    assert keywords_of("Sounds good, see you tomorrow!") == []
+
+
+def test_event_overview_carries_a_keywords_line() -> None:
+    msgs = [
+        {"id": "a", "role": "user", "name": "Mel", "content": "I signed up for a pottery class, it's like therapy for me.", "timestamp": "2023-05-08"},
+        {"id": "b", "role": "user", "name": "Ann", "content": "We went to the museum and looked at old maps.", "timestamp": "2023-05-08"},
+    ]
+    events = _events(msgs)
+    assert "- keywords: destress, relax, art, hobby, creative" in events["a"].overview
+    assert events["a"].metadata["keywords"] == ["destress", "relax", "art", "hobby", "creative"]
+    assert "keywords" not in events["b"].overview and events["b"].source_refs == ["b"]
