@@ -8,6 +8,7 @@ import pytest
 
 from knowhub.context.core import ContextNode, RelationEdge, SessionArchive, TypedQuery
 from knowhub.context.fs import ContextFS, RelationStore
+from knowhub.context.indexing import ContextRecordShape
 from knowhub.context.retrieval import (
     HierarchicalSearcher,
     L0Retriever,
@@ -45,7 +46,7 @@ def world(tmp_path: Path):  # type: ignore[no-untyped-def]
     emb = HashingEmbedder(dim=256)
     vectors = ExactVectorIndex(emb.dim)
     lexical = LexicalIndex()
-    projector = IndexProjector(emb, vectors, lexical)
+    projector = IndexProjector(emb, vectors, lexical, shape=ContextRecordShape())
     for uri, cat, abstract, refs in NODES:
         ctx = bob if "/users/bob/" in uri else alice
         meta = {"source_refs": refs}

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from knowhub.context.core import ContextNode, RelationEdge
-from knowhub.index import IndexProjector, LexicalIndex, node_filters, partition_key
+from knowhub.context.indexing import ContextRecordShape, node_filters
+from knowhub.index import IndexProjector, LexicalIndex, partition_key
 from knowhub.providers.embedding import HashingEmbedder
 from knowhub.providers.graph import InMemoryGraphStore
 from knowhub.providers.records import stable_record_id
@@ -35,7 +36,7 @@ def parts() -> tuple[IndexProjector, ExactVectorIndex, LexicalIndex, CountingEmb
     emb = CountingEmbedder()
     vectors = ExactVectorIndex(emb.dim)
     lexical = LexicalIndex()
-    return IndexProjector(emb, vectors, lexical, InMemoryGraphStore()), vectors, lexical, emb
+    return IndexProjector(emb, vectors, lexical, InMemoryGraphStore(), shape=ContextRecordShape()), vectors, lexical, emb
 
 
 def test_records_per_level_with_stable_ids_and_filters(parts) -> None:  # type: ignore[no-untyped-def]

@@ -13,6 +13,10 @@ node, and the index converges to the filesystem whatever was lost in a crash.
 | ``MOVE_CONTEXT`` | ``move_uri(from, to)`` in every copy, then re-project the moved subtree |
 | ``UPSERT_RELATION`` | replace the node's relation copies with its ``.relations.json`` |
 
+:class:`ContextRecordShape` is the context engine's :class:`~knowhub.index.RecordShape`: it
+parses ``ctx://`` URIs into the filters every index record carries (the shared index layer
+knows no URI scheme).
+
 :meth:`ContextIndexer.rebuild` re-projects every node of every account from ContextFS;
 :meth:`ContextIndexer.reconcile` compares a loaded vector copy with the filesystem (node
 versions) and fixes only what differs.
@@ -27,19 +31,55 @@ from typing import Any
 
 from knowhub.context.core.enums import OutboxEventType
 from knowhub.context.core.objects import OutboxEvent
-from knowhub.context.core.uri import build_uri, is_valid_segment, parse_uri
+from knowhub.context.core.uri import build_uri, is_valid_segment, owner_space_of, parse_uri
 from knowhub.context.fs import ContextFS, RelationStore
 from knowhub.errors import InvalidInputError, NotFoundError, PermissionDeniedError
 from knowhub.index.projector import IndexProjector
 from knowhub.scope import RequestContext
 
-__all__ = ["INDEXER_USER", "ContextIndexer"]
+__all__ = ["INDEXER_USER", "ContextIndexer", "ContextRecordShape", "node_filters"]
 
 log = logging.getLogger(__name__)
 
 #: User id of the contexts the indexer builds to walk agent and resource spaces.
 INDEXER_USER = "_indexer"
 _BATCH = 256
+
+
+def node_filters(uri: str, category: str | None, context_type: str | None, owner_space: str | None = None) -> dict[str, Any]:
+    """The filter fields of every index record of a context node.
+
+    ``account_id`` and ``owner_space`` (``user:{id}`` / ``agent:{id}`` / ``account:{id}``)
+    come from the URI (``owner_space`` may be given), plus ``user_id`` or ``agent_id``,
+    ``category`` and ``context_type``: the retriever filters on them inside the search.
+    """
+    parsed = parse_uri(uri)
+    space = owner_space or owner_space_of(parsed)
+    filters: dict[str, Any] = {
+        "account_id": parsed.account,
+        "owner_space": space,
+        "category": str(category or ""),
+        "context_type": str(context_type or "memory"),
+    }
+    kind, _, ident = space.partition(":")
+    if kind == "user":
+        filters["user_id"] = ident
+    elif kind == "agent":
+        filters["agent_id"] = ident
+    return filters
+
+
+class ContextRecordShape:
+    """Filters and parents of context nodes for the shared :class:`IndexProjector`."""
+
+    def filters(self, node: Any) -> dict[str, Any]:
+        """:func:`node_filters` of the node's URI, category, context type and owner space."""
+        return node_filters(node.uri, node.category, node.context_type, getattr(node, "owner_space", None))
+
+    def parent_uri(self, uri: str) -> str | None:
+        """The parent of a ``ctx://`` URI (None for an account root)."""
+        parent = parse_uri(uri).parent
+        return parent.uri if parent is not None else None
 
 
 class ContextIndexer:

@@ -43,7 +43,7 @@ from knowhub.context.core.objects import (
 from knowhub.context.core.query import NodeHit, RetrievedBlock, SearchResult, SeedHit, TypedQuery
 from knowhub.context.core.uri import check_access
 from knowhub.context.fs import ContextFS, RelationStore
-from knowhub.context.indexing import ContextIndexer
+from knowhub.context.indexing import ContextIndexer, ContextRecordShape
 from knowhub.context.retrieval import (
     AssemblerConfig,
     HierarchicalSearcher,
@@ -138,7 +138,8 @@ class ContextEngineService:
         self.lexical = LexicalIndex(bm25_k1, bm25_b)
         self.graph = InMemoryGraphStore()
         self.lexical_fields = tuple(lexical_fields)
-        self.projector = IndexProjector(self.embedder, self.vectors, self.lexical, self.graph, lexical_fields=self.lexical_fields)
+        self.projector = IndexProjector(self.embedder, self.vectors, self.lexical, self.graph, shape=ContextRecordShape(),
+                                        lexical_fields=self.lexical_fields)
         self.indexer = ContextIndexer(self.fs, self.projector, self.relations)
         self.batch_size = batch_size
         self.worker = IndexWorker(self.outbox, self.indexer, on_batch=self._on_batch)

@@ -7,16 +7,31 @@
 - :class:`IndexProjector`: L0/L1/L2 index records of a node, applied to a vector index, a
   partitioned BM25 :class:`LexicalIndex` and an optional graph store.
 
-The outbox and worker are generic; the projector knows the shape of a context node (it
-imports the context engine's pure data package ``knowhub.context.core`` and nothing else of
-it). See docs/context.md, "Index".
+- :mod:`knowhub.index.events`: the shared data types (:class:`OutboxEvent`,
+  :class:`OutboxEventType`, :class:`OutboxStatus`, :class:`IndexBatchResult`,
+  :class:`MoveProjection`, the ``OutboxSink``/``OutboxStore`` protocols).
+
+This package imports no engine: the outbox and worker are generic, and the projector learns
+an engine's filters and parents from the :class:`RecordShape` it is given (the context
+engine's lives in ``knowhub.context.indexing``; ``knowhub.context.core`` re-exports the event
+types as the same classes). See docs/context.md, "Index".
 """
 
 from __future__ import annotations
 
+from knowhub.index.events import (
+    EdgeLike,
+    IndexBatchResult,
+    MoveProjection,
+    OutboxEvent,
+    OutboxEventType,
+    OutboxSink,
+    OutboxStatus,
+    new_event_id,
+)
 from knowhub.index.lexical import LexicalDoc, LexicalIndex, partition_key
 from knowhub.index.outbox import SQLiteOutboxStore
-from knowhub.index.projector import LEVEL_FIELDS, IndexProjector, node_filters
+from knowhub.index.projector import LEVEL_FIELDS, IndexProjector, RecordShape
 from knowhub.index.worker import (
     BackgroundIndexRunner,
     EventDispatcher,
@@ -25,21 +40,29 @@ from knowhub.index.worker import (
     release_dead_local_leases,
 )
 
-#: The persistent OutboxStore of this package.
+#: The persistent OutboxStore of this package (the protocol is ``knowhub.index.events.OutboxStore``).
 OutboxStore = SQLiteOutboxStore
 
 __all__ = [
     "LEVEL_FIELDS",
     "BackgroundIndexRunner",
+    "EdgeLike",
     "EventDispatcher",
+    "IndexBatchResult",
     "IndexProjector",
     "IndexWorker",
     "LexicalDoc",
     "LexicalIndex",
+    "MoveProjection",
+    "OutboxEvent",
+    "OutboxEventType",
+    "OutboxSink",
+    "OutboxStatus",
     "OutboxStore",
+    "RecordShape",
     "SQLiteOutboxStore",
     "default_worker_id",
-    "node_filters",
+    "new_event_id",
     "partition_key",
     "release_dead_local_leases",
 ]

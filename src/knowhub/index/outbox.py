@@ -36,9 +36,8 @@ from typing import Any
 
 import orjson
 
-from knowhub.context.core.enums import OutboxStatus
-from knowhub.context.core.objects import OutboxEvent
 from knowhub.errors import InvalidInputError, NotFoundError, StorageError
+from knowhub.index.events import OutboxEvent, OutboxStatus
 
 __all__ = ["SQLiteOutboxStore"]
 
@@ -69,7 +68,7 @@ _OPEN = (OutboxStatus.PENDING.value, OutboxStatus.FAILED.value, OutboxStatus.PRO
 
 
 class SQLiteOutboxStore:
-    """The persistent :class:`~knowhub.context.core.OutboxStore` (seed 004 §10.4, §10.6).
+    """The persistent :class:`~knowhub.index.events.OutboxStore` (seed 004 §10.4, §10.6).
 
     Args:
         path: the SQLite file (``<data_dir>/index/outbox.db`` for the context engine).

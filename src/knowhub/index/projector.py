@@ -3,11 +3,12 @@
 Seed 004 §7.3 / §10.6. One node gives up to three :class:`~knowhub.providers.records.IndexRecord`
 copies, one per level (L0 ``abstract``, L1 ``overview``, L2 ``content``), each with
 ``id = stable_record_id(uri, level)`` so re-projecting a node overwrites its records.
-Every record carries the filters the retriever narrows on *inside* the index search:
-
-``account_id``, ``owner_space`` (``user:{id}`` / ``agent:{id}`` / ``account:{id}``),
-``user_id`` or ``agent_id`` (whichever space the node lives in), ``category``,
-``context_type``.
+What a record is filtered on, and what its parent is, depends on the primary store's URI
+scheme, which this shared layer does not know: a :class:`RecordShape` supplied by the engine
+gives both (the context engine's is :class:`knowhub.context.indexing.ContextRecordShape`,
+with ``account_id``, ``owner_space``, ``user_id``/``agent_id``, ``category`` and
+``context_type``). The filters must hold ``account_id`` and ``owner_space`` — they name the
+BM25 partition and are what a retriever narrows on *inside* the index search.
 
 The L0 record's metadata holds what a hit needs without reading the node: ``version``,
 ``source_refs``, ``abstract``, ``has_overview``, ``has_content``, ``updated_at``,
@@ -18,27 +19,27 @@ Besides the vector index the projector feeds a :class:`~knowhub.index.lexical.Le
 (BM25 over the level-0 text: the abstract, plus the overview when ``lexical_fields`` says
 so) and optionally a :class:`~knowhub.providers.graph.GraphStore` with relation copies.
 
-The projector works on duck-typed nodes (any object with the ContextNode attributes); it
-imports only the context engine's pure data package (``knowhub.context.core``), never its
-filesystem — reading the primary store is the dispatcher's job.
+The projector works on duck-typed nodes (any object with ``uri``, ``abstract``,
+``overview``, ``content``, ``category``, ``context_type``, ``metadata`` and ``version``) and
+imports no engine — reading the primary store is the dispatcher's job.
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
-from knowhub.context.core.objects import MoveProjection, RelationEdge
-from knowhub.context.core.uri import owner_space_of, parse_uri
+from knowhub.errors import InvalidInputError
+from knowhub.index.events import EdgeLike, MoveProjection
 from knowhub.index.lexical import LexicalDoc, LexicalIndex, partition_key
 from knowhub.providers.embedding import Embedder
 from knowhub.providers.graph import GraphStore
 from knowhub.providers.records import GraphEdge, IndexRecord, RelationIndexRecord, stable_record_id
 from knowhub.providers.vector import VectorIndex
 
-__all__ = ["LEVEL_FIELDS", "IndexProjector", "node_filters"]
+__all__ = ["LEVEL_FIELDS", "IndexProjector", "RecordShape"]
 
 #: Node attribute of each index level.
 LEVEL_FIELDS: dict[int, str] = {0: "abstract", 1: "overview", 2: "content"}
@@ -50,22 +51,16 @@ def _hash(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def node_filters(uri: str, category: str | None, context_type: str | None, owner_space: str | None = None) -> dict[str, Any]:
-    """The filter fields of every record of a node."""
-    parsed = parse_uri(uri)
-    space = owner_space or owner_space_of(parsed)
-    filters: dict[str, Any] = {
-        "account_id": parsed.account,
-        "owner_space": space,
-        "category": str(category or ""),
-        "context_type": str(context_type or "memory"),
-    }
-    kind, _, ident = space.partition(":")
-    if kind == "user":
-        filters["user_id"] = ident
-    elif kind == "agent":
-        filters["agent_id"] = ident
-    return filters
+class RecordShape(Protocol):
+    """How an engine's nodes map onto index records: their filters and their parent."""
+
+    def filters(self, node: Any) -> dict[str, Any]:
+        """Filter fields of every record of ``node``; must hold ``account_id`` and ``owner_space``."""
+        ...
+
+    def parent_uri(self, uri: str) -> str | None:
+        """URI of the parent of ``uri`` (None for a root)."""
+        ...
 
 
 class IndexProjector:
@@ -74,6 +69,7 @@ class IndexProjector:
     Args:
         embedder: vectorizes record texts.
         vectors: the vector index copy.
+        shape: the engine's filters and parents of a node (keyword, required).
         lexical: the BM25 copy (None: no lexical index).
         graph: relation copies (None: relations are not projected).
         levels: which levels get vector records (default all three).
@@ -88,6 +84,7 @@ class IndexProjector:
         lexical: LexicalIndex | None = None,
         graph: GraphStore | None = None,
         *,
+        shape: RecordShape,
         levels: Sequence[int] = (0, 1, 2),
         lexical_fields: Sequence[str] = ("abstract",),
         max_embed_chars: int = 4000,
@@ -96,6 +93,7 @@ class IndexProjector:
         self.vectors = vectors
         self.lexical = lexical
         self.graph = graph
+        self.shape = shape
         self.levels = tuple(sorted(set(levels) | {0}))
         self.lexical_fields = tuple(lexical_fields)
         self.max_embed_chars = max_embed_chars
@@ -114,7 +112,10 @@ class IndexProjector:
 
     def build_context_records(self, node: Any) -> list[IndexRecord]:
         """L0/L1/L2 records of a node (without vectors); empty levels above L0 are skipped."""
-        filters = node_filters(node.uri, node.category, node.context_type, getattr(node, "owner_space", None))
+        filters = dict(self.shape.filters(node))
+        for key in ("account_id", "owner_space"):
+            if not isinstance(filters.get(key), str) or not filters[key]:
+                raise InvalidInputError(f"index record of {node.uri!r} has no {key} filter", uri=node.uri)
         meta = dict(getattr(node, "metadata", None) or {})
         refs = [str(r) for r in (meta.get("source_refs") or [])][:_MAX_REFS]
         texts = {level: self.level_text(node, level) for level in self.levels}
@@ -139,7 +140,7 @@ class IndexProjector:
             records.append(IndexRecord(
                 id=stable_record_id(node.uri, level),
                 uri=node.uri,
-                parent_uri=getattr(node, "parent_uri", None) or _parent(node.uri),
+                parent_uri=getattr(node, "parent_uri", None) or self.shape.parent_uri(node.uri),
                 context_type=str(node.context_type or "memory"),
                 category=str(node.category or ""),
                 level=level,
@@ -155,11 +156,13 @@ class IndexProjector:
                  for name in self.lexical_fields]
         return "\n".join(p for p in parts if p.strip())
 
-    def build_relation_records(self, uri: str, edges: Iterable[RelationEdge | dict[str, Any]]) -> list[RelationIndexRecord]:
+    def build_relation_records(self, uri: str, edges: Iterable[EdgeLike | Mapping[str, Any]]) -> list[RelationIndexRecord]:
         """Relation copies of a node's edges (id = stable hash of from, to, type)."""
         out: list[RelationIndexRecord] = []
         for edge in edges:
-            data = edge.to_dict() if hasattr(edge, "to_dict") else dict(edge)
+            data = dict(edge) if isinstance(edge, Mapping) else {
+                "to_uri": edge.to_uri, "relation_type": edge.relation_type,
+                "reason": getattr(edge, "reason", ""), "weight": getattr(edge, "weight", 1.0)}
             out.append(RelationIndexRecord(
                 id="",
                 from_uri=uri,
@@ -171,7 +174,8 @@ class IndexProjector:
 
     def build_move_records(self, from_uri: str, to_uri: str) -> MoveProjection:
         """The uri/parent_uri mapping a move applies to the index."""
-        return MoveProjection(old_uri=from_uri, new_uri=to_uri, old_parent_uri=_parent(from_uri), new_parent_uri=_parent(to_uri))
+        return MoveProjection(old_uri=from_uri, new_uri=to_uri, old_parent_uri=self.shape.parent_uri(from_uri),
+                              new_parent_uri=self.shape.parent_uri(to_uri))
 
     # ------------------------------------------------------------------ applying
 
@@ -280,7 +284,7 @@ class IndexProjector:
                 mover(from_uri, to_uri)
         return projection
 
-    def upsert_relations(self, uri: str, edges: Iterable[RelationEdge | dict[str, Any]]) -> int:
+    def upsert_relations(self, uri: str, edges: Iterable[EdgeLike | Mapping[str, Any]]) -> int:
         """Replace the relation copies of ``uri`` with ``edges``; returns how many."""
         if self.graph is None:
             return 0
@@ -347,11 +351,6 @@ class IndexProjector:
                                         l0.category, l0.context_type, "\n".join(p for p in parts if p.strip())))
             count += 1
         return count
-
-
-def _parent(uri: str) -> str | None:
-    parent = parse_uri(uri).parent
-    return parent.uri if parent is not None else None
 
 
 def _delete(vectors: VectorIndex, uri: str, recursive: bool) -> int:

@@ -25,9 +25,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from knowhub.context.core.objects import IndexBatchResult, OutboxEvent
-from knowhub.context.core.outbox import OutboxStore
 from knowhub.errors import InvalidInputError, PermissionDeniedError
+from knowhub.index.events import IndexBatchResult, OutboxEvent, OutboxStore
 
 __all__ = ["BackgroundIndexRunner", "EventDispatcher", "IndexWorker", "default_worker_id", "release_dead_local_leases"]
 

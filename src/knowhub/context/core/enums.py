@@ -9,6 +9,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from knowhub.errors import InvalidInputError
+from knowhub.index.events import OutboxEventType, OutboxStatus
 
 __all__ = [
     "AGENT_CATEGORIES",
@@ -67,25 +68,6 @@ USER_CATEGORIES: frozenset[MemoryCategory] = frozenset(
 AGENT_CATEGORIES: frozenset[MemoryCategory] = frozenset(
     {MemoryCategory.CASES, MemoryCategory.PATTERNS, MemoryCategory.SKILLS, MemoryCategory.TOOLS}
 )
-
-
-class OutboxEventType(StrEnum):
-    """Index synchronisation events (seed 004 §7.2)."""
-
-    UPSERT_CONTEXT = "UPSERT_CONTEXT"
-    DELETE_CONTEXT = "DELETE_CONTEXT"
-    MOVE_CONTEXT = "MOVE_CONTEXT"
-    UPSERT_RELATION = "UPSERT_RELATION"
-
-
-class OutboxStatus(StrEnum):
-    """Life cycle of an outbox event: pending → processing → done, or failed → dead."""
-
-    PENDING = "pending"
-    PROCESSING = "processing"
-    DONE = "done"
-    FAILED = "failed"
-    DEAD = "dead"
 
 
 class WriteAction(StrEnum):

@@ -17,13 +17,16 @@ Conventions shared by writers and readers:
 from __future__ import annotations
 
 import dataclasses
-import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import Enum
 from typing import Any, ClassVar, TypeVar
 
-from knowhub.context.core.enums import OutboxEventType, OutboxStatus, WriteAction
+from knowhub.context.core.enums import WriteAction
+
+# The index synchronisation types are the shared layer's (knowhub.index.events); they are
+# re-exported here so ``knowhub.context.core.objects.OutboxEvent`` is the very same class.
+from knowhub.index.events import IndexBatchResult, MoveProjection, OutboxEvent, new_event_id
 
 __all__ = [
     "CandidateMemory",
@@ -51,11 +54,6 @@ T = TypeVar("T", bound="SerializableMixin")
 def utc_now_iso() -> str:
     """Current UTC time as ISO-8601 with microseconds (sorts lexicographically)."""
     return datetime.now(UTC).isoformat(timespec="microseconds")
-
-
-def new_event_id() -> str:
-    """Random unique id for an outbox event."""
-    return uuid.uuid4().hex
 
 
 def to_jsonable(value: Any) -> Any:
@@ -214,36 +212,6 @@ class RelationOp(SerializableMixin):
 
 
 @dataclass
-class OutboxEvent(SerializableMixin):
-    """An index synchronisation task (seed 004 §4.1, §7.2).
-
-    ``payload`` always carries ``account_id``, ``user_id`` and ``agent_id`` (the
-    RequestContext the worker must use to read the node) and, for UPSERT_CONTEXT, the
-    node ``version`` written; MOVE_CONTEXT carries ``from_uri``/``to_uri``; UPSERT_RELATION
-    carries ``edges``. The lease/retry fields are owned by the OutboxStore implementation.
-    """
-
-    event_id: str
-    event_type: str
-    uri: str
-    payload: dict[str, Any] = field(default_factory=dict)
-    status: str = OutboxStatus.PENDING.value
-    retry_count: int = 0
-    created_at: float = 0.0
-    updated_at: float | None = None
-    available_at: float | None = None
-    lease_owner: str | None = None
-    lease_expires_at: float | None = None
-    last_error: str | None = None
-
-    def __post_init__(self) -> None:
-        if isinstance(self.event_type, OutboxEventType):
-            self.event_type = self.event_type.value
-        if isinstance(self.status, OutboxStatus):
-            self.status = self.status.value
-
-
-@dataclass
 class WritePlan(SerializableMixin):
     """What one policy decided for one candidate (seed 004 §4.1, §6.4).
 
@@ -316,17 +284,6 @@ class CommitResult(SerializableMixin):
 
 
 @dataclass
-class IndexBatchResult(SerializableMixin):
-    """What one IndexWorker round did (seed 004 §10.6)."""
-
-    claimed: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    retried: int = 0
-    dead: int = 0
-
-
-@dataclass
 class NodeSummary(SerializableMixin):
     """One entry of ``list_children``.
 
@@ -360,13 +317,3 @@ class NodeStat(SerializableMixin):
     updated_at: str | None = None
     created_at: str | None = None
     child_count: int = 0
-
-
-@dataclass
-class MoveProjection(SerializableMixin):
-    """URI mapping change an index must apply after a move (seed 004 §10.6)."""
-
-    old_uri: str
-    new_uri: str
-    old_parent_uri: str | None = None
-    new_parent_uri: str | None = None

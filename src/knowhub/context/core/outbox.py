@@ -1,52 +1,31 @@
-"""The OutboxStore interface the commit pipeline writes to (seed 004 §7, §10.4, §10.6).
+"""The outbox as the commit pipeline sees it (seed 004 §7, §10.4, §10.6).
 
-The write side only needs :class:`OutboxSink` (``append`` / ``append_batch``); the index
-package implements the full :class:`OutboxStore` (persistent, with claim, lease, retry and
-dead letter). Events are appended only *after* the node they describe is durably on disk,
-so a crash between the two loses at most an index update that a repair job re-derives from
+:class:`OutboxSink` and :class:`OutboxStore` are the shared layer's protocols
+(:mod:`knowhub.index.events`), re-exported here as the same objects; this module adds the
+context-specific event builders :func:`ctx_payload` and :func:`make_event`. The write side
+only needs :class:`OutboxSink` (``append`` / ``append_batch``); the index package implements
+the full :class:`OutboxStore` (persistent, with claim, lease, retry and dead letter).
+
+Events are appended only *after* the node they describe is durably on disk, so a crash
+between the two loses at most an index update that a repair job re-derives from
 the primary store — never a node whose event points nowhere.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
-from knowhub.context.core.enums import OutboxEventType, OutboxStatus
-from knowhub.context.core.objects import OutboxEvent, new_event_id
+from knowhub.index.events import (
+    OutboxEvent,
+    OutboxEventType,
+    OutboxSink,
+    OutboxStatus,
+    OutboxStore,
+    new_event_id,
+)
 
 __all__ = ["OutboxSink", "OutboxStore", "ctx_payload", "make_event"]
-
-
-@runtime_checkable
-class OutboxSink(Protocol):
-    """What :class:`~knowhub.context.commit.CommitCoordinator` calls."""
-
-    def append(self, event: OutboxEvent) -> OutboxEvent:
-        """Persist one event (durably, before returning) and return it as stored."""
-        ...
-
-    def append_batch(self, events: Sequence[OutboxEvent]) -> list[OutboxEvent]:
-        """Persist several events with one durable write; return them as stored."""
-        ...
-
-
-@runtime_checkable
-class OutboxStore(OutboxSink, Protocol):
-    """The full store the IndexWorker consumes (seed 004 §10.6)."""
-
-    def claim_batch(self, worker_id: str, limit: int) -> list[OutboxEvent]:
-        """Lease up to ``limit`` pending (or lease-expired) events to ``worker_id``."""
-        ...
-
-    def mark_done(self, event_id: str) -> None:
-        """The event's index work is finished."""
-        ...
-
-    def mark_failed(self, event_id: str, error: str, retryable: bool = True) -> None:
-        """Record a failure; retry later with back-off or move to dead letter."""
-        ...
 
 
 def ctx_payload(ctx: Any) -> dict[str, Any]:
