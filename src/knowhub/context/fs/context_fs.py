@@ -27,6 +27,7 @@ writes (:meth:`ContextFS.locked`). Readers take no lock.
 from __future__ import annotations
 
 import contextlib
+import errno
 import math
 import os
 import shutil
@@ -85,9 +86,30 @@ def _dumps(obj: Any) -> bytes:
         raise InvalidInputError(f"metadata is not JSON-serializable: {exc}") from exc
 
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _read_bytes(path: Path) -> bytes:
+    """Bytes of a node file, never through a symlink (a planted link could point at another
+    user's or account's files).
+
+    Raises:
+        FileNotFoundError: no such file.
+        InvalidInputError: the file is a symlink.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | _NOFOLLOW)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InvalidInputError("node file is a symlink", path=str(path)) from exc
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
 def _read_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return _read_bytes(path).decode("utf-8")
     except FileNotFoundError:
         return ""
     except UnicodeDecodeError as exc:
@@ -149,15 +171,15 @@ def upsert_encoded(current: list[dict[str, Any]], new: list[dict[str, Any]], *, 
 
 def _current_bytes(path: Path) -> bytes | None:
     try:
-        return path.read_bytes()
-    except OSError:
+        return _read_bytes(path)
+    except (OSError, InvalidInputError):
         return None
 
 
 def read_json_file(path: Path) -> Any:
     """Parse a JSON file of the store; CorruptStoreError when it is not JSON."""
     try:
-        data = path.read_bytes()
+        data = _read_bytes(path)
     except FileNotFoundError:
         raise
     except OSError as exc:
@@ -207,9 +229,11 @@ class ContextFS:
         known = self._account_dirs.get(ctx.account_id)
         if known is not None and known.is_dir() and not known.is_symlink():
             return known
-        path = safe_join(self.accounts_dir, ctx.account_id)
         if not is_valid_segment(ctx.account_id):
             raise InvalidInputError("account id is not a valid URI segment", account_id=ctx.account_id)
+        if (self.accounts_dir / ctx.account_id).is_symlink():  # would alias another account
+            raise InvalidInputError("account directory is a symlink", account_id=ctx.account_id)
+        path = safe_join(self.accounts_dir, ctx.account_id)
         path.mkdir(parents=True, exist_ok=True)
         self._account_dirs[ctx.account_id] = path
         return path
@@ -724,7 +748,7 @@ class ContextFS:
                         read_json_file(path / RELATIONS_FILE)
                     for name in _LEVEL_FILES:
                         _read_text(path / name)
-                except (CorruptStoreError, StorageError):
+                except (CorruptStoreError, StorageError, InvalidInputError):  # unreadable or a symlink
                     report["corrupt"].append(str(path))
             elif node_files & set(files):
                 report["half_written"].append(str(path))
