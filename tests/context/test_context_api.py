@@ -112,3 +112,21 @@ def test_request_context_mapping() -> None:
     odd = request_context(Principal.of("user:ann@example.com"), None)
     assert odd.user_id.startswith("h-") and odd.user_id != request_context(Principal.of("user:bob@example.com"), None).user_id
     assert request_context(Principal.of("user:carol"), None).agent_id == "default"
+
+
+def test_request_context_mapping_is_injective() -> None:
+    """Two different principals never share a user space (no prefix or hash aliasing)."""
+    import hashlib
+
+    pairs = [
+        ("user:agent-bot", "agent:bot"),
+        ("user:team-t1", "team:t1"),
+        ("user:h-" + hashlib.sha256(b"ann@example.com").hexdigest()[:24], "user:ann@example.com"),
+        ("user:agent-bob@x", "agent:bob@x"),
+    ]
+    for first, second in pairs:
+        a = request_context(Principal.of(first), None)
+        b = request_context(Principal.of(second), None)
+        assert a.user_id != b.user_id, (first, second)
+    dotted = request_context(Principal.of("user:alice."), None)  # not a valid URI segment as is
+    assert dotted.user_id.startswith("h-")

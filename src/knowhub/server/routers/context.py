@@ -6,7 +6,10 @@ principal only (:func:`request_context`), never from request fields:
 * ``account_id``: ``settings.context.account_id`` when configured, else ``"default"``;
 * ``user_id``: the principal's id without its kind (``user:alice`` → ``alice``; another
   kind keeps it as a prefix: ``agent:bot`` → ``agent-bot``; ids that are not safe path
-  segments are replaced by ``h-`` + a hash of the id);
+  segments are replaced by ``h-`` + a hash of the whole principal id). The mapping is
+  one-to-one: a user id that starts with a reserved prefix (``h-``, ``agent-``,
+  ``project-``, ``team-``, ``org-``, ``public``) is hashed too, so ``user:agent-bot`` never
+  shares ``agent:bot``'s space;
 * ``agent_id``: the optional ``X-Context-Agent`` header, accepted only when the principal
   is that agent or a member of ``agent:<id>`` (403 otherwise); without the header the
   principal's first ``agent:`` membership, its own id for an agent principal, or
@@ -28,7 +31,7 @@ from pydantic import Field
 
 from knowhub.config import Settings
 from knowhub.errors import PermissionDeniedError
-from knowhub.scope import Principal, RequestContext, parse_scope
+from knowhub.scope import PUBLIC, SCOPE_TYPES, Principal, RequestContext, parse_scope
 from knowhub.server.deps import PrincipalDep, clean_query, engine, split_csv
 from knowhub.server.routers._json import results, to_json
 from knowhub.server.schemas import MAX_MESSAGES, MAX_QUERY_CHARS, RequestBody
@@ -48,10 +51,33 @@ def build_engine(settings: Settings) -> Any:
     return service
 
 
-def _safe_id(value: str) -> str:
-    if _SAFE.match(value):
+#: Prefixes of the mapped ids of non-user principals and of hashed ids.
+_RESERVED_PREFIXES = ("h-", *(f"{kind}-" for kind in SCOPE_TYPES if kind != "user"), PUBLIC)
+
+
+def _plain(value: str) -> bool:
+    from knowhub.context.core.uri import is_valid_segment  # the engine is loaded only when used
+
+    return bool(_SAFE.match(value)) and is_valid_segment(value)
+
+
+def _safe_id(value: str, source: str | None = None) -> str:
+    """``value`` when it is a safe segment, else ``h-`` + a hash of ``source`` (default ``value``)."""
+    if _plain(value) and not value.startswith("h-"):
         return value
-    return "h-" + hashlib.sha256(value.encode("utf-8")).hexdigest()[:24]
+    return "h-" + hashlib.sha256((source or value).encode("utf-8")).hexdigest()[:24]
+
+
+def _user_id(kind: str, ident: str, principal_id: str) -> str:
+    """One-to-one: plain user ids stay, everything else is prefixed by its kind or hashed."""
+    if kind == "user":
+        if _plain(ident) and not ident.startswith(_RESERVED_PREFIXES):
+            return ident
+    else:
+        mapped = f"{kind}-{ident}" if ident else kind
+        if _plain(mapped):
+            return mapped
+    return "h-" + hashlib.sha256(principal_id.encode("utf-8")).hexdigest()[:24]
 
 
 def request_context(principal: Principal, settings: Settings | None, agent_header: str | None = None) -> RequestContext:
@@ -61,7 +87,7 @@ def request_context(principal: Principal, settings: Settings | None, agent_heade
         PermissionDeniedError: ``agent_header`` names an agent the principal is not.
     """
     kind, ident = parse_scope(principal.id)
-    user_id = _safe_id(ident if kind == "user" else f"{kind}-{ident}")
+    user_id = _user_id(kind, ident, f"{kind}:{ident}")
     allowed_agents = [parse_scope(s)[1] for s in principal.memberships if s.startswith("agent:")]
     if kind == "agent":
         allowed_agents.insert(0, ident)
@@ -73,7 +99,7 @@ def request_context(principal: Principal, settings: Settings | None, agent_heade
     else:
         agent_id = allowed_agents[0] if allowed_agents else "default"
     account = getattr(getattr(settings, "context", None), "account_id", None) or "default"
-    return RequestContext(_safe_id(str(account)), user_id, agent_id=_safe_id(agent_id))
+    return RequestContext(_safe_id(str(account)), user_id, agent_id=_safe_id(agent_id, f"agent:{agent_id}"))
 
 
 def _ctx(
