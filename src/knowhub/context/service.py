@@ -165,6 +165,9 @@ class ContextEngineService:
         self._last_save = time.monotonic()
         self._state_lock = threading.Lock()
         self._closed = False
+        # follow what other processes' workers index from here on (each process holds its
+        # own copy; a claim gives an event to one worker only), then load/rebuild the copy
+        self.worker.start_following(on_gap=self.indexer.reconcile)
         self.open_report = self._open_index()
         self.open_report["released_leases"] = release_dead_local_leases(self.outbox)
 
@@ -215,6 +218,8 @@ class ContextEngineService:
             self._dirty = True
 
     def _on_idle(self) -> None:
+        if self.worker.follow():
+            self._dirty = True
         if self._dirty and time.monotonic() - self._last_save >= self.save_interval_s:
             self.save_index()
 
@@ -230,8 +235,12 @@ class ContextEngineService:
             return saved
 
     def flush_index(self, max_rounds: int | None = None) -> IndexBatchResult:
-        """Apply every due outbox event now (tests, benchmarks, shutdown)."""
-        return self.worker.drain(self.batch_size, max_rounds)
+        """Apply every due outbox event now (tests, benchmarks, shutdown), and the events
+        other processes sharing the data directory indexed into their copies."""
+        result = self.worker.drain(self.batch_size, max_rounds)
+        while self.worker.follow():
+            self._dirty = True
+        return result
 
     def start_background_indexing(self) -> None:
         """Start the background index runner (a daemon thread)."""

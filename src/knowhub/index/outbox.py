@@ -21,7 +21,11 @@ Life cycle: ``pending`` → ``processing`` → ``done``; on failure ``failed`` (
 Row columns: ``seq`` (append order), ``event_id`` (unique, so a replayed append is a no-op),
 ``event_type``, ``uri``, ``payload`` (JSON), ``status``, ``retry_count``,
 ``next_attempt_at``, ``lease_owner``, ``lease_until``, ``last_error``, ``created_at``,
-``updated_at`` (epoch seconds).
+``updated_at`` (epoch seconds), ``done_by`` (the worker that completed the event).
+
+Each event is *claimed* by one worker, but an engine whose index copy lives in the memory of
+each process needs every event in every process: :meth:`events_after` lets a worker follow
+the events others completed (:meth:`knowhub.index.IndexWorker.follow`).
 """
 
 from __future__ import annotations
@@ -55,7 +59,8 @@ CREATE TABLE IF NOT EXISTS outbox (
     lease_until REAL,
     last_error TEXT,
     created_at REAL NOT NULL,
-    updated_at REAL NOT NULL
+    updated_at REAL NOT NULL,
+    done_by TEXT
 );
 CREATE INDEX IF NOT EXISTS outbox_due ON outbox (status, next_attempt_at, seq);
 """
@@ -109,6 +114,9 @@ class SQLiteOutboxStore:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=FULL")
             self._conn.executescript(_SCHEMA)
+            columns = {row[1] for row in self._conn.execute("PRAGMA table_info(outbox)")}
+            if "done_by" not in columns:  # an outbox written before followers existed
+                self._conn.execute("ALTER TABLE outbox ADD COLUMN done_by TEXT")
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open outbox: {exc}", path=str(self.path)) from exc
         self._closed = False
@@ -248,7 +256,7 @@ class SQLiteOutboxStore:
         now = self.clock()
         with self._tx() as conn:
             conn.execute(
-                "UPDATE outbox SET status = ?, lease_owner = NULL, lease_until = NULL, "
+                "UPDATE outbox SET status = ?, done_by = lease_owner, lease_owner = NULL, lease_until = NULL, "
                 "last_error = NULL, updated_at = ? WHERE event_id = ?",
                 (OutboxStatus.DONE.value, now, event_id),
             )
@@ -348,6 +356,22 @@ class SQLiteOutboxStore:
                 f"SELECT {_COLUMNS} FROM outbox WHERE status = ? ORDER BY seq LIMIT ?", (str(status), int(limit))
             )
         return [self._event(row) for row in rows]
+
+    def last_seq(self) -> int:
+        """The append position of the newest event ever stored (0 for a new outbox)."""
+        rows = self._query("SELECT COALESCE(MAX(seq), 0) FROM outbox")
+        seq = self._query("SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = 'outbox'")
+        return max(int(rows[0][0]), int(seq[0][0]))
+
+    def events_after(self, seq: int, limit: int = 500) -> list[tuple[int, str | None, OutboxEvent]]:
+        """``(seq, done_by, event)`` of the events appended after ``seq``, in append order.
+
+        ``done_by`` is the worker that completed a ``done`` event: every process that keeps
+        its own index copy follows the events other processes' workers completed.
+        """
+        rows = self._query(f"SELECT seq, done_by, {_COLUMNS} FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?",
+                           (int(seq), int(limit)))
+        return [(int(row[0]), row[1], self._event(row[2:])) for row in rows]
 
     def pending_count(self) -> int:
         """Events not finished yet: pending, failed (waiting to retry) or processing."""

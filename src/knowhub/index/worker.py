@@ -118,6 +118,9 @@ class IndexWorker:
         self.worker_id = worker_id or default_worker_id()
         self.on_batch = on_batch
         self._run_lock = threading.Lock()
+        self._cursor: int | None = None
+        self._followed: dict[str, int] = {}
+        self._on_gap: Callable[[], Any] | None = None
 
     def handle_event(self, event: OutboxEvent, ctx: Any) -> None:
         """Apply one event completely (handle + flush); raises what the dispatcher raises."""
@@ -169,6 +172,69 @@ class IndexWorker:
         if self.on_batch is not None:
             self.on_batch(result)
         return result
+
+    def start_following(self, on_gap: Callable[[], Any] | None = None) -> None:
+        """Remember the outbox position now; :meth:`follow` then applies every event that
+        *other* workers complete after it.
+
+        An engine whose index copy lives in each process's memory needs this: a claim gives
+        an event to one worker only, so without following, a commit indexed by another
+        process would never reach this process's copy. Call it *before* loading or
+        rebuilding the copy from the primary store, so nothing falls between the two.
+        ``on_gap`` is called when events were purged before this worker saw them (it should
+        reconcile the copy with the primary store). Needs an outbox with ``last_seq`` and
+        ``events_after`` (:class:`~knowhub.index.SQLiteOutboxStore`); a no-op otherwise.
+        """
+        last_seq = getattr(self.outbox, "last_seq", None)
+        with self._run_lock:
+            self._cursor = int(last_seq()) if callable(last_seq) and callable(getattr(self.outbox, "events_after", None)) else None
+            self._followed = {}
+            self._on_gap = on_gap
+
+    def follow(self, limit: int = 500) -> int:
+        """Apply events completed by other workers since the last call; returns how many.
+
+        Idempotent dispatchers make this safe: an event is applied here at most once (own
+        events are skipped, ``done_by`` tells them apart), events still open are picked up
+        once some worker completes them, and dead events are skipped.
+        """
+        if self._cursor is None:
+            return 0
+        with self._run_lock:
+            rows = self.outbox.events_after(self._cursor, limit)  # type: ignore[attr-defined]
+            previous, advancing, gap = self._cursor, True, False
+            todo: list[OutboxEvent] = []
+            for seq, done_by, event in rows:
+                gap = gap or seq != previous + 1  # done events were purged unseen
+                previous = seq
+                finished = event.status in ("done", "dead")
+                if event.status == "done" and done_by != self.worker_id and event.event_id not in self._followed:
+                    todo.append(event)
+                if finished and advancing:
+                    self._cursor = seq
+                else:
+                    advancing = False
+                    if finished:
+                        self._followed[event.event_id] = seq
+            applied = 0
+            for event in todo:
+                try:
+                    self.dispatcher.handle_event(event, self.dispatcher.context_for(event))
+                    applied += 1
+                except Exception as exc:  # its owner indexed it; this copy is repaired on reconcile
+                    log.warning("following index event %s (%s %s) failed: %s", event.event_id, event.event_type, event.uri, exc)
+            try:
+                self.dispatcher.flush()
+            except Exception:
+                self.dispatcher.discard()
+                log.exception("following %d index events: flush failed", applied)
+                gap = True
+            cursor = self._cursor
+            self._followed = {eid: seq for eid, seq in self._followed.items() if seq > cursor}
+            on_gap = self._on_gap
+        if gap and on_gap is not None:
+            on_gap()
+        return applied
 
     def drain(self, limit: int = 100, max_rounds: int | None = None) -> IndexBatchResult:
         """Run rounds until no event is due now (failed events waiting for back-off stay).
