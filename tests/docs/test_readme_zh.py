@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 
 from tests.docs.markdown import REPO, code_blocks, read
@@ -22,15 +23,21 @@ def _knowhub_commands(text: str) -> set[str]:
     return found
 
 
-def test_the_chinese_readme_starts_with_the_two_newcomer_commands() -> None:
-    blocks = code_blocks(read(README_ZH))
-    assert blocks, "README.zh-CN.md has no code block"
-    first = [line for line in blocks[0][1] if line.strip()]
+def test_the_chinese_readme_starts_with_the_same_two_newcomer_commands() -> None:
+    chinese, english = code_blocks(read(README_ZH)), code_blocks(read(README))
+    assert chinese and english, "a README has no code block"
+    first = [line for line in chinese[0][1] if line.strip()]
     assert len(first) == 2
-    assert first[0].startswith("pip install -e . && knowhub ")
-    # the test command is the same one README.md gives
-    english_first = [line for line in code_blocks(read(README))[0][1] if line.strip()]
-    assert first[1] == english_first[1]
+    assert first == [line for line in english[0][1] if line.strip()]
+
+
+def _python_code(text: str) -> list[str]:
+    """The Python blocks as ASTs (comments, which are translated, do not count)."""
+    return [ast.dump(ast.parse("\n".join(lines))) for lang, lines in code_blocks(text) if lang == "python"]
+
+
+def test_the_chinese_readme_has_the_same_python_quickstart() -> None:
+    assert _python_code(read(README_ZH)) == _python_code(read(README))
 
 
 def test_the_chinese_readme_mentions_every_command_of_the_english_one() -> None:
