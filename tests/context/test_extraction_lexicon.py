@@ -24,6 +24,9 @@ def test_keywords_name_the_attribute_behind_specific_words() -> None:
     # words already in the text are not repeated, and plain small talk gets nothing
     assert "identity" not in keywords_of("My identity as a trans woman matters to me.")
     assert keywords_of("Sounds good, see you tomorrow!") == []
+    assert keywords_of("I signed up for a class.") == []  # "signed up" is no collectible
+    assert keywords_of("I can't have dairy, sadly.") == ["allergy", "diet"]
+    assert keywords_of("我对花生过敏。") == ["allergy", "diet"]
 
 
 def test_event_overview_carries_a_keywords_line() -> None:
@@ -32,6 +35,6 @@ def test_event_overview_carries_a_keywords_line() -> None:
         {"id": "b", "role": "user", "name": "Ann", "content": "We went to the museum and looked at old maps.", "timestamp": "2023-05-08"},
     ]
     events = _events(msgs)
-    assert "- keywords: destress, relax, art, hobby, creative" in events["a"].overview
-    assert events["a"].metadata["keywords"] == ["destress", "relax", "art", "hobby", "creative"]
+    assert "- keywords: destress, relax, art, hobby, creative, activity" in events["a"].overview
+    assert events["a"].metadata["keywords"] == ["destress", "relax", "art", "hobby", "creative", "activity"]
     assert "keywords" not in events["b"].overview and events["b"].source_refs == ["b"]
