@@ -11,8 +11,15 @@ Crash safety (the commit marker is ``.meta.json``):
 * a **new** node is written completely into a temporary sibling directory
   (``.tmp-node-*``), fsynced, and renamed into place: it appears whole or not at all;
 * a directory that already exists (an existing node, or a container that gets node files)
-  is updated file by file with atomic replace (temp, fsync, rename, fsync dir), level files
-  first and ``.meta.json`` — which carries the version — last;
+  is updated as one small transaction: every new file is written to a temp file and
+  fsynced, then an intent file ``.txn.json`` listing the renames is written atomically,
+  then the temps are renamed over the node files (``.meta.json`` — which carries the
+  version — last) and the intent is removed. A process killed in between leaves the intent,
+  and the next writer, reader or :meth:`ContextFS.cleanup` rolls the renames forward, so a
+  node is always wholly old or wholly new;
+* readers take no lock: :meth:`ContextFS.read_node` reads ``.meta.json`` before and after
+  the level files and retries while an intent is present or the meta changed, so it never
+  returns levels of two versions;
 * delete renames the node into a ``.trash-*`` sibling (one atomic step), then removes it;
   move is one ``rename``.
 
@@ -32,6 +39,7 @@ import math
 import os
 import shutil
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -74,6 +82,9 @@ __all__ = ["META_FILE", "RELATIONS_FILE", "ContextFS", "encode_edges", "read_jso
 META_FILE = ".meta.json"
 RELATIONS_FILE = ".relations.json"
 _TMP_NODE_PREFIX = ".tmp-node-"
+#: Intent of an in-place multi-file update (``[[temp name, target name], ...]``).
+TXN_FILE = ".txn.json"
+_READ_ATTEMPTS = 40
 _TRASH_PREFIX = ".trash-"
 _META_FORMAT = 1
 _LEVEL_FILES = tuple(level.filename for level in Level)
@@ -105,6 +116,13 @@ def _read_bytes(path: Path) -> bytes:
         raise
     with os.fdopen(fd, "rb") as handle:
         return handle.read()
+
+
+def _meta_bytes(path: Path) -> bytes:
+    try:
+        return _read_bytes(path)
+    except FileNotFoundError:
+        return b""
 
 
 def _read_text(path: Path) -> str:
@@ -329,13 +347,68 @@ class ContextFS:
             "metadata": node.metadata or {},
         }
 
-    def _bump_meta(self, path: Path, meta: dict[str, Any], **changes: Any) -> int:
+    @staticmethod
+    def _bumped(meta: dict[str, Any], **changes: Any) -> tuple[bytes, int]:
+        """The next ``.meta.json`` (version + 1, new ``updated_at``) and its version."""
         meta = dict(meta)
         meta.update(changes)
         meta["version"] = int(meta.get("version", 0)) + 1
         meta["updated_at"] = utc_now_iso()
-        self._write_file(path / META_FILE, _dumps(meta))
-        return int(meta["version"])
+        return _dumps(meta), int(meta["version"])
+
+    def _bump_meta(self, path: Path, meta: dict[str, Any], **changes: Any) -> int:
+        data, version = self._bumped(meta, **changes)
+        self._write_file(path / META_FILE, data)
+        return version
+
+    # ------------------------------------------------------------------ update transactions
+
+    def _roll_forward(self, directory: Path) -> bool:
+        """Finish the renames of an interrupted in-place update (idempotent); True if one was
+        pending. Callers hold the account's write lock."""
+        txn = directory / TXN_FILE
+        try:
+            doc = read_json_file(txn)
+        except FileNotFoundError:
+            return False
+        except (CorruptStoreError, InvalidInputError):  # never written whole: nothing was renamed
+            doc = {}
+        renames = doc.get("renames") if isinstance(doc, dict) else None
+        for pair in renames if isinstance(renames, list) else []:
+            if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(n, str) for n in pair)):
+                continue
+            tmp_name, target_name = pair
+            if not tmp_name.startswith(TMP_PREFIX) or "/" in tmp_name or target_name not in NODE_FILES:
+                continue
+            try:
+                os.replace(directory / tmp_name, directory / target_name)
+            except FileNotFoundError:
+                continue  # renamed before the crash
+            except OSError as exc:
+                raise StorageError(f"cannot finish an interrupted node update: {exc}", path=str(directory)) from exc
+        self._fsync_dir(directory)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(txn)
+        self._fsync_dir(directory)
+        return True
+
+    def _stable_read(self, ctx: CtxLike, path: Path, read: Any) -> Any:
+        """``read()`` of a node's files such that they all belong to one version: retried
+        while an update is in flight (its intent file exists, or ``.meta.json`` changed
+        during the read); an intent left by a killed writer is rolled forward."""
+        meta_path, txn = path / META_FILE, path / TXN_FILE
+        for attempt in range(_READ_ATTEMPTS):
+            # order matters: the intent exists during every rename, and the meta is renamed
+            # last, so an update overlapping the read shows as an intent or a changed meta
+            before = _meta_bytes(meta_path)
+            if not txn.exists():
+                value = read()
+                if not txn.exists() and _meta_bytes(meta_path) == before:
+                    return value
+            time.sleep(0.0005 * (attempt + 1))
+        with self.lock(ctx):  # a live writer finishes in milliseconds: this one died
+            self._roll_forward(path)
+            return read()
 
     # ------------------------------------------------------------------ queries
 
@@ -375,7 +448,13 @@ class ContextFS:
         Raises:
             NotFoundError: no node at ``uri``.
         """
-        parsed, path, meta = self._require_node(ctx, uri)
+        parsed, path = self._path(ctx, uri)
+        return self._stable_read(ctx, path, lambda: self._read_node_files(parsed, path, include_content))
+
+    def _read_node_files(self, parsed: ContextURI, path: Path, include_content: bool) -> ContextNode:
+        if not self._is_node(path):
+            raise NotFoundError(f"no node at {parsed.uri}", uri=parsed.uri)
+        meta = self._load_meta(path, parsed.uri)
         parent = parsed.parent
         return ContextNode(
             uri=parsed.uri,
@@ -424,6 +503,7 @@ class ContextFS:
         node.owner_space = node.owner_space or owner_space_of(parsed)
         encoded = encode_edges(ctx, parsed.uri, edges or [])
         with self.lock(ctx):
+            self._roll_forward(path)
             now = utc_now_iso()
             if self._is_node(path):
                 old = self._load_meta(path, parsed.uri)
@@ -452,14 +532,14 @@ class ContextFS:
             current, exists = [], False
         if upsert_encoded(current, edges) or not exists:
             changed.append((RELATIONS_FILE, _dumps({"edges": current})))
-        if changed:
-            self._replace_files(path, changed)
-        self._replace_files(path, [(META_FILE, meta)])  # the commit marker, always last
+        self._replace_files(path, [*changed, (META_FILE, meta)])  # the commit marker, always last
 
     def _replace_files(self, directory: Path, files: list[tuple[str, bytes]]) -> None:
-        """Atomically replace several files of one directory: temp files fsynced in
-        parallel, renamed in order, then one directory fsync."""
+        """Replace several files of one directory all-or-nothing: temp files fsynced in
+        parallel, the intent (``.txn.json``) written, renamed in order, intent removed.
+        With one file the intent is skipped (a single rename is atomic)."""
         temps: list[tuple[Path, Path]] = []
+        intent = False
         try:
             fds = []
             try:
@@ -471,10 +551,20 @@ class ContextFS:
             finally:
                 for fd in fds:
                     os.close(fd)
+            if len(temps) > 1:
+                self._write_file(directory / TXN_FILE, _dumps({"renames": [[t.name, d.name] for t, d in temps]}))
+                intent = True
             for tmp, target in temps:
                 os.replace(tmp, target)
             temps = []
+            if intent:
+                self._fsync_dir(directory)
+                os.unlink(directory / TXN_FILE)
         except OSError as exc:
+            if intent:  # some renames may be done: finish them rather than leave two versions
+                with contextlib.suppress(StorageError):
+                    self._roll_forward(directory)
+                temps = []
             raise StorageError(f"cannot write node files: {exc}", path=str(directory)) from exc
         finally:
             for tmp, _ in temps:
@@ -545,9 +635,12 @@ class ContextFS:
         if not isinstance(text, str):
             raise InvalidInputError("level text must be a string", uri=str(uri))
         with self.lock(ctx):
+            _, path = self._path(ctx, uri)
+            self._roll_forward(path)
             _, path, meta = self._require_node(ctx, uri)
-            self._write_file(path / lvl.filename, text.encode("utf-8"))
-            return self._bump_meta(path, meta)
+            data, version = self._bumped(meta)
+            self._replace_files(path, [(lvl.filename, text.encode("utf-8")), (META_FILE, data)])
+            return version
 
     def write_metadata(self, ctx: CtxLike, uri: str, metadata: dict[str, Any]) -> int:
         """Replace the node's ``metadata`` dict; bumps the version. Returns it."""
@@ -555,6 +648,8 @@ class ContextFS:
             raise InvalidInputError("metadata must be a dict", uri=str(uri))
         _dumps(metadata)  # refuse non-JSON values before touching the disk
         with self.lock(ctx):
+            _, path = self._path(ctx, uri)
+            self._roll_forward(path)
             _, path, meta = self._require_node(ctx, uri)
             return self._bump_meta(path, meta, metadata=metadata)
 
@@ -706,6 +801,8 @@ class ContextFS:
         :meth:`locked` for every account. Returns how many entries were removed."""
         removed = 0
         for root, dirs, files in os.walk(self.accounts_dir):
+            if TXN_FILE in files and self._roll_forward(Path(root)):
+                files = os.listdir(root)
             for name in files:
                 if name.startswith(TMP_PREFIX) and not name.startswith(_TMP_NODE_PREFIX):
                     with contextlib.suppress(OSError):

@@ -86,6 +86,7 @@ class RelationStore:
             return
         with self.fs.lock(ctx):
             _, path = self._node_path(ctx, canonical)
+            self.fs._roll_forward(path)  # an interrupted update may still rename this file
             current = self._load(path)
             if upsert_encoded(current, new, replace=replace):
                 self._save(path, current)
@@ -102,6 +103,7 @@ class RelationStore:
         types = set(relation_types) if relation_types is not None else None
         with self.fs.lock(ctx):
             _, path = self._node_path(ctx, uri)
+            self.fs._roll_forward(path)  # an interrupted update may still rename this file
             current = self._load(path)
             keep = [
                 e for e in current
