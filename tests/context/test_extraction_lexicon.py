@@ -38,3 +38,18 @@ def test_event_overview_carries_a_keywords_line() -> None:
     assert "- keywords: destress, relax, art, hobby, creative, activity" in events["a"].overview
     assert events["a"].metadata["keywords"] == ["destress", "relax", "art", "hobby", "creative", "activity"]
     assert "keywords" not in events["b"].overview and events["b"].source_refs == ["b"]
+
+
+def test_event_overview_quotes_the_turn_before_the_reply_but_cites_only_its_turn() -> None:
+    msgs = [
+        {"id": "n1", "role": "user", "name": "Nate", "content": "I made coconut milk ice cream for the first time.", "timestamp": "2023-05-08"},
+        {"id": "j1", "role": "user", "name": "Jo", "content": "Looks delish! What did you think of it?", "timestamp": "2023-05-08"},
+        {"id": "n2", "role": "user", "name": "Nate", "content": "Super good! Rich and creamy, my new favorite snack.", "timestamp": "2023-05-08"},
+        {"id": "z1", "role": "user", "name": "李雷", "content": "我上周去杭州参加了一个马拉松比赛。", "timestamp": "2023-05-08"},
+    ]
+    events = _events(msgs)
+    assert '- earlier: "I made coconut milk ice cream for the first time."' in events["n2"].overview
+    assert '- context: in reply to: "Looks delish!' in events["n2"].overview
+    assert events["n2"].source_refs == ["n2"]
+    assert "- earlier:" not in events["j1"].overview  # nothing two turns back
+    assert '- earlier: "Looks delish!' in events["z1"].overview
