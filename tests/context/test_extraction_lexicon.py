@@ -40,7 +40,7 @@ def test_event_overview_carries_a_keywords_line() -> None:
     assert "keywords" not in events["b"].overview and events["b"].source_refs == ["b"]
 
 
-def test_event_overview_quotes_the_turn_before_the_reply_but_cites_only_its_turn() -> None:
+def test_an_answer_quotes_the_turn_before_the_question_but_cites_only_its_turn() -> None:
     msgs = [
         {"id": "n1", "role": "user", "name": "Nate", "content": "I made coconut milk ice cream for the first time.", "timestamp": "2023-05-08"},
         {"id": "j1", "role": "user", "name": "Jo", "content": "Looks delish! What did you think of it?", "timestamp": "2023-05-08"},
@@ -52,4 +52,14 @@ def test_event_overview_quotes_the_turn_before_the_reply_but_cites_only_its_turn
     assert '- context: in reply to: "Looks delish!' in events["n2"].overview
     assert events["n2"].source_refs == ["n2"]
     assert "- earlier:" not in events["j1"].overview  # nothing two turns back
-    assert '- earlier: "Looks delish!' in events["z1"].overview
+    assert "- earlier:" not in events["z1"].overview  # not the answer to a question
+
+
+def test_chinese_answer_quotes_the_turn_before_the_question() -> None:
+    msgs = [
+        {"id": "c1", "role": "user", "name": "李雷", "content": "我昨天第一次做了红烧肉。", "timestamp": "2023-05-08"},
+        {"id": "c2", "role": "user", "name": "韩梅梅", "content": "看起来不错！味道怎么样？", "timestamp": "2023-05-08"},
+        {"id": "c3", "role": "user", "name": "李雷", "content": "非常好吃，肥而不腻！", "timestamp": "2023-05-08"},
+    ]
+    event = _events(msgs)["c3"]
+    assert '- earlier: "我昨天第一次做了红烧肉。"' in event.overview and event.source_refs == ["c3"]

@@ -361,11 +361,12 @@ def extract_entities_events(payload: dict[str, Any]) -> list[dict[str, Any]]:
                 overview_lines.append("- when: " + "; ".join(f"{c['cue']} = {c['resolved']}" for c in cues if c["resolved"]))
             if context_line:
                 overview_lines.append(f"- context: {context_line}")
-            # a reply often names nothing ("Super good! Rich and creamy"): the thing it is
-            # about was said two turns back, usually by the same speaker; quote it (the
-            # memory still cites only its own turn)
+            # an answer to a follow-up question often names nothing ("What did you think of
+            # it?" - "Super good! Rich and creamy"): the thing it is about was said two turns
+            # back, usually by the same speaker; quote it (the memory still cites only its turn)
             earlier = turns[position - 2] if position >= 2 else None
-            if earlier is not None and earlier.is_person:
+            asked = previous is not None and any(q in previous.text for q in _QUESTION_END)
+            if earlier is not None and earlier.is_person and asked:
                 overview_lines.append(f"- earlier: \"{truncate(earlier.text, 200)}\"")
             if reply_line:
                 overview_lines.append(f"- then: {reply_line}")
