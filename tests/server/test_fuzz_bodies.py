@@ -135,7 +135,8 @@ def test_put_knowledge_never_5xx(client: TestClient, body: Any, known: bool, oth
         saved = client.post("/api/knowledge", json=knowledge_body(), headers=auth_header("alice"))
         target = saved.json()["id"]
     else:
-        target = quote(other_id, safe="") or "x"
+        # surrogatepass: a lone surrogate reaches the server as invalid UTF-8 bytes
+        target = quote(other_id.encode("utf-8", "surrogatepass"), safe="") or "x"
     headers = {**auth_header("alice"), "content-type": "application/json"}
     response = client.put(f"/api/knowledge/{target}", content=_raw(body), headers=headers)
     _check(response)
