@@ -18,7 +18,7 @@ SECRET = "e2e-secret-p@ss-不要泄露"
 GRACEFUL = (0, -15)
 
 
-def _eventually(fetch: Callable[[], Any], ok: Callable[[Any], bool], timeout_s: float = 10.0) -> Any:
+def _eventually(fetch: Callable[[], Any], ok: Callable[[Any], bool], timeout_s: float = 30.0) -> Any:
     """Poll until ``ok(fetch())`` (search is eventually consistent with commits)."""
     deadline = time.monotonic() + timeout_s
     while True:
