@@ -130,3 +130,23 @@ def test_request_context_mapping_is_injective() -> None:
         assert a.user_id != b.user_id, (first, second)
     dotted = request_context(Principal.of("user:alice."), None)  # not a valid URI segment as is
     assert dotted.user_id.startswith("h-")
+
+
+def test_commit_accepts_an_openai_chat_history(client) -> None:  # type: ignore[no-untyped-def]
+    """A message list as the OpenAI chat API returns it commits as is over HTTP too."""
+    http, svc = client
+    messages = [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": [{"type": "text", "text": "I adopted a cat named Luna from the shelter."}]},
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "save", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "saved"},
+        {"role": "assistant", "content": "Luna is a lovely name!", "refusal": None},
+    ]
+    resp = http.post("/api/context/commit", json={"messages": messages, "session_id": "oa"}, headers=headers("alice"))
+    assert resp.status_code == 201, resp.text
+    svc.flush_index()
+    found = http.get("/api/context/search", params={"q": "cat Luna shelter"}, headers=headers("alice")).json()
+    assert found["blocks"]
+    bad = http.post("/api/context/commit", json={"messages": [{"role": "user", "content": 42}]}, headers=headers("alice"))
+    assert bad.status_code == 422

@@ -27,7 +27,7 @@ import re
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from knowhub.config import Settings
 from knowhub.errors import PermissionDeniedError
@@ -120,10 +120,18 @@ UriParam = Annotated[str, Query(min_length=1, max_length=MAX_URI_CHARS, descript
 
 
 class ContextMessage(RequestBody):
-    """One OpenAI-style message (``id``, ``name`` and ``timestamp`` optional)."""
+    """One OpenAI-style message (``id``, ``name`` and ``timestamp`` optional).
+
+    A chat history as the OpenAI API returns it is accepted unchanged: ``content`` may be a
+    string, a list of content parts (``{"type": "text", "text": ...}``) or null (an
+    assistant turn with ``tool_calls``), and the API's other keys (``tool_calls``,
+    ``tool_call_id``, ``refusal`` ...) are allowed and passed on; the engine keeps the text.
+    """
+
+    model_config = ConfigDict(extra="allow", str_strip_whitespace=False)
 
     role: Annotated[str, Field(min_length=1, max_length=32)] = "user"
-    content: Annotated[str, Field(max_length=200_000)] = ""
+    content: Annotated[str, Field(max_length=200_000)] | Annotated[list[dict[str, Any]], Field(max_length=1_000)] | None = ""
     id: Annotated[str, Field(max_length=200)] | None = None
     name: Annotated[str, Field(max_length=200)] | None = None
     timestamp: Annotated[str, Field(max_length=100)] | None = None
