@@ -32,7 +32,7 @@ from typing import Any
 import orjson
 
 from knowhub.context.commit import CommitCoordinator
-from knowhub.context.core.enums import Level
+from knowhub.context.core.enums import Level, OutboxEventType
 from knowhub.context.core.objects import (
     CommitResult,
     ContextNode,
@@ -40,6 +40,7 @@ from knowhub.context.core.objects import (
     NodeSummary,
     SessionArchive,
 )
+from knowhub.context.core.outbox import make_event
 from knowhub.context.core.query import NodeHit, RetrievedBlock, SearchResult, SeedHit, TypedQuery
 from knowhub.context.core.uri import check_access
 from knowhub.context.fs import ContextFS, RelationStore
@@ -378,3 +379,35 @@ class ContextEngineService:
         if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0 or depth > 32:
             raise InvalidInputError("depth must be between 0 and 32", depth=depth)
         return self.fs.list_children(ctx, uri, recursive=recursive, depth=depth)
+
+    # ------------------------------------------------------------------ beyond §10.1
+
+    def delete_node(self, ctx: Any, uri: str, recursive: bool = False) -> None:
+        """Delete a node (with ``recursive``, its subtree) and take it out of the index.
+
+        The primary store changes first; a ``DELETE_CONTEXT`` event then removes the index
+        records (a crash in between is repaired when the index is next reconciled).
+
+        Raises:
+            NotFoundError / InvalidInputError / PermissionDeniedError: as ContextFS.delete_node.
+        """
+        self._check_open()
+        canonical = check_access(ctx, uri).uri
+        self.fs.delete_node(ctx, canonical, recursive=recursive)
+        self.outbox.append(make_event(OutboxEventType.DELETE_CONTEXT, canonical, ctx, {"recursive": recursive}))
+        if self.runner.running:
+            self.runner.wake()
+
+    def move_node(self, ctx: Any, from_uri: str, to_uri: str) -> None:
+        """Move a node and its subtree to a new URI of the caller's; the index follows
+        (``MOVE_CONTEXT``: records re-keyed, the moved nodes re-projected).
+
+        Raises:
+            NotFoundError / InvalidInputError / PermissionDeniedError: as ContextFS.move_node.
+        """
+        self._check_open()
+        src, dst = check_access(ctx, from_uri).uri, check_access(ctx, to_uri).uri
+        self.fs.move_node(ctx, src, dst)
+        self.outbox.append(make_event(OutboxEventType.MOVE_CONTEXT, src, ctx, {"from_uri": src, "to_uri": dst}))
+        if self.runner.running:
+            self.runner.wake()
