@@ -559,7 +559,8 @@ class ContextFS:
             temps = []
             if intent:
                 self._fsync_dir(directory)
-                os.unlink(directory / TXN_FILE)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(directory / TXN_FILE)
         except OSError as exc:
             if intent:  # some renames may be done: finish them rather than leave two versions
                 with contextlib.suppress(StorageError):
