@@ -193,12 +193,33 @@ class ContextIndexer:
             for uri in self.fs.iter_nodes(ctx, root):
                 yield ctx, uri
 
+    def _project_relations(self, ctx: Any, uri: str) -> None:
+        """Copy a node's edges into the graph store (an in-memory copy, empty after open)."""
+        if self.projector.graph is None:
+            return
+        try:
+            edges = self.relations.get_edges(ctx, uri)
+        except NotFoundError:
+            return
+        if edges:
+            self.projector.upsert_relations(uri, edges)
+
+    def refill_relations(self) -> int:
+        """Copy every node's ``.relations.json`` into the graph store (it lives in memory only,
+        so it is empty after open); returns the nodes visited."""
+        count = 0
+        for ctx, uri in self.iter_node_uris():
+            self._project_relations(ctx, uri)
+            count += 1
+        return count
+
     def rebuild(self) -> int:
         """Empty every index copy and re-project every node; returns the node count."""
         self.projector.clear()
         count = 0
         batch: list[Any] = []
         for ctx, uri in self.iter_node_uris():
+            self._project_relations(ctx, uri)
             try:
                 batch.append(self.fs.read_node(ctx, uri))
             except NotFoundError:
@@ -212,7 +233,8 @@ class ContextIndexer:
 
     def reconcile(self) -> dict[str, int]:
         """Bring a loaded index copy in line with the store: re-project nodes whose version
-        differs, drop records of nodes that are gone. Rebuilds the BM25 copy first."""
+        differs, drop records of nodes that are gone. Rebuilds the BM25 copy first; the
+        relation copy is refilled separately (:meth:`refill_relations`)."""
         self.projector.rebuild_lexical_from_vectors()
         indexed = self.projector.indexed_versions()
         seen: set[str] = set()

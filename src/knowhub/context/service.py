@@ -169,7 +169,11 @@ class ContextEngineService:
         # follow what other processes' workers index from here on (each process holds its
         # own copy; a claim gives an event to one worker only), then load/rebuild the copy
         self.worker.start_following(on_gap=self.indexer.reconcile)
+        self._relations_lock = threading.Lock()
         self.open_report = self._open_index()
+        # the relation copy is in memory only: refilled from the files at the first flush or
+        # idle poll (a rebuild has refilled it already), keeping it off the open path
+        self._relations_pending = self.open_report.get("mode") == "reconcile"
         self.open_report["released_leases"] = release_dead_local_leases(self.outbox)
 
     @classmethod
@@ -218,7 +222,14 @@ class ContextEngineService:
         if result.succeeded:
             self._dirty = True
 
+    def _refill_relations(self) -> None:
+        with self._relations_lock:
+            if self._relations_pending:
+                self.indexer.refill_relations()
+                self._relations_pending = False
+
     def _on_idle(self) -> None:
+        self._refill_relations()
         if self.worker.follow():
             self._dirty = True
         if self._dirty and time.monotonic() - self._last_save >= self.save_interval_s:
@@ -239,6 +250,7 @@ class ContextEngineService:
         """Apply every due outbox event now (tests, benchmarks, shutdown), and the events
         other processes sharing the data directory indexed into their copies."""
         result = self.worker.drain(self.batch_size, max_rounds)
+        self._refill_relations()
         while self.worker.follow():
             self._dirty = True
         return result
