@@ -75,3 +75,16 @@ def test_old_outbox_gets_the_done_by_column(tmp_path: Path) -> None:
     worker = IndexWorker(outbox, Recorder())
     assert worker.run_once().succeeded == 1
     assert outbox.events_after(0)[0][1] == worker.worker_id
+
+
+def test_an_open_event_does_not_hide_later_pages(tmp_path: Path) -> None:
+    outbox = SQLiteOutboxStore(tmp_path / "o.db")
+    mine = Recorder()
+    me, other = IndexWorker(outbox, mine), IndexWorker(outbox, Recorder())
+    me.start_following()
+    outbox.append_batch([_event(i) for i in range(12)])
+    blocker = outbox.claim_batch("stuck-worker", 1)  # e0 stays processing (its lease is long)
+    assert [e.event_id for e in blocker] == ["e0"]
+    other.drain()
+    assert me.follow(limit=5) == 11 and sorted(mine.seen) == sorted(f"e{i}" for i in range(1, 12))
+    assert me.follow(limit=5) == 0

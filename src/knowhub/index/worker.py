@@ -192,7 +192,8 @@ class IndexWorker:
             self._on_gap = on_gap
 
     def follow(self, limit: int = 500) -> int:
-        """Apply events completed by other workers since the last call; returns how many.
+        """Apply events completed by other workers since the last call; returns how many
+        (``limit`` is the page size of the outbox reads).
 
         Idempotent dispatchers make this safe: an event is applied here at most once (own
         events are skipped, ``done_by`` tells them apart), events still open are picked up
@@ -201,21 +202,24 @@ class IndexWorker:
         if self._cursor is None:
             return 0
         with self._run_lock:
-            rows = self.outbox.events_after(self._cursor, limit)  # type: ignore[attr-defined]
             previous, advancing, gap = self._cursor, True, False
             todo: list[OutboxEvent] = []
-            for seq, done_by, event in rows:
-                gap = gap or seq != previous + 1  # done events were purged unseen
-                previous = seq
-                finished = event.status in ("done", "dead")
-                if event.status == "done" and done_by != self.worker_id and event.event_id not in self._followed:
-                    todo.append(event)
-                if finished and advancing:
-                    self._cursor = seq
-                else:
-                    advancing = False
-                    if finished:
-                        self._followed[event.event_id] = seq
+            while True:  # pages of ``limit`` rows: an event still open never hides later ones
+                rows = self.outbox.events_after(previous, limit)  # type: ignore[attr-defined]
+                for seq, done_by, event in rows:
+                    gap = gap or seq != previous + 1  # done events were purged unseen
+                    previous = seq
+                    finished = event.status in ("done", "dead")
+                    if event.status == "done" and done_by != self.worker_id and event.event_id not in self._followed:
+                        todo.append(event)
+                    if finished and advancing:
+                        self._cursor = seq
+                    else:
+                        advancing = False
+                        if finished:
+                            self._followed[event.event_id] = seq
+                if len(rows) < limit:
+                    break
             applied = 0
             for event in todo:
                 try:
