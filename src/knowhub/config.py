@@ -24,17 +24,17 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from knowhub.errors import ConfigError
 
 # Values of the TOML file being loaded; read by the lowest-priority settings source.
-_FILE_VALUES: ContextVar[dict[str, Any]] = ContextVar("knowhub_file_values", default={})
+_FILE_VALUES: ContextVar[dict[str, Any] | None] = ContextVar("knowhub_file_values", default=None)
 
 
 class _TomlFileSource(PydanticBaseSettingsSource):
     """Settings source for the TOML file given to :meth:`Settings.load`."""
 
     def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
-        return _FILE_VALUES.get().get(field_name), field_name, False
+        return (_FILE_VALUES.get() or {}).get(field_name), field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        return dict(_FILE_VALUES.get())
+        return dict(_FILE_VALUES.get() or {})
 
 
 class LLMSettings(BaseModel):

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from tests.server.server_support import Api, settings_for
 
 from knowhub.knowledge import KnowledgeHub
 from knowhub.server import create_app
+from tests.server.server_support import Api, settings_for
 
 
 @pytest.fixture()

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 import typer
 from fastapi.testclient import TestClient
-from tests.server.server_support import KEYS, Api, knowledge_body, settings_for
 from typer.testing import CliRunner
 
 from knowhub.config import Settings
 from knowhub.errors import ConfigError
 from knowhub.server import check_bind_allowed, create_app
 from knowhub.server.auth import AuthenticationError, Authenticator, is_loopback_host
+from tests.server.server_support import KEYS, Api, knowledge_body, settings_for
 
 # --------------------------------------------------------------------------- keys
 

@@ -10,9 +10,9 @@ from urllib.parse import quote
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.server.server_support import auth_header, knowledge_body
 
 from knowhub.knowledge import KNOWLEDGE_TYPES
+from tests.server.server_support import auth_header, knowledge_body
 
 FUZZ = settings(
     max_examples=120,

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
-from tests.server.server_support import Api, auth_header, knowledge_body, settings_for
 
 from knowhub import __version__
 from knowhub.server import create_app
+from tests.server.server_support import Api, auth_header, knowledge_body, settings_for
 
 ID_RE = re.compile(r"^knowledge-\d{8}-[0-9a-f]+$")
 

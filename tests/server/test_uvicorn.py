@@ -14,11 +14,11 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
-from tests.server.server_support import KEYS, auth_header, knowledge_body, settings_for
 
 from knowhub.knowledge import tools as kt
 from knowhub.knowledge.tools import KnowledgeToolsClient
 from knowhub.server import create_app
+from tests.server.server_support import KEYS, auth_header, knowledge_body, settings_for
 
 
 def _free_port() -> int:
