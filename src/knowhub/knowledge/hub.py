@@ -42,6 +42,7 @@ from knowhub.knowledge.models import (
     check_limit,
     check_scopes_filter,
     check_types_filter,
+    new_knowledge_id,
     utc_now,
     visibility_of,
 )
@@ -314,9 +315,16 @@ class KnowledgeHub:
         principal = self._principal(principal)
         item = build_knowledge(body, principal)
         with self.store.write() as conn:
-            self.store.write_knowledge(conn, item)
+            self._insert_new(conn, item)
         self._sync()
         return item
+
+    def _insert_new(self, conn: Any, item: Knowledge) -> None:
+        """Write a new item under an id no other row uses (write_knowledge is an upsert:
+        a colliding id would otherwise replace an unrelated item)."""
+        while self.store.id_taken(conn, item.id):
+            item.id = new_knowledge_id()
+        self.store.write_knowledge(conn, item)
 
     def save_many(self, principal: Principal, bodies: Any) -> builtins.list[Knowledge]:
         """Save several items in one transaction (one fsync); all or nothing.
@@ -337,7 +345,7 @@ class KnowledgeHub:
                 raise InvalidInputError(f"item {pos}: {exc.message}", index=pos) from exc
         with self.store.write() as conn:
             for item in items:
-                self.store.write_knowledge(conn, item)
+                self._insert_new(conn, item)
         self._sync()
         return items
 
@@ -773,7 +781,7 @@ class KnowledgeHub:
                     conn, item.task, item.content, principal.visible_scopes
                 ):
                     continue
-                self.store.write_knowledge(conn, item)
+                self._insert_new(conn, item)
                 saved.append(item)
         self._sync()
         return saved

@@ -58,9 +58,13 @@ def utc_now() -> str:
 
 
 def new_knowledge_id(now: datetime | None = None) -> str:
-    """``knowledge-{YYYYMMDD}-{8 hex}`` with the random part from :mod:`secrets`."""
+    """``knowledge-{YYYYMMDD}-{16 hex}`` with the random part from :mod:`secrets`.
+
+    64 random bits per day make a collision unlikely even at millions of saves a day;
+    the store still refuses to reuse a taken id (see ``KnowledgeHub._insert_new``).
+    """
     day = (now or datetime.now(UTC)).strftime("%Y%m%d")
-    return f"knowledge-{day}-{secrets.token_hex(4)}"
+    return f"knowledge-{day}-{secrets.token_hex(8)}"
 
 
 def check_knowledge_id(value: Any) -> str:

@@ -455,6 +455,11 @@ class KnowledgeStore:
         conn.execute(_INSERT_TYPE, [{"kid": item.id, "type": t} for t in item.types])
         return seq
 
+    def id_taken(self, conn: Connection, knowledge_id: str) -> bool:
+        """True when any row (live or deleted) already uses ``knowledge_id``."""
+        query = select(knowledge.c.id).where(knowledge.c.id == knowledge_id)
+        return conn.execute(query).first() is not None
+
     def load(
         self, conn: Connection, knowledge_id: str, *, for_update: bool = False
     ) -> tuple[Knowledge, bool] | None:
