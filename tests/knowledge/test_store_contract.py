@@ -35,7 +35,7 @@ def test_save_get_roundtrip_has_every_seed_field(any_hub: KnowledgeHub, alice, m
             "score": 4,
         },
     )
-    assert re.fullmatch(r"knowledge-\d{8}-[0-9a-f]{8}", saved.id)
+    assert re.fullmatch(r"knowledge-\d{8}-[0-9a-f]{16}", saved.id)
     got = any_hub.get(alice, saved.id).to_dict()
     for key in (
         "id", "message_id", "types", "task", "tags", "scopes", "owner", "content",
