@@ -62,6 +62,9 @@ def _weighted_overlap(query_tokens: set[str], task_tokens: set[str]) -> float:
     return hit / total if total else 0.0
 
 
+_RRF_K = 10  # small k: the top of each ranking dominates
+
+
 def route_knowledge(payload: dict[str, Any], agent: LocalAgent) -> dict[str, Any]:
     """Pick the ``2 * k`` items whose task best matches the query."""
     query = str(payload.get("query") or "")
@@ -74,29 +77,33 @@ def route_knowledge(payload: dict[str, Any], agent: LocalAgent) -> dict[str, Any
     tasks = [str(i.get("task") or "") for i in items]
     semantic = agent.semantic_scores(query, tasks) if agent is not None else None
     use_prior = payload.get("prior") != "none"
-    scored: list[tuple[float, int, Any]] = []
-    rest: list[Any] = []
-    for pos, (item, task) in enumerate(zip(items, tasks, strict=True)):
+    task_scores: list[float] = []
+    for pos, task in enumerate(tasks):
         lexical = similarity(query, task)
         overlap = _weighted_overlap(query_tokens, set(tokenize(task)))
         score = 0.5 * lexical + 0.5 * overlap
         if semantic is not None:
             score = 0.7 * score + 0.3 * semantic[pos]
-        if use_prior:  # the caller's order (recall over task *and* content) is mild evidence
-            score = 0.85 * score + 0.15 * (1.0 - pos / len(items))
         has_signal = overlap > 0 or lexical >= _MIN_RELEVANCE
         if semantic is not None:
             has_signal = has_signal or semantic[pos] >= 0.3
-        if has_signal:
-            scored.append((score, pos, item["idx"]))
-        elif use_prior:
-            rest.append(item["idx"])
-    scored.sort(key=lambda row: (-row[0], row[1]))
-    # Items whose task shares nothing with the query keep the caller's (recall) order behind
-    # the matching ones: the engine recalled them on their content, which we cannot see.
-    picked = [idx for _score, _pos, idx in scored[:want]]
-    picked.extend(rest[: want - len(picked)])
-    return {"ids": picked, "reason": f"{len(scored)} tasks match the query lexically"}
+        task_scores.append(score if has_signal else -1.0)
+    matching = sum(1 for score in task_scores if score >= 0)
+    # Reciprocal-rank fusion of two views: how well the task (all this prompt shows) matches
+    # the query, and the caller's order — its recall over task *and* content, which this
+    # handler cannot see. A task that shares nothing with the query keeps only the second.
+    by_task = sorted(range(len(items)), key=lambda pos: (-task_scores[pos], pos))
+    task_rank = {pos: rank for rank, pos in enumerate(by_task) if task_scores[pos] >= 0}
+    fused: list[tuple[float, int]] = []
+    for pos in range(len(items)):
+        score = 1.0 / (_RRF_K + task_rank[pos]) if pos in task_rank else 0.0
+        if use_prior:
+            score += 1.0 / (_RRF_K + pos)
+        if score > 0:
+            fused.append((score, pos))
+    fused.sort(key=lambda row: (-row[0], row[1]))
+    picked = [items[pos]["idx"] for _score, pos in fused[:want]]
+    return {"ids": picked, "reason": f"{matching} tasks match the query lexically"}
 
 
 # --------------------------------------------------------------------------- evolve, merge
