@@ -475,21 +475,23 @@ class KnowledgeStore:
     def fetch_visible(
         self, conn: Connection, ids: Sequence[str], visible: Iterable[str]
     ) -> dict[str, Knowledge]:
-        """Live items among ``ids`` that ``visible`` may see, by id."""
+        """Live items among ``ids`` that ``visible`` may see, by id.
+
+        Fetches by primary key and checks the item's own scopes (written in the same
+        transaction as its scope rows): a scope-table subquery here made SQLite walk the
+        scope index once per visible scope, ~90 ms for a principal with many scopes.
+        """
         out: dict[str, Knowledge] = {}
-        visible = sorted(visible)
+        allowed = frozenset(visible)
         for start in range(0, len(ids), 500):
             chunk = list(ids[start : start + 500])
             rows = conn.execute(
-                select(knowledge.c.doc).where(
-                    knowledge.c.id.in_(chunk),
-                    knowledge.c.deleted == 0,
-                    self.visible_clause(visible),
-                )
+                select(knowledge.c.doc).where(knowledge.c.id.in_(chunk), knowledge.c.deleted == 0)
             )
             for row in rows:
                 item = Knowledge.from_dict(json.loads(row.doc))
-                out[item.id] = item
+                if allowed.intersection(item.scopes):
+                    out[item.id] = item
         return out
 
     def list_items(
