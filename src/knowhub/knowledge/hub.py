@@ -554,7 +554,8 @@ class KnowledgeHub:
             if found is None or not principal.can_see(found[0].scopes):
                 raise NotFoundError(f"knowledge not found: {knowledge_id}", id=knowledge_id)
             versions = self.store.history(conn, knowledge_id)
-        # A slim merge can widen an item's scopes: earlier versions stay with their readers.
+        # An undo can restore wider scopes than an earlier version had: each version stays
+        # with its own readers.
         return [v for v in versions if principal.can_see(v["snapshot"].get("scopes") or [])]
 
     def undo(self, principal: Principal, change_id: str) -> Knowledge:
@@ -622,7 +623,9 @@ class KnowledgeHub:
         apply: bool = False,
         plan_id: str | None = None,
     ) -> SlimPlan:
-        """Plan (default) or apply the merge of near-duplicates the principal may modify."""
+        """Plan (default) or apply the merge of near-duplicates the principal may modify.
+
+        A merge never widens visibility: see :mod:`knowhub.knowledge.slim_plans`."""
         principal = self._principal(principal)
         if plan_id is not None:
             if not apply:
