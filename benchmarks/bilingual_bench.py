@@ -413,6 +413,7 @@ def summarize(run: EngineRun, queries: Sequence[dict[str, Any]]) -> dict[str, An
         "all_answerable": score_group([q for q in queries if q["relevant"]], outcomes),
         "by_kind": by_kind,
         "by_kind_lang": by_kind_lang,
+        "error_count": len(errors),
         "errors": errors[:10],
         "results": {o.query_id: o.results for o in run.outcomes},
     }
@@ -437,7 +438,7 @@ def markdown(report: dict[str, Any]) -> str:
         f"Set: {counts['items']} items, {counts['queries']} queries ({per_kind}); top_k = {TOP_K}.",
         "",
         "| engine | shares-words top-1 / R@5 | paraphrase top-1 / R@5 | cross-language top-1 / R@5 "
-        "| answerable: wrongly empty | no-answer: empty | mean results | search p50 / p95 ms |",
+        "| answerable: wrongly empty | no-answer: empty | no-answer: mean results | search p50 / p95 ms |",
         "|---|---|---|---|---:|---:|---:|---:|",
     ]
     for s in report["engines"]:
@@ -453,11 +454,11 @@ def markdown(report: dict[str, Any]) -> str:
             f"{_fmt(k['cross-language']['top1'])} / {_fmt(k['cross-language']['recall_at_5'])}",
             _fmt(s["all_answerable"]["wrongly_empty"]),
             _fmt(k["no-answer"]["empty_on_no_answer"]),
-            _fmt(s["all_answerable"]["mean_results"]),
+            _fmt(k["no-answer"]["mean_results"]),
             f"{s['search_ms_p50']} / {s['search_ms_p95']}",
         ]
         name = s["engine"] + (" (baseline)" if s["baseline"] else "")
-        errors = f" ({len(s['errors'])}+ query errors)" if s["errors"] else ""
+        errors = f" ({s['error_count']} query errors)" if s["error_count"] else ""
         lines.append(f"| {name}{errors} | " + " | ".join(cells) + " |")
     lines += [
         "",
