@@ -123,6 +123,8 @@ def test_runner_end_to_end_on_the_real_engines(bench: ModuleType, tmp_path: Path
         assert len(engine["results"]) == 2 * len(bench.KINDS)
         for results in engine["results"].values():
             assert len(results) <= bench.TOP_K and set(results) <= subset_ids
+        split = engine["cross_language_split"]
+        assert split["shares-a-term"]["queries"] + split["no-shared-term"]["queries"] == 2
         for group in engine["by_kind"].values():
             for key in ("top1", "recall_at_5", "wrongly_empty", "empty_on_no_answer"):
                 assert group[key] is None or 0.0 <= group[key] <= 1.0

@@ -7,27 +7,38 @@ no word with its target, a "cross-language" query really is in the other languag
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
+import sys
 from collections import Counter
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
 
-DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "bilingual_knowledge.json"
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "benchmarks" / "data" / "bilingual_knowledge.json"
 TYPES = {"tool", "strategy", "usecase", "definition", "plan", "user_profile"}
 KINDS = {"shares-words", "paraphrase", "cross-language", "no-answer"}
 LANGS = {"zh", "en", "mixed"}
 _CJK = re.compile(r"[\u4e00-\u9fff]")
-# general-language function words: sharing them does not make a query share "words"
-_STOP_WORDS = (
-    "the a an and or of to in on for with is are be it its this that how what why do does i my we "
-    "our you your can from by at as not no so if when into out up one per via use using get set make "
-    "all any over than then there their they them was were has have had will would should could "
-    "about after before between 我们 们的 怎么 什么 如何 可以 一个 这个"
-)
-_STOP = frozenset(_STOP_WORDS.split())
+
+
+def _load_bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "knowhub_bilingual_bench", ROOT / "benchmarks" / "bilingual_bench.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# the runner's definition of "shares a word" (it also splits cross-language queries by it)
+_shared = _load_bench().shared_words
 
 
 @pytest.fixture(scope="module")
@@ -35,34 +46,6 @@ def data() -> dict[str, Any]:
     with DATA.open(encoding="utf-8") as fh:
         loaded: dict[str, Any] = json.load(fh)
     return loaded
-
-
-def _words(text: str) -> set[str]:
-    """Latin words (lower case, 3+ letters) and Chinese character bigrams, stopwords aside."""
-    out = {w for w in re.findall(r"[a-z][a-z0-9]+", text.lower()) if len(w) >= 3 and w not in _STOP}
-    for run in re.findall(r"[\u4e00-\u9fff]+", text):
-        out.update(b for b in (run[i : i + 2] for i in range(len(run) - 1)) if b not in _STOP)
-    return out
-
-
-def _shared(query: str, item_text: str) -> set[str]:
-    """Words of ``query`` also in ``item_text``; Latin words match on a common prefix of up to
-    5 letters (a crude stem: ``deploy``/``deployment``, ``swim``/``swims``), so a paraphrase
-    that passes shares no word even up to inflection."""
-    item_words = _words(item_text)
-    shared = set()
-    for a in _words(query):
-        for b in item_words:
-            if a.isascii() != b.isascii():
-                continue
-            if not a.isascii():
-                if a == b:
-                    shared.add(a)
-                continue
-            n = min(5, len(a), len(b))
-            if a[:n] == b[:n]:
-                shared.add(a)
-    return shared
 
 
 def _is_chinese(text: str) -> bool:
