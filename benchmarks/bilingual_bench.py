@@ -4,6 +4,7 @@ Run from the repository root::
 
     python benchmarks/bilingual_bench.py --out-md out.md --out-json out.json
     python benchmarks/bilingual_bench.py --queries-per-kind 3 --distractors 20   # a quick subset
+    python benchmarks/bilingual_bench.py --engines knowledge,bm25-zh             # some engines
 
 Data: ``benchmarks/data/bilingual_knowledge.json`` — hand-written agent knowledge (Chinese,
 English, mixed; tool, strategy, usecase, definition, plan, user_profile) and queries labelled
@@ -97,9 +98,8 @@ def load_set(
 
 def knowledge_body(item: dict[str, Any]) -> dict[str, Any]:
     """The item as a ``KnowledgeHub.save`` body (seed 002 JSON); the benchmark id stays out."""
-    body = {
-        k: item[k] for k in ("task", "content", "types", "scopes", "score", "tags") if k in item
-    }
+    fields = ("task", "content", "types", "scopes", "score", "tags")
+    body: dict[str, Any] = {k: item[k] for k in fields if k in item}
     if "eval" in item:
         body["eval"] = dict(item["eval"])
     return body
@@ -340,17 +340,21 @@ def build_bm25_bigrams(data: dict[str, Any], workdir: Path) -> tuple[Searcher, C
 
 @dataclass(frozen=True)
 class Engine:
+    """One way to answer the queries: ``build`` loads the items and returns a search function
+    (query → item ids, best first) and a close function."""
+
     name: str
     build: Callable[[dict[str, Any], Path], tuple[Searcher, Callable[[], None]]]
     baseline: bool = False
+    key: str = ""  # short name for --engines
 
 
 ENGINES = (
-    Engine("knowledge", build_knowledge),
-    Engine("context (nodes)", build_context_nodes),
-    Engine("context (commit)", build_context_commit),
-    Engine("BM25 stemmed English", build_bm25_english, baseline=True),
-    Engine("BM25 + Chinese bigrams", build_bm25_bigrams, baseline=True),
+    Engine("knowledge", build_knowledge, key="knowledge"),
+    Engine("context (nodes)", build_context_nodes, key="context-nodes"),
+    Engine("context (commit)", build_context_commit, key="context-commit"),
+    Engine("BM25 stemmed English", build_bm25_english, baseline=True, key="bm25-en"),
+    Engine("BM25 + Chinese bigrams", build_bm25_bigrams, baseline=True, key="bm25-zh"),
 )
 
 
@@ -570,6 +574,18 @@ def _git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
+def select_engines(spec: str) -> list[Engine]:
+    """Engines named in ``spec`` (keys or display names, comma-separated; ``all``), in the
+    runner's order."""
+    if spec.strip() == "all":
+        return list(ENGINES)
+    wanted = {part.strip() for part in spec.split(",") if part.strip()}
+    unknown = wanted - {e.key for e in ENGINES} - {e.name for e in ENGINES}
+    if unknown or not wanted:
+        raise ValueError(f"unknown engine(s) {sorted(unknown)}; known: {[e.key for e in ENGINES]}")
+    return [e for e in ENGINES if e.key in wanted or e.name in wanted]
+
+
 def run(data: dict[str, Any], engines: Sequence[Engine], workdir: Path) -> dict[str, Any]:
     """Every engine over the set; the whole report as a dict."""
     from collections import Counter
@@ -603,7 +619,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--engines",
         default="all",
-        help="comma-separated names (knowledge, 'context (nodes)', ...) or 'all'",
+        help="comma-separated keys (knowledge, context-nodes, context-commit, bm25-en, bm25-zh) "
+        "or names, or 'all'",
     )
     parser.add_argument(
         "--queries-per-kind", type=int, default=None, help="only the first N queries of each kind"
@@ -624,15 +641,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out-json", type=Path, default=None)
     args = parser.parse_args(argv)
 
-    wanted = (
-        [e.strip() for e in args.engines.split(",")]
-        if args.engines != "all"
-        else [e.name for e in ENGINES]
-    )
-    unknown = set(wanted) - {e.name for e in ENGINES}
-    if unknown:
-        parser.error(f"unknown engine(s) {sorted(unknown)}; known: {[e.name for e in ENGINES]}")
-    engines = [e for e in ENGINES if e.name in wanted]
+    try:
+        engines = select_engines(args.engines)
+    except ValueError as exc:
+        parser.error(str(exc))
     data = load_set(args.data, args.queries_per_kind, args.distractors)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bilingual-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)

@@ -132,3 +132,11 @@ def test_runner_end_to_end_on_the_real_engines(bench: ModuleType, tmp_path: Path
     assert report["engines"][-1]["by_kind"]["shares-words"]["recall_at_5"] == 1.0
     table = out_md.read_text(encoding="utf-8")
     assert "| knowledge |" in table and "BM25" in table
+
+
+def test_engines_are_selected_by_key_or_name_in_runner_order(bench: ModuleType) -> None:
+    chosen = bench.select_engines("bm25-zh, knowledge,context (nodes)")
+    assert [e.key for e in chosen] == ["knowledge", "context-nodes", "bm25-zh"]
+    assert len(bench.select_engines("all")) == len(bench.ENGINES)
+    with pytest.raises(ValueError, match="unknown engine"):
+        bench.select_engines("knowledge,elastic")
