@@ -35,7 +35,14 @@ from pydantic import ConfigDict, Field
 
 from knowhub.config import Settings
 from knowhub.errors import PermissionDeniedError
-from knowhub.scope import PRIVATE_AGENT_PREFIXES, PUBLIC, SCOPE_TYPES, Principal, RequestContext, parse_scope
+from knowhub.scope import (
+    PRIVATE_AGENT_PREFIXES,
+    PUBLIC,
+    SCOPE_TYPES,
+    Principal,
+    RequestContext,
+    parse_scope,
+)
 from knowhub.server.deps import PrincipalDep, clean_query, engine, split_csv
 from knowhub.server.routers._json import results, to_json
 from knowhub.server.schemas import MAX_MESSAGES, MAX_QUERY_CHARS, RequestBody
