@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import os
 import re
 import secrets
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,13 +38,14 @@ from typing import Any
 from knowhub.context.core.enums import AGENT_CATEGORIES, MemoryCategory
 from knowhub.context.core.objects import CandidateMemory, utc_now_iso
 from knowhub.context.core.uri import CtxLike
-from knowhub.errors import CorruptStoreError
 from knowhub.storage import atomic_write_bytes
 
 __all__ = ["SHARED_TOOL_NAME", "ProvenanceKey", "RoutedCandidate", "route_candidates", "shared_experience"]
 
 #: Names a tool or skill must have for its usage to be shared (OpenAI function names).
 SHARED_TOOL_NAME = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
+log = logging.getLogger(__name__)
+
 _KEY_BYTES = 32
 _HASH_CHARS = 16
 
@@ -57,19 +60,26 @@ class ProvenanceKey:
     def load(self) -> bytes:
         """The key; created when missing (call under the account's write lock).
 
-        Raises:
-            CorruptStoreError: the key file exists but does not hold a key.
+        A damaged key file is moved aside (``provenance.key.damaged-{time}``, never deleted)
+        and replaced: later provenance entries then get new digests, which only means that
+        they cannot be matched with the older ones.
         """
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
-            data = secrets.token_bytes(_KEY_BYTES)
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(self.path, data, durable=self.durable)
-            os.chmod(self.path, 0o600)
+            return self._create()
+        if len(data) == _KEY_BYTES:
             return data
-        if len(data) != _KEY_BYTES:
-            raise CorruptStoreError("the provenance key of this account is damaged", file="provenance.key")
+        aside = self.path.with_name(f"{self.path.name}.damaged-{time.time_ns()}")
+        os.replace(self.path, aside)
+        log.warning("provenance key was damaged; moved aside and replaced", extra={"moved_to": aside.name})
+        return self._create()
+
+    def _create(self) -> bytes:
+        data = secrets.token_bytes(_KEY_BYTES)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(self.path, data, durable=self.durable)
+        os.chmod(self.path, 0o600)
         return data
 
     @staticmethod
