@@ -18,7 +18,7 @@ principal only (:func:`request_context`), never from request fields:
   an agent space is always configured, never a default. A header can only *select*
   among agent spaces the principal already belongs to, never widen access. A shared
   space receives only abstracted experience (:mod:`knowhub.context.commit.sharing`).
-  Configured agent ids that start with ``h-`` or ``private`` are hashed, so no
+  Configured agent ids that start with ``h-``, ``private-`` or ``private.`` are hashed, so no
   configuration can name a private space or alias a hashed id.
 
 Handlers are plain ``def`` (the engine is synchronous; FastAPI runs them in its threadpool).
