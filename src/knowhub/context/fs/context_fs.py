@@ -57,6 +57,7 @@ from knowhub.context.core.uri import (
     SPACES,
     ContextURI,
     CtxLike,
+    agent_spaces,
     check_access,
     is_valid_segment,
     owner_space_of,
@@ -647,7 +648,7 @@ class ContextFS:
                 continue
             if len(parent.segments) == 1 and (
                 (parent.segments[0] == "users" and name != ctx.user_id)
-                or (parent.segments[0] == "agents" and name != ctx.agent_id)
+                or (parent.segments[0] == "agents" and name not in agent_spaces(ctx))
             ):
                 continue
             if not self._visible(child):
