@@ -41,6 +41,7 @@ _STATUS_CODES: dict[int, str] = {
     409: "conflict",
     413: "payload_too_large",
     415: "unsupported_media_type",
+    421: "misdirected_request",
     422: "validation_error",
     429: "too_many_requests",
 }
