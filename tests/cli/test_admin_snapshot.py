@@ -201,8 +201,9 @@ def test_restored_files_are_private_whatever_the_archive_says(sample_dir: Path, 
         info.mode = 0o777 if info.isdir() else 0o666
         return info, data
 
-    archive = _rewrite(_snapshot(sample_dir), sample_dir / "snapshots" / "knowhub_20260101T000000000000Z.tar.gz",
-                       loosen)
+    loose = sample_dir / "snapshots" / "knowhub_20260101T000000000000Z.tar.gz"
+    _rewrite(_snapshot(sample_dir), loose, loosen)
+    assert all(m.mode in (0o666, 0o777) for m in _members(loose).values())
     old = os.umask(0o002)
     try:
         result = run("admin", "restore", "20260101T000000000000Z", "-d", str(sample_dir), "--yes")

@@ -17,7 +17,6 @@ from knowhub.server import create_app
 from knowhub.server.lifecycle import JsonFormatter, configure_logging
 from tests.cli.cli_support import run
 
-
 #: A keyless server only answers requests addressed to loopback with its port.
 LOCAL = "http://127.0.0.1:8765"
 

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from knowhub.errors import CorruptStoreError, InvalidInputError
-from knowhub.storage.snapshot import MANIFEST_NAME
 from knowhub.storage import (
     FileLock,
     JsonlLog,
@@ -18,6 +17,7 @@ from knowhub.storage import (
     list_snapshots,
     restore_snapshot,
 )
+from knowhub.storage.snapshot import MANIFEST_NAME
 
 
 def _tree(root: Path) -> dict[str, bytes]:

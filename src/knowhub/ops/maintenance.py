@@ -20,8 +20,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from knowhub import __version__
 from knowhub.config import Settings
 from knowhub.errors import InvalidInputError, KnowhubError, NotFoundError, StorageError
-from knowhub.ops.engines import Engines
 from knowhub.knowledge.secrets import KEY_FILE_NAME
+from knowhub.ops.engines import Engines
 from knowhub.storage import create_snapshot, ensure_dir, restore_snapshot, safe_join
 from knowhub.storage import list_snapshots as _list_snapshots
 

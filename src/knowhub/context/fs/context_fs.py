@@ -77,8 +77,8 @@ from knowhub.errors import (
     StorageError,
 )
 from knowhub.storage import FileLock, atomic_write_bytes, ensure_dir, fsync_dir
-from knowhub.storage.modes import DIR_MODE, FILE_MODE
 from knowhub.storage.atomic import TMP_PREFIX
+from knowhub.storage.modes import DIR_MODE, FILE_MODE
 from knowhub.storage.paths import safe_join
 
 __all__ = ["META_FILE", "RELATIONS_FILE", "ContextFS", "encode_edges", "read_json_file", "upsert_encoded"]
