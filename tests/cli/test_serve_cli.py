@@ -19,10 +19,17 @@ from tests.cli.cli_support import run
 
 
 def _stub_uvicorn(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, dict[str, Any]]]:
+    """Replace uvicorn's server loop: record (app, config fields) instead of serving."""
     import uvicorn
 
     calls: list[tuple[Any, dict[str, Any]]] = []
-    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: calls.append((a, k)))
+
+    def fake_run(self: uvicorn.Server, sockets: Any = None) -> None:
+        config = self.config
+        calls.append(((config.app,), {"log_config": config.log_config, "access_log": config.access_log,
+                                      "bound": [sock.getsockname()[0] for sock in sockets or []]}))
+
+    monkeypatch.setattr(uvicorn.Server, "run", fake_run)
     return calls
 
 
@@ -31,19 +38,20 @@ def test_serve_passes_the_sample_choice_and_prints_urls(tmp_path: Path, monkeypa
     root = logging.getLogger()
     before = list(root.handlers)
     try:
-        result = run("serve", "--data", str(tmp_path / "d"), "--port", "8111")
+        result = run("serve", "--data", str(tmp_path / "d"), "--port", "0")
         assert result.exit_code == 0, result.output
-        assert "/api/knowledge/search?q=" in result.stdout and "/api/context/search?q=" in result.stdout
+        assert "listening" not in result.stdout  # the (stubbed) server never started serving
         (app,), kwargs = calls[-1]
-        assert app.state.lifecycle.load_sample is True
+        assert app.state.lifecycle.sample_report["loaded"] is True and (tmp_path / "d" / MARKER_NAME).is_file()
         assert kwargs["log_config"] is None and kwargs["access_log"] is False
-        result = run("serve", "--data", str(tmp_path / "d"), "--no-sample")
+        assert kwargs["bound"] == ["127.0.0.1"]  # bound before the engines opened
+        result = run("serve", "--data", str(tmp_path / "e"), "--port", "0", "--no-sample")
         assert result.exit_code == 0, result.output
-        assert calls[-1][0][0].state.lifecycle.load_sample is False
+        assert calls[-1][0][0].state.lifecycle.sample_report is None and not (tmp_path / "e" / MARKER_NAME).exists()
         config = tmp_path / "k.toml"
         config.write_text("[server]\nload_sample = false\n", encoding="utf-8")
-        assert run("serve", "--config", str(config), "--data", str(tmp_path / "d")).exit_code == 0
-        assert calls[-1][0][0].state.lifecycle.load_sample is False
+        assert run("serve", "--config", str(config), "--data", str(tmp_path / "f"), "--port", "0").exit_code == 0
+        assert calls[-1][0][0].state.lifecycle.sample_report is None and not (tmp_path / "f" / MARKER_NAME).exists()
     finally:
         for handler in list(root.handlers):
             if handler not in before:

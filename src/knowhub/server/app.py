@@ -22,7 +22,7 @@ from knowhub.knowledge import KnowledgeHub
 from knowhub.server.auth import Authenticator
 from knowhub.server.deps import KNOWLEDGE_HUB
 from knowhub.server.errors import DEFAULT_MAX_BODY_BYTES, GuardMiddleware, install_error_handlers
-from knowhub.server.lifecycle import AccessLogMiddleware, Lifecycle
+from knowhub.server.lifecycle import AccessLogMiddleware, EngineBuilder, Lifecycle, close_engines
 from knowhub.server.lifecycle import install as install_lifecycle
 from knowhub.server.routers import context as context_router
 from knowhub.server.routers import knowledge as knowledge_router
@@ -32,7 +32,6 @@ from knowhub.server.routers import tree as tree_router
 logger = logging.getLogger("knowhub.server")
 
 RouterFactory = Callable[[], APIRouter]
-EngineBuilder = Callable[[Settings], Any]
 
 
 def _build_knowledge_hub(settings: Settings) -> KnowledgeHub:
@@ -86,16 +85,11 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
-            lifecycle.before_open()
-            opened: dict[str, Any] = dict(injected)
-            for name, build in ENGINE_BUILDERS.items():
-                if name in opened:
-                    continue
-                instance = build(settings)
-                stack.callback(_close_quietly, name, instance)
-                opened[name] = instance
+            result = lifecycle.open(ENGINE_BUILDERS, injected)
+            stack.callback(close_engines, result.owned)
+            opened = result.engines
             app.state.engines = opened
-            lifecycle.after_open(opened)
+            lifecycle.mark_ready()
             try:
                 yield
             finally:
@@ -124,17 +118,6 @@ def create_app(
     for factory in ROUTER_FACTORIES:
         app.include_router(factory())
     return app
-
-
-def _close_quietly(name: str, instance: Any) -> None:
-    """Close an engine on shutdown; a failure is logged so the others still close."""
-    close = getattr(instance, "close", None)
-    if not callable(close):
-        return
-    try:
-        close()
-    except Exception:
-        logger.exception("closing engine %s failed", name)
 
 
 __all__ = ["ENGINE_BUILDERS", "ROUTER_FACTORIES", "create_app"]
