@@ -89,3 +89,33 @@ def test_an_interrupted_sample_load_is_finished_by_the_next_start(tmp_path: Path
         assert kw["status"] == "matched"
     finally:
         server.kill()
+
+
+def test_corrupt_records_are_quarantined_and_the_rest_is_served(tmp_path: Path) -> None:
+    """A broken context node and a broken line inside a tree file used to stop all three
+    engines with a traceback (after "listening"); now they go into quarantine."""
+    server = ServerProcess(write_config(tmp_path / "knowhub.toml", tmp_path / "data"), tmp_path)
+    server.start()
+    server.stop()
+    data = tmp_path / "data"
+    meta = next((data / "context" / "accounts").rglob("profile/.meta.json"))
+    meta.write_bytes(b"{broken")
+    nodes = data / "tree" / "keywords" / "nodes.jsonl"
+    lines = nodes.read_bytes().split(b"\n")
+    lines[5] = b'{"id": "torn in the middle'
+    nodes.write_bytes(b"\n".join(lines))
+
+    server.start()
+    try:
+        assert "listening" in server.stdout_path.read_text(encoding="utf-8")
+        client = server.client()
+        assert client.get("/api/tree/search", params={"q": "Golang"}).json()["status"] == "matched"
+        assert client.get("/api/knowledge/search", params={"q": "RAG"}).json()["results"]
+        assert client.get("/api/context/search", params={"q": "Rust"}).status_code == 200
+        logs = server.logs()
+        assert "Traceback" not in logs and logs.count("quarantined a corrupt") == 2
+    finally:
+        server.stop()
+    assert (data / "context" / "quarantine" / "quarantine.jsonl").is_file()
+    assert (data / "tree" / "quarantine" / "quarantine.jsonl").is_file()
+    assert not meta.exists()  # moved, with the node's other files, into the quarantine

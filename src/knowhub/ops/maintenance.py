@@ -1,7 +1,10 @@
 """check, compact, snapshot and restore over every engine of a data dir.
 
 Each function calls the engines' own maintenance methods; what is added here is only the
-loop over engines and one report. Snapshots archive the whole data dir (every engine plus
+loop over engines and one report. :func:`check_data_dir` without ``fix`` never writes to
+the data dir: it checks a private copy (opening an engine repairs torn tails and moves
+damaged records into quarantine, which is exactly what must not happen to the original),
+and reports what it found there, with the original paths. Snapshots archive the whole data dir (every engine plus
 the sample marker) with :func:`knowhub.storage.create_snapshot`; take them while no server
 writes (``docs/operations.md``), or use export for a live copy.
 """
@@ -9,6 +12,8 @@ writes (``docs/operations.md``), or use export for a live copy.
 from __future__ import annotations
 
 import logging
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +26,7 @@ from knowhub.errors import InvalidInputError, KnowhubError, NotFoundError, Stora
 from knowhub.ops.engines import Engines
 from knowhub.storage import create_snapshot, restore_snapshot, safe_join
 from knowhub.storage import list_snapshots as _list_snapshots
+from knowhub.storage.quarantine import Quarantine
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +60,8 @@ def check_all(engines: Engines, *, fix: bool = False, progress: Progress = _noop
         progress("context")
         service = engines.context
         fs_report = service.fs.check(fix=fix)
-        problems = bool(fs_report["corrupt"]) or (bool(fs_report["half_written"]) and not fix)
+        damaged = fs_report["corrupt"] or fs_report["bad_relations"] or fs_report["half_written"]
+        problems = bool(damaged) and not fix  # fix moved them into quarantine or removed them
         outbox = service.outbox.stats()
         report["context"] = {
             "ok": not problems,
@@ -70,8 +77,52 @@ def check_data_dir(settings: Settings, names: list[str] | None = None, *, fix: b
                    progress: Progress = _noop) -> dict[str, Any]:
     """:func:`check_all` on each engine of a data dir, opened one at a time, so that an
     engine that cannot even open is reported (``open_error``) instead of hiding the others.
-    For the context engine the filesystem check still runs without the service."""
+    For the context engine the filesystem check still runs without the service.
+
+    Every engine's part lists ``quarantined`` (all quarantine entries so far) and
+    ``found_damaged`` (records this run found unreadable: quarantined now with ``fix``,
+    would be quarantined by the next open without it). Without ``fix`` the data dir is
+    not written: the check runs on a temporary copy (snapshot archives are not copied).
+    A knowledge store in an external database (``knowledge.db_url``) is read in place."""
+    if fix:
+        return _check_in_place(settings, names, fix=True, progress=progress)
+    data_dir = Path(settings.data_dir)
+    if not data_dir.is_dir():
+        raise NotFoundError(f"data dir not found: {data_dir}", path=str(data_dir))
+    with tempfile.TemporaryDirectory(prefix="knowhub-check-") as tmp:
+        copy = Path(tmp) / "data"
+        shutil.copytree(data_dir, copy, symlinks=True, ignore=_skip_snapshots)
+        quarantine_log = logging.getLogger("knowhub.storage.quarantine")
+        quiet, quarantine_log.disabled = quarantine_log.disabled, True  # moves in the copy are not news
+        try:
+            report = _check_in_place(settings.model_copy(update={"data_dir": copy}), names, fix=False,
+                                     progress=progress)
+        finally:
+            quarantine_log.disabled = quiet
+        return _relocated(report, str(copy), str(data_dir))
+
+
+def _skip_snapshots(directory: str, names: list[str]) -> list[str]:
+    """``copytree`` filter: snapshot archives are large and no engine reads them."""
+    return [name for name in names if name == "snapshots"]
+
+
+def _relocated(value: Any, old: str, new: str) -> Any:
+    """``value`` with every string naming a path under ``old`` rewritten to ``new``."""
+    if isinstance(value, str):
+        return value.replace(old, new)
+    if isinstance(value, list):
+        return [_relocated(item, old, new) for item in value]
+    if isinstance(value, dict):
+        return {key: _relocated(item, old, new) for key, item in value.items()}
+    return value
+
+
+def _check_in_place(settings: Settings, names: list[str] | None, *, fix: bool, progress: Progress) -> dict[str, Any]:
+    """The engines' checks on ``settings.data_dir`` itself, with their quarantine entries."""
     from knowhub.ops.engines import check_names, open_engines
+
+    before = {name: _quarantine_ids(settings, name) for name in check_names(names)}
 
     report: dict[str, Any] = {}
     for name in check_names(names):
@@ -85,8 +136,20 @@ def check_data_dir(settings: Settings, names: list[str] | None = None, *, fix: b
 
                 part.update(ContextFS(settings.engine_dir("context")).check(fix=fix))
             report[name] = part
+    for name, known in before.items():
+        entries = Quarantine(settings.engine_dir(name), name).entries()
+        found = [entry for entry in entries if entry.get("id") not in known]
+        part = report.setdefault(name, {"ok": True})
+        part["quarantined"] = entries if fix else [entry for entry in entries if entry.get("id") in known]
+        part["found_damaged"] = found
+        if found and not fix:
+            part["ok"] = False
     report["ok"] = all(part["ok"] for part in report.values() if isinstance(part, dict))
     return report
+
+
+def _quarantine_ids(settings: Settings, name: str) -> set[str]:
+    return {str(entry.get("id")) for entry in Quarantine(settings.engine_dir(name), name).entries()}
 
 
 def _checkpoint_sqlite(hub: Any) -> dict[str, Any]:
