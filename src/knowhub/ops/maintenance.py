@@ -51,7 +51,10 @@ def check_all(engines: Engines, *, fix: bool = False, progress: Progress = _noop
         ok = bool(tree_report.get("ok"))
         if fix and not ok:
             ok = bool(tree_report.get("after_fix", {}).get("ok"))
-        report["tree"] = {"ok": ok, **tree_report}
+        # torn tails (an interrupted append) are cut when the tree opens: in place with
+        # fix, in the private copy without it (then the next open of the data dir will)
+        torn = {k: v for k, v in (engines.tree.load_report.get("repaired_bytes") or {}).items() if v}
+        report["tree"] = {"ok": ok and (fix or not torn), **tree_report, "torn_tail_bytes": torn}
     if engines.knowledge is not None:
         progress("knowledge")
         knowledge_report = engines.knowledge.check(fix=fix)
@@ -92,14 +95,22 @@ def check_data_dir(settings: Settings, names: list[str] | None = None, *, fix: b
     with tempfile.TemporaryDirectory(prefix="knowhub-check-") as tmp:
         copy = Path(tmp) / "data"
         shutil.copytree(data_dir, copy, symlinks=True, ignore=_skip_snapshots)
-        quarantine_log = logging.getLogger("knowhub.storage.quarantine")
-        quiet, quarantine_log.disabled = quarantine_log.disabled, True  # moves in the copy are not news
+        # repairs and moves made in the copy are not news: the report says what was found
+        loggers = [logging.getLogger(name) for name in _REPAIR_LOGGERS]
+        states = [logger.disabled for logger in loggers]
+        for logger in loggers:
+            logger.disabled = True
         try:
             report = _check_in_place(settings.model_copy(update={"data_dir": copy}), names, fix=False,
                                      progress=progress)
         finally:
-            quarantine_log.disabled = quiet
+            for logger, state in zip(loggers, states, strict=True):
+                logger.disabled = state
         return _relocated(report, str(copy), str(data_dir))
+
+
+#: Loggers of the repairs an engine makes when it opens (silenced while checking a copy).
+_REPAIR_LOGGERS = ("knowhub.storage", "knowhub.storage.quarantine", "knowhub.tree")
 
 
 def _skip_snapshots(directory: str, names: list[str]) -> list[str]:
