@@ -15,6 +15,9 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from sqlalchemy import Connection, Table, delete, select
@@ -24,6 +27,21 @@ from knowhub.knowledge.models import Knowledge
 from knowhub.storage.quarantine import Quarantine
 
 log = logging.getLogger(__name__)
+
+#: While set, damaged rows are only remembered, never moved (a check that must not write).
+_REPORT_ONLY: ContextVar[bool] = ContextVar("knowhub_knowledge_report_only", default=False)
+
+
+@contextmanager
+def report_only() -> Iterator[None]:
+    """Within this block damaged rows are skipped and listed (:attr:`DamagedRows.found`)
+    but stay in the database: ``knowhub admin check`` without ``--fix`` on a database that
+    is not inside the data dir (PostgreSQL)."""
+    token = _REPORT_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _REPORT_ONLY.reset(token)
 
 
 def decode_item(doc: Any) -> Knowledge:
@@ -56,7 +74,13 @@ class DamagedRows:
 
     @property
     def pending(self) -> bool:
-        return bool(self._pending)
+        return bool(self._pending) and not _REPORT_ONLY.get()
+
+    @property
+    def found(self) -> list[str]:
+        """Ids of damaged rows met and not moved yet."""
+        with self._guard:
+            return sorted(self._pending)
 
     def decode(self, row_id: str, doc: Any) -> Knowledge | None:
         """The item, or None (and the row remembered) when its document is damaged."""
@@ -72,6 +96,8 @@ class DamagedRows:
     def move_out(self, conn: Connection) -> list[str]:
         """Inside a write transaction: keep each remembered row in quarantine and remove it
         (unless a writer replaced it with a readable one meanwhile); returns the ids."""
+        if _REPORT_ONLY.get():
+            return []
         with self._guard:
             pending, self._pending = self._pending, {}
         moved: list[str] = []
@@ -102,4 +128,4 @@ class DamagedRows:
         return moved
 
 
-__all__ = ["DamagedRows", "decode_item"]
+__all__ = ["DamagedRows", "decode_item", "report_only"]

@@ -23,6 +23,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from knowhub.config import Settings
 from knowhub.errors import InvalidInputError, KnowhubError, NotFoundError, StorageError
+from knowhub.knowledge.damage import report_only
 from knowhub.ops.engines import Engines
 from knowhub.storage import create_snapshot, restore_snapshot, safe_join
 from knowhub.storage import list_snapshots as _list_snapshots
@@ -57,8 +58,14 @@ def check_all(engines: Engines, *, fix: bool = False, progress: Progress = _noop
         report["tree"] = {"ok": ok and (fix or not torn), **tree_report, "torn_tail_bytes": torn}
     if engines.knowledge is not None:
         progress("knowledge")
+        store = engines.knowledge.store
+        with store.read() as conn:  # decode every live row once: damaged ones are noted
+            for _ in store.iter_live(conn):
+                pass
         knowledge_report = engines.knowledge.check(fix=fix)
-        report["knowledge"] = {**knowledge_report, "ok": bool(knowledge_report.get("ok") or knowledge_report.get("fixed"))}
+        damaged_rows = engines.knowledge.store.damaged.found  # met but left in place (report only)
+        ok = bool(knowledge_report.get("ok") or knowledge_report.get("fixed")) and not damaged_rows
+        report["knowledge"] = {**knowledge_report, "damaged_rows": damaged_rows, "ok": ok}
     if engines.context is not None:
         progress("context")
         service = engines.context
@@ -89,12 +96,21 @@ def check_data_dir(settings: Settings, names: list[str] | None = None, *, fix: b
     A knowledge store in an external database (``knowledge.db_url``) is read in place."""
     if fix:
         return _check_in_place(settings, names, fix=True, progress=progress)
+    from knowhub.ops.engines import ENGINE_NAMES, check_names
+
     data_dir = Path(settings.data_dir)
     if not data_dir.is_dir():
         raise NotFoundError(f"data dir not found: {data_dir}", path=str(data_dir))
-    with tempfile.TemporaryDirectory(prefix="knowhub-check-") as tmp:
+    unchecked = set(ENGINE_NAMES) - set(check_names(names))
+
+    def skip(directory: str, entries: list[str]) -> list[str]:
+        """Snapshot archives (large, read by no engine) and engines not checked stay behind."""
+        top = Path(directory) == data_dir
+        return [name for name in entries if name == "snapshots" or (top and name in unchecked)]
+
+    with tempfile.TemporaryDirectory(prefix="knowhub-check-") as tmp, report_only():
         copy = Path(tmp) / "data"
-        shutil.copytree(data_dir, copy, symlinks=True, ignore=_skip_snapshots)
+        shutil.copytree(data_dir, copy, symlinks=True, ignore=skip)
         # repairs and moves made in the copy are not news: the report says what was found
         loggers = [logging.getLogger(name) for name in _REPAIR_LOGGERS]
         states = [logger.disabled for logger in loggers]
@@ -111,11 +127,6 @@ def check_data_dir(settings: Settings, names: list[str] | None = None, *, fix: b
 
 #: Loggers of the repairs an engine makes when it opens (silenced while checking a copy).
 _REPAIR_LOGGERS = ("knowhub.storage", "knowhub.storage.quarantine", "knowhub.tree")
-
-
-def _skip_snapshots(directory: str, names: list[str]) -> list[str]:
-    """``copytree`` filter: snapshot archives are large and no engine reads them."""
-    return [name for name in names if name == "snapshots"]
 
 
 def _relocated(value: Any, old: str, new: str) -> Any:

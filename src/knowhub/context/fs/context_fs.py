@@ -179,8 +179,6 @@ class ContextFS:
         with self._lock_of_path(path):
             self._roll_forward(path)
             problem = node_problem(path)
-            if problem is None and relations_problem(path) is not None:
-                return self.quarantine_relations(path, reason)
             if problem is None:
                 return False
             files = node_files_in(path)
@@ -205,8 +203,9 @@ class ContextFS:
         try:
             yield
         except CorruptStoreError as exc:
-            if not self.quarantine_node(path, str(exc)) and node_problem(path) is not None:
-                raise
+            if node_problem(path) is None:
+                raise  # not damage of this node's files (it may have been rewritten meanwhile)
+            self.quarantine_node(path, str(exc))
             raise NotFoundError(f"no node at {uri} (it was damaged and is quarantined)", uri=uri) from exc
 
     @contextlib.contextmanager
