@@ -46,7 +46,7 @@ def test_an_engine_that_cannot_open_is_one_line_not_a_traceback(tmp_path: Path) 
     assert "listening" not in done.stdout
 
 
-def test_listening_is_printed_only_once_the_server_answers(tmp_path: Path) -> None:
+def test_listening_names_the_bound_port_once_the_server_is_ready(tmp_path: Path) -> None:
     server = ServerProcess(write_config(tmp_path / "knowhub.toml", tmp_path / "data"), tmp_path)
     server.start()
     try:

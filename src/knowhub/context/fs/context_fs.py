@@ -26,10 +26,8 @@ Crash safety (the commit marker is ``.meta.json``):
 Leftover ``.tmp-node-*``/``.trash-*`` directories are invisible (dot names are never valid
 URI segments) and :meth:`ContextFS.cleanup` removes them.
 
-Damage (a ``.meta.json`` that is not JSON, a level file that is not UTF-8, an unreadable
-``.relations.json``) never stops a reader: the node's files are moved into the engine's
-quarantine (``<data_dir>/quarantine``, see :mod:`knowhub.context.fs.damage`), the node reads
-as absent and everything else is served.
+Damaged node files never stop a reader: they go into ``<data_dir>/quarantine``
+(:mod:`knowhub.context.fs.damage`), the node reads as absent, the rest is served.
 
 Writers of one account are serialized by an inter-process :class:`~knowhub.storage.FileLock`
 (``accounts/{account}/.locks/write.lock``), re-entrant so a commit can hold it across many
@@ -67,7 +65,6 @@ from knowhub.context.core.uri import (
     owner_space_of,
 )
 from knowhub.context.fs.damage import (
-    LEVEL_FILES,
     META_FILE,
     RELATIONS_FILE,
     TMP_NODE_PREFIX,
@@ -77,6 +74,7 @@ from knowhub.context.fs.damage import (
     node_files_in,
     node_problem,
     relations_problem,
+    remove_uncommitted_files,
 )
 from knowhub.context.fs.files import (
     _current_bytes,
@@ -172,7 +170,7 @@ class ContextFS:
         account = path.relative_to(self.accounts_dir).parts[0]
         return self._account_lock(account, self.accounts_dir / account)
 
-    def quarantine_node(self, path: Path, reason: str) -> bool:
+    def quarantine_node(self, path: Path, found_by: str) -> bool:
         """Move the files of the damaged node in ``path`` into quarantine (under the
         account's lock, after finishing an interrupted update and looking again); True
         when something was moved. The directory stays as a container of its children."""
@@ -184,17 +182,17 @@ class ContextFS:
             files = node_files_in(path)
             if not files:
                 return False
-            self.quarantine.move(files, problem, kind="node", origin=path)
+            self.quarantine.move(files, f"{problem} (found by {found_by})", kind="node", origin=path)
             return True
 
-    def quarantine_relations(self, path: Path, reason: str) -> bool:
-        """Move an unreadable ``.relations.json`` aside; the node keeps its text and has no
-        edges until new ones are written. True when it was moved."""
+    def quarantine_relations(self, path: Path, found_by: str) -> bool:
+        """Move an unreadable ``.relations.json`` aside (the node keeps its text); True if moved."""
         with self._lock_of_path(path):
             problem = relations_problem(path)
             if problem is None:
                 return False
-            self.quarantine.move([path / RELATIONS_FILE], problem, kind="relations", origin=path)
+            self.quarantine.move([path / RELATIONS_FILE], f"{problem} (found by {found_by})", kind="relations",
+                                 origin=path)
             return True
 
     @contextlib.contextmanager
@@ -205,7 +203,7 @@ class ContextFS:
         except CorruptStoreError as exc:
             if node_problem(path) is None:
                 raise  # not damage of this node's files (it may have been rewritten meanwhile)
-            self.quarantine_node(path, str(exc))
+            self.quarantine_node(path, "a read")
             raise NotFoundError(f"no node at {uri} (it was damaged and is quarantined)", uri=uri) from exc
 
     @contextlib.contextmanager
@@ -455,7 +453,7 @@ class ContextFS:
             self._roll_forward(path)
             now = utc_now_iso()
             if self._is_node(path) and node_problem(path) is not None:
-                self.quarantine_node(path, "damaged node replaced by a new write")
+                self.quarantine_node(path, "a write over it")
             if self._is_node(path):
                 old = self._load_meta(path, parsed.uri)
                 version = int(old.get("version", 0)) + 1
@@ -476,7 +474,7 @@ class ContextFS:
             raise StorageError("node path exists and is not a directory", path=str(path))
         changed = [(name, data) for name, data in levels if _current_bytes(path / name) != data]
         if relations_problem(path) is not None:
-            self.quarantine_relations(path, "damaged relations replaced by a new write")
+            self.quarantine_relations(path, "a write over it")
         try:
             doc = read_json_file(path / RELATIONS_FILE)
             current = list(doc.get("edges") or []) if isinstance(doc, dict) else []
@@ -778,27 +776,17 @@ class ContextFS:
         return removed
 
     def check(self, fix: bool = False) -> dict[str, Any]:
-        """Verify every node directory of every account (:func:`~knowhub.context.fs.damage.check_tree`).
-
-        Reports ``nodes``, ``corrupt``, ``bad_relations``, ``half_written``, ``leftovers``
-        and ``quarantined`` (every quarantine entry so far). Without ``fix`` nothing is
-        written. ``fix=True`` moves corrupt nodes and unreadable relation files into
-        quarantine (``quarantined_now``), removes the stray files of half-written
-        directories (an interrupted write that never committed) and the leftovers.
+        """:func:`~knowhub.context.fs.damage.check_tree` plus ``quarantined`` (every entry);
+        writes nothing. ``fix=True`` quarantines corrupt nodes and bad relation files
+        (``quarantined_now``), removes stray files of half-written directories and leftovers.
         """
         report = check_tree(self.accounts_dir)
         if fix:
-            moved = 0
-            for path in report["corrupt"]:
-                moved += self.quarantine_node(Path(path), "found by check --fix")
-            for path in report["bad_relations"]:
-                moved += self.quarantine_relations(Path(path), "found by check --fix")
-            for path in report["half_written"]:
-                with self._lock_of_path(Path(path)):
-                    if not self._is_node(Path(path)):
-                        for name in (*LEVEL_FILES, RELATIONS_FILE):
-                            with contextlib.suppress(OSError):
-                                os.unlink(Path(path) / name)
+            moved = sum(self.quarantine_node(Path(p), "check --fix") for p in report["corrupt"])
+            moved += sum(self.quarantine_relations(Path(p), "check --fix") for p in report["bad_relations"])
+            for path in map(Path, report["half_written"]):
+                with self._lock_of_path(path):
+                    remove_uncommitted_files(path)
             self.cleanup()
             report["quarantined_now"] = moved
         report["quarantined"] = self.quarantine.entries()

@@ -11,6 +11,7 @@ is its ``.relations.json`` keeps its text; only that file is moved aside
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,17 @@ def node_files_in(path: Path) -> list[Path]:
     return [path / name for name in NODE_FILES if os.path.lexists(path / name)]
 
 
+def remove_uncommitted_files(path: Path) -> None:
+    """Delete the level and relation files of a directory without ``.meta.json`` (an
+    interrupted first write that never committed; readers never saw them). Caller holds
+    the account's write lock."""
+    if os.path.lexists(path / META_FILE):
+        return
+    for name in (*LEVEL_FILES, RELATIONS_FILE):
+        with contextlib.suppress(OSError):
+            os.unlink(path / name)
+
+
 def check_tree(accounts_dir: Path) -> dict[str, Any]:
     """Scan every node directory below ``accounts_dir`` without writing anything.
 
@@ -106,4 +118,4 @@ def check_tree(accounts_dir: Path) -> dict[str, Any]:
     return report
 
 
-__all__ = ["LEVEL_FILES", "META_FILE", "RELATIONS_FILE", "TMP_NODE_PREFIX", "TRASH_PREFIX", "TXN_FILE", "check_tree", "node_files_in", "node_problem", "relations_problem"]
+__all__ = ["LEVEL_FILES", "META_FILE", "RELATIONS_FILE", "TMP_NODE_PREFIX", "TRASH_PREFIX", "TXN_FILE", "check_tree", "node_files_in", "node_problem", "relations_problem", "remove_uncommitted_files"]

@@ -54,12 +54,12 @@ class RelationStore:
             data = read_json_file(path / RELATIONS_FILE)
         except FileNotFoundError:
             return []
-        except CorruptStoreError as exc:
-            self.fs.quarantine_relations(path, str(exc))
+        except CorruptStoreError:
+            self.fs.quarantine_relations(path, "a relation read")
             return []
         edges = data.get("edges") if isinstance(data, dict) else None
         if not isinstance(edges, list):
-            self.fs.quarantine_relations(path, ".relations.json has no edge list")
+            self.fs.quarantine_relations(path, "a relation read")
             return []
         return [e for e in edges if isinstance(e, dict) and e.get("to_uri") and e.get("relation_type")]
 
