@@ -360,8 +360,11 @@ class KnowledgeStore:
         except SQLAlchemyError as exc:
             raise StorageError(f"knowledge store read failed: {exc}", url=self.safe_url) from exc
         if self.damaged.pending and not getattr(self._writing, "depth", 0):
-            with self.write():
-                pass
+            try:
+                with self.write():
+                    pass
+            except StorageError as exc:  # the read itself succeeded; the next one retries
+                log.warning("could not move damaged knowledge rows into quarantine: %s", exc)
 
     # ------------------------------------------------------------------ migrations
 
