@@ -124,3 +124,24 @@ def test_outline_specs_follow_the_indentation() -> None:
     assert ids[by_name["Python"]["parent_id"]]["name"] == "编程语言"
     assert by_name["大语言模型"]["aliases"] == ["Large language model", "LLM", "大模型"]
     assert len(specs) == 96
+
+
+def test_engines_handed_over_by_serve_are_closed_by_the_app_shutdown(tmp_path: Path) -> None:
+    """uvicorn ends the process right after the lifespan on SIGTERM, so the engines that
+    ``knowhub serve`` opened before it must be closed by the app's own shutdown."""
+    from knowhub.server.app import ENGINE_BUILDERS
+    from knowhub.server.lifecycle import open_engines
+
+    settings = Settings.load(data_dir=tmp_path / "d")
+    opened = open_engines(settings, ENGINE_BUILDERS, load_sample=False)
+    with TestClient(create_app(settings, engines=opened.engines, own_engines=True)) as client:
+        assert client.get("/ready").status_code == 200
+    assert opened.engines["context_engine"]._closed and opened.engines["keyword_tree"]._closed
+    kept = open_engines(settings, ENGINE_BUILDERS, load_sample=False)
+    try:
+        with TestClient(create_app(settings, engines=kept.engines)):
+            pass
+        assert not kept.engines["context_engine"]._closed  # injected without own_engines: the owner closes
+    finally:
+        for _, engine in kept.owned:
+            engine.close()

@@ -91,7 +91,7 @@ def serve(
         configure_logging(server.log_level)
         opened = open_engines(settings, ENGINE_BUILDERS, load_sample=server.load_sample and not no_sample)
         try:
-            app = create_app(settings, engines=opened.engines)
+            app = create_app(settings, engines=opened.engines, own_engines=True)
             app.state.lifecycle.sample_report = opened.sample_report
             auth = f"{len(settings.auth.keys)} API key(s)" if settings.auth.keys else (
                 f"no API keys, every request is {settings.auth.default_principal}"
@@ -106,7 +106,7 @@ def serve(
                                        log_config=None, access_log=False, timeout_graceful_shutdown=10)
             announcing_server(uv_config, announce).run(sockets=[sock])
         finally:
-            close_engines(opened.owned)
+            close_engines(opened.owned)  # the app's shutdown closed them already; closing is idempotent
     finally:
         sock.close()
 
@@ -136,7 +136,6 @@ def bind_socket(host: str, port: int) -> socket.socket:
                 code=EXIT_PORT_IN_USE,
             ) from None
         raise fail(f"knowhub: cannot bind to port {port} on {host}: {exc.strerror or exc}") from None
-    sock.set_inheritable(True)
     return sock
 
 

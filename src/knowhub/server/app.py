@@ -61,6 +61,7 @@ def create_app(
     engines: Mapping[str, Any] | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     load_sample: bool = False,
+    own_engines: bool = False,
 ) -> FastAPI:
     """Build the knowhub HTTP app.
 
@@ -70,8 +71,10 @@ def create_app(
             instead of opening one from ``settings`` (the caller keeps ownership).
         engines: other already open engines by name (same ownership rule).
         max_body_bytes: largest request body accepted; larger ones get 413.
-        load_sample: load the sample knowledge base into an empty data dir on startup
-            (``knowhub serve`` passes ``settings.server.load_sample``).
+        load_sample: load the sample knowledge base into an empty data dir on startup.
+        own_engines: close the injected engines too when the app shuts down (``knowhub
+            serve`` opens them before uvicorn starts and hands them over: uvicorn ends the
+            process right after the lifespan on SIGTERM).
 
     Raises:
         ConfigError: the configured API keys or default principal are invalid.
@@ -86,7 +89,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
             result = lifecycle.open(ENGINE_BUILDERS, injected)
-            stack.callback(close_engines, result.owned)
+            stack.callback(close_engines, [*(injected.items() if own_engines else ()), *result.owned])
             opened = result.engines
             app.state.engines = opened
             lifecycle.mark_ready()
