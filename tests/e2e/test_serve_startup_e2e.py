@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.e2e.server_process import ServerProcess, child_env, free_port, write_config
 
@@ -57,16 +58,19 @@ def test_listening_names_the_bound_port_once_the_server_is_ready(tmp_path: Path)
         server.kill()
 
 
-def test_an_interrupted_sample_load_is_finished_by_the_next_start(tmp_path: Path) -> None:
+@pytest.mark.parametrize("death", ["raise SystemExit('failed while loading the sample')",
+                                   "os.kill(os.getpid(), signal.SIGKILL)"])
+def test_an_interrupted_sample_load_is_finished_by_the_next_start(tmp_path: Path, death: str) -> None:
     """The first start dies in the middle of the sample (after the tree and the knowledge
-    parts, inside the context part); the next start completes it with exactly one copy."""
+    parts, inside the context part: an error, or kill -9); the next start completes it with
+    exactly one copy."""
     config = write_config(tmp_path / "knowhub.toml", tmp_path / "data")
     crash = tmp_path / "crash.py"
     crash.write_text(
-        "import sys\n"
+        "import os, signal, sys\n"
         "from knowhub.sample import sample_kb\n"
         "def boom(*a, **k):\n"
-        "    raise SystemExit('killed while loading the sample')\n"
+        f"    {death}\n"
         "sample_kb.load_context = boom\n"
         "from knowhub.cli.app import main\n"
         "sys.argv = ['knowhub', *sys.argv[1:]]\n"
