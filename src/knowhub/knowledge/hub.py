@@ -211,6 +211,9 @@ class KnowledgeHub:
         with self._sync_lock:
             with self.store.read() as conn:
                 changes = self.store.changes_since(conn, self._indexes.seq)
+            quarantined = self.store.damaged.take_moved()
+            if quarantined:
+                self._indexes.remove(quarantined)
             if not changes:
                 return
             latest: dict[str, tuple[bool, Knowledge]] = {}

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from knowhub.errors import InvalidInputError, NotFoundError
+from knowhub.errors import CorruptStoreError, InvalidInputError, NotFoundError
 from knowhub.providers.llm import LLMClient, LocalAgent
 from knowhub.storage import ensure_dir
 from knowhub.text import BM25Index, DefaultNormalizer, MultiPatternMatcher, Normalizer
@@ -130,67 +130,90 @@ class TreeCore:
     # -- opening -----------------------------------------------------------------------
 
     def _open(self) -> None:
-        """Repair, load, roll forward, adopt or rebuild indexes, ensure root (under lock)."""
+        """Repair, load, roll forward, adopt or rebuild indexes, ensure root (under lock).
+
+        Damage inside a JSONL file (not a torn tail) does not stop the open: the damaged
+        lines go into quarantine and the load starts again without them."""
         started = time.perf_counter()
         with self.store.lock, gc_paused(self.freeze_gc):
-            repaired = self.store.repair_all()
-            self.state.dead_versions.update(self.store.read_tombstones())
-            ckpt = self.store.read_checkpoint()
-            records = list(self.store.scan_change_log(ckpt["offset"]))
-            committed = {rec.get("operation_id") for _, rec in records}
-            dropped = 0
-            for kind in KINDS:
-                limit = ckpt["sizes"].get(kind, 0)
-                kept: list[tuple[int, dict[str, Any]]] = []
-                dropped_here = 0
-                for offset, row in self.store.scan_entity(kind):
-                    if offset < limit or row.get("op") is None or row.get("op") in committed:
-                        kept.append((offset, row))
-                    else:
-                        dropped_here += 1
-                if dropped_here:
-                    # rows of operations the change log does not hold (only possible at a
-                    # tail): physically drop them so that the files agree with the log
-                    _log.warning("dropping %d uncommitted %s row(s)", dropped_here, kind)
-                    rows = [row for _, row in kept]
-                    kept = list(zip(self.store.entity[kind].rewrite(rows), rows, strict=True))
-                    dropped += dropped_here
-                self.state.bulk_load(kind, kept)
-            rolled = self._roll_forward(records)
-            for off, rec in records:
-                if rec.get("operation_id"):
-                    self._op_offsets[rec["operation_id"]] = off
-            size = self.store.change_log_size()
-            fp = self._fingerprint(size)
-            persisted_fp, maps = TreeState.read_persisted(self.data_dir)
-            if persisted_fp == fp and maps:
-                self.state.adopt_maps(maps)
-                adopted = True
-            else:
-                self.state.rebuild_maps()
-                adopted = False
-            self.store.change_log.offset = size
-            self._known_size = size
-            self._ckpt = ckpt
-            if ROOT_ID not in self.state.nodes:
-                txn = Txn(self.state)
-                txn.put_node(KeywordNode(id=ROOT_ID, name="root", level=0, parent_id=None).to_row())
-                self._commit(txn, "init_root", "create root node")
-            if rolled or dropped or (records and ckpt["offset"] == 0):
-                self._checkpoint()
-                if not adopted:
-                    self._persist_indexes()
-            elif TreeState.persist_interrupted(self.data_dir):
-                # a crash in the middle of persisting left files of different moments
-                self._persist_indexes()
+            try:
+                report = self._load_locked()
+            except CorruptStoreError:
+                if not self.store.quarantine_damaged_lines():
+                    raise
+                self._fresh_state()
+                report = self._load_locked()
         self.caches.load(lambda node_id: node_id in self.state.nodes, self._known_size)
-        self.load_report = {
+        self.load_report = {**report, "seconds": round(time.perf_counter() - started, 4)}
+
+    def _fresh_state(self) -> None:
+        """Empty in-memory state (before a load starts again)."""
+        self.state = TreeState()
+        self.state.node_hooks.append(self._on_node)
+        self.state.info_hooks.append(self._on_info)
+        self.state.link_hooks.append(self._on_link)
+        self._op_offsets.clear()
+
+    def _load_locked(self) -> dict[str, Any]:
+        """The body of :meth:`_open`; returns the load report (without timing)."""
+        repaired = self.store.repair_all()
+        self.state.dead_versions.update(self.store.read_tombstones())
+        ckpt = self.store.read_checkpoint()
+        records = list(self.store.scan_change_log(ckpt["offset"]))
+        committed = {rec.get("operation_id") for _, rec in records}
+        dropped = 0
+        for kind in KINDS:
+            limit = ckpt["sizes"].get(kind, 0)
+            kept: list[tuple[int, dict[str, Any]]] = []
+            uncommitted: list[dict[str, Any]] = []
+            for offset, row in self.store.scan_entity(kind):
+                if offset < limit or row.get("op") is None or row.get("op") in committed:
+                    kept.append((offset, row))
+                else:
+                    uncommitted.append(row)
+            if uncommitted:
+                # rows of operations the change log does not hold (a tail, or the rows of
+                # a quarantined change-log line): kept in quarantine, dropped from the file
+                # so that the files agree with the log
+                _log.warning("dropping %d uncommitted %s row(s) into quarantine", len(uncommitted), kind)
+                self.store.quarantine_rows(kind, uncommitted, "entity rows of an operation the change log does not hold")
+                rows = [row for _, row in kept]
+                kept = list(zip(self.store.entity[kind].rewrite(rows), rows, strict=True))
+                dropped += len(uncommitted)
+            self.state.bulk_load(kind, kept)
+        rolled = self._roll_forward(records)
+        for off, rec in records:
+            if rec.get("operation_id"):
+                self._op_offsets[rec["operation_id"]] = off
+        size = self.store.change_log_size()
+        fp = self._fingerprint(size)
+        persisted_fp, maps = TreeState.read_persisted(self.data_dir)
+        if persisted_fp == fp and maps:
+            self.state.adopt_maps(maps)
+            adopted = True
+        else:
+            self.state.rebuild_maps()
+            adopted = False
+        self.store.change_log.offset = size
+        self._known_size = size
+        self._ckpt = ckpt
+        if ROOT_ID not in self.state.nodes:
+            txn = Txn(self.state)
+            txn.put_node(KeywordNode(id=ROOT_ID, name="root", level=0, parent_id=None).to_row())
+            self._commit(txn, "init_root", "create root node")
+        if rolled or dropped or (records and ckpt["offset"] == 0):
+            self._checkpoint()
+            if not adopted:
+                self._persist_indexes()
+        elif TreeState.persist_interrupted(self.data_dir):
+            # a crash in the middle of persisting left files of different moments
+            self._persist_indexes()
+        return {
             "repaired_bytes": repaired,
             "replayed_ops": len(records),
             "rolled_forward_rows": rolled,
             "dropped_uncommitted_rows": dropped,
             "adopted_persisted_indexes": adopted,
-            "seconds": round(time.perf_counter() - started, 4),
         }
 
     def _fingerprint(self, change_log_offset: int) -> dict[str, Any]:
@@ -248,15 +271,11 @@ class TreeCore:
     def _reload(self) -> None:
         """Drop everything in memory and open the directory again (after a restore)."""
         self.store.reopen()
-        self.state = TreeState()
-        self.state.node_hooks.append(self._on_node)
-        self.state.info_hooks.append(self._on_info)
-        self.state.link_hooks.append(self._on_link)
+        self._fresh_state()
         self.caches.clear()
         self.mru.clear()
         self._bm25 = None
         self._matcher = None
-        self._op_offsets.clear()
         self._offsets_stale = False
         self._open()
 
