@@ -34,7 +34,7 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-AccountOpt = Annotated[str | None, typer.Option("--account", help="Account id (default: default).")]
+AccountOpt = Annotated[str | None, typer.Option("--account", help="Account id (default: context.account_id of the settings).")]
 UserOpt = Annotated[str | None, typer.Option("--user", "-u", help="User id (default: from auth.default_principal).")]
 AgentOpt = Annotated[str, typer.Option("--agent", help="Agent id.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
@@ -58,7 +58,7 @@ def _service(config: Path | None, data: Path | None, account: str | None, user: 
     if user is None:
         kind, ident = parse_scope(settings.auth.default_principal)
         user = ident if kind == "user" else f"{kind}-{ident}"
-    ctx = RequestContext(account or "default", user, agent_id=agent)
+    ctx = RequestContext(account or settings.context.account_id, user, agent_id=agent)
     service = ContextEngineService.from_settings(settings)
     try:
         yield service, ctx
