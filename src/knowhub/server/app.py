@@ -24,6 +24,7 @@ from knowhub.server.deps import KNOWLEDGE_HUB
 from knowhub.server.errors import DEFAULT_MAX_BODY_BYTES, GuardMiddleware, install_error_handlers
 from knowhub.server.lifecycle import AccessLogMiddleware, Lifecycle
 from knowhub.server.lifecycle import install as install_lifecycle
+from knowhub.server.responses import install_error_docs
 from knowhub.server.routers import context as context_router
 from knowhub.server.routers import knowledge as knowledge_router
 from knowhub.server.routers import resource as resource_router
@@ -123,6 +124,7 @@ def create_app(
 
     for factory in ROUTER_FACTORIES:
         app.include_router(factory())
+    install_error_docs(app)
     return app
 
 
