@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from knowhub.config import Settings
 from knowhub.errors import NotFoundError
@@ -34,16 +34,17 @@ from knowhub.server.schemas import (
     QUERY_INT,
     RequestBody,
 )
+from knowhub.tree.models import MAX_NAME_CHARS, check_keyword_name
 
 #: Name under which the keyword tree is kept in ``app.state.engines``.
 TREE_ENGINE = "keyword_tree"
-MAX_NAME_CHARS = 500
 MAX_DESCRIPTION_CHARS = 20_000
 MAX_TREE_ID_CHARS = 256
 MAX_ALIASES = 200
 
 TreeId = Annotated[str, Field(min_length=1, max_length=MAX_TREE_ID_CHARS)]
-Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
+#: The engine's own name check (NUL, unreadable text, length), so HTTP and CLI agree.
+Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS), AfterValidator(check_keyword_name)]
 Description = Annotated[str, Field(max_length=MAX_DESCRIPTION_CHARS)]
 Metadata = Annotated[dict[str, Any], Field(max_length=64)]
 Version = Annotated[int, Field(ge=1)]
