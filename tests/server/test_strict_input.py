@@ -177,3 +177,20 @@ def test_context_account_id_names_the_account_of_every_request(tmp_path: Path) -
     settings = Settings.load(None, data_dir=tmp_path, context={"account_id": "acme"})
     assert request_context(Principal.of("user:alice"), settings).account_id == "acme"
     assert request_context(Principal.of("user:alice"), Settings.load(None, data_dir=tmp_path)).account_id == "default"
+
+
+def test_whole_json_numbers_are_integers(http: TestClient) -> None:
+    # JSON Schema's rule: 4.0 is an integer; a string or a boolean is not (above)
+    resp = http.post("/api/knowledge", json=knowledge_body(score=4.0))
+    assert resp.status_code == 201 and resp.json()["eval"]["score"] == 4
+    assert_422(http.post("/api/knowledge", json=knowledge_body(score=4.5)), "score")
+    assert_422(http.post("/api/knowledge", json=knowledge_body(score=True)), "score")
+
+
+def test_extraction_roles_are_the_engines() -> None:
+    from typing import get_args
+
+    from knowhub.knowledge.extract import ROLES
+    from knowhub.server.schemas import ExtractRole
+
+    assert set(get_args(ExtractRole)) == set(ROLES)

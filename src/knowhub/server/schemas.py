@@ -56,6 +56,18 @@ def _query_bool(value: Any) -> Any:
     return value
 
 
+def _json_int(value: Any) -> Any:
+    """A JSON number without a fraction is an integer (JSON Schema's rule): ``5.0`` is 5.
+    Strings and booleans are still refused by strict mode."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+#: Put in an ``Annotated`` integer body field: ``5`` or ``5.0``, never ``"5"`` or ``true``
+#: (beside ``Field(...)``, not nested, so that the schema keeps its bounds).
+JSON_INT = BeforeValidator(_json_int)
+
 #: Put next to ``Query(...)`` in an ``Annotated`` integer query parameter.
 QUERY_INT = BeforeValidator(_query_int)
 #: Put in an ``Annotated`` boolean query parameter.
@@ -93,10 +105,13 @@ Case = Annotated[dict[str, Any], Field(min_length=1, max_length=64), AfterValida
 IsoTime = Annotated[str, Field(max_length=100), AfterValidator(_iso_time)]
 #: Message and session times of a conversation (the context engine's date reader).
 MessageTime = Annotated[str, Field(max_length=100), AfterValidator(_readable_time)]
-#: Roles of the OpenAI chat format.
+#: Roles of the OpenAI chat format (context commits).
 MessageRole = Literal["system", "developer", "user", "assistant", "tool", "function"]
-#: Tag values: seed 002 shows strings; numbers, booleans and string lists are kept too.
-TagValue = ShortText | int | float | bool | list[ShortText] | None
+#: Roles knowledge extraction reads (``knowhub.knowledge.extract.ROLES``).
+ExtractRole = Literal["user", "assistant", "system", "tool"]
+#: Tag values: seed 002 shows strings; numbers, booleans and string lists are kept too
+#: (integers within 64 bits: the store keeps JSON that every reader can parse).
+TagValue = ShortText | Annotated[int, Field(ge=-(2**63), le=2**63 - 1)] | float | bool | list[ShortText] | None
 
 
 def check_json_text(value: Any, depth: int = 0) -> None:
@@ -157,9 +172,9 @@ class SourceIn(RequestBody):
 class EvalIn(RequestBody):
     """Optional initial ``eval`` (imports): counters and confidence; histories start empty."""
 
-    score: Annotated[int, Field(ge=1, le=5)] | None = None
-    helpful: Annotated[int, Field(ge=0)] | None = None
-    harmful: Annotated[int, Field(ge=0)] | None = None
+    score: Annotated[int, Field(ge=1, le=5), JSON_INT] | None = None
+    helpful: Annotated[int, Field(ge=0), JSON_INT] | None = None
+    harmful: Annotated[int, Field(ge=0), JSON_INT] | None = None
     confidence: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
 
 
@@ -175,7 +190,7 @@ class KnowledgeCreate(RequestBody):
     owner: Label | None = None
     source: SourceIn | None = None
     eval: EvalIn | None = None
-    score: Annotated[int, Field(ge=1, le=5)] | None = None
+    score: Annotated[int, Field(ge=1, le=5), JSON_INT] | None = None
     confidence: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
     message_id: Label | None = None
     resource_ids: Annotated[list[IdText], Field(max_length=MAX_LIST_ITEMS)] | None = None
@@ -186,7 +201,7 @@ class KnowledgeUpdate(RequestBody):
 
     add_helpful_case: Case | None = None
     add_harmful_case: Case | None = None
-    update_score: Annotated[int, Field(ge=1, le=5)] | None = None
+    update_score: Annotated[int, Field(ge=1, le=5), JSON_INT] | None = None
     evolve_feedback: Annotated[str, Field(max_length=MAX_TASK_CHARS)] | None = None
 
 
@@ -223,7 +238,7 @@ class ChatMessage(BaseModel):
 
     model_config = ConfigDict(extra="allow", strict=True)
 
-    role: MessageRole
+    role: ExtractRole
     content: Annotated[str, Field(max_length=MAX_CONTENT_CHARS)]
 
 
@@ -258,6 +273,7 @@ class ResourceUpdate(RequestBody):
 
 
 __all__ = [
+    "JSON_INT",
     "MAX_QUERY_CHARS",
     "QUERY_BOOL",
     "QUERY_INT",
@@ -265,6 +281,7 @@ __all__ = [
     "ChatMessage",
     "EvalIn",
     "ExtractRequest",
+    "ExtractRole",
     "FeedbackItem",
     "IsoTime",
     "KnowledgeCreate",

@@ -28,6 +28,7 @@ from knowhub.errors import NotFoundError
 from knowhub.server.deps import PrincipalDep, clean_query, engine
 from knowhub.server.routers._json import results, to_json
 from knowhub.server.schemas import (
+    JSON_INT,
     MAX_CONTENT_CHARS,
     MAX_QUERY_CHARS,
     QUERY_BOOL,
@@ -47,7 +48,7 @@ TreeId = Annotated[str, Field(min_length=1, max_length=MAX_TREE_ID_CHARS)]
 Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS), AfterValidator(check_keyword_name)]
 Description = Annotated[str, Field(max_length=MAX_DESCRIPTION_CHARS)]
 Metadata = Annotated[dict[str, Any], Field(max_length=64)]
-Version = Annotated[int, Field(ge=1)]
+Version = Annotated[int, Field(ge=1), JSON_INT]
 Relation = Annotated[str, Field(pattern="^(?i:primary|related|example|source)$")]
 KeywordIdPath = Annotated[str, Path(min_length=1, max_length=MAX_TREE_ID_CHARS, description="keyword id")]
 InfoIdPath = Annotated[str, Path(min_length=1, max_length=MAX_TREE_ID_CHARS, description="info id")]
