@@ -31,6 +31,7 @@ import json
 import re
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -216,7 +217,7 @@ def guess_format(path: Path) -> str:
 
 
 @dataclass
-class _Plan:
+class ImportPlan:
     """What an import will do: new node specs, and file nodes that match existing ones."""
 
     specs: list[dict[str, Any]] = field(default_factory=list)
@@ -225,7 +226,7 @@ class _Plan:
     folded: int = 0
 
 
-def _fold(spec: dict[str, Any], node: ParsedNode, metadata: dict[str, Any], key: Any) -> None:
+def _fold(spec: dict[str, Any], node: ParsedNode, metadata: dict[str, Any], key: Callable[[str], str]) -> None:
     """Fold a repeated sibling of the file into the first one: its aliases are added, its
     description and metadata fill what the first one lacks (children follow its id)."""
     have = {key(text) for text in (spec["name"], *spec["aliases"])}
@@ -280,7 +281,7 @@ def plan_import(
     *,
     keep_ids: bool = False,
     extra_metadata: dict[str, Any] | None = None,
-) -> _Plan:
+) -> ImportPlan:
     """Match parsed nodes (parents first) against the tree; nothing is written.
 
     A parent key that is not in the file may name an existing keyword id (so a JSONL file
@@ -288,7 +289,7 @@ def plan_import(
     """
     if keep_ids:
         _check_kept_ids(parsed)
-    plan = _Plan()
+    plan = ImportPlan()
     children = _Children(tree)
     seen: dict[tuple[str, str], str] = {}  # (parent, name key) -> keyword id given to it
     new: set[str] = set()  # ids of planned nodes: they have no children in the tree yet
@@ -439,6 +440,7 @@ __all__ = [
     "DEFAULT_CHUNK",
     "FORMATS",
     "ON_CONFLICT",
+    "ImportPlan",
     "ParsedNode",
     "guess_format",
     "import_nodes",
