@@ -136,7 +136,8 @@ def test_engines_handed_over_by_serve_are_closed_by_the_app_shutdown(tmp_path: P
 
     settings = Settings.load(data_dir=tmp_path / "d")
     opened = open_engines(settings, ENGINE_BUILDERS, load_sample=False)
-    with TestClient(create_app(settings, engines=opened.engines, own_engines=True)) as client:
+    app = create_app(settings, engines=opened.engines, own_engines=True)
+    with TestClient(app, base_url="http://127.0.0.1:8765") as client:  # keyless: loopback Host
         assert client.get("/ready").status_code == 200
     assert opened.engines["context_engine"]._closed and opened.engines["keyword_tree"]._closed
     kept = open_engines(settings, ENGINE_BUILDERS, load_sample=False)

@@ -25,6 +25,7 @@ from knowhub.server.errors import DEFAULT_MAX_BODY_BYTES, GuardMiddleware, insta
 from knowhub.server.hostguard import HostGuard, HostGuardMiddleware
 from knowhub.server.lifecycle import AccessLogMiddleware, EngineBuilder, Lifecycle, close_engines
 from knowhub.server.lifecycle import install as install_lifecycle
+from knowhub.server.responses import install_error_docs
 from knowhub.server.routers import context as context_router
 from knowhub.server.routers import knowledge as knowledge_router
 from knowhub.server.routers import resource as resource_router
@@ -122,6 +123,7 @@ def create_app(
 
     for factory in ROUTER_FACTORIES:
         app.include_router(factory())
+    install_error_docs(app)
     return app
 
 

@@ -14,7 +14,15 @@ from typing import Any
 
 from knowhub.errors import InvalidInputError, NotFoundError, VersionConflictError
 from knowhub.tree.core import gc_paused
-from knowhub.tree.models import ROOT_ID, KeywordNode, RelationType, WriteResult, new_id
+from knowhub.tree.models import (
+    ROOT_ID,
+    KeywordNode,
+    RelationType,
+    WriteResult,
+    check_keyword_id,
+    check_keyword_name,
+    new_id,
+)
 from knowhub.tree.reads import ReadsMixin
 from knowhub.tree.txn import Txn
 
@@ -32,9 +40,7 @@ class KeywordWritesMixin(ReadsMixin):
     # -- validation helpers --------------------------------------------------------------
 
     def _clean_name(self, name: Any, what: str = "name") -> str:
-        if not isinstance(name, str) or not name.strip():
-            raise InvalidInputError(f"keyword {what} must be a non-empty string")
-        name = name.strip()
+        name = check_keyword_name(name, what).strip()
         if not self.normalizer.keys(name):
             raise InvalidInputError(f"keyword {what} {name!r} has no letters or digits", name=name)
         return name
@@ -417,10 +423,7 @@ class KeywordWritesMixin(ReadsMixin):
                 try:
                     if not isinstance(spec, dict):
                         raise InvalidInputError("spec is not a dict")
-                    name = spec.get("name")
-                    if not isinstance(name, str) or not name.strip():
-                        raise InvalidInputError("keyword name must be a non-empty string")
-                    name = name.strip()
+                    name = check_keyword_name(spec.get("name")).strip()
                     name_keys = keys_of(name)
                     if not name_keys:
                         raise InvalidInputError(f"keyword name {name!r} has no letters or digits")
@@ -431,8 +434,7 @@ class KeywordWritesMixin(ReadsMixin):
                     metadata = self._clean_metadata(spec.get("metadata"))
                     node_id = spec.get("id")
                     if node_id is not None:
-                        if not isinstance(node_id, str) or not node_id.strip() or "|" in node_id:
-                            raise InvalidInputError("id must be a non-empty string without '|'")
+                        check_keyword_id(node_id)
                         if node_id in nodes or node_id in batch:
                             raise InvalidInputError(f"id {node_id!r} already exists")
                     else:
