@@ -242,7 +242,12 @@ class AgentTasksMixin(TreeCore):
     def _link_decision(
         self, content: str, hits: dict[str, str]
     ) -> tuple[dict[str, RelationType], dict[str, Any]]:
-        """Relations for auto_link; falls back to RELATED for every exact hit."""
+        """Relations for auto_link.
+
+        An answer with a ``links`` list is a decision, an empty one included (link
+        nothing). Only a failed call, an answer without a list, or a non-empty list in which
+        no entry names a shown candidate falls back to RELATED for every exact hit.
+        """
         ids = list(hits)
         view = [
             {"idx": i, "name": self.state.nodes[n].name, "path": self._path_names(n), "matched": hits[n]}
@@ -250,7 +255,8 @@ class AgentTasksMixin(TreeCore):
         ]
         answer, io = self._ask("link_info", {"content": content[:2000], "candidates": view})
         chosen: dict[str, RelationType] = {}
-        if answer and isinstance(answer.get("links"), list):
+        decided = bool(answer) and isinstance(answer.get("links"), list)
+        if decided:
             for item in answer["links"]:
                 if not isinstance(item, dict):
                     continue
@@ -261,6 +267,8 @@ class AgentTasksMixin(TreeCore):
                     continue
                 if target is not None:
                     chosen[target] = relation
+        if decided and not answer["links"]:
+            return chosen, io
         if not chosen:
             io["fallback"] = "related_for_exact_hits"
             chosen = dict.fromkeys(ids, RelationType.RELATED)

@@ -1,0 +1,45 @@
+"""Regressions for the KeywordTree bugs of issue 10 (B1-B5), one test each."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from knowhub.tree import KeywordTree, RelationType, StubLLMClient
+
+
+def _kw(tree: KeywordTree, name: str, parent: str | None = None, **kw):
+    return tree.create_keyword(name, parent_id=parent, llm_auto_place=False, **kw)
+
+
+def test_b2_empty_link_decision_links_nothing(tmp_path) -> None:
+    stub = StubLLMClient()
+    tree = KeywordTree(tmp_path / "kt", llm_client=stub)
+    _kw(tree, "北京")
+    _kw(tree, "Database")
+    stub.push({"links": [], "reason": "the text only mentions them in passing"})
+    info = tree.create_info("我在北京学习 database 技术", auto_link=True)
+    assert tree.get_keywords_of_info(info.id) == []
+    record = list(tree.store.scan_change_log(0))[-1][1]
+    assert "fallback" not in record["agent_io"][0]
+    tree.close()
+
+
+def test_b2_unusable_links_still_fall_back(tmp_path) -> None:
+    stub = StubLLMClient()
+    tree = KeywordTree(tmp_path / "kt", llm_client=stub)
+    bj = _kw(tree, "北京")
+    stub.push({"links": [{"idx": 99, "relation": "PRIMARY"}]})
+    info = tree.create_info("我在北京", auto_link=True)
+    assert {k.id: r for k, r in tree.get_keywords_of_info(info.id)} == {bj.id: RelationType.RELATED}
+    tree.close()
+
+
+def test_b3_append_deleted_node_version_drops_its_links(tree: KeywordTree) -> None:
+    kw = _kw(tree, "数据库")
+    info = tree.create_info("PostgreSQL 调优", keyword_ids=[kw.id])
+    assert tree.get_keywords_of_info(info.id)
+    tree._AppendNodeVersion(replace(tree.get_keyword(kw.id), deleted=True))
+    report = tree.check()
+    assert report["counts"]["broken_links"] == 0
+    assert report["ok"], report
+    assert tree.get_keywords_of_info(info.id) == []
