@@ -43,3 +43,18 @@ def test_b3_append_deleted_node_version_drops_its_links(tree: KeywordTree) -> No
     assert report["counts"]["broken_links"] == 0
     assert report["ok"], report
     assert tree.get_keywords_of_info(info.id) == []
+
+
+def test_b4_latin_names_own_no_pinyin_key(tree: KeywordTree) -> None:
+    li = _kw(tree, "Li")
+    bj = _kw(tree, "北京")
+    for query in ("力", "李", "里"):
+        result = tree.search(query, use_agent=False)
+        found = [n.id for n in (result.node, *result.candidates) if n is not None]
+        assert li.id not in found, query
+    # the pinyin tier still works from Latin queries to Han names, and Latin stays exact
+    hit = tree.search("beijing", use_agent=False)
+    assert hit.node is not None and hit.node.id == bj.id
+    hit = tree.search("li", use_agent=False)
+    assert hit.node is not None and hit.node.id == li.id
+    assert "py:li" not in tree.get_keyword(li.id).normalized

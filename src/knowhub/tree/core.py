@@ -537,10 +537,16 @@ class TreeCore:
             dirty.discard(node.id)
         return node
 
+    def _index_keys(self, text: str) -> list[str]:
+        """Keys stored for a name or alias; a replaceable normalizer without
+        ``index_keys`` stores its query keys."""
+        index_keys = getattr(self.normalizer, "index_keys", None)
+        return list(index_keys(text)) if callable(index_keys) else self.normalizer.keys(text)
+
     def _keys_for(self, texts: list[str]) -> list[str]:
         out: dict[str, None] = {}
         for text in texts:
-            for key in self.normalizer.keys(text):
+            for key in self._index_keys(text):
                 out[key] = None
         return list(out)
 

@@ -406,7 +406,7 @@ class KeywordWritesMixin(ReadsMixin):
         with self._writing(), gc_paused(self.freeze_gc and len(specs) >= 1000):
             nodes = self.state.nodes
             dead = self.state.dead_versions
-            keys_of = self.normalizer.keys
+            keys_of = self._index_keys
             batch: dict[str, dict[str, Any]] = {}
             by_name: dict[str, str] = {}
             by_path: dict[tuple[str, ...], str] = {}
