@@ -58,3 +58,18 @@ def test_b4_latin_names_own_no_pinyin_key(tree: KeywordTree) -> None:
     hit = tree.search("li", use_agent=False)
     assert hit.node is not None and hit.node.id == li.id
     assert "py:li" not in tree.get_keyword(li.id).normalized
+
+
+def test_b5_match_on_a_node_that_was_not_shown_is_refused(tmp_path) -> None:
+    stub = StubLLMClient()
+    tree = KeywordTree(tmp_path / "kt", llm_client=stub, max_candidates=2)
+    animals = _kw(tree, "动物")
+    hidden = _kw(tree, "Python", animals.id)
+    _kw(tree, "编程")
+    _kw(tree, "音乐")
+    stub.push({"action": "match", "node_id": hidden.id, "reason": "guessing an id"})
+    result = tree.search("蟒蛇类", use_agent=True)
+    payload = __import__("json").loads(stub.calls[-1][0][-1]["content"])
+    assert hidden.id not in str(payload["candidates"])  # the agent never saw it
+    assert result.status.value != "matched"
+    tree.close()

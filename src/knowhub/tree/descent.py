@@ -147,17 +147,19 @@ class DescentMixin(AgentTasksMixin):
             total += df
         return " ".join(word for _, word in sorted(kept))
 
-    def _resolve_target(self, raw: Any, by_idx: dict[int, str], scope: set[str] | None) -> str | None:
-        """Map a decision target (idx int, digit string or node id) to a live node id."""
+    def _resolve_target(self, raw: Any, by_idx: dict[int, str]) -> str | None:
+        """Map a decision target (idx int, digit string or node id) to a shown candidate.
+
+        Only the candidates of this round count: an id the agent was not shown (a guess,
+        or a node from an earlier prompt) is no decision about this view.
+        """
         if isinstance(raw, bool) or raw is None:
             return None
         if isinstance(raw, int):
             return by_idx.get(raw)
         if isinstance(raw, str):
-            if raw in self.state.nodes and raw != ROOT_ID:
-                if scope is None or self.state.is_within(raw, scope):
-                    return raw
-                return None
+            if raw in by_idx.values():
+                return raw
             text = raw.strip()
             if text.isdigit():
                 return by_idx.get(int(text))
@@ -224,7 +226,7 @@ class DescentMixin(AgentTasksMixin):
                 io["error"] = f"agent_failure: {exc}"
                 return missing("agent_failure")
             raw_targets = decision.targets
-            targets = [self._resolve_target(t, by_idx, scope) for t in raw_targets]
+            targets = [self._resolve_target(t, by_idx) for t in raw_targets]
             if decision.action in ("jump", "match") and any(t is None for t in targets):
                 if decision.action == "jump":
                     return missing("invalid_jump")
@@ -258,7 +260,7 @@ class DescentMixin(AgentTasksMixin):
                 start_ids = [c for t in valid for c in self.state.children.get(t, ())]
                 continue
             if decision.action == "ambiguous":
-                picked = [self._resolve_target(t, by_idx, scope) for t in decision.candidate_ids]
+                picked = [self._resolve_target(t, by_idx) for t in decision.candidate_ids]
                 ids = list(dict.fromkeys(p for p in picked if p is not None))
                 self._remember(io)
                 return result("ambiguous", decision.reason, candidates=ids or last)
