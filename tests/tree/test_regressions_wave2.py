@@ -73,3 +73,31 @@ def test_b5_match_on_a_node_that_was_not_shown_is_refused(tmp_path) -> None:
     assert hidden.id not in str(payload["candidates"])  # the agent never saw it
     assert result.status.value != "matched"
     tree.close()
+
+
+def test_b1_explicit_parent_keeps_homonyms_apart(tmp_path) -> None:
+    tree = KeywordTree(tmp_path / "kt")  # the offline LocalAgent decides the dedup question
+    animals = _kw(tree, "动物")
+    coding = _kw(tree, "编程")
+    snake = tree.create_keyword("Python", parent_id=animals.id)
+    language = tree.create_keyword("Python", parent_id=coding.id)
+    assert language.id != snake.id
+    assert language.parent_id == coding.id
+    assert tree.get_keyword(snake.id).version == 1
+    # the same name under the same parent is still a duplicate
+    again = tree.create_keyword("Python", parent_id=coding.id)
+    assert again.id == language.id
+    tree.close()
+
+
+def test_b1_alias_of_that_changes_nothing_keeps_the_version(tmp_path) -> None:
+    stub = StubLLMClient()
+    tree = KeywordTree(tmp_path / "kt", llm_client=stub)
+    node = _kw(tree, "Python", aliases=["py"])
+    ops_before = len(list(tree.store.scan_change_log(0)))
+    stub.push({"action": "alias_of", "target": 0, "reason": "same"})
+    same = tree.create_keyword("py", llm_auto_place=False)
+    assert same.id == node.id
+    assert tree.get_keyword(node.id).version == node.version
+    assert len(list(tree.store.scan_change_log(0))) == ops_before
+    tree.close()

@@ -94,7 +94,9 @@ INSTRUCTIONS = {
     "dedup_check": (
         "A new keyword collides with existing ones by name or alias. Decide whether it is "
         "an alias of one (alias_of, target=idx), the same concept whose description should "
-        "be merged (merge, target=idx), or a different concept (create_new)."
+        "be merged (merge, target=idx), or a different concept (create_new). parent_path, "
+        "when given, is where the caller wants the new keyword: an existing keyword in "
+        "another branch with nothing else in common is a homonym (create_new)."
     ),
     "disambiguate": (
         "Several keywords share the queried name. Pick the one the query means (pick, idx) "
@@ -189,9 +191,14 @@ class AgentTasksMixin(TreeCore):
     # -- dedup_check ---------------------------------------------------------------------
 
     def _dedup_check(
-        self, name: str, aliases: list[str], description: str, existing: list[str]
+        self, name: str, aliases: list[str], description: str, existing: list[str], parent_id: str | None = None
     ) -> tuple[str, str | None, dict[str, Any]]:
-        """``(action, target id, io)``; anything but a valid alias_of/merge is create_new."""
+        """``(action, target id, io)``; anything but a valid alias_of/merge is create_new.
+
+        With an explicit ``parent_id`` the payload carries ``parent_path`` (names from the
+        top down to that parent), so the agent can tell a homonym in another branch
+        ("Python" under 编程 vs under 动物) from a duplicate.
+        """
         view = [
             {
                 "idx": i,
@@ -202,7 +209,9 @@ class AgentTasksMixin(TreeCore):
             }
             for i, n in enumerate(existing)
         ]
-        payload = {"name": name, "aliases": aliases, "description": description, "existing": view}
+        payload: dict[str, Any] = {"name": name, "aliases": aliases, "description": description, "existing": view}
+        if parent_id is not None:
+            payload["parent_path"] = self._full_path(parent_id)
         answer, io = self._ask("dedup_check", payload)
         if not answer:
             return "create_new", None, io

@@ -255,7 +255,7 @@ class KeywordWritesMixin(ReadsMixin):
                 existing = self._collisions(name, aliases) if dedup else []
                 action, target = "create_new", None
                 if existing:
-                    action, target, io = self._dedup_check(name, aliases, description, existing)
+                    action, target, io = self._dedup_check(name, aliases, description, existing, parent_id)
                     ios.append(io)
                 suggested = None
                 if action == "create_new" and parent_id is None and llm_auto_place:
@@ -289,6 +289,10 @@ class KeywordWritesMixin(ReadsMixin):
             new_desc = dst["description"]
             if action == "merge" and description and description not in new_desc:
                 new_desc = f"{new_desc}\n{description}".strip()
+            new_meta = {**metadata, **dst.get("metadata", {})}
+            if merged == dst["aliases"] and new_desc == dst["description"] and new_meta == dst.get("metadata", {}):
+                # nothing to record: the keyword already says all of it (no new version)
+                return self._out(self.state.nodes[target])
             txn.put_node({**dst, "aliases": merged, "normalized": self._normalized_of(dst["name"], merged), "description": new_desc, "metadata": {**metadata, **dst.get("metadata", {})}})
             self._commit(txn, "create_keyword", f"'{name}' recorded as {action} of '{dst['name']}'", agent_io=self._public_io(ios), extra={"dedup": action})
             return self._out(self.state.nodes[target])
