@@ -101,3 +101,67 @@ def test_b1_alias_of_that_changes_nothing_keeps_the_version(tmp_path) -> None:
     assert tree.get_keyword(node.id).version == node.version
     assert len(list(tree.store.scan_change_log(0))) == ops_before
     tree.close()
+
+
+def _names_shown(stub: StubLLMClient) -> list[str]:
+    payload = __import__("json").loads(stub.calls[-1][0][-1]["content"])
+    return [c["name"] for c in payload["candidates"]]
+
+
+def test_mru_entries_are_bfs_starting_points(tmp_path) -> None:
+    stub = StubLLMClient()
+    tree = KeywordTree(tmp_path / "kt", llm_client=stub, max_candidates=6)
+    a, b, c = _kw(tree, "Alpha"), _kw(tree, "Bravo"), _kw(tree, "Charlie")
+    a1 = _kw(tree, "Alpha-one", a.id)
+    _kw(tree, "Deep-one", a1.id)
+    _kw(tree, "Deep-two", a1.id)
+    _kw(tree, "Bravo-one", b.id)
+    _kw(tree, "Charlie-one", c.id)
+    assert tree.search("Alpha-one", use_agent=False).status.value == "matched"  # MRU now holds it
+    stub.push({"action": "missing", "suggest_name": "x"})
+    tree.search("zzzz qqqq", use_agent=True)
+    shown = _names_shown(stub)
+    assert {"Deep-one", "Deep-two"} <= set(shown), shown  # the MRU entry's subtree comes first
+    assert {"Alpha", "Bravo", "Charlie"} <= set(shown)  # and the first level stays in view
+    tree.close()
+
+
+def test_dedup_ancestors_keeps_independent_subtree_roots(tree: KeywordTree) -> None:
+    a = _kw(tree, "Alpha")
+    a1 = _kw(tree, "Alpha-one", a.id)
+    a11 = _kw(tree, "Alpha-one-one", a1.id)
+    b = _kw(tree, "Bravo")
+    assert tree._dedup_ancestors([a11.id, b.id, a1.id, a11.id]) == [b.id, a1.id]
+
+
+def test_suggest_parent_match_touches_the_mru(tmp_path) -> None:
+    stub = StubLLMClient()
+    tree = KeywordTree(tmp_path / "kt", llm_client=stub)
+    lang = _kw(tree, "编程语言")
+    py = _kw(tree, "Python", lang.id)
+    stub.push({"action": "match", "node_id": 1, "reason": "a Python web framework"})
+    child = tree.create_keyword("Django", llm_auto_place=True)
+    assert child.parent_id == py.id
+    assert py.id in tree.mru.snapshot() and lang.id in tree.mru.snapshot()
+    tree.close()
+
+
+def test_search_decisions_are_logged_and_not_undoable(tmp_path) -> None:
+    stub = StubLLMClient()
+    tree = KeywordTree(tmp_path / "kt", llm_client=stub)
+    lang = _kw(tree, "编程语言")
+    py = _kw(tree, "Python", lang.id)
+    stub.push({"action": "match", "node_id": 1, "reason": "python is a language"})
+    result = tree.search("蟒蛇语言", use_agent=True)
+    assert result.node is not None and result.node.id == py.id
+    record = list(tree.store.scan_change_log(0))[-1][1]
+    assert record["op"] == "search_decision"
+    assert record["agent_io"][0]["task"] == "pick_branch"
+    assert record["agent_io"][0]["answer"]["reason"] == "python is a language"
+    try:
+        tree.undo(record["operation_id"])
+    except ValueError as exc:
+        assert "cannot be undone" in str(exc)
+    else:
+        raise AssertionError("a search decision must not be undoable")
+    tree.close()

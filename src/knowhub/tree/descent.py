@@ -90,7 +90,11 @@ class DescentMixin(AgentTasksMixin):
                     break
                 if doc_id in nodes:
                     chosen[doc_id] = None
-        queue = [s for s in start_ids if s in nodes and s != ROOT_ID]
+        # BFS starts from the MRU entries (seed 001 §6.2 step 1: "priority entry points"),
+        # reduced by _dedup_ancestors to independent subtree roots, then the start ids. The
+        # start ids are listed before any MRU child, so the first level stays in view.
+        mru_roots = self._dedup_ancestors([m for m in self.mru.snapshot() if m in nodes and m != ROOT_ID and in_scope(m)])
+        queue = list(dict.fromkeys([*mru_roots, *(s for s in start_ids if s in nodes and s != ROOT_ID)]))
         i = 0
         while i < len(queue) and len(chosen) < cap:
             node_id = queue[i]
@@ -116,6 +120,12 @@ class DescentMixin(AgentTasksMixin):
                 cand["has_children"] = True
             out.append(cand)
         return out
+
+    def _dedup_ancestors(self, ids: list[str]) -> list[str]:
+        """``ids`` without those lying under another listed id (seed 001 §6.2), order kept:
+        what remains are independent subtree roots, so BFS visits no subtree twice."""
+        listed = dict.fromkeys(ids)
+        return [i for i in listed if not any(a in listed for a in self.state.ancestors(i))]
 
     def _lexical_query(self, query: str) -> str:
         """The query, without its most common words when they would make BM25 slow.
@@ -276,6 +286,9 @@ class DescentMixin(AgentTasksMixin):
         """:meth:`_suggest_parent` plus the descent record (for ``agent_io``)."""
         desc = self._agent_descend(name, "suggest_parent")
         if desc["outcome"] == "matched" and desc["node_id"] in self.state.nodes:
+            for node_id in desc["path"]:  # seed 001 §6.2: a match touches its path in the MRU
+                if node_id != ROOT_ID:
+                    self.mru.touch(node_id)
             return desc["node_id"], desc
         if desc["outcome"] == "missing":
             parent = desc.get("suggested_parent_id") or ROOT_ID
