@@ -10,6 +10,7 @@ output go into the change log as ``agent_io``.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from knowhub.errors import InvalidInputError, NotFoundError, VersionConflictError
@@ -428,7 +429,7 @@ class KeywordWritesMixin(ReadsMixin):
                     name_keys = keys_of(name)
                     if not name_keys:
                         raise InvalidInputError(f"keyword name {name!r} has no letters or digits")
-                    aliases = self._clean_aliases(spec["aliases"], name) if spec.get("aliases") else []
+                    aliases, normalized = self._batch_aliases(spec.get("aliases"), name_keys, keys_of)
                     description = spec.get("description") or ""
                     if not isinstance(description, str):
                         raise InvalidInputError("description must be a string")
@@ -452,7 +453,6 @@ class KeywordWritesMixin(ReadsMixin):
                     raise type(exc)(f"spec {i}: {exc.message}", **{**exc.context, "index": i}) from exc
                 parent_row = batch.get(parent)
                 level = (parent_row["level"] if parent_row is not None else nodes[parent].level) + 1
-                normalized = list(dict.fromkeys([*name_keys, *self._keys_for(aliases)])) if aliases else list(name_keys)
                 batch[node_id] = {
                     "id": node_id,
                     "name": name,
@@ -480,6 +480,36 @@ class KeywordWritesMixin(ReadsMixin):
             txn.staged["node"] = batch
             self._commit(txn, "batch_create_keywords", f"create {len(batch)} keyword(s)", agent_io=self._public_io(ios) or None, bulk=True)
             return [self._out(nodes[i]) for i in batch]
+
+    @staticmethod
+    def _batch_aliases(
+        raw: Any, name_keys: list[str], keys_of: Callable[[str], list[str]]
+    ) -> tuple[list[str], list[str]]:
+        """``(aliases, normalized keys of name + aliases)`` for one batch spec.
+
+        The same rules as :meth:`_clean_aliases`, but each text is normalized once: in a
+        bulk import normalization is the largest cost.
+        """
+        normalized = list(name_keys)
+        if not raw:
+            return [], normalized
+        if isinstance(raw, str) or not isinstance(raw, (list, tuple)):
+            raise InvalidInputError("aliases must be a list of strings")
+        seen = {name_keys[0]}
+        aliases: list[str] = []
+        for alias in raw:
+            if not isinstance(alias, str) or not alias.strip():
+                raise InvalidInputError("keyword alias must be a non-empty string")
+            alias = alias.strip()
+            keys = keys_of(alias)
+            if not keys:
+                raise InvalidInputError(f"keyword alias {alias!r} has no letters or digits", name=alias)
+            if keys[0] in seen:
+                continue
+            seen.add(keys[0])
+            aliases.append(alias)
+            normalized.extend(k for k in keys if k not in normalized)
+        return aliases, normalized
 
     def _path_key(self, node_id: str) -> tuple[str, ...]:
         """Direct keys of the names from the top down to ``node_id`` (root left out)."""
