@@ -147,7 +147,7 @@ class DefaultNormalizer:
         ``力`` and ``里`` (whose pinyin is ``li``) would match it.
         """
         keys = self._keys_tuple(text)
-        if len(keys) > 1 and _pinyin_of_normalized(keys[0]) is None:
+        if len(keys) > 1 and keys[1] == PINYIN_PREFIX + keys[0]:  # no Han: the Latin echo
             return [keys[0]]
         return list(keys)
 
