@@ -119,7 +119,6 @@ class TreeCore:
         self._ops_since_ckpt = 0
         self._ops_since_persist = 0
         self._foreign_since_ckpt = False
-        self._offsets_stale = False
         self._op_offsets: dict[str, int] = {}
         self._closed = False
         self.state.node_hooks.append(self._on_node)
@@ -259,7 +258,6 @@ class TreeCore:
                 if op_id:
                     self._op_offsets[op_id] = offset
                 self._foreign_since_ckpt = True
-                self._offsets_stale = True
             self._known_size = self.store.change_log.offset
 
     def _apply_record(self, record: dict[str, Any]) -> None:
@@ -276,7 +274,6 @@ class TreeCore:
         self.mru.clear()
         self._bm25 = None
         self._matcher = None
-        self._offsets_stale = False
         self._open()
 
     # -- write skeleton ------------------------------------------------------------------
@@ -291,6 +288,19 @@ class TreeCore:
                     self._reload()
                 self._sync()
                 yield
+
+    def _log_decisions(self, op: str, summary: str, ios: list[dict[str, Any]]) -> str | None:
+        """Record agent decisions made by a read (search) in the change log (seed 000 §7:
+        every agent decision lands there, for replay and offline evaluation).
+
+        The record changes no entity and cannot be undone; decisions served from the
+        decision cache are not logged again. Returns the operation id, or None.
+        """
+        fresh = [io for io in ios if not io.get("cached")]
+        if not fresh:
+            return None
+        with self._writing():
+            return self._commit(Txn(self.state), op, summary, agent_io=self._public_io(fresh))
 
     def _check_open(self) -> None:
         if self._closed:
@@ -337,7 +347,7 @@ class TreeCore:
                 for row in after.get(AFTER_KEYS[kind]) or ():
                     self.state.apply(kind, row)
         self.last_operation_id = op_id
-        self._note_offsets(after, self.store.append_entities(after, op_id))
+        self.store.append_entities(after, op_id)
         self._ops_since_ckpt += 1
         self._ops_since_persist += 1
         if (
@@ -412,31 +422,8 @@ class TreeCore:
         self.caches.save(self._known_size)
 
     def _persist_indexes(self) -> None:
-        if self._offsets_stale:
-            self._rescan_offsets()
         self.state.persist(self.data_dir, self._fingerprint(self._known_size))
         self._ops_since_persist = 0
-
-    def _note_offsets(self, after: dict[str, list[dict[str, Any]]], offsets: dict[str, list[int]]) -> None:
-        """Keep ``{id -> offset of the newest row}`` (keywords/ and infos/ ``index.json``)."""
-        for kind in ("node", "info"):
-            rows = after.get(AFTER_KEYS[kind]) or []
-            known = self.state.offsets[kind]
-            for row, offset in zip(rows, offsets.get(kind, ()), strict=False):
-                known[row["id"]] = offset
-
-    def _rescan_offsets(self) -> None:
-        """Row offsets after other processes appended or compacted (they are not in their
-        change-log rows): read them from the entity files (only before a persist)."""
-        for kind in ("node", "info"):
-            best: dict[str, tuple[int, int]] = {}
-            for offset, row in self.store.scan_entity(kind):
-                version = int(row.get("version", 1))
-                cur = best.get(row["id"])
-                if cur is None or version >= cur[0]:
-                    best[row["id"]] = (version, offset)
-            self.state.offsets[kind] = {key: off for key, (_v, off) in best.items()}
-        self._offsets_stale = False
 
     def flush(self) -> None:
         """Checkpoint and persist indexes and caches now (close() does this too)."""
@@ -557,10 +544,16 @@ class TreeCore:
             dirty.discard(node.id)
         return node
 
+    def _index_keys(self, text: str) -> list[str]:
+        """Keys stored for a name or alias; a replaceable normalizer without
+        ``index_keys`` stores its query keys."""
+        index_keys = getattr(self.normalizer, "index_keys", None)
+        return list(index_keys(text)) if callable(index_keys) else self.normalizer.keys(text)
+
     def _keys_for(self, texts: list[str]) -> list[str]:
         out: dict[str, None] = {}
         for text in texts:
-            for key in self.normalizer.keys(text):
+            for key in self._index_keys(text):
                 out[key] = None
         return list(out)
 
