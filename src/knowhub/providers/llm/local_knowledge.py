@@ -122,21 +122,73 @@ def evolve_knowledge(payload: dict[str, Any], agent: LocalAgent) -> dict[str, An
 
 
 def merge_contents(contents: list[str]) -> str:
-    """Contents joined in order, each sentence kept once (compared normalized)."""
+    """Contents joined in order, each sentence and each fenced code block kept once.
+
+    Nothing else is dropped: a line is kept as written (indentation and line breaks
+    included) unless some of its sentences were already seen, and then its new sentences
+    are kept; a code block is kept whole or, when an identical one was seen, not at all.
+    No length limit: slimming must not lose text.
+    """
     seen: set[str] = set()
     parts: list[str] = []
     for content in contents:
-        kept: list[str] = []
-        for sentence in split_sentences(content):
-            key = normalize(sentence) or sentence
-            if key in seen:
+        lines: list[str] = []
+        for block, is_code in _blocks(content):
+            if is_code:
+                key = "\x00code:" + (normalize(block) or block)
+                if key not in seen:
+                    seen.add(key)
+                    lines.extend(block.splitlines())
                 continue
-            seen.add(key)
-            kept.append(sentence)
-        if kept:
-            joiner = "" if all(has_han(s[-1:]) or s[-1:] in "。！？；" for s in kept) else " "
-            parts.append(joiner.join(kept))
+            for line in block.splitlines():
+                kept = _new_sentences(line, seen)
+                if kept is not None:
+                    lines.append(kept)
+                elif lines and lines[-1] and not line.strip():
+                    lines.append("")  # one blank line between paragraphs
+        text = "\n".join(lines).strip("\n")
+        if text.strip():
+            parts.append(text)
     return "\n".join(parts)
+
+
+def _blocks(content: str) -> list[tuple[str, bool]]:
+    """``(text, is_code)`` runs of a content; a code block includes its ``` fences."""
+    out: list[tuple[str, bool]] = []
+    current: list[str] = []
+    in_code = False
+    for line in content.splitlines():
+        fence = line.lstrip().startswith("```")
+        if fence and not in_code:
+            if current:
+                out.append(("\n".join(current), False))
+            current, in_code = [line], True
+        elif fence and in_code:
+            current.append(line)
+            out.append(("\n".join(current), True))
+            current, in_code = [], False
+        else:
+            current.append(line)
+    if current:
+        out.append(("\n".join(current), in_code))
+    return out
+
+
+def _new_sentences(line: str, seen: set[str]) -> str | None:
+    """The line as written when all its sentences are new, else only its new sentences."""
+    sentences = split_sentences(line)
+    fresh: list[str] = []
+    for sentence in sentences:
+        key = normalize(sentence) or sentence
+        if key not in seen:
+            seen.add(key)
+            fresh.append(sentence)
+    if not fresh:
+        return None
+    if len(fresh) == len(sentences):
+        return line.rstrip()
+    joiner = "" if all(has_han(x[-1:]) or x[-1:] in "。！？；" for x in fresh) else " "
+    return joiner.join(fresh)
 
 
 def merge_knowledge(payload: dict[str, Any], agent: LocalAgent) -> dict[str, Any]:
