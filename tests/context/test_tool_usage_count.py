@@ -8,7 +8,8 @@ from knowhub.context.fs import ContextFS
 from knowhub.providers.llm import LocalAgent
 from knowhub.scope import RequestContext
 
-TOOL_URI = "ctx://acme/agents/helper/tools/web-search"
+TOOL_URI = "ctx://acme/agents/helper/tools/web-search"  # the shared agent space
+PRIVATE_URI = "ctx://acme/agents/private-alice/tools/web-search"  # the user's own copy
 
 
 def _session(*tool_outputs: str) -> list[dict[str, str]]:
@@ -24,9 +25,10 @@ def test_tool_message_and_used_tools_count_once(fs: ContextFS, ctx: RequestConte
     coord.commit(ctx, _session("3 results: annual-report-2025.pdf"),
                  used_tools=[{"name": "web_search", "success": True, "description": "web search API"}],
                  options={"session_id": "one"})
-    usage = fs.read_node(ctx, TOOL_URI).metadata["usage"]
-    assert usage["count"] == 1 and usage["success"] == 1
-    assert fs.read_node(ctx, TOOL_URI).metadata["description"] == "web search API"
+    for uri in (TOOL_URI, PRIVATE_URI):
+        usage = fs.read_node(ctx, uri).metadata["usage"]
+        assert usage["count"] == 1 and usage["success"] == 1, uri
+    assert fs.read_node(ctx, PRIVATE_URI).metadata["description"] == "web search API"
 
 
 def test_used_tools_naming_the_session_tool_adds_no_count(tmp_path, ctx: RequestContext) -> None:
