@@ -51,7 +51,7 @@ def test_seed_defaults_work_on_the_default_server_on_every_face(setup: Any) -> N
     me = resolve_principal(settings)
 
     async def python_faces() -> list[dict[str, Any]]:
-        http = KnowledgeToolsClient(base_url="http://knowhub.test", transport=httpx.ASGITransport(app=app))
+        http = KnowledgeToolsClient(base_url="http://127.0.0.1:8765", transport=httpx.ASGITransport(app=app))
         local = KnowledgeToolsClient(hub=hub, principal=me)
         items = []
         for client in (http, local):

@@ -479,17 +479,17 @@ async def knowledge_save(
             "tags": dict(tags or {}),
             "score": score,
         }
-        defaulted: list[str] = []
+        defaulted: dict[str, str] = {}  # refused-default hint -> the value it sent
         chosen_scopes = list(scopes) if scopes else None
         if chosen_scopes is None and active.default_org:
             chosen_scopes = [active.default_org]
-            defaulted.append(f"scopes={chosen_scopes}")
+            defaulted[f"scopes={chosen_scopes}"] = active.default_org
         if chosen_scopes:
             body["scopes"] = chosen_scopes
         chosen_owner = owner
         if not chosen_owner and active.owner_from_agent and agent_id:
             chosen_owner = f"agent:{agent_id}"
-            defaulted.append(f"owner={chosen_owner!r}")
+            defaulted[f"owner={chosen_owner!r}"] = chosen_owner
         if chosen_owner:
             body["owner"] = chosen_owner
         if resource_ids:
@@ -509,10 +509,11 @@ async def knowledge_save(
         try:
             item = await active.save(body)
         except (PermissionDeniedError, InvalidInputError) as exc:
-            if not defaulted:
+            refused = [label for label, value in defaulted.items() if value in exc.message]
+            if not refused:
                 raise
             hint = (
-                f"{exc.message} (seed 002 defaults {', '.join(defaulted)}: pass scopes/owner "
+                f"{exc.message} (seed 002 defaults {', '.join(refused)}: pass scopes/owner "
                 "explicitly, or give this principal membership and the publish right there)"
             )
             raise type(exc)(hint, **exc.context) from exc
