@@ -147,16 +147,30 @@ class AuthKey(BaseModel):
     tree: Literal["read-write", "read-only"] = "read-write"
 
 
+#: Seed 002's defaults for an agent's ``knowledge_save``: ``scopes=[SEED_ORG_SCOPE]`` and
+#: ``owner=agent:{agent_id}`` with ``agent_id="research_agent"``.
+SEED_ORG_SCOPE = "org:cybertogether"
+SEED_AGENT_SCOPE = "agent:research_agent"
+
+
 class AuthSettings(BaseModel):
-    """Bearer keys. With none configured the server only binds to loopback."""
+    """Bearer keys. With none configured the server only binds to loopback.
+
+    The keyless default principal (one user on loopback, or a local process without a key)
+    is a member of seed 002's default org and agent scopes and may publish into that org,
+    so the seed's agent flow (``knowledge_save`` with its defaults) works out of the box.
+    Keyed principals get exactly the rights of their key.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     keys: list[AuthKey] = Field(default_factory=list)
     default_principal: str = "user:local"
-    default_memberships: list[str] = Field(default_factory=lambda: ["public"])
+    default_memberships: list[str] = Field(
+        default_factory=lambda: ["public", SEED_ORG_SCOPE, SEED_AGENT_SCOPE]
+    )
     #: Publish right of the default principal (used only while no keys are configured).
-    default_publish: list[str] = Field(default_factory=lambda: ["public"])
+    default_publish: list[str] = Field(default_factory=lambda: ["public", SEED_ORG_SCOPE])
 
 
 class ServerSettings(BaseModel):
@@ -321,6 +335,8 @@ def read_toml(path: Path) -> dict[str, Any]:
 
 __all__ = [
     "NON_SETTING_ENV",
+    "SEED_AGENT_SCOPE",
+    "SEED_ORG_SCOPE",
     "AuthKey",
     "AuthSettings",
     "ContextSettings",
