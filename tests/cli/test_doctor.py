@@ -201,3 +201,20 @@ def run_with_env(env: dict[str, str], *args: str) -> Any:
     from knowhub.cli.app import app
 
     return CliRunner().invoke(app, list(args), env={"KNOWHUB_CONFIG": "", "COLUMNS": "200", **env})
+
+
+def test_missing_data_dir_is_fine_and_not_created(tmp_path: Path) -> None:
+    target = tmp_path / "not-yet"
+    code, doc = doctor_json("--data", str(target))
+    assert code == 0, doc
+    assert "does not exist yet" in finding(doc, "data_dir")["detail"]
+    assert finding(doc, "store")["status"] == "skip"
+    assert not target.exists()
+
+
+def test_unknown_environment_variable_is_reported(sample_dir: Path) -> None:
+    result = run_with_env({"KNOWHUB_LLM__MODLE": "x", "KNOWHUB_MCP_KEY": "k"}, "doctor", "--json",
+                          "--data", str(sample_dir))
+    assert result.exit_code == 1
+    cfg = finding(json.loads(result.stdout), "config")
+    assert cfg["data"]["unknown_keys"] == ["llm.modle (environment KNOWHUB_LLM__MODLE)"]
