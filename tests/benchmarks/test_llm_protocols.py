@@ -58,3 +58,15 @@ def test_every_task_is_asked_and_classified(bench: ModuleType, tmp_path: Path) -
         assert row["calls"] == row["valid"] + row["repaired"] + row["incomplete"] + row["errors"]
         assert row["prompt_tokens"] > 0
     assert (tmp_path / "p.json").is_file()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_answers_of_the_right_types_never_crash_an_engine(bench: ModuleType, seed: int) -> None:
+    """Grammar-constrained output of a weak model: right types, any values (negative and
+    huge indices, empty and NUL strings, unknown enum values, empty lists)."""
+    with fake_openai() as server:
+        server.random_answers(seed)
+        report = bench.main(["--base-url", server.base_url, "--model", "fake", "--timeout", "5",
+                             "--max-retries", "0", "--quiet"])
+    assert set(bench.TASKS) <= set(report["tasks"])
+    assert all(row["errors"] == 0 for row in report["tasks"].values())

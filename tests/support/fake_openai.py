@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import random
 import threading
 import time
 from collections import defaultdict
@@ -70,6 +71,38 @@ def task_of(body: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
     return None, {}
 
 
+_RANDOM_STRINGS = ("", " ", "\x00", "root", "0", "-1", "高血压", "x" * 5000, "MATCH", "jump", "match",
+                   "missing", "pick", "alias_of", "merge", "RELATED", "tool", "preferences", "entities")
+_RANDOM_INTS = (0, 1, 2, 3, 7, -1, -5, 10**12)
+
+
+def random_answer(schema: dict[str, Any], rng: random.Random, depth: int = 0) -> Any:
+    """A random value of the types ``schema`` allows (enum values mostly, edge cases often):
+    what a weak model with grammar-constrained output may produce."""
+    declared = schema.get("type")
+    kinds = [declared] if isinstance(declared, str) else list(declared or ["string", "integer", "array", "object", "null"])
+    if "enum" in schema and rng.random() < 0.7:
+        return rng.choice(schema["enum"])
+    kind = rng.choice(kinds)
+    if kind == "string":
+        return rng.choice(_RANDOM_STRINGS)
+    if kind == "integer":
+        return rng.choice(_RANDOM_INTS)
+    if kind == "number":
+        return rng.choice((0.0, 0.5, 1.5, -3.0, 1e300))
+    if kind == "boolean":
+        return rng.random() < 0.5
+    if kind == "array":
+        return [random_answer(schema.get("items") or {}, rng, depth + 1) for _ in range(rng.choice((0, 1, 2, 5)))]
+    if kind == "object":
+        properties = schema.get("properties") or {}
+        out = {k: random_answer(sub, rng, depth + 1) for k, sub in properties.items() if rng.random() < 0.8}
+        if not properties and depth < 2 and rng.random() < 0.5:
+            out = {rng.choice(_RANDOM_STRINGS): rng.choice(_RANDOM_STRINGS + _RANDOM_INTS)}
+        return out
+    return None
+
+
 def pseudo_embedding(text: str, dim: int) -> list[float]:
     """A deterministic unit vector for ``text`` (same text, same vector)."""
     digest = hashlib.sha256(text.encode("utf-8")).digest()
@@ -85,6 +118,7 @@ class FakeOpenAIServer:
         self.embedding_dim = embedding_dim
         self.default: Callable[[str | None, dict[str, Any]], Reply] = lambda _task, _payload: Reply()
         self.requests: list[dict[str, Any]] = []
+        self._rng: random.Random | None = None
         self._by_task: dict[str, list[Reply]] = defaultdict(list)
         self._queue: list[Reply] = []
         self._embedding_queue: list[Reply] = []
@@ -113,17 +147,24 @@ class FakeOpenAIServer:
         with self._lock:
             self._embedding_queue.extend(replies)
 
+    def random_answers(self, seed: int) -> None:
+        """Answer every unscripted chat with :func:`random_answer` for the request's schema."""
+        self._rng = random.Random(seed)
+
     def tasks(self) -> list[str | None]:
         """Task of every chat request received, in order."""
         with self._lock:
             return [r["task"] for r in self.requests if r["path"].endswith("/chat/completions")]
 
-    def _next_chat(self, task: str | None, payload: dict[str, Any]) -> Reply:
+    def _next_chat(self, task: str | None, payload: dict[str, Any], body: dict[str, Any]) -> Reply:
         with self._lock:
             if task is not None and self._by_task.get(task):
                 return self._by_task[task].pop(0)
             if self._queue:
                 return self._queue.pop(0)
+            if self._rng is not None:
+                schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
+                return answer(random_answer(schema, self._rng))
         return self.default(task, payload)
 
     def _embeddings(self, body: dict[str, Any]) -> Reply:
@@ -176,7 +217,7 @@ class FakeOpenAIServer:
                 if self.path.endswith("/embeddings"):
                     reply = fake._embeddings(body)
                 elif self.path.endswith("/chat/completions"):
-                    reply = fake._next_chat(task, payload)
+                    reply = fake._next_chat(task, payload, body)
                 else:
                     self._send(404, {"error": {"message": "not found"}})
                     return
@@ -215,4 +256,4 @@ def fake_openai(*, embedding_dim: int = 16) -> Iterator[FakeOpenAIServer]:
 
 
 __all__ = ["FakeOpenAIServer", "Reply", "answer", "fake_openai", "malformed", "pseudo_embedding",
-           "slow", "status", "task_of"]
+           "random_answer", "slow", "status", "task_of"]
