@@ -41,7 +41,9 @@ LOW_FREE_BYTES = 1024**3
 SLOW_FSYNC_MS = 50.0
 _FSYNC_ROUNDS = 5
 #: ``KNOWHUB_*`` variables that are read by a command, not by :class:`Settings`.
-NON_SETTING_VARIABLES = frozenset({"KNOWHUB_CONFIG", "KNOWHUB_MCP_KEY", "KNOWHUB_MCP_PRINCIPAL"})
+NON_SETTING_VARIABLES = frozenset(
+    {"KNOWHUB_CONFIG", "KNOWHUB_MCP_KEY", "KNOWHUB_MCP_PRINCIPAL", "KNOWHUB_TEST_PG_URL"}
+)
 _LLM_PROBE_TIMEOUT_S = 20.0
 _PROBE_SCHEMA: dict[str, Any] = {
     "type": "object",
