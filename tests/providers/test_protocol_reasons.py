@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
+from knowhub.context import ContextEngineService
 from knowhub.knowledge import KnowledgeHub
 from knowhub.providers.llm import OpenAICompatibleLLM
 from knowhub.providers.llm.messages import SCHEMA_PREAMBLE
-from knowhub.scope import Principal
+from knowhub.scope import Principal, RequestContext
 from knowhub.tree import KeywordTree, RelationType, SearchStatus
 from tests.support.fake_openai import FakeOpenAIServer, answer, fake_openai
 
@@ -299,3 +300,52 @@ def test_slim_model_is_deprecated(server: FakeOpenAIServer, tmp_path: Path) -> N
         assert server.requests == [] or all(r["body"]["model"] == "fake" for r in server.requests)
     finally:
         hub.close()
+
+
+# -- context ---------------------------------------------------------------------------
+
+CTX = RequestContext(account_id="acme", user_id="caroline")
+LIFE = [
+    {"id": "m1", "role": "user", "name": "Caroline", "timestamp": "2023-05-08T13:56:00",
+     "content": "I went to the LGBTQ support group yesterday and it was so powerful."},
+    {"id": "m2", "role": "assistant", "name": "Melanie", "content": "That sounds wonderful!"},
+]
+
+
+def test_context_extractors_ask_for_speaker_time_type_and_reason(server: FakeOpenAIServer, tmp_path: Path) -> None:
+    server.default = lambda _task, _payload: answer({"candidates": []})
+    server.script("extract_entities_events", answer({"candidates": [
+        {"category": "events", "routing_key": "m1", "abstract": "Caroline went to an LGBTQ support group on 2023-05-07",
+         "confidence": 0.9, "source_refs": ["m1"], "reason": "a dated life event",
+         "metadata": {"speaker": {"name": "Caroline"}, "event_time": "2023-05-07"}},
+        {"category": "entities", "routing_key": "LGBTQ support group", "abstract": "An LGBTQ support group Caroline attends",
+         "confidence": 0.8, "source_refs": ["m1"], "reason": "a named group",
+         "metadata": {"entity_type": "organization", "speaker": "Caroline"}},
+        {"category": "bogus", "routing_key": "x", "abstract": "dropped alone", "confidence": 1, "source_refs": ["m1"]},
+    ]}))
+    service = ContextEngineService(data_dir=tmp_path / "ctx", llm=client(server))
+    try:
+        result = service.commit_session(CTX, LIFE)
+    finally:
+        service.close()
+    for task in ("extract_profile", "extract_preferences", "extract_entities_events", "extract_procedures"):
+        item = asked_schema(server, task)["properties"]["candidates"]["items"]
+        assert {"speaker", "event_time", "entity_type"} <= set(item["properties"]["metadata"]["properties"]), task
+        assert {"reason", "metadata"} <= set(item["required"]), task
+        assert "metadata.speaker" in instructions(server, task) and "reason" in instructions(server, task)
+    text = instructions(server, "extract_entities_events")
+    assert "metadata.event_time" in text and "metadata.entity_type" in text
+    by_category = {p.category: p for p in result.plans}
+    event, entity = by_category["events"], by_category["entities"]
+    # a bad speaker costs the speaker: it is taken from the cited message's name instead
+    assert event.candidate["metadata"]["speaker"] == "Caroline"
+    assert event.node_patch["metadata"]["event_time"] == "2023-05-07"
+    assert event.node_patch["metadata"]["speakers"] == ["Caroline"]
+    assert entity.node_patch["metadata"]["entity_type"] == "organization"
+    # the model's reason is in the WritePlan
+    assert "a dated life event" in event.reason and "a named group" in entity.reason
+    # each plan records the outbox events actually appended for its node
+    appended = {e.event_id for e in result.outbox_events}
+    for plan in (event, entity):
+        assert plan.outbox_events and {e.event_id for e in plan.outbox_events} <= appended
+        assert all(e.uri == plan.target_uri for e in plan.outbox_events)

@@ -219,6 +219,9 @@ class WritePlan(SerializableMixin):
     ``content``, ``metadata``, ``context_type``, ``category``, ``owner_space``); for
     ``append`` its ``content`` is the text to append. ``expected_version`` is the version
     of the existing node the plan was computed against (0 when it did not exist).
+    ``outbox_events`` are empty when planned; once the commit has appended its outbox
+    batch they are the events appended for ``target_uri`` (its node and its relations).
+    ``reason`` says why the policy decided so, with the extractor's (model's) reason.
     """
 
     action: str
