@@ -349,3 +349,24 @@ def test_context_extractors_ask_for_speaker_time_type_and_reason(server: FakeOpe
     for plan in (event, entity):
         assert plan.outbox_events and {e.event_id for e in plan.outbox_events} <= appended
         assert all(e.uri == plan.target_uri for e in plan.outbox_events)
+
+
+def test_extractors_go_through_complete_json() -> None:
+    """Seed 004 §10.8: ``complete_json`` serves the extractors (system = instructions)."""
+    from knowhub.context.extraction import default_extractors
+    from knowhub.providers.llm import LocalAgent
+
+    class Recording(LocalAgent):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls: list[tuple[str, str | None]] = []
+
+        def complete_json(self, prompt: str, schema: dict[str, Any], ctx: Any | None = None, *,
+                          system: str | None = None) -> dict[str, Any]:
+            self.calls.append((prompt, system))
+            return super().complete_json(prompt, schema, ctx, system=system)
+
+    llm = Recording()
+    found = [c for e in default_extractors(llm) for c in e.extract(LIFE, None, CTX)]
+    assert len(llm.calls) == 4 and all(system and "reason" in system for _p, system in llm.calls)
+    assert any(c.category == "events" for c in found)  # the LocalAgent answered through it

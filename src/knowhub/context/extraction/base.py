@@ -214,19 +214,19 @@ class TaskExtractor:
             if not window:
                 break
             payload = task_payload(window, archive, ctx)
-            raw_items = self._ask(payload)
+            raw_items = self._ask(payload, ctx)
             for raw in raw_items:
                 candidate = coerce_candidate(raw, self.categories, known, self.name, speakers)
                 if candidate is not None:
                     out.append(candidate)
         return out
 
-    def _ask(self, payload: dict[str, Any]) -> list[Any]:
+    def _ask(self, payload: dict[str, Any], ctx: Any = None) -> list[Any]:
         if self.llm is None:
             return list(run_extraction(self.task, payload))
-        messages = build_task_messages(self.task, self.instructions, payload, CANDIDATES_SCHEMA)
+        system, user = build_task_messages(self.task, self.instructions, payload, CANDIDATES_SCHEMA)
         try:
-            answer = self.llm.chat(messages, CANDIDATES_SCHEMA)
+            answer = self.llm.complete_json(user["content"], CANDIDATES_SCHEMA, ctx, system=system["content"])
             items = answer.get("candidates") if isinstance(answer, dict) else None
             if not isinstance(items, list):
                 raise LLMError(f"{self.task}: answer has no candidate list", task=self.task)
