@@ -327,6 +327,9 @@ def route_candidates(
         if on_fallback:
             on_fallback("routing answer has no ids list; using recall order")
         return sent[:want]
+    why = answer.get("reason")  # the search trace: one log record per routing decision
+    log.info("knowledge search routing of %d candidates for %r picked %d: %s", len(sent), query[:80],
+             len(raw), why.strip()[:500] if isinstance(why, str) and why.strip() else "(no reason)")
     picked: list[str] = []
     for value in raw:
         if isinstance(value, bool):
@@ -343,9 +346,6 @@ def route_candidates(
             picked.append(kid)
         if len(picked) >= want:
             break
-    why = answer.get("reason")  # the search trace: one log record per routing decision
-    log.info("knowledge search routed %d of %d candidates for %r: %s", len(picked), len(sent),
-             query[:80], why.strip()[:500] if isinstance(why, str) and why.strip() else "(no reason)")
     return picked
 
 
