@@ -286,9 +286,10 @@ class AgentTasksMixin(TreeCore):
         ]
         answer, io = self._ask("link_info", {"content": content[:2000], "candidates": view})
         chosen: dict[str, RelationType] = {}
-        decided = bool(answer) and isinstance(answer.get("links"), list)
-        if decided:
-            for item in answer["links"]:
+        links = answer.get("links") if answer else None
+        decided = isinstance(links, list)
+        if isinstance(links, list):
+            for item in links:
                 if not isinstance(item, dict):
                     continue
                 target = self._resolve_index(item.get("idx", item.get("keyword_id")), ids)
@@ -298,7 +299,7 @@ class AgentTasksMixin(TreeCore):
                     continue
                 if target is not None:
                     chosen[target] = relation
-        if decided and not answer["links"]:
+        if decided and not links:
             return chosen, io
         if not chosen:
             io["fallback"] = "related_for_exact_hits"
