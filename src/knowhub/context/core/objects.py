@@ -2,8 +2,8 @@
 
 Every object has ``to_dict()`` (JSON-safe: enums become their values) and
 ``from_dict(data)`` (unknown keys are ignored so that older readers survive newer files).
-Retrieval objects live in :mod:`knowhub.context.core.query`; index records, vector hits,
-embeddings and rerank scores live in :mod:`knowhub.providers.records`.
+Retrieval objects live in :mod:`knowhub.context.core.query`; index records, vector hits and
+embeddings live in :mod:`knowhub.providers.records`.
 
 Conventions shared by writers and readers:
 
