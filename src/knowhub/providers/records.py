@@ -1,8 +1,9 @@
 """Plain records exchanged between engines and the embedding/vector/graph providers.
 
 These mirror seed 004 §4.1 (``IndexRecord``, ``VectorHit``, ``EmbeddingVector``,
-``RelationIndexRecord``; seed 004's ``RerankScore`` went with the unused reranker). ``RelationEdge`` itself belongs to the context
-engine; the graph provider speaks the smaller :class:`GraphEdge`.
+``RelationIndexRecord``; seed 004's ``RerankScore`` went with the unused reranker).
+``RelationEdge`` itself belongs to the context engine; the graph provider speaks the
+smaller :class:`GraphEdge`.
 """
 
 from __future__ import annotations
