@@ -323,6 +323,8 @@ def test_context_extractors_ask_for_speaker_time_type_and_reason(server: FakeOpe
          "metadata": {"entity_type": "organization", "speaker": "Caroline"}},
         {"category": "bogus", "routing_key": "x", "abstract": "dropped alone", "confidence": 1, "source_refs": ["m1"]},
     ]}))
+    server.script("summarize_session", answer({"summary": "Caroline went to a support group.",
+                                               "reason": "kept the event, left out the small talk"}))
     service = ContextEngineService(data_dir=tmp_path / "ctx", llm=client(server))
     try:
         result = service.commit_session(CTX, LIFE)
@@ -333,6 +335,8 @@ def test_context_extractors_ask_for_speaker_time_type_and_reason(server: FakeOpe
         assert {"speaker", "event_time", "entity_type"} <= set(item["properties"]["metadata"]["properties"]), task
         assert {"reason", "metadata"} <= set(item["required"]), task
         assert "metadata.speaker" in instructions(server, task) and "reason" in instructions(server, task)
+    assert_asks_reason(server, "summarize_session", {"summary"})
+    assert result.archive.stats["summary_reason"] == "kept the event, left out the small talk"
     text = instructions(server, "extract_entities_events")
     assert "metadata.event_time" in text and "metadata.entity_type" in text
     by_category = {p.category: p for p in result.plans}
