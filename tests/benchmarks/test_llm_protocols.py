@@ -30,7 +30,8 @@ def scripted(task: str | None, _payload: dict[str, Any]) -> Reply:
     if task == "pick_branch":
         return answer({"action": "missing", "reason": "nothing fits"})  # valid
     if task == "reorganize":
-        return answer({"moves": "none", "reason": "tidy"})  # repaired: moves dropped
+        return answer({"moves": [], "merges": [], "new_parents": [], "descriptions": [],
+                       "reason": 7})  # repaired: the reason read as text
     if task == "route_knowledge":
         return answer({"reason": "no ids"})  # incomplete: ids missing
     if task == "summarize_session":

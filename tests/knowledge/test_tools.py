@@ -116,7 +116,7 @@ def test_signatures_and_defaults_follow_seed_002() -> None:
         "knowledge_id", "add_helpful_case", "add_harmful_case", "update_score", "evolve_feedback",
     ]
     assert defaults(kt.knowledge_list) == {"limit": 10, "types": None, "scopes": None}
-    assert defaults(kt.knowledge_slim)["model"] == "google/gemini-2.0-flash-001"
+    assert defaults(kt.knowledge_slim)["model"] is None  # deprecated, no effect (issue 11 §1)
     resource = defaults(kt.resource_save)
     assert resource["content_type"] == "other" and resource["secure_body"] is None
     inject = inspect.signature(kt.inject_knowledge).parameters

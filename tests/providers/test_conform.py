@@ -59,3 +59,13 @@ def test_unambiguous_repairs() -> None:
 
 def test_enums_are_left_to_the_engine() -> None:
     assert conform({"action": "MATCH"}, SCHEMA).value == {"action": "MATCH"}
+
+
+def test_a_map_schema_checks_each_value() -> None:
+    """``additionalProperties`` (a map such as knowledge tags): a nested value costs only
+    that key, not the whole object."""
+    schema = {"type": "object", "properties": {"tags": {
+        "type": "object", "additionalProperties": {"type": ["string", "number", "boolean"]}}}}
+    got = conform({"tags": {"area": "ops", "n": 2, "deep": {"x": 1}, "words": ["a", "b"]}}, schema)
+    assert got.value == {"tags": {"area": "ops", "n": 2, "words": "a\nb"}}
+    assert any("tags.deep" in r for r in got.repairs)

@@ -99,7 +99,10 @@ def test_b1_alias_of_that_changes_nothing_keeps_the_version(tmp_path) -> None:
     same = tree.create_keyword("py", llm_auto_place=False)
     assert same.id == node.id
     assert tree.get_keyword(node.id).version == node.version
-    assert len(list(tree.store.scan_change_log(0))) == ops_before
+    # no entity changed; only the decision is logged, like a search's (issue 11 §1)
+    records = [r for _seq, r in tree.store.scan_change_log(0)][ops_before:]
+    assert [r["op"] for r in records] == ["dedup_decision"]
+    assert records[0]["agent_io"][0]["reason"] == "same"
     tree.close()
 
 

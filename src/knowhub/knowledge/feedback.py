@@ -22,6 +22,7 @@ __all__ = [
     "EVOLVE_INSTRUCTIONS",
     "EVOLVE_SCHEMA",
     "MAX_FEEDBACK_CHARS",
+    "Evolved",
     "UpdateRequest",
     "add_evidence",
     "apply_update",
@@ -60,13 +61,24 @@ EVOLVE_INSTRUCTIONS = (
     "You maintain a knowledge base for AI agents. Rewrite the knowledge content so that it "
     "incorporates the feedback: correct what the feedback shows to be wrong, add what it "
     "shows to be missing, keep everything that is still right, keep the language of the "
-    "original. Answer with the full new content."
+    "original. Answer with the full new content, and in `reason` one short sentence that "
+    "says what you changed and why."
 )
 EVOLVE_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"content": {"type": "string"}},
-    "required": ["content"],
+    "properties": {"content": {"type": "string"}, "reason": {"type": "string"}},
+    "required": ["content", "reason"],
 }
+#: The longest decision reason kept in a version record.
+REASON_CHARS = 500
+
+
+@dataclass(frozen=True)
+class Evolved:
+    """The new content of an evolution and why (kept in the version record)."""
+
+    content: str
+    reason: str
 
 
 @dataclass
@@ -132,8 +144,9 @@ def parse_update(
     return request
 
 
-def evolve_content(llm: LLMClient, item: Knowledge, feedback: str) -> str:
-    """New content from the LLM (task ``evolve_knowledge``); offline note on failure."""
+def evolve_content(llm: LLMClient, item: Knowledge, feedback: str) -> Evolved:
+    """New content from the LLM (task ``evolve_knowledge``) and its reason; on a failure
+    the offline revision note, with a reason that says so."""
     payload = {"task": item.task, "content": item.content, "feedback": feedback}
     messages = build_task_messages(
         "evolve_knowledge", EVOLVE_INSTRUCTIONS, _rename(payload), EVOLVE_SCHEMA
@@ -142,15 +155,21 @@ def evolve_content(llm: LLMClient, item: Knowledge, feedback: str) -> str:
         answer = llm.chat(messages, EVOLVE_SCHEMA)
         content = answer.get("content") if isinstance(answer, dict) else None
         if isinstance(content, str) and content.strip() and "\x00" not in content:
-            return content.strip()
+            reason = answer.get("reason")
+            if not isinstance(reason, str) or not reason.strip():
+                reason = "evolved from feedback (the model gave no reason)"
+            return Evolved(content.strip(), reason.strip()[:REASON_CHARS])
+        why = "the evolve_knowledge answer had no content"
         log.warning(
             "evolve_knowledge answer has no content for %s; appending a revision note", item.id
         )
     except KnowhubError as exc:
+        why = f"evolve_knowledge failed ({exc.code})"
         log.warning(
             "evolve_knowledge failed for %s (%s); appending a revision note", item.id, exc.code
         )
-    return str(local_evolve(payload, None)["content"])  # type: ignore[arg-type]
+    note = str(local_evolve(payload, None)["content"])  # type: ignore[arg-type]
+    return Evolved(note, f"{why}; the feedback was appended as a revision note")
 
 
 def _rename(payload: dict[str, Any]) -> dict[str, Any]:

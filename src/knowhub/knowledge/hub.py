@@ -15,6 +15,7 @@ import builtins
 import logging
 import math
 import threading
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -294,8 +295,12 @@ class KnowledgeHub:
         now: str,
         deleted: bool = False,
         was_deleted: bool = False,
+        reason: str = "",
     ) -> Knowledge:
-        """Keep ``previous`` in the history and write ``new`` as the next version."""
+        """Keep ``previous`` in the history and write ``new`` as the next version.
+
+        ``reason`` says why an LLM decision made the change (evolve, slim merge); it is
+        kept in the version record, where ``history`` shows it."""
         self.store.add_version(
             conn,
             change_id,
@@ -304,6 +309,7 @@ class KnowledgeHub:
             principal=principal.id,
             at=now,
             deleted=was_deleted,
+            reason=reason,
         )
         new.version = previous.version + 1
         new.updated_at = now
@@ -374,11 +380,13 @@ class KnowledgeHub:
         knowledge_id = self._id(knowledge_id)
         request = parse_update(add_helpful_case, add_harmful_case, update_score, evolve_feedback)
         new_content: str | None = None
+        reason = ""
         seen_version: int | None = None
         if request.evolve_feedback is not None:
             current = self.get(principal, knowledge_id)
             self._require_modify(principal, current, "evolve")
-            new_content = evolve_content(self.llm, current, request.evolve_feedback)
+            evolved = evolve_content(self.llm, current, request.evolve_feedback)
+            new_content, reason = evolved.content, evolved.reason
             seen_version = current.version
         now = utc_now()
         with self.store.write() as conn:
@@ -400,6 +408,7 @@ class KnowledgeHub:
                 new=updated,
                 kind=request.kind,
                 now=now,
+                reason=reason,
             )
         self._sync()
         return result
@@ -629,7 +638,16 @@ class KnowledgeHub:
     ) -> SlimPlan:
         """Plan (default) or apply the merge of near-duplicates the principal may modify.
 
-        A merge never widens visibility: see :mod:`knowhub.knowledge.slim_plans`."""
+        A merge never widens visibility: see :mod:`knowhub.knowledge.slim_plans`.
+        ``model`` (seed 002) is deprecated and has no effect: merges use the configured
+        ``llm.model``; a given value is only recorded in the plan."""
+        if model is not None:
+            warnings.warn(
+                "slim(model=...) is deprecated and has no effect: merges use the configured "
+                "llm.model (see docs/knowledge.md)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         principal = self._principal(principal)
         if plan_id is not None:
             if not apply:
@@ -683,13 +701,13 @@ class KnowledgeHub:
         clean = extraction.check_messages(messages)
         if not clean:
             return []
-        candidates = extraction.run_extraction(self.llm, clean)
+        scopes = extraction.extraction_scopes(principal)
+        candidates = extraction.run_extraction(self.llm, clean, scopes)
         items: builtins.list[Knowledge] = []
-        for body in extraction.candidate_bodies(principal, candidates, clean):
+        for body in extraction.candidate_bodies(principal, candidates, clean, scopes):
+            initial = {**extraction.INITIAL_EVAL, "confidence": body.pop("confidence")}
             try:
-                items.append(
-                    build_knowledge(body, principal, initial_eval=extraction.INITIAL_EVAL)
-                )
+                items.append(build_knowledge(body, principal, initial_eval=initial))
             except InvalidInputError as exc:
                 log.warning("extract: dropped an invalid candidate: %s", exc.message)
         saved: builtins.list[Knowledge] = []

@@ -38,6 +38,7 @@ SOURCE_FIELDS: tuple[str, ...] = (
     "timestamp",
     "message_id",
     "trace_id",
+    "reason",
 )
 
 MAX_TASK_CHARS = 4_000

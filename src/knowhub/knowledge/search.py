@@ -57,12 +57,13 @@ ROUTE_INSTRUCTIONS = (
     "You route a knowledge search. The user message holds a query and candidate knowledge "
     "items (idx, types, the start of each item's task). Pick up to 2*k items whose task is "
     "semantically relevant to the query, most relevant first, and answer with their idx "
-    "values in `ids`. Leave out items that are not relevant; an empty list is allowed."
+    "values in `ids`. Leave out items that are not relevant; an empty list is allowed. "
+    "In `reason`, say in one short sentence why these items."
 )
 ROUTE_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"ids": {"type": "array", "items": {"type": "integer"}}},
-    "required": ["ids"],
+    "properties": {"ids": {"type": "array", "items": {"type": "integer"}}, "reason": {"type": "string"}},
+    "required": ["ids", "reason"],
 }
 
 
@@ -326,6 +327,9 @@ def route_candidates(
         if on_fallback:
             on_fallback("routing answer has no ids list; using recall order")
         return sent[:want]
+    why = answer.get("reason")  # the search trace: one log record per routing decision
+    log.info("knowledge search routing of %d candidates for %r picked %d: %s", len(sent), query[:80],
+             len(raw), why.strip()[:500] if isinstance(why, str) and why.strip() else "(no reason)")
     picked: list[str] = []
     for value in raw:
         if isinstance(value, bool):

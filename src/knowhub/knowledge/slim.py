@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from knowhub.errors import KnowhubError, PermissionDeniedError
+from knowhub.knowledge.extract import clean_types
 from knowhub.knowledge.models import KNOWLEDGE_TYPES, Knowledge, SlimCluster
 from knowhub.knowledge.search import embed_text
 from knowhub.providers.llm import LLMClient, build_task_messages
@@ -57,7 +58,8 @@ MERGE_INSTRUCTIONS = (
     "You maintain a knowledge base for AI agents. The items are near-duplicates. Merge them "
     "into one item: a task that covers all of them, one content that keeps every distinct "
     "fact, step and caveat exactly once, and the union of their types. Keep the language "
-    "of the originals."
+    "of the originals. In `reason`, say in one short sentence what the items share and "
+    "what the merge kept from each."
 )
 MERGE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -65,9 +67,12 @@ MERGE_SCHEMA: dict[str, Any] = {
         "task": {"type": "string"},
         "content": {"type": "string"},
         "types": {"type": "array", "items": {"type": "string", "enum": list(KNOWLEDGE_TYPES)}},
+        "reason": {"type": "string"},
     },
-    "required": ["task", "content", "types"],
+    "required": ["task", "content", "types", "reason"],
 }
+#: The longest model reason appended to a cluster's reason.
+REASON_CHARS = 500
 
 
 def _find(parent: list[int], i: int) -> int:
@@ -222,8 +227,14 @@ def merge_cluster(
         answer = _valid_merge(raw)
         if answer is None:
             log.warning("merge_knowledge answer unusable; using the local merge")
+            reason = f"{reason}; merged locally (the model's answer had no task or content)"
+        else:
+            why = raw.get("reason")
+            if isinstance(why, str) and why.strip():
+                reason = f"{reason}; model: {why.strip()[:REASON_CHARS]}"
     except KnowhubError as exc:
         log.warning("merge_knowledge failed (%s); using the local merge", exc.code)
+        reason = f"{reason}; merged locally (merge_knowledge failed: {exc.code})"
     local = _valid_merge(local_merge(full, None))  # type: ignore[arg-type]
     assert local is not None  # the local merge always yields task, content and types
     if answer is None:
@@ -254,11 +265,7 @@ def _valid_merge(raw: Any) -> dict[str, Any] | None:
         return None
     if "\x00" in task or "\x00" in content:
         return None
-    kinds = (
-        [t for t in types or [] if isinstance(t, str) and t in KNOWLEDGE_TYPES]
-        if isinstance(types, list)
-        else []
-    )
+    kinds = clean_types(types)
     return {"task": task.strip(), "content": content.strip(), "types": list(dict.fromkeys(kinds))}
 
 

@@ -123,6 +123,7 @@ def apply_plan(hub: KnowledgeHub, principal: Principal, plan: SlimPlan) -> SlimP
                 new=merged,
                 kind="slim",
                 now=now,
+                reason=cluster.reason,
             )
             for other in others:
                 hub._commit(
@@ -134,6 +135,7 @@ def apply_plan(hub: KnowledgeHub, principal: Principal, plan: SlimPlan) -> SlimP
                     kind="slim",
                     now=now,
                     deleted=True,
+                    reason=f"merged into {survivor.id}: {cluster.reason}",
                 )
         plan.applied = True
         plan.change_id = change_id

@@ -622,10 +622,16 @@ class KnowledgeStore:
         principal: str,
         at: str,
         deleted: bool = False,
+        reason: str = "",
     ) -> None:
-        """Keep ``previous`` (the state before this change) under ``change_id``."""
+        """Keep ``previous`` (the state before this change) under ``change_id``.
+
+        ``reason`` (why the change was made) travels inside the snapshot as ``_reason``,
+        like ``_deleted``, so older databases need no migration."""
         snapshot = previous.to_dict()
         snapshot["_deleted"] = deleted
+        if reason:
+            snapshot["_reason"] = reason
         conn.execute(
             insert(knowledge_versions).values(
                 change_id=change_id,
@@ -658,6 +664,7 @@ class KnowledgeStore:
     def _version_dict(row: Any) -> dict[str, Any]:
         snapshot = json.loads(row.snapshot)
         was_deleted = bool(snapshot.pop("_deleted", False))
+        reason = str(snapshot.pop("_reason", "") or "")
         return {
             "change_id": row.change_id,
             "knowledge_id": row.knowledge_id,
@@ -666,6 +673,7 @@ class KnowledgeStore:
             "principal": row.principal,
             "timestamp": row.created_at,
             "was_deleted": was_deleted,
+            "reason": reason,
             "snapshot": snapshot,
         }
 

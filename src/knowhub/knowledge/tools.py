@@ -45,8 +45,6 @@ logger = logging.getLogger(__name__)
 #: Seed 002's default scope for knowledge saved by agents (the keyless default principal
 #: may write into it: ``auth.default_memberships`` / ``default_publish``).
 DEFAULT_ORG_SCOPE = SEED_ORG_SCOPE
-#: Seed 002's default model name for ``knowledge_slim``.
-DEFAULT_SLIM_MODEL = "google/gemini-2.0-flash-001"
 _EXCERPT_CHARS = 300
 
 
@@ -603,13 +601,16 @@ async def knowledge_list(
 
 
 async def knowledge_slim(
-    model: str = DEFAULT_SLIM_MODEL,
+    model: str | None = None,
     apply: bool = False,
     plan_id: str | None = None,
     *,
     client: KnowledgeToolsClient | None = None,
 ) -> ToolResult:
     """Merge near-duplicate knowledge (``POST /api/knowledge/slim``).
+
+    ``model`` (seed 002) is deprecated and has no effect: merges use the server's
+    configured ``llm.model``.
 
     Plan first: without ``apply`` the result lists the proposed merges and a ``plan_id``;
     calling again with ``apply=True, plan_id=...`` applies exactly that plan (undoable).
@@ -742,7 +743,6 @@ AGENT_TOOLS: Mapping[str, Callable[..., Awaitable[ToolResult]]] = {
 __all__ = [
     "AGENT_TOOLS",
     "DEFAULT_ORG_SCOPE",
-    "DEFAULT_SLIM_MODEL",
     "KnowledgeToolsClient",
     "ToolResult",
     "format_items",

@@ -131,7 +131,7 @@ def register_knowledge_tools(server: MCPServer, env: ToolEnv) -> None:
     @server.tool(description="Merge near-duplicate knowledge. Without apply it returns a plan and a "
                              "plan_id; call again with apply=true and that plan_id to apply it. 知识瘦身。")
     async def knowledge_slim(
-        model: Label = kt.DEFAULT_SLIM_MODEL,
+        model: Label | None = None,
         apply: bool = False,
         plan_id: Label | None = None,
         ctx: Context | None = None,

@@ -1,1 +1,1 @@
-"""Providers: LLMs, embedders, vector indexes, rerankers and graph stores behind narrow protocols."""
+"""Providers: LLMs, embedders, vector indexes and graph stores behind narrow protocols."""

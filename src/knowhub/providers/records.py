@@ -1,8 +1,9 @@
-"""Plain records exchanged between engines and the embedding/vector/rerank/graph providers.
+"""Plain records exchanged between engines and the embedding/vector/graph providers.
 
 These mirror seed 004 §4.1 (``IndexRecord``, ``VectorHit``, ``EmbeddingVector``,
-``RerankScore``, ``RelationIndexRecord``). ``RelationEdge`` itself belongs to the context
-engine; the graph provider speaks the smaller :class:`GraphEdge`.
+``RelationIndexRecord``; seed 004's ``RerankScore`` went with the unused reranker).
+``RelationEdge`` itself belongs to the context engine; the graph provider speaks the
+smaller :class:`GraphEdge`.
 """
 
 from __future__ import annotations
@@ -123,15 +124,6 @@ class VectorHit:
 
 
 @dataclass(slots=True)
-class RerankScore:
-    """Score of one document after reranking; ``reason`` says why (for traces)."""
-
-    uri: str
-    score: float
-    reason: str = ""
-
-
-@dataclass(slots=True)
 class RelationIndexRecord:
     """Optional index copy of one relation edge (seed 004 §4.1, §7.2 UPSERT_RELATION)."""
 
@@ -168,7 +160,6 @@ __all__ = [
     "GraphEdge",
     "IndexRecord",
     "RelationIndexRecord",
-    "RerankScore",
     "VectorHit",
     "VectorRecord",
     "stable_record_id",

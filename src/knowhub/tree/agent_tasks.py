@@ -18,11 +18,20 @@ from knowhub.errors import LLMTimeoutError
 from knowhub.providers.llm import build_task_messages
 from knowhub.tree.caches import decision_key, fingerprint
 from knowhub.tree.core import TreeCore
-from knowhub.tree.models import RelationType
+from knowhub.tree.models import RelationType, choice
 
 _log = logging.getLogger("knowhub.tree")
 
 _IDX = {"type": ["integer", "string", "null"]}
+#: Every decision explains itself: the reason lands in the change log's ``agent_io``.
+_REASON = {"type": "string", "description": "one short sentence: why this decision"}
+#: Appended to every task instruction, so a model fills ``reason`` even without a grammar.
+REASON_NOTE = (
+    " Always give `reason`: one short sentence, in the query's language, that tells an "
+    "operator why you decided so."
+)
+#: The longest reason kept in an io record (the change log stays small).
+REASON_CHARS = 500
 
 PICK_BRANCH_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -33,7 +42,7 @@ PICK_BRANCH_SCHEMA: dict[str, Any] = {
         "jump_depth": {"type": "integer"},
         "suggest_name": {"type": ["string", "null"]},
         "candidate_ids": {"type": "array", "items": {"type": ["integer", "string"]}},
-        "reason": {"type": "string"},
+        "reason": _REASON,
     },
     "required": ["action", "reason"],
 }
@@ -42,7 +51,7 @@ DEDUP_SCHEMA: dict[str, Any] = {
     "properties": {
         "action": {"type": "string", "enum": ["alias_of", "merge", "create_new"]},
         "target": _IDX,
-        "reason": {"type": "string"},
+        "reason": _REASON,
     },
     "required": ["action", "reason"],
 }
@@ -51,7 +60,7 @@ DISAMBIGUATE_SCHEMA: dict[str, Any] = {
     "properties": {
         "action": {"type": "string", "enum": ["pick", "ambiguous"]},
         "idx": _IDX,
-        "reason": {"type": "string"},
+        "reason": _REASON,
     },
     "required": ["action", "reason"],
 }
@@ -66,22 +75,23 @@ LINK_SCHEMA: dict[str, Any] = {
                 "required": ["idx", "relation"],
             },
         },
-        "reason": {"type": "string"},
+        "reason": _REASON,
     },
-    "required": ["links"],
+    "required": ["links", "reason"],
 }
 REORGANIZE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "moves": {"type": "array", "items": {"type": "object", "properties": {"idx": {"type": "integer"}, "new_parent_idx": {"type": "integer"}, "reason": {"type": "string"}}}},
-        "merges": {"type": "array", "items": {"type": "object", "properties": {"src_idx": {"type": "integer"}, "dst_idx": {"type": "integer"}, "reason": {"type": "string"}}}},
-        "new_parents": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "parent_idx": {"type": "integer"}, "child_idxs": {"type": "array", "items": {"type": "integer"}}, "reason": {"type": "string"}}}},
-        "descriptions": {"type": "array", "items": {"type": "object", "properties": {"idx": {"type": "integer"}, "description": {"type": "string"}}}},
-        "reason": {"type": "string"},
+        "moves": {"type": "array", "items": {"type": "object", "properties": {"idx": {"type": "integer"}, "new_parent_idx": {"type": "integer"}, "reason": _REASON}}},
+        "merges": {"type": "array", "items": {"type": "object", "properties": {"src_idx": {"type": "integer"}, "dst_idx": {"type": "integer"}, "reason": _REASON}}},
+        "new_parents": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "parent_idx": {"type": "integer"}, "child_idxs": {"type": "array", "items": {"type": "integer"}}, "reason": _REASON}}},
+        "descriptions": {"type": "array", "items": {"type": "object", "properties": {"idx": {"type": "integer"}, "description": {"type": "string"}, "reason": _REASON}}},
+        "reason": _REASON,
     },
+    "required": ["moves", "merges", "new_parents", "descriptions", "reason"],
 }
 
-INSTRUCTIONS = {
+_INSTRUCTIONS = {
     "pick_branch": (
         "You navigate a keyword tree. Candidates are keywords with an integer idx and the path "
         "of their ancestors. intent=search: find the keyword that means the query. "
@@ -115,6 +125,8 @@ INSTRUCTIONS = {
     ),
 }
 
+INSTRUCTIONS = {task: text + REASON_NOTE for task, text in _INSTRUCTIONS.items()}
+
 SCHEMAS = {
     "pick_branch": PICK_BRANCH_SCHEMA,
     "dedup_check": DEDUP_SCHEMA,
@@ -122,6 +134,13 @@ SCHEMAS = {
     "link_info": LINK_SCHEMA,
     "reorganize": REORGANIZE_SCHEMA,
 }
+
+
+def _record_reason(io: dict[str, Any], answer: dict[str, Any]) -> None:
+    """Put the answer's ``reason`` at the top of the io record (what an operator reads)."""
+    reason = answer.get("reason")
+    if isinstance(reason, str) and reason.strip():
+        io["reason"] = reason.strip()[:REASON_CHARS]
 
 
 class AgentTasksMixin(TreeCore):
@@ -153,6 +172,7 @@ class AgentTasksMixin(TreeCore):
                 io["answer"] = hit
                 io["cached"] = True
                 io["ms"] = 0.0
+                _record_reason(io, hit)
                 return hit, io
         messages = build_task_messages(task, INSTRUCTIONS[task], payload, SCHEMAS[task])
         started = time.perf_counter()
@@ -172,6 +192,8 @@ class AgentTasksMixin(TreeCore):
             io["detail"] = f"answer is {type(answer).__name__}, not an object"
             answer = None
         io["answer"] = answer
+        if answer is not None:
+            _record_reason(io, answer)
         if answer is not None and key is not None and cache_nodes is not None:
             io["cache_key"] = key
             io["_cache"] = (key, list(cache_nodes))
@@ -215,7 +237,7 @@ class AgentTasksMixin(TreeCore):
         answer, io = self._ask("dedup_check", payload)
         if not answer:
             return "create_new", None, io
-        action = answer.get("action")
+        action = choice(answer.get("action"), ("alias_of", "merge", "create_new"))
         if action not in ("alias_of", "merge"):
             return "create_new", None, io
         target = self._resolve_index(answer.get("target"), existing)
@@ -238,7 +260,7 @@ class AgentTasksMixin(TreeCore):
             for i, n in enumerate(ids)
         ]
         answer, io = self._ask("disambiguate", {"query": query, "candidates": view}, cache_nodes=ids, cache_query=query)
-        if not answer or answer.get("action") not in ("pick", "match"):
+        if not answer or choice(answer.get("action"), ("pick", "match", "ambiguous")) not in ("pick", "match"):
             return None, io
         raw = answer.get("idx", answer.get("node_id"))
         picked = self._resolve_index(raw, ids)
@@ -264,9 +286,10 @@ class AgentTasksMixin(TreeCore):
         ]
         answer, io = self._ask("link_info", {"content": content[:2000], "candidates": view})
         chosen: dict[str, RelationType] = {}
-        decided = bool(answer) and isinstance(answer.get("links"), list)
-        if decided:
-            for item in answer["links"]:
+        links = answer.get("links") if answer else None
+        decided = isinstance(links, list)
+        if isinstance(links, list):
+            for item in links:
                 if not isinstance(item, dict):
                     continue
                 target = self._resolve_index(item.get("idx", item.get("keyword_id")), ids)
@@ -276,7 +299,7 @@ class AgentTasksMixin(TreeCore):
                     continue
                 if target is not None:
                     chosen[target] = relation
-        if decided and not answer["links"]:
+        if decided and not links:
             return chosen, io
         if not chosen:
             io["fallback"] = "related_for_exact_hits"

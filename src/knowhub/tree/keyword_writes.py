@@ -298,7 +298,11 @@ class KeywordWritesMixin(ReadsMixin):
                 new_desc = f"{new_desc}\n{description}".strip()
             new_meta = {**metadata, **dst.get("metadata", {})}
             if merged == dst["aliases"] and new_desc == dst["description"] and new_meta == dst.get("metadata", {}):
-                # nothing to record: the keyword already says all of it (no new version)
+                # the keyword already says all of it (no new version); the agent's decision
+                # is still logged, like a search's, so its reason can be audited
+                fresh = [io for io in ios if not io.get("cached")]
+                if fresh:
+                    self._commit(Txn(self.state), "dedup_decision", f"'{name}' is {action} of '{dst['name']}' (nothing new)", agent_io=self._public_io(fresh))
                 return self._out(self.state.nodes[target])
             txn.put_node({**dst, "aliases": merged, "normalized": self._normalized_of(dst["name"], merged), "description": new_desc, "metadata": {**metadata, **dst.get("metadata", {})}})
             self._commit(txn, "create_keyword", f"'{name}' recorded as {action} of '{dst['name']}'", agent_io=self._public_io(ios), extra={"dedup": action})

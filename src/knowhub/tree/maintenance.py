@@ -168,7 +168,7 @@ class MaintenanceMixin(OperationsMixin):
             node_id = node_of(item.get("idx"))
             if node_id is None or not item["description"].strip():
                 continue
-            plan.descriptions.append({"node_id": node_id, **named(node_id), "old": nodes[node_id].description, "new": item["description"].strip()})
+            plan.descriptions.append({"node_id": node_id, **named(node_id), "old": nodes[node_id].description, "new": item["description"].strip(), "reason": str(item.get("reason") or "")})
 
     def apply_reorganize_plan(self, plan: ReorganizePlan | dict[str, Any]) -> WriteResult:
         """Apply every change of a plan as ONE operation (all or nothing, one undo)."""

@@ -222,6 +222,24 @@ class SearchResult:
         }
 
 
+def choice(value: Any, allowed: tuple[str, ...]) -> Any:
+    """``value`` read as one of ``allowed`` enum values, or None.
+
+    Models without a grammar answer ``"Match"``, ``" alias-of"`` or ``"matched"``: case,
+    spaces, hyphens and an English inflection (``-ed``/``-es``/``-s``) are forgiven, nothing
+    else, so a wrong word still costs the decision its fallback, not a guess.
+    """
+    if not isinstance(value, str):
+        return None
+    text = value.strip().lower().replace("-", "_").replace(" ", "_")
+    if text in allowed:
+        return text
+    for suffix in ("ed", "es", "s", "d"):
+        if text.endswith(suffix) and text[: -len(suffix)] in allowed:
+            return text[: -len(suffix)]
+    return None
+
+
 @dataclass
 class AgentDecision:
     """One ``pick_branch`` answer (seed 001 §3). Targets may be candidate idx ints or ids."""
@@ -246,9 +264,9 @@ class AgentDecision:
         """Parse an LLM answer; InvalidInputError when the action or field types are wrong."""
         if not isinstance(data, dict):
             raise InvalidInputError("decision is not an object")
-        action = data.get("action")
-        if action not in ("jump", "match", "missing", "ambiguous"):
-            raise InvalidInputError(f"unknown action {action!r}")
+        action = choice(data.get("action"), ("jump", "match", "missing", "ambiguous"))
+        if action is None:
+            raise InvalidInputError(f"unknown action {data.get('action')!r}")
 
         def _target(value: Any) -> str | int | None:
             if value is None or isinstance(value, bool):
@@ -432,6 +450,7 @@ __all__ = [
     "WriteResult",
     "check_keyword_id",
     "check_keyword_name",
+    "choice",
     "link_key",
     "new_id",
 ]

@@ -27,7 +27,7 @@ from knowhub.tree.models import ROOT_ID, WriteResult
 from knowhub.tree.store import AFTER_KEYS, KINDS, row_key
 from knowhub.tree.txn import Txn
 
-NOT_UNDOABLE = frozenset({"init_root", "compact_storage", "check_fix", "search_decision"})
+NOT_UNDOABLE = frozenset({"init_root", "compact_storage", "check_fix", "search_decision", "dedup_decision"})
 SNAPSHOT_INCLUDE = ["keywords", "infos", "links", "indexes", "logs", "cache"]
 
 

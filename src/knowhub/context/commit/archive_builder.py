@@ -30,14 +30,20 @@ log = logging.getLogger(__name__)
 
 SUMMARY_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"summary": {"type": "string", "description": "3-6 sentences: who, what, when, decisions"}},
-    "required": ["summary"],
+    "properties": {
+        "summary": {"type": "string", "description": "3-6 sentences: who, what, when, decisions"},
+        "reason": {"type": "string", "description": "what the summary kept and what it left out"},
+    },
+    "required": ["summary", "reason"],
 }
 _SUMMARY_INSTRUCTIONS = (
     "Summarize this conversation in 3-6 sentences for a long-term memory archive. Keep names, "
     "dates (absolute, resolved from message timestamps), places, decisions and open tasks. Write "
-    "in the language of the conversation."
+    "in the language of the conversation. In `reason`, say in one short sentence what you kept "
+    "and what you left out."
 )
+#: The longest model reason kept in the archive's stats.
+REASON_CHARS = 500
 
 
 def normalize_used_tools(used_tools: Sequence[Any] | None) -> list[dict[str, Any]]:
@@ -111,15 +117,18 @@ class ArchiveBuilder:
             "used_tools": normalize_used_tools(used_tools),
             "used_contexts": _used_context_uris(ctx, used_contexts),
         }
+        summary, stats["summary_reason"] = self._summary(sid, when, normalized)
         return SessionArchive(
             session_id=sid,
             archive_uri=session_uri(ctx, sid),
-            summary=self._summary(sid, when, normalized),
+            summary=summary,
             recent_messages=normalized[-self.recent:] if self.recent > 0 else [],
             stats=stats,
         )
 
-    def _summary(self, session_id: str, when: str | None, messages: list[dict[str, Any]]) -> str:
+    def _summary(self, session_id: str, when: str | None, messages: list[dict[str, Any]]) -> tuple[str, str]:
+        """``(summary, reason)``: the model's summary and its reason, or the extractive
+        summary with a reason that says why (kept in the archive's ``stats.summary_reason``)."""
         payload = {
             "session_id": session_id,
             "session_time": when,
@@ -128,16 +137,22 @@ class ArchiveBuilder:
                 for m in messages[-300:]
             ],
         }
+        why = "extractive summary (no LLM configured)"
         if self.llm is not None:
             try:
                 answer = self.llm.chat(build_task_messages("summarize_session", _SUMMARY_INSTRUCTIONS, payload, SUMMARY_SCHEMA), SUMMARY_SCHEMA)
                 summary = answer.get("summary") if isinstance(answer, dict) else None
                 if isinstance(summary, str) and summary.strip():
-                    return summary.strip()
+                    reason = answer.get("reason")
+                    if isinstance(reason, str) and reason.strip():
+                        return summary.strip(), reason.strip()[:REASON_CHARS]
+                    return summary.strip(), "summary of the configured LLM (no reason given)"
                 log.warning("summarize_session: answer without a summary; using the extractive summary")
+                why = "extractive summary: the model's answer had no summary"
             except KnowhubError as exc:
                 log.warning("summarize_session failed (%s); using the extractive summary", exc)
-        return summarize_session(payload)
+                why = f"extractive summary: summarize_session failed ({exc.code})"
+        return summarize_session(payload), why
 
     @staticmethod
     def transcript_block(message: dict[str, Any]) -> str:

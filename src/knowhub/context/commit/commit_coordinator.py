@@ -220,6 +220,8 @@ class CommitCoordinator:
                 raise
             events = self._outbox_events(ctx, written, relation_uris)
             stored = self.outbox.append_batch(events) if self.outbox is not None and events else events
+            for plan in plans:  # each plan records the events actually appended for its node
+                plan.outbox_events = [e for e in stored if e.uri == plan.target_uri]
             commit_result = CommitResult(
                 archive=archive,
                 write_results=results,

@@ -28,7 +28,7 @@ import unicodedata
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
-from knowhub.context.core.enums import ContextType, MemoryCategory, OutboxEventType, WriteAction
+from knowhub.context.core.enums import ContextType, MemoryCategory, WriteAction
 from knowhub.context.core.objects import (
     CandidateMemory,
     ContextNode,
@@ -36,7 +36,6 @@ from knowhub.context.core.objects import (
     WritePlan,
     utc_now_iso,
 )
-from knowhub.context.core.outbox import make_event
 from knowhub.context.core.uri import CtxLike, memory_uri, owner_space_of, slugify, stable_id
 
 __all__ = [
@@ -130,23 +129,22 @@ class MergePolicy(ABC):
         reason: str = "",
     ) -> WritePlan:
         ops: list[RelationOp] = []
-        events = []
         archive_uri = candidate.metadata.get("archive_uri")
-        if action is not WriteAction.SKIP:
-            if archive_uri:
-                ops.append(RelationOp("upsert", str(archive_uri), "derived_from", f"extracted from session {_session_id(candidate)}"))
-            events.append(make_event(OutboxEventType.UPSERT_CONTEXT, uri, ctx, {"category": candidate.category, "planned": True}))
+        if action is not WriteAction.SKIP and archive_uri:
+            ops.append(RelationOp("upsert", str(archive_uri), "derived_from", f"extracted from session {_session_id(candidate)}"))
         full_patch = dict(patch or {})
         if action is not WriteAction.SKIP:
             full_patch.setdefault("context_type", ContextType.MEMORY.value)
             full_patch.setdefault("category", candidate.category)
             full_patch.setdefault("owner_space", owner_space_of(uri))
+        why = candidate.metadata.get("reason")  # the extractor's (model's) own reason
+        if isinstance(why, str) and why.strip():
+            reason = f"{reason}; extractor: {why.strip()}" if reason else f"extractor: {why.strip()}"
         return WritePlan(
             action=action.value,
             target_uri=uri,
             node_patch=full_patch,
             relation_ops=ops,
-            outbox_events=events,
             reason=reason,
             policy=self.name,
             category=candidate.category,

@@ -2,8 +2,8 @@
 
 Every object has ``to_dict()`` (JSON-safe: enums become their values) and
 ``from_dict(data)`` (unknown keys are ignored so that older readers survive newer files).
-Retrieval objects live in :mod:`knowhub.context.core.query`; index records, vector hits,
-embeddings and rerank scores live in :mod:`knowhub.providers.records`.
+Retrieval objects live in :mod:`knowhub.context.core.query`; index records, vector hits and
+embeddings live in :mod:`knowhub.providers.records`.
 
 Conventions shared by writers and readers:
 
@@ -219,6 +219,9 @@ class WritePlan(SerializableMixin):
     ``content``, ``metadata``, ``context_type``, ``category``, ``owner_space``); for
     ``append`` its ``content`` is the text to append. ``expected_version`` is the version
     of the existing node the plan was computed against (0 when it did not exist).
+    ``outbox_events`` are empty when planned; once the commit has appended its outbox
+    batch they are the events appended for ``target_uri`` (its node and its relations).
+    ``reason`` says why the policy decided so, with the extractor's (model's) reason.
     """
 
     action: str

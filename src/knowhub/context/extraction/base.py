@@ -49,10 +49,30 @@ _CANDIDATE_ITEM: dict[str, Any] = {
         "content": {"type": "string", "description": "L2: full text quoting the source turns"},
         "confidence": {"type": "number", "minimum": 0, "maximum": 1},
         "source_refs": {"type": "array", "items": {"type": "string"}, "description": "ids of the messages it came from"},
-        "metadata": {"type": "object"},
+        "metadata": {
+            "type": "object",
+            "properties": {
+                "speaker": {"type": "string", "description": "who said it (the message's name)"},
+                "event_time": {"type": "string", "description": "events: when it happened, absolute (ISO 8601 date)"},
+                "entity_type": {"type": "string", "description": "entities: person, pet, place, organization, project or thing"},
+                "title": {"type": "string"},
+                "facts": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {"subject": {"type": "string"}, "attribute": {"type": "string"},
+                                       "value": {"type": "string"}, "multi": {"type": "boolean"}},
+                    },
+                },
+                "success": {"type": "boolean"},
+            },
+        },
+        "reason": {"type": "string", "description": "why this is worth remembering"},
     },
-    "required": ["category", "routing_key", "abstract", "confidence", "source_refs"],
+    "required": ["category", "routing_key", "abstract", "confidence", "source_refs", "metadata", "reason"],
 }
+#: The longest model reason kept with a candidate (and in its WritePlan).
+REASON_CHARS = 500
 
 #: JSON schema of every extraction answer.
 CANDIDATES_SCHEMA: dict[str, Any] = {
@@ -103,9 +123,18 @@ def _as_text(value: Any) -> str:
 
 
 def coerce_candidate(
-    raw: Any, allowed: frozenset[MemoryCategory], known_ids: set[str], extractor: str
+    raw: Any,
+    allowed: frozenset[MemoryCategory],
+    known_ids: set[str],
+    extractor: str,
+    speakers: dict[str, str] | None = None,
 ) -> CandidateMemory | None:
-    """A validated candidate from one model answer item, or None when it is unusable."""
+    """A validated candidate from one model answer item, or None when it is unusable.
+
+    ``speakers`` maps message ids to speaker names: a candidate without
+    ``metadata.speaker`` gets the name of the first message it cites that has one (the
+    merge policies aggregate by speaker). The model's ``reason`` is kept as
+    ``metadata.reason``; the policy copies it into the WritePlan's ``reason``."""
     if not isinstance(raw, dict):
         return None
     try:
@@ -129,6 +158,14 @@ def coerce_candidate(
     refs = [str(r) for r in refs_raw if str(r) in known_ids] if isinstance(refs_raw, list) else []
     raw_meta = raw.get("metadata")
     metadata: dict[str, Any] = dict(raw_meta) if isinstance(raw_meta, dict) else {}
+    if not (isinstance(metadata.get("speaker"), str) and metadata["speaker"].strip()):
+        metadata.pop("speaker", None)
+        named = [speakers[r] for r in refs if speakers and speakers.get(r)]
+        if named:
+            metadata["speaker"] = named[0]
+    reason = raw.get("reason")
+    if isinstance(reason, str) and reason.strip():
+        metadata["reason"] = reason.strip()[:REASON_CHARS]
     owner = raw.get("owner_scope") or ("agent" if category in AGENT_CATEGORIES else "user")
     return CandidateMemory(
         category=category.value,
@@ -170,25 +207,26 @@ class TaskExtractor:
         session_id = archive.session_id if archive is not None else str(getattr(ctx, "session_id", None) or "session")
         normalized = normalize_messages(messages, session_id)
         known = {m["id"] for m in normalized}
+        speakers = {m["id"]: m["name"] for m in normalized if m.get("name")}
         out: list[CandidateMemory] = []
         for start in range(0, max(len(normalized), 1), self.window):
             window = normalized[start:start + self.window]
             if not window:
                 break
             payload = task_payload(window, archive, ctx)
-            raw_items = self._ask(payload)
+            raw_items = self._ask(payload, ctx)
             for raw in raw_items:
-                candidate = coerce_candidate(raw, self.categories, known, self.name)
+                candidate = coerce_candidate(raw, self.categories, known, self.name, speakers)
                 if candidate is not None:
                     out.append(candidate)
         return out
 
-    def _ask(self, payload: dict[str, Any]) -> list[Any]:
+    def _ask(self, payload: dict[str, Any], ctx: Any = None) -> list[Any]:
         if self.llm is None:
             return list(run_extraction(self.task, payload))
-        messages = build_task_messages(self.task, self.instructions, payload, CANDIDATES_SCHEMA)
+        system, user = build_task_messages(self.task, self.instructions, payload, CANDIDATES_SCHEMA)
         try:
-            answer = self.llm.chat(messages, CANDIDATES_SCHEMA)
+            answer = self.llm.complete_json(user["content"], CANDIDATES_SCHEMA, ctx, system=system["content"])
             items = answer.get("candidates") if isinstance(answer, dict) else None
             if not isinstance(items, list):
                 raise LLMError(f"{self.task}: answer has no candidate list", task=self.task)

@@ -21,8 +21,9 @@ _COMMON = (
     "Name the speaker in every abstract, keep the concrete facts in the speaker's words (who, what, "
     "when, named things) and turn relative dates (yesterday, last week) into absolute ones using the "
     "message timestamps. abstract: one or two sentences (<= 200 characters); overview: a short "
-    "paragraph or bullets; content: the full detail quoting the source messages. Answer in the "
-    "language of the conversation."
+    "paragraph or bullets; content: the full detail quoting the source messages. metadata.speaker: "
+    "the name of who said it (the message's name). reason: one short sentence, why this is worth "
+    "remembering. Answer in the language of the conversation."
 )
 
 
@@ -60,9 +61,10 @@ class EntityEventExtractor(TaskExtractor):
     categories = frozenset({MemoryCategory.ENTITIES, MemoryCategory.EVENTS})
     instructions = (
         "Extract (1) 'entities': people, pets, places, organizations, projects and named things, "
-        "routing_key = the entity name; (2) 'events': what happened, is planned or was said, at least "
-        "one event for every informative message so that no detail is lost, routing_key = the "
-        "message id. " + _COMMON
+        "routing_key = the entity name, metadata.entity_type = person, pet, place, organization, "
+        "project or thing; (2) 'events': what happened, is planned or was said, at least one event "
+        "for every informative message so that no detail is lost, routing_key = the message id, "
+        "metadata.event_time = when it happened as an absolute ISO 8601 date. " + _COMMON
     )
 
 

@@ -178,12 +178,22 @@ class LLMClient(ABC):  # noqa: B024 - abstractness is checked in __init_subclass
         return self.chat(messages, json_schema)
 
     def complete_json(
-        self, prompt: str, schema: dict[str, Any], ctx: Any | None = None
+        self,
+        prompt: str,
+        schema: dict[str, Any],
+        ctx: Any | None = None,
+        *,
+        system: str | None = None,
     ) -> dict[str, Any]:
         """Seed 004 protocol: one user prompt in, one JSON object out.
 
+        The context engine's extractors call it (seed 004 §10.8: "for the extractors and
+        the planner"); ``system`` carries their instructions, ``prompt`` the task message.
         ``ctx`` (a RequestContext) is accepted for interface parity with seed 004; the
         prompt itself must carry everything the model needs.
         """
         del ctx
-        return self.chat([{"role": "user", "content": prompt}], schema)
+        messages = [{"role": "user", "content": prompt}]
+        if system:
+            messages.insert(0, {"role": "system", "content": system})
+        return self.chat(messages, schema)

@@ -93,11 +93,13 @@ def _inside(value: Any, kind: str, schema: dict[str, Any], path: str, repairs: l
         return out
     if kind == "object":
         properties = schema.get("properties")
-        if not isinstance(properties, dict):
+        extra = schema.get("additionalProperties")  # a map such as tags: {name: scalar}
+        if not isinstance(properties, dict) and not isinstance(extra, dict):
             return value
+        properties = properties if isinstance(properties, dict) else {}
         out_obj: dict[str, Any] = {}
         for key, item in value.items():
-            sub = properties.get(key)
+            sub = properties.get(key, extra)
             got = _value(item, sub, f"{path}.{key}", repairs) if isinstance(sub, dict) else item
             if got is not _DROP:
                 out_obj[key] = got

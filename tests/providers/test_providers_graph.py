@@ -1,4 +1,4 @@
-"""OverlapReranker and InMemoryGraphStore."""
+"""InMemoryGraphStore."""
 
 from __future__ import annotations
 
@@ -6,70 +6,7 @@ import pytest
 
 from knowhub.errors import InvalidInputError
 from knowhub.providers.graph import GraphStore, InMemoryGraphStore
-from knowhub.providers.records import GraphEdge, RelationIndexRecord, RerankScore
-from knowhub.providers.rerank import OverlapReranker, Reranker
-
-# -- reranker --------------------------------------------------------------------------------
-
-
-def test_reranker_orders_by_overlap() -> None:
-    reranker = OverlapReranker()
-    assert isinstance(reranker, Reranker)
-    docs = [
-        ("ctx://d/stocks", "今天股市大跌"),
-        ("ctx://d/coffee", "我爱喝咖啡，每天早上一杯"),
-        ("ctx://d/tea", "下午喝茶"),
-    ]
-    scores = reranker.rerank("我喜欢喝咖啡", docs)
-    assert all(isinstance(s, RerankScore) for s in scores)
-    assert scores[0].uri == "ctx://d/coffee"
-    assert scores[-1].uri == "ctx://d/stocks"
-    assert scores[-1].score == 0.0
-    assert [s.score for s in scores] == sorted((s.score for s in scores), reverse=True)
-    assert "咖啡" in scores[0].reason
-
-
-def test_reranker_english_coverage_and_top_k() -> None:
-    reranker = OverlapReranker()
-    docs = [
-        ("a", "The storage layer fsyncs every append before acknowledging"),
-        ("b", "Vector search over stored embeddings"),
-        ("c", "Unrelated text about cooking pasta"),
-    ]
-    scores = reranker.rerank("storage fsync append", docs, top_k=2)
-    assert [s.uri for s in scores] == ["a", "b"]
-    assert 0.0 < scores[1].score < scores[0].score <= 1.0
-    assert reranker.rerank("anything", docs, top_k=0) == []
-
-
-def test_reranker_is_deterministic_and_keeps_input_order_on_ties() -> None:
-    reranker = OverlapReranker()
-    docs = [("x", "same text"), ("y", "same text"), ("z", "other words")]
-    first = reranker.rerank("same", docs)
-    assert [s.uri for s in first] == ["x", "y", "z"]
-    assert [(s.uri, s.score) for s in reranker.rerank("same", docs)] == [
-        (s.uri, s.score) for s in first
-    ]
-
-
-def test_reranker_empty_inputs_and_bad_arguments() -> None:
-    reranker = OverlapReranker()
-    assert reranker.rerank("query", []) == []
-    assert [s.score for s in reranker.rerank("", [("a", "text")])] == [0.0]
-    assert [s.score for s in reranker.rerank("text", [("a", "")])] == [0.0]
-    with pytest.raises(InvalidInputError):
-        reranker.rerank("q", [("a", "b")], top_k=-1)
-    with pytest.raises(InvalidInputError):
-        OverlapReranker(coverage_weight=1.5)
-
-
-def test_reranker_only_reads_max_chars() -> None:
-    reranker = OverlapReranker(max_chars=20)
-    docs = [("late", "x" * 50 + " needle"), ("early", "needle " + "x" * 50)]
-    scores = reranker.rerank("needle", docs)
-    assert scores[0].uri == "early"
-    assert scores[1].score == 0.0
-
+from knowhub.providers.records import GraphEdge, RelationIndexRecord
 
 # -- graph -----------------------------------------------------------------------------------
 
