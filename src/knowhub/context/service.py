@@ -412,14 +412,18 @@ class ContextEngineService:
 
     def move_node(self, ctx: Any, from_uri: str, to_uri: str) -> None:
         """Move a node and its subtree to a new URI of the caller's; the index follows
-        (``MOVE_CONTEXT``: records re-keyed, the moved nodes re-projected).
+        (``MOVE_CONTEXT``: records re-keyed, the moved nodes re-projected) and so do the
+        edges that pointed at the old URIs (``UPSERT_RELATION`` for each node rewritten).
 
         Raises:
             NotFoundError / InvalidInputError / PermissionDeniedError: as ContextFS.move_node.
         """
         self._check_open()
         src, dst = check_access(ctx, from_uri).uri, check_access(ctx, to_uri).uri
-        self.fs.move_node(ctx, src, dst)
-        self.outbox.append(make_event(OutboxEventType.MOVE_CONTEXT, src, ctx, {"from_uri": src, "to_uri": dst}))
+        retargeted = self.fs.move_node(ctx, src, dst)
+        events = [make_event(OutboxEventType.MOVE_CONTEXT, src, ctx, {"from_uri": src, "to_uri": dst})]
+        # nodes whose edges now point at the new URIs: their graph copies follow
+        events.extend(make_event(OutboxEventType.UPSERT_RELATION, uri, ctx, {}) for uri in retargeted)
+        self.outbox.append_batch(events)
         if self.runner.running:
             self.runner.wake()
