@@ -310,20 +310,42 @@ def _speaker(message: dict[str, Any], user_label: str) -> str:
     return {"user": user_label, "assistant": "Assistant", "system": "System", "tool": "Tool"}.get(role, role)
 
 
+def _infer_times(explicit: list[datetime | None], session_when: datetime | None) -> list[tuple[datetime | None, bool]]:
+    """Order-consistent times: a message without a usable timestamp gets the time of the
+    message before it (it was written after it), the first ones the session time unless a
+    later explicit timestamp is earlier. Returns ``(time, inferred)`` per message."""
+    out: list[tuple[datetime | None, bool]] = []
+    previous: datetime | None = None
+    for i, when in enumerate(explicit):
+        if when is not None:
+            out.append((when, False))
+            previous = when
+            continue
+        if previous is None:
+            upcoming = next((w for w in explicit[i + 1:] if w is not None), None)
+            candidates = [w for w in (session_when, upcoming) if w is not None]
+            previous = min(candidates) if candidates else None
+        out.append((previous, previous is not None))
+    return out
+
+
 def turns_from_payload(payload: dict[str, Any]) -> list[Turn]:
-    """Turns from a task payload's ``messages`` (already normalized by the engine)."""
+    """Turns from a task payload's ``messages`` (already normalized by the engine).
+
+    A message without a timestamp is dated by :func:`_infer_times` (never before the
+    message it answers) and flagged ``extra["time_inferred"]``.
+    """
     session_when = parse_when(payload.get("session_time"))
     user_label = str(payload.get("user_label") or "User")
+    messages = [m for m in payload.get("messages") or [] if isinstance(m, dict)]
+    times = _infer_times([parse_when(m.get("timestamp")) for m in messages], session_when)
     turns: list[Turn] = []
-    for index, message in enumerate(payload.get("messages") or []):
-        if not isinstance(message, dict):
-            continue
+    for index, (message, (when, inferred)) in enumerate(zip(messages, times, strict=True)):
         text = message.get("content")
         if not isinstance(text, str) or not text.strip():
             continue
         raw_when = message.get("timestamp")
-        when = parse_when(raw_when) or session_when
-        when_text = str(raw_when) if raw_when not in (None, "") else str(payload.get("session_time") or "")
+        when_text = str(raw_when) if raw_when not in (None, "") and not inferred else (when.isoformat() if when else "")
         turns.append(
             Turn(
                 id=str(message.get("id") or f"m{index}"),
@@ -334,7 +356,8 @@ def turns_from_payload(payload: dict[str, Any]) -> list[Turn]:
                 when=when,
                 when_text=when_text,
                 caption=str(message.get("caption") or ""),
-                extra={"named": bool(isinstance(message.get("name"), str) and message["name"].strip())},
+                extra={"named": bool(isinstance(message.get("name"), str) and message["name"].strip()),
+                       "time_inferred": inferred},
             )
         )
     return turns
