@@ -185,12 +185,12 @@ def test_normalize_messages_ids_speakers_and_parts() -> None:
 def test_events_are_tagged_with_general_topics() -> None:
     msgs = [
         {"id": "a", "role": "user", "name": "John", "content": "I'm doing kickboxing and it's giving me so much energy.", "timestamp": "2023-05-08"},
-        {"id": "b", "role": "user", "name": "Maria", "content": "I made some peach cobbler recently, it was great.", "timestamp": "2023-05-08"},
+        {"id": "b", "role": "user", "name": "Maria", "content": "I baked some brownies recently, they were great.", "timestamp": "2023-05-08"},
         {"id": "c", "role": "user", "name": "李雷", "content": "我昨天去打篮球了，然后和妈妈吃了火锅。", "timestamp": "2023-05-08"},
     ]
     events = {e.source_refs[0]: e for e in EntityEventExtractor().extract(msgs, ARCHIVE, CTX) if e.category == "events"}
     assert events["a"].metadata["topics"] == ["martial arts"] and "- topics: martial arts" in events["a"].overview
-    assert events["b"].metadata["topics"] == ["desserts"]
+    assert "desserts and sweets" in events["b"].metadata["topics"]
     assert {"sports", "family", "food and cooking"} <= set(events["c"].metadata["topics"])
 
 

@@ -69,7 +69,11 @@ def truncate(text: str, limit: int) -> str:
     return cut.rstrip(" ,;:") + "…"
 
 
-_SENTENCE_RE = re.compile(r"[^.!?。！？\n]+(?:[.!?。！？]+[\"'”’)]*|$)")
+#: A sentence runs to an end mark; a period inside a word ("package.json", "Node.js") or
+#: after a common title or abbreviation ("Dr.", "St.", "e.g.") does not end it.
+_SENTENCE_RE = re.compile(
+    r"(?:[^.!?。！？\n]|\.(?=\w)|(?<=\b(?:Dr|Mr|Ms|St|vs|Jr|Sr))\.|(?<=\bMrs)\.|(?<=\bProf)\.|(?<=\be\.g|\bi\.e)\.)+"
+    r"(?:[.!?。！？]+[\"'”’)]*|$)")
 
 
 def split_sentences(text: str) -> list[str]:
