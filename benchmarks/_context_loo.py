@@ -16,19 +16,20 @@ conversations gets. The protocol:
 
 A switch whose "on" setting is chosen in every fold generalizes as far as five folds can
 tell; one that wins only where the test conversation was part of the choice does not.
-Variants are applied by toggling the documented module switches of the extractors
-(:data:`knowhub.providers.llm.local_context_rules.SWITCHES`).
+Variants are the shipped default and each knob changed alone: the documented module
+switches of the extractors (:data:`knowhub.providers.llm.local_context_rules.SWITCHES`) and
+the service's ``speaker_boost`` (off, and doubled).
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import statistics
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from knowhub.context.retrieval.speaker_focus import DEFAULT_SPEAKER_BOOST
 from knowhub.providers.llm import local_context_rules as rules
 
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -37,25 +38,33 @@ CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-ho
 QuestionScores = list[tuple[int, dict[int, float]]]
 
 
-def variants() -> list[dict[str, bool]]:
-    """Every combination of the extractors' data-chosen switches; the shipped default first."""
-    names = sorted(rules.SWITCHES)
-    default = dict(rules.SWITCHES)
-    combos = [dict(zip(names, values, strict=True)) for values in itertools.product((True, False), repeat=len(names))]
-    combos.sort(key=lambda v: v != default)
-    return combos
+#: Data-chosen knobs of the search (set on the service by the benchmark) and their shipped values.
+SEARCH_DEFAULTS: dict[str, Any] = {"speaker_boost": DEFAULT_SPEAKER_BOOST}
 
 
-def label(variant: dict[str, bool]) -> str:
-    """``lexicon_tags+ follow_up_quote-`` style name of a variant."""
-    return " ".join(f"{k}{'+' if v else '-'}" for k, v in sorted(variant.items()))
+def variants() -> list[dict[str, Any]]:
+    """The shipped default first, then each knob changed alone: every extractor switch
+    flipped, the speaker boost off and doubled."""
+    default: dict[str, Any] = {**rules.SWITCHES, **SEARCH_DEFAULTS}
+    out = [default]
+    for name in sorted(rules.SWITCHES):
+        out.append({**default, name: not default[name]})
+    boost = SEARCH_DEFAULTS["speaker_boost"]
+    out.extend({**default, "speaker_boost": value} for value in (0.0, 2 * boost))
+    return out
+
+
+def label(variant: dict[str, Any]) -> str:
+    """``follow_up_quote+ lexicon_tags+ speaker_boost=0.25`` style name of a variant."""
+    return " ".join(f"{k}{'+' if v else '-'}" if isinstance(v, bool) else f"{k}={v:g}" for k, v in sorted(variant.items()))
 
 
 @contextlib.contextmanager
-def applied(variant: dict[str, bool]) -> Iterator[None]:
-    """Set the extractor switches for the duration of a run, then restore them."""
+def applied(variant: dict[str, Any]) -> Iterator[None]:
+    """Set the extractor switches for the duration of a run, then restore them (search
+    knobs are applied to the service by the caller's ``score_conversation``)."""
     saved = dict(rules.SWITCHES)
-    rules.SWITCHES.update(variant)
+    rules.SWITCHES.update({k: v for k, v in variant.items() if k in rules.SWITCHES})
     try:
         yield
     finally:
@@ -71,7 +80,8 @@ def _pooled(scores: QuestionScores, budget: int, category: int | None = None) ->
     return _mean([r[budget] for c, r in scores if category is None or c == category])
 
 
-def run_loo(convs: list[dict[str, Any]], score_conversation: Callable[[dict[str, Any], Path], QuestionScores],
+def run_loo(convs: list[dict[str, Any]],
+            score_conversation: Callable[[dict[str, Any], Path, dict[str, Any]], QuestionScores],
             root: Path, budgets: list[int], log: Callable[[str], None] = print) -> dict[str, Any]:
     """Run every variant on every conversation, then the LOO selection (module doc)."""
     budget = budgets[0]
@@ -82,7 +92,7 @@ def run_loo(convs: list[dict[str, Any]], score_conversation: Callable[[dict[str,
         table[name] = {}
         with applied(variant):
             for conv in convs:
-                table[name][conv["sample_id"]] = score_conversation(conv, root / f"v{n}")
+                table[name][conv["sample_id"]] = score_conversation(conv, root / f"v{n}", variant)
                 log(f"  {name} {conv['sample_id']}: recall@{budget} "
                     f"{_pooled(table[name][conv['sample_id']], budget):.3f}")
     default = label(all_variants[0])

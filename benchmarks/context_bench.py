@@ -204,12 +204,16 @@ def run_conversation(conv: dict[str, Any], root: Path, run: RecallRun, top_k: in
     svc.close()
 
 
-def score_conversation(conv: dict[str, Any], root: Path, budgets: list[int], top_k: int,
-                       durable: bool) -> list[tuple[int, dict[int, float]]]:
-    """Per-question (category, recall per budget) of the service's default search."""
+def score_conversation(conv: dict[str, Any], root: Path, budgets: list[int], top_k: int, durable: bool,
+                       search_knobs: dict[str, Any]) -> list[tuple[int, dict[int, float]]]:
+    """Per-question (category, recall per budget) of the service's default search, with the
+    search knobs of ``search_knobs`` that the service has (``speaker_boost``)."""
     sample = conv["sample_id"]
     ctx = RequestContext("bench", f"u-{sample}", agent_id=f"a-{sample}")
     svc = ContextEngineService(root / sample, durable=durable)
+    for knob, value in search_knobs.items():
+        if hasattr(svc, knob):
+            setattr(svc, knob, value)
     try:
         for session in conv["sessions"]:
             svc.commit_session(ctx, turn_messages(session),
@@ -352,8 +356,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     if args.loo:
         try:
-            report["loo"] = run_loo(convs_used, lambda conv, where: score_conversation(conv, where, budgets, args.top_k, durable),
-                                    root, budgets, log=console.print)
+            report["loo"] = run_loo(
+                convs_used, lambda conv, where, variant: score_conversation(conv, where, budgets, args.top_k, durable, variant),
+                root, budgets, log=console.print)
         finally:
             shutil.rmtree(root, ignore_errors=True)
         print_loo(report["loo"], budgets)
