@@ -37,7 +37,7 @@ def test_first_messages_without_timestamp_never_after_a_later_explicit_one() -> 
 
 
 def test_candidates_from_undated_messages_are_flagged() -> None:
-    payload = {"messages": MESSAGES, "session_time": SESSION, "session_id": "s1"}
+    payload = {"messages": MESSAGES, "session_time": SESSION, "session_id": "s1", "include_assistant": True}
     events = [c for c in run_extraction("extract_entities_events", payload) if c["category"] == "events"]
     flags = {c["source_refs"][0]: bool(c["metadata"].get("time_inferred")) for c in events}
     assert flags == {"q": False, "a": True, "f": True}

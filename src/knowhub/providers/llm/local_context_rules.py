@@ -398,11 +398,14 @@ def extract_entities_events(payload: dict[str, Any]) -> list[dict[str, Any]]:
         for sentence in split_sentences(turn.text):
             for word in re.findall(rf"(?<=\s){_CAP_WORD}", sentence):
                 capitalized_elsewhere.add(word.strip("'’").removesuffix("'s"))
-    include_assistant = bool(payload.get("include_assistant", True))
+    # like the profile and preference rules: an unnamed assistant's turns are no memories
+    # about the user (its replies stay quoted as context of the user's turns; its fixes are
+    # cases); a named second speaker of a transcript is a person
+    include_assistant = bool(payload.get("include_assistant", False))
     out: list[dict[str, Any]] = []
     previous: Turn | None = None
     for position, turn in enumerate(turns):
-        if turn.role in ("system", "tool") or (turn.role == "assistant" and not include_assistant):
+        if turn.role in ("system", "tool") or not (turn.is_person or include_assistant):
             previous = turn
             continue
         following = turns[position + 1] if position + 1 < len(turns) else None

@@ -149,6 +149,18 @@ def format_date(when: datetime | None) -> str:
     return f"{when.day} {MONTHS[when.month - 1].capitalize()} {when.year}"
 
 
+def weekday_date(when: datetime, weekday: int, week_offset: int) -> datetime:
+    """The given weekday (0 = Monday) of the week ``week_offset`` weeks from ``when``'s
+    (weeks run Monday to Sunday): ``下周五`` is (4, +1), ``this Saturday`` (5, 0). ``last
+    <day>`` (-1) is the latest such day before ``when`` — "last Friday" said on a Saturday
+    is the day before."""
+    if week_offset < 0:
+        back = (when.weekday() - weekday) % 7 or 7
+        return when - timedelta(days=back)
+    monday = when - timedelta(days=when.weekday())
+    return monday + timedelta(days=7 * week_offset + weekday)
+
+
 def _month_shift(when: datetime, months: int) -> str:
     index = when.year * 12 + (when.month - 1) + months
     return f"{MONTHS[index % 12].capitalize()} {index // 12}"
@@ -182,12 +194,10 @@ def _resolve_latin(cue: str, when: datetime) -> str | None:
         return simple[cue_l]
     match = re.match(r"(last|this|next|on)\s+(\w+)", cue_l)
     if match and match.group(2) in WEEKDAYS:
-        name = match.group(2).capitalize()
-        if match.group(1) == "next":
-            return f"the {name} after {day}"
-        if match.group(1) == "this":
-            return f"the {name} of the week of {day}"
-        return f"the {name} before {day}"
+        target = WEEKDAYS.index(match.group(2))
+        if match.group(1) == "on":  # "on Friday": past or coming, only the tense tells
+            return f"the {match.group(2).capitalize()} before {day}"
+        return format_date(weekday_date(when, target, {"last": -1, "this": 0, "next": 1}[match.group(1)]))
     match = re.match(r"(.+?)\s+(day|week|month|year)s?\s+ago", cue_l)
     if match:
         n = _count(match.group(1))
@@ -211,8 +221,9 @@ _LATIN_CUES = re.compile(
     re.I,
 )
 _CN_CUES = re.compile(
-    r"(昨天|昨晚|前天|今天|今晚|明天|后天|上周|上个?星期|下周|下个?星期|这周|本周|上个月|下个月|这个月|去年|明年|今年|"
-    r"(?:上|下|这)?(?:周|星期)[一二三四五六日天]|[一两二三四五六七八九十几\d]+(?:天|周|个月|年)前)"
+    r"((?:上个?|下个?|这个?|本)?(?:周|星期|礼拜)[一二三四五六日天]|"
+    r"昨天|昨晚|前天|今天|今晚|明天|后天|上周|上个?星期|下周|下个?星期|这周|本周|上个月|下个月|这个月|去年|明年|今年|"
+    r"[一两二三四五六七八九十几\d]+(?:天|周|个月|年)前)"
 )
 
 
@@ -230,12 +241,14 @@ def _resolve_cn(cue: str, when: datetime) -> str | None:
     }
     if cue in simple:
         return simple[cue]
-    match = re.match(r"(上|下|这)?(?:周|星期)([一二三四五六日天])", cue)
+    match = re.match(r"(上个?|下个?|这个?|本)?(?:周|星期|礼拜)([一二三四五六日天])", cue)
     if match:
-        name = WEEKDAYS[_CN_WEEKDAY[match.group(2)]].capitalize()
-        if match.group(1) == "下":
-            return f"the {name} after {day}"
-        return f"the {name} before {day}" if match.group(1) == "上" else f"{name} of the week of {day}"
+        offset = {"上": -1, "下": 1}.get((match.group(1) or "这")[0], 0)
+        target = _CN_WEEKDAY[match.group(2)]
+        if offset < 0:  # 上周五: the Friday of last week (not merely the latest Friday)
+            monday = when - timedelta(days=when.weekday() + 7)
+            return format_date(monday + timedelta(days=target))
+        return format_date(weekday_date(when, target, offset))
     match = re.match(r"([一两二三四五六七八九十几\d]+)(天|周|个月|年)前", cue)
     if match:
         n = int(match.group(1)) if match.group(1).isdigit() else _CN_NUM.get(match.group(1), 1)
