@@ -47,7 +47,7 @@ from knowhub.context.fs.context_fs import ContextFS, read_json_file
 from knowhub.context.fs.relations import RelationStore
 from knowhub.errors import CorruptStoreError, InvalidInputError, KnowhubError, VersionConflictError
 from knowhub.providers.llm import LLMClient
-from knowhub.storage import atomic_write_json
+from knowhub.storage import atomic_write_json, ensure_dir
 
 __all__ = ["CommitCoordinator"]
 
@@ -116,7 +116,7 @@ class CommitCoordinator:
 
     def _save_audit(self, ctx: CtxLike, result: CommitResult) -> None:
         path = self.audit_path(ctx, result.commit_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        ensure_dir(path.parent)
         atomic_write_json(path, result.to_dict(), durable=self.fs.durable)
 
     # ------------------------------------------------------------------ commit
