@@ -66,3 +66,13 @@ def test_cause_and_fix_in_one_chinese_sentence_are_separated() -> None:
     case = next(c for c in run_extraction("extract_procedures", payload) if c["category"] == "cases")
     assert case["metadata"]["cause"] == "原因是磁盘满了"
     assert case["metadata"]["solution"] == "清理日志后解决了。"
+
+
+def test_a_lower_case_word_after_a_relation_is_no_name() -> None:
+    payload = {"session_id": "s3", "messages": [
+        {"id": "k", "role": "user", "content": "My mom loves Italian food. My boys don't like vegetables. My sister Anna cooks."}]}
+    entities = {c["routing_key"]: c["metadata"] for c in run_extraction("extract_entities_events", payload)
+                if c["category"] == "entities"}
+    assert "loves" not in entities and "don" not in entities
+    assert entities["User's mom"]["entity_type"] == "relation" and entities["User's boys"]["entity_type"] == "relation"
+    assert entities["Anna"]["relation"] == "User's sister"

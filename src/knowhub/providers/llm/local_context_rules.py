@@ -257,7 +257,7 @@ _RELATIONS = ("sister", "brother", "mom", "mother", "dad", "father", "son", "dau
               "coach", "tutor", "fiance", "fiancee", "boys", "girls")
 _TITLE = r"(?:Dr|Mr|Mrs|Ms|Prof)\.?\s+"
 _REL_RE = re.compile(r"\bmy (" + "|".join(sorted(_RELATIONS, key=len, reverse=True))
-                     + rf")(?:,? ((?:{_TITLE})?[A-Z][a-z]+))?\b", re.I)
+                     + rf")(?:,? ((?-i:(?:{_TITLE})?[A-Z][a-z]+)))?\b", re.I)  # the name keeps its capital
 _PLACE_PREP = re.compile(r"\b(?:in|at|to|from|visited|visit|near|around)\s+$", re.I)
 #: "work at X", "joined X", "hired by X": X is an employer, whatever the preposition
 _EMPLOYER_PREP = re.compile(
