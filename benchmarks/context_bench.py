@@ -5,6 +5,11 @@ Run from the repository root::
     python benchmarks/context_bench.py                      # all 5 conversations, 100k-node scale test
     python benchmarks/context_bench.py --quick              # 1 conversation, 10k-node scale test
     python benchmarks/context_bench.py --conversations 2 --budgets 5,10,25 --out-json out.json
+    python benchmarks/context_bench.py --loo --no-fsync     # leave-one-conversation-out only
+
+``--loo`` runs the leave-one-conversation-out protocol of :mod:`_context_loo` (every
+variant of the extractors' data-chosen switches on every conversation, the service's
+default search only) and prints the per-fold table next to the all-dev figure.
 
 Recall protocol. Every session of a conversation is committed through
 ``ContextEngineService.commit_session`` (one user and one agent per conversation; message
@@ -51,6 +56,7 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _context_loo import run_loo
 from _data import BENCH_DIR, LOCOMO_FILE, load_locomo
 
 from knowhub.context import ContextEngineService
@@ -198,6 +204,53 @@ def run_conversation(conv: dict[str, Any], root: Path, run: RecallRun, top_k: in
     svc.close()
 
 
+def score_conversation(conv: dict[str, Any], root: Path, budgets: list[int], top_k: int, durable: bool,
+                       search_knobs: dict[str, Any]) -> list[tuple[int, dict[int, float]]]:
+    """Per-question (category, recall per budget) of the service's default search, with the
+    search knobs of ``search_knobs`` that the service has (``speaker_boost``)."""
+    sample = conv["sample_id"]
+    ctx = RequestContext("bench", f"u-{sample}", agent_id=f"a-{sample}")
+    svc = ContextEngineService(root / sample, durable=durable)
+    for knob, value in search_knobs.items():
+        if hasattr(svc, knob):
+            setattr(svc, knob, value)
+    try:
+        for session in conv["sessions"]:
+            svc.commit_session(ctx, turn_messages(session),
+                               options={"session_id": f"s{session['index']}", "session_time": session["date_time"]})
+        svc.flush_index()
+        out = []
+        for item in conv["qa"]:
+            if item["category"] not in QA_CATEGORIES or not item["evidence"]:
+                continue
+            result = svc.search_memory(ctx, item["question"], top_k=top_k)
+            ranked = [[str(r) for r in b.metadata.get("source_refs") or []] for b in result.blocks]
+            out.append((item["category"], {b: recall(item["evidence"], collect(ranked, b)) for b in budgets}))
+        return out
+    finally:
+        svc.close()
+
+
+def print_loo(loo: dict[str, Any], budgets: list[int]) -> None:
+    b = str(loo["budget"])
+    table = Table(title=f"leave-one-conversation-out recall@{b} (default = {loo['default']})")
+    for col in ("test conv", "questions", "chosen on the other 4", f"@{b}", *[f"@{x}" for x in budgets[1:]],
+                *CATEGORY_NAMES.values(), "default @" + b):
+        table.add_column(col)
+    for fold in loo["folds"]:
+        table.add_row(fold["test"], str(fold["questions"]), fold["chosen"], f"{fold['recall'][b]:.3f}",
+                      *[f"{fold['recall'][str(x)]:.3f}" for x in budgets[1:]],
+                      *[f"{fold['by_category'].get(n, 0):.3f}" for n in CATEGORY_NAMES.values()],
+                      f"{fold['default_recall']:.3f}")
+    table.add_row("LOO pooled", "", "", f"{loo['loo_pooled'][b]:.3f}", *[f"{loo['loo_pooled'][str(x)]:.3f}" for x in budgets[1:]],
+                  *[f"{loo['loo_pooled_by_category'][n]:.3f}" for n in CATEGORY_NAMES.values()], "")
+    table.add_row("all dev (default)", "", "", f"{loo['all_dev'][b]:.3f}", *[f"{loo['all_dev'][str(x)]:.3f}" for x in budgets[1:]],
+                  *[f"{loo['all_dev_by_category'][n]:.3f}" for n in CATEGORY_NAMES.values()], "")
+    console.print(table)
+    console.print(f"LOO mean over folds {loo['loo_mean']:.3f}, std {loo['loo_std']:.3f}, "
+                  f"min {loo['loo_min']:.3f}, max {loo['loo_max']:.3f}")
+
+
 # ---------------------------------------------------------------------- index lag
 
 def measure_index_lag(conv: dict[str, Any], root: Path, durable: bool) -> list[float]:
@@ -281,6 +334,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--skip-scale", action="store_true")
     parser.add_argument("--out-json", type=Path, default=None)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--loo", action="store_true", help="leave-one-conversation-out protocol only")
     args = parser.parse_args(argv)
     budgets = sorted({int(b) for b in args.budgets.split(",") if b.strip()})
     convs = load_locomo(args.bench_dir / LOCOMO_FILE)
@@ -300,6 +354,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
         "cpus": os.cpu_count(),
     }
+    if args.loo:
+        try:
+            report["loo"] = run_loo(
+                convs_used, lambda conv, where, variant: score_conversation(conv, where, budgets, args.top_k, durable, variant),
+                root, budgets, log=console.print)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        print_loo(report["loo"], budgets)
+        if args.out_json:
+            args.out_json.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
+        return report
     try:
         for conv in convs_used:
             console.print(f"[bold]{conv['sample_id']}[/]: {len(conv['sessions'])} sessions, "

@@ -16,27 +16,30 @@ def _events(msgs: list[dict]) -> dict[str, object]:
 
 
 def test_keywords_name_the_attribute_behind_specific_words() -> None:
-    assert keywords_of("I've been running farther to de-stress, great for my headspace.") == [
-        "destress", "relax", "exercise", "fitness"]
-    assert keywords_of("The transgender stories were so inspiring!") == ["identity", "lgbtq"]
-    assert "single" in keywords_of("It's been hard after that tough breakup.")
-    assert keywords_of("我最近在学画画，放松一下") == ["destress", "relax", "art", "hobby", "creative"]
+    running = keywords_of("I've been running farther to de-stress lately.")
+    assert {"sport", "exercise", "fitness", "relax", "wellbeing"} <= set(running)
+    assert "destress" in running  # "de-stress" is not the word "destress"
+    assert {"relationship", "status"} <= set(keywords_of("It's been hard after that tough breakup."))
+    assert {"identity", "gender"} <= set(keywords_of("The transgender stories were so inspiring!"))
+    assert {"艺术", "爱好", "art", "hobby"} <= set(keywords_of("我最近在学画画，放松一下"))
+    assert "放松" not in keywords_of("我最近在学画画，放松一下")  # already in the text
     # words already in the text are not repeated, and plain small talk gets nothing
     assert "identity" not in keywords_of("My identity as a trans woman matters to me.")
     assert keywords_of("Sounds good, see you tomorrow!") == []
-    assert keywords_of("I signed up for a class.") == []  # "signed up" is no collectible
-    assert keywords_of("I can't have dairy, sadly.") == ["allergy", "diet"]
-    assert keywords_of("我对花生过敏。") == ["allergy", "diet"]
+    assert "collection" not in keywords_of("I signed up for a class.")  # "signed up" is no collectible
+    assert {"diet", "allergy"} <= set(keywords_of("I can't have dairy, sadly."))
+    assert {"diet", "饮食"} <= set(keywords_of("我对花生过敏。"))
 
 
 def test_event_overview_carries_a_keywords_line() -> None:
     msgs = [
         {"id": "a", "role": "user", "name": "Mel", "content": "I signed up for a pottery class, it's like therapy for me.", "timestamp": "2023-05-08"},
-        {"id": "b", "role": "user", "name": "Ann", "content": "We went to the museum and looked at old maps.", "timestamp": "2023-05-08"},
+        {"id": "b", "role": "user", "name": "Ann", "content": "We sat on the bench and talked for an hour.", "timestamp": "2023-05-08"},
     ]
     events = _events(msgs)
-    assert "- keywords: destress, relax, art, hobby, creative, activity" in events["a"].overview
-    assert events["a"].metadata["keywords"] == ["destress", "relax", "art", "hobby", "creative", "activity"]
+    keywords = events["a"].metadata["keywords"]
+    assert {"art", "hobby", "creative", "education", "mental", "health"} <= set(keywords)
+    assert "- keywords: " + ", ".join(keywords) in events["a"].overview
     assert "keywords" not in events["b"].overview and events["b"].source_refs == ["b"]
 
 

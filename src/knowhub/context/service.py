@@ -55,6 +55,7 @@ from knowhub.context.retrieval import (
     RetrieverConfig,
     SearcherConfig,
 )
+from knowhub.context.retrieval.speaker_focus import DEFAULT_SPEAKER_BOOST, focus_on_named_speakers
 from knowhub.errors import InvalidInputError, StorageError
 from knowhub.index import (
     BackgroundIndexRunner,
@@ -95,6 +96,8 @@ class ContextEngineService:
             the abstract, the overview with its reply context, the full content).
         extractor_concurrency: parallel extractors per commit.
         intent_weight: weight of category-specific typed queries (the general one has 1).
+        speaker_boost: score gain of the memories of speakers the query names
+            (:mod:`knowhub.context.retrieval.speaker_focus`; 0 turns it off).
         merge_queries: ``max`` or ``sum`` of a node's scores over the typed queries.
         bm25_k1 / bm25_b: BM25 parameters of the lexical index.
         shared_candidates: rank once per search and let every typed query and the
@@ -122,6 +125,7 @@ class ContextEngineService:
         extractor_concurrency: int = 4,
         save_interval_s: float = 30.0,
         intent_weight: float = 0.9,
+        speaker_boost: float = DEFAULT_SPEAKER_BOOST,
         merge_queries: str = "max",
         bm25_k1: float = 1.2,
         bm25_b: float = 0.75,
@@ -157,6 +161,7 @@ class ContextEngineService:
         self.searcher = HierarchicalSearcher(self.retriever, searcher_config)
         self.hierarchical = hierarchical
         self.intent_weight = intent_weight
+        self.speaker_boost = speaker_boost
         self.merge_queries = merge_queries
         self.shared_candidates = shared_candidates
         self.reader = MemoryReadService(self.fs, self.relations)
@@ -377,6 +382,7 @@ class ContextEngineService:
                 elif hit.score > old.score:
                     merged[hit.uri] = hit
         hits = list(merged.values())
+        focus_on_named_speakers(query, hits, self.speaker_boost)
         final = TypedQuery(text=plan[0].text, categories=plan[0].categories, target_uri=plan[0].target_uri, top_k=top_k,
                            hints=dict(plan[0].hints))
         blocks = self.assembler.assemble(final, hits, ctx)
@@ -422,14 +428,18 @@ class ContextEngineService:
 
     def move_node(self, ctx: Any, from_uri: str, to_uri: str) -> None:
         """Move a node and its subtree to a new URI of the caller's; the index follows
-        (``MOVE_CONTEXT``: records re-keyed, the moved nodes re-projected).
+        (``MOVE_CONTEXT``: records re-keyed, the moved nodes re-projected) and so do the
+        edges that pointed at the old URIs (``UPSERT_RELATION`` for each node rewritten).
 
         Raises:
             NotFoundError / InvalidInputError / PermissionDeniedError: as ContextFS.move_node.
         """
         self._check_open()
         src, dst = check_access(ctx, from_uri).uri, check_access(ctx, to_uri).uri
-        self.fs.move_node(ctx, src, dst)
-        self.outbox.append(make_event(OutboxEventType.MOVE_CONTEXT, src, ctx, {"from_uri": src, "to_uri": dst}))
+        retargeted = self.fs.move_node(ctx, src, dst)
+        events = [make_event(OutboxEventType.MOVE_CONTEXT, src, ctx, {"from_uri": src, "to_uri": dst})]
+        # nodes whose edges now point at the new URIs: their graph copies follow
+        events.extend(make_event(OutboxEventType.UPSERT_RELATION, uri, ctx, {}) for uri in retargeted)
+        self.outbox.append_batch(events)
         if self.runner.running:
             self.runner.wake()

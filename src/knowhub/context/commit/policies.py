@@ -111,7 +111,8 @@ class MergePolicy(ABC):
             "extractors": union(old.get("extractors"), [candidate.extractor]),
             "owner_scope": candidate.owner_scope,
         })
-        for key in ("event_time", "session_time", "entity_type", "relation", "polarity", "topic", "title", "kind"):
+        for key in ("event_time", "session_time", "time_inferred", "entity_type", "relation", "polarity", "topic", "title",
+                    "kind"):
             value = candidate.metadata.get(key)
             if value not in (None, "", []) and key not in old:
                 meta[key] = value

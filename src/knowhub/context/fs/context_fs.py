@@ -61,6 +61,7 @@ from knowhub.context.core.uri import (
     ContextURI,
     CtxLike,
     agent_spaces,
+    build_uri,
     check_access,
     is_valid_segment,
     owner_space_of,
@@ -614,8 +615,11 @@ class ContextFS:
             _, path, meta = self._require_node(ctx, uri)
             return self._bump_meta(path, meta, metadata=metadata)
 
-    def move_node(self, ctx: CtxLike, from_uri: str, to_uri: str) -> None:
-        """Move a node (and its whole subtree) to a new URI with one rename.
+    def move_node(self, ctx: CtxLike, from_uri: str, to_uri: str) -> list[str]:
+        """Move a node (and its whole subtree) to a new URI with one rename, then point every
+        edge of the account that targeted the old URIs (other nodes' edges to the moved node
+        or its subtree, edges inside the subtree) at the new ones. Returns the URIs of the
+        nodes whose ``.relations.json`` changed (their graph copies must follow).
 
         Raises:
             NotFoundError: nothing at ``from_uri``.
@@ -641,6 +645,44 @@ class ContextFS:
             self._fsync_dir(src_path.parent)
             if dst_path.parent != src_path.parent:
                 self._fsync_dir(dst_path.parent)
+            return self._retarget_edges(ctx, src.uri, dst.uri)
+
+    def _retarget_edges(self, ctx: CtxLike, old_uri: str, new_uri: str) -> list[str]:
+        """Rewrite, in every node of the account, edges whose target is ``old_uri`` or below
+        it to the same place under ``new_uri`` (caller holds the lock). An edge that would
+        then duplicate an existing ``(to_uri, relation_type)`` is merged into it."""
+        base = self.account_dir(ctx)
+        prefix = old_uri.rstrip("/") + "/"
+        changed: list[str] = []
+        for root, dirs, files in os.walk(base):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            if RELATIONS_FILE not in files or META_FILE not in files:
+                continue
+            path = Path(root)
+            self._roll_forward(path)
+            try:
+                doc = read_json_file(path / RELATIONS_FILE)
+            except FileNotFoundError:
+                continue
+            edges = doc.get("edges") if isinstance(doc, dict) else None
+            if not isinstance(edges, list):
+                continue  # a damaged file is reported by check(), never guessed at here
+            hit = False
+            rewritten: list[dict[str, Any]] = []
+            for edge in edges:
+                target = edge.get("to_uri") if isinstance(edge, dict) else None
+                if isinstance(target, str) and (target == old_uri or target.startswith(prefix)):
+                    edge = {**edge, "to_uri": new_uri + target[len(old_uri):]}
+                    hit = True
+                rewritten.append(edge)
+            if not hit:
+                continue
+            merged: list[dict[str, Any]] = []
+            upsert_encoded(merged, [e for e in rewritten if isinstance(e, dict) and e.get("to_uri") and e.get("relation_type")])
+            self._replace_files(path, [(RELATIONS_FILE, _dumps({"edges": merged}))])
+            rel = path.relative_to(base).parts
+            changed.append(build_uri(ctx.account_id, *rel))
+        return changed
 
     def delete_node(self, ctx: CtxLike, uri: str, recursive: bool = False) -> None:
         """Delete a node (or container); its children too with ``recursive=True``.

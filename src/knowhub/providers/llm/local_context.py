@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from knowhub.providers.llm import local_context_rules as rules
+from knowhub.providers.llm.local_context_text import turns_from_payload
 
 if TYPE_CHECKING:
     from knowhub.providers.llm.local import LocalAgent
@@ -43,8 +44,17 @@ EXTRACTION_TASKS: dict[str, Callable[[dict[str, Any]], list[dict[str, Any]]]] = 
 
 
 def run_extraction(task: str, payload: dict[str, Any]) -> list[dict[str, Any]]:
-    """Candidates for one extraction task computed by the offline rules."""
-    return EXTRACTION_TASKS[task](payload)
+    """Candidates for one extraction task computed by the offline rules. A candidate whose
+    every source message had no timestamp (dated from its neighbours, see
+    :func:`~.local_context_text.turns_from_payload`) carries ``metadata.time_inferred``."""
+    candidates = EXTRACTION_TASKS[task](payload)
+    inferred = {t.id for t in turns_from_payload(payload) if t.extra.get("time_inferred")}
+    if inferred:
+        for candidate in candidates:
+            refs = candidate.get("source_refs") or []
+            if refs and all(str(r) in inferred for r in refs):
+                candidate.setdefault("metadata", {})["time_inferred"] = True
+    return candidates
 
 
 def _extraction_handler(task: str) -> Callable[[dict[str, Any], LocalAgent], dict[str, Any]]:

@@ -17,6 +17,7 @@ import re
 from collections import Counter
 from typing import Any
 
+from knowhub.providers.llm.local_context_cn import ORG_HEADS, cn_entities
 from knowhub.providers.llm.local_context_text import (
     MONTHS,
     STOPWORDS,
@@ -43,6 +44,12 @@ ABSTRACT_LIMIT = 240
 
 _EVENT_CAP = 400
 _QUESTION_END = ("?", "？")
+
+#: The extractors' data-chosen rules, each one switchable so that the benchmark can
+#: validate it leave-one-conversation-out (benchmarks/_context_loo.py): ``lexicon_tags``
+#: writes the topics/keywords/base verbs of :mod:`.local_context_topics` into event
+#: overviews; ``follow_up_quote`` quotes the turn two back when a reply answers a question.
+SWITCHES: dict[str, bool] = {"lexicon_tags": True, "follow_up_quote": True}
 
 
 def _candidate(category: str, routing_key: str, abstract: str, overview: str, content: str,
@@ -78,16 +85,19 @@ def _clean_phrase(phrase: str, max_words: int = 8) -> str:
 
 _PROFILE_EN: list[tuple[str, re.Pattern[str], bool]] = [
     ("name", re.compile(r"\bmy name is ([A-Z][\w'\-]+(?: [A-Z][\w'\-]+)?)", re.I), False),
-    ("age", re.compile(r"\bI(?:'m| am) (\d{1,3}) (?:years? old|yo)\b", re.I), False),
+    ("age", re.compile(r"\bI(?:'m| am) (\d{1,3})(?: years? old| yo)?(?=[,.;!?]|$| and )", re.I), False),
     ("location", re.compile(r"\bI (?:live|am living|'m living) in ([^,.;!?]+)", re.I), False),
     ("origin", re.compile(r"\bI(?:'m| am) (?:originally )?from ([^,.;!?]+)", re.I), False),
     ("origin", re.compile(r"\bI (?:moved|came) (?:here )?from ([^,.;!?]+)", re.I), False),
-    ("employer", re.compile(r"\bI work (?:at|for) ([^,.;!?]+)", re.I), False),
+    ("employer", re.compile(r"\bI (?:work|am working|'m working|intern) (?:at|for) ((?:(?! as )[^,.;!?])+)", re.I), False),
+    ("employer", re.compile(r"\bI (?:just |recently )?(?:joined|started (?:a job|working) at) ((?:(?! as )[^,.;!?])+?)(?= as |$|[,.;!?])", re.I), False),
+    ("occupation", re.compile(r"\bI work (?:at|for) [^,.;!?]+? as (?:an? )?([^,.;!?]+)", re.I), False),
     ("occupation", re.compile(r"\bI work as (?:an? )?([^,.;!?]+)", re.I), False),
     ("occupation", re.compile(r"\bI(?:'m| am) (?:currently )?(?:working as )?an? ((?:[a-z\-]+ ){0,3}(?:engineer|developer|teacher|student|nurse|doctor|artist|designer|manager|writer|musician|dancer|counselor|lawyer|chef|scientist|researcher|consultant|programmer|painter|photographer|entrepreneur|owner|mom|mother|dad|father|parent))\b", re.I), False),
     ("education", re.compile(r"\bI(?:'m| am)? (?:studying|majoring in|study) ([^,.;!?]+)", re.I), False),
     ("relationship", re.compile(r"\bI(?:'m| am) (single|married|divorced|engaged|widowed)\b", re.I), False),
     ("identity", re.compile(r"\bI(?:'m| am) an? ((?:[\w\-]+ ){0,3}(?:woman|man|person|vegetarian|vegan|introvert|extrovert))\b", re.I), True),
+    ("identity", re.compile(r"\bI(?:'m| am) (?:a |an |strictly |fully )?(vegetarian|vegan|pescatarian|introverted|extroverted)\b", re.I), True),
     ("family", re.compile(r"\bI have ((?:a |an |two |three |four |\d+ )(?:kids?|children|sons?|daughters?|sisters?|brothers?|dogs?|cats?|pets?)\b[^,.;!?]*)", re.I), True),
 ]
 _PROFILE_CN: list[tuple[str, re.Pattern[str], bool]] = [
@@ -95,9 +105,12 @@ _PROFILE_CN: list[tuple[str, re.Pattern[str], bool]] = [
     ("name", re.compile(r"我的名字是([\u4e00-\u9fffA-Za-z]{1,8})"), False),
     ("location", re.compile(r"我住在([^，。,.!！？?；;]{1,20})"), False),
     ("origin", re.compile(r"我来自([^，。,.!！？?；;]{1,20})"), False),
-    ("employer", re.compile(r"我在([^，。,.!！？?；;]{1,20}?)(?:工作|上班|任职)"), False),
-    ("occupation", re.compile(r"我是(?:一名|一个|一位|个|名)?([^，。,.!！？?；;]{0,16}?(?:工程师|老师|教师|学生|医生|护士|设计师|经理|作家|程序员|研究员|律师|厨师|艺术家|创业者|妈妈|爸爸))"), False),
-    ("age", re.compile(r"我(?:今年)?(\d{1,3})岁"), False),
+    ("employer", re.compile(r"(?:我|^|，|,)(?:现在|目前)?在([^，。,.!！？?；;]{1,20}?)(?:工作|上班|任职)"), False),
+    ("employer", re.compile(r"(?:我的|^|，|,)(?:新)?工作(?:在|于)([^，。,.!！？?；;]{2,12})"), False),
+    ("employer", re.compile(r"(?:^|我|，|,)(?:现在|目前)?(?:在|入职了?|加入了?)([^，。,.!！？?；;]{1,16}?(?:"
+                            + "|".join(ORG_HEADS) + r"))(?:工作|上班|任职|做|当|担任|实习)"), False),
+    ("occupation", re.compile(r"(?:我|^|，|,)是(?:一名|一个|一位|个|名)?([^，。,.!！？?；;]{0,16}?(?:工程师|老师|教师|学生|医生|护士|设计师|经理|作家|程序员|研究员|律师|厨师|艺术家|创业者|妈妈|爸爸))"), False),
+    ("age", re.compile(r"(?:我|^|，|,)(?:今年)?(\d{1,3})岁"), False),
     ("education", re.compile(r"我(?:在)?(?:学|读|念)([^，。,.!！？?；;]{1,16})"), False),
     ("identity", re.compile(r"我是([^，。,.!！？?；;]{1,16})"), True),
 ]
@@ -123,6 +136,8 @@ def extract_profile(payload: dict[str, Any]) -> list[dict[str, Any]]:
                 value = _clean_phrase(match.group(1), 8)
                 if not value or len(value) < 2 or (attribute, value.lower()) in seen:
                     continue
+                if not multi and any(a == attribute for a, _ in seen):
+                    continue  # the first pattern of an attribute that matched wins
                 if has_cjk(value) and value[0] in _CN_NOT_FACT:
                     continue
                 if re.match(r"(?:my|your|his|her|their|our|the same|here|there|it|this|that)\b", value, re.I):
@@ -146,16 +161,20 @@ def extract_profile(payload: dict[str, Any]) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------------- preferences
 
 _PREF_EN = re.compile(
-    r"\bI\s*(?:really |absolutely |totally |just |also |do |kinda |kind of )?"
+    r"\b(?:I|we)\s*(?:really |absolutely |totally |just |also |do |kinda |kind of |still |much )?"
     r"(love|like|enjoy|prefer|adore|hate|dislike|can't stand|cannot stand|don't like|do not like|am into|'m into|"
     r"am a (?:big |huge )?fan of|'m a (?:big |huge )?fan of|am passionate about|'m passionate about|am obsessed with|'m obsessed with)"
-    r" ([^.!?;]+)",
+    r" ((?:(?!,? (?:but|and|although|though|while) (?:I|we)\b|, (?:I|we)\b)[^.!?;])+)",
     re.I,
 )
+#: Allergies and intolerances are the strongest dislikes ("I'm allergic to peanuts", "我对猫毛过敏").
+_ALLERGY_EN = re.compile(r"\bI(?:'m| am) (?:very |quite |severely )?(?:allergic|intolerant) to ([^.!?;,]+)", re.I)
+_ALLERGY_CN = re.compile(r"我对([^，。,.!！？?；;]{1,12}?)过敏")
 _FAV_EN = re.compile(r"\bmy (?:all[- ]time )?favou?rite ([\w\- ]{2,30}?) (?:is|are|was|has to be) ([^.!?;,]+)", re.I)
-_FAV_CN = re.compile(r"我最喜欢的([\u4e00-\u9fff]{1,6}?)(?:是|就是)([^，。,.!！？?；;]{1,16})")
-_PREF_CN = re.compile(r"我(?:很|非常|特别|最|真的|也|比较|更)?(喜欢|爱|偏好|讨厌|不喜欢|热爱|更喜欢|受不了|不爱)([^，。,.!！？?；;]{1,24})")
-_NEGATIVE = ("hate", "dislike", "can't stand", "cannot stand", "don't like", "do not like", "讨厌", "不喜欢", "受不了", "不爱")
+_FAV_CN = re.compile(r"(?:我|^|，|,)最喜欢的([\u4e00-\u9fff]{1,6}?)(?:是|就是)([^，。,.!！？?；;]{1,16})")
+_PREF_CN = re.compile(r"我(?:很|非常|特别|最|真的|也|比较|更)?(喜欢|爱|偏好|讨厌|不喜欢|热爱|更喜欢|受不了|不爱|不吃|不喝)([^，。,.!！？?；;]{1,24})")
+_NEGATIVE = ("hate", "dislike", "can't stand", "cannot stand", "don't like", "do not like", "讨厌", "不喜欢", "受不了", "不爱",
+             "不吃", "不喝", "is allergic to", "过敏")
 
 
 _THIRD = {"love": "loves", "like": "likes", "enjoy": "enjoys", "prefer": "prefers", "adore": "adores",
@@ -190,6 +209,10 @@ def extract_preferences(payload: dict[str, Any]) -> list[dict[str, Any]]:
                     found.append((verb, obj))
             for match in _FAV_EN.finditer(sentence):
                 found.append((f"favourite {match.group(1).strip()} is", _clean_phrase(match.group(2), 8)))
+            for match in _ALLERGY_EN.finditer(sentence):
+                found.append(("is allergic to", _clean_phrase(match.group(1), 6)))
+            for match in _ALLERGY_CN.finditer(sentence):
+                found.append(("过敏", _clean_phrase(match.group(1), 6)))
             favourite = _FAV_CN.search(sentence)
             if favourite:
                 found.append((f"最喜欢的{favourite.group(1)}是", _clean_phrase(favourite.group(2), 8)))
@@ -216,7 +239,7 @@ def extract_preferences(payload: dict[str, Any]) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------------- entities and events
 
 _CAP_WORD = r"[A-Z][\w'’\-]*"
-_ENTITY_RUN = re.compile(rf"{_CAP_WORD}(?:\s+(?:of|the|de|da|van|von)\s+{_CAP_WORD}|\s+{_CAP_WORD})*")
+_ENTITY_RUN = re.compile(rf"(?:(?:Dr|Mr|Mrs|Ms|Prof|St)\.\s+)?{_CAP_WORD}(?:\s+(?:of|the|de|da|van|von)\s+{_CAP_WORD}|\s+{_CAP_WORD})*")
 _NOT_ENTITY = frozenset(
     {w.capitalize() for w in STOPWORDS}
     | {m.capitalize() for m in MONTHS} | {d.capitalize() for d in WEEKDAYS}
@@ -229,13 +252,36 @@ _NOT_ENTITY = frozenset(
 _RELATIONS = ("sister", "brother", "mom", "mother", "dad", "father", "son", "daughter", "wife", "husband",
               "friend", "best friend", "boyfriend", "girlfriend", "partner", "boss", "cousin", "aunt", "uncle",
               "grandma", "grandmother", "grandpa", "grandfather", "niece", "nephew", "kids", "children",
-              "dog", "cat", "puppy", "kitten", "coworker", "colleague", "neighbor", "mentor", "teacher")
-_REL_RE = re.compile(r"\bmy (" + "|".join(sorted(_RELATIONS, key=len, reverse=True)) + r")(?:,? ([A-Z][a-z]+))?\b", re.I)
-_REL_CN = re.compile(r"我(?:的)?(妹妹|姐姐|哥哥|弟弟|妈妈|母亲|爸爸|父亲|儿子|女儿|老婆|老公|妻子|丈夫|朋友|同事|老板|男朋友|女朋友|孩子|狗|猫)([\u4e00-\u9fff]{2,3})?")
-_PLACE_CN = re.compile(r"(?:在|去|到|来自|住在|回)([\u4e00-\u9fff]{2,6}?(?:市|省|县|区|国|州|岛|山|湖|大学|学院|公司|医院|公园|博物馆))")
-_TRIP_CN = re.compile(r"(?:去了?|到了?|回了?)([\u4e00-\u9fff]{2,4}?)(?:出差|旅游|旅行|玩|参加|看|度假|开会)")
-_NAME_CN = re.compile(r"(?:叫|名叫|朋友|同事)([\u4e00-\u9fff]{2,3})(?=[，。,.\s说的是和也])")
+              "dog", "cat", "puppy", "kitten", "coworker", "colleague", "neighbor", "mentor", "teacher",
+              "supervisor", "manager", "advisor", "roommate", "classmate", "teammate", "landlord", "therapist",
+              "coach", "tutor", "fiance", "fiancee", "boys", "girls")
+_TITLE = r"(?:Dr|Mr|Mrs|Ms|Prof)\.?\s+"
+_REL_RE = re.compile(r"\bmy (" + "|".join(sorted(_RELATIONS, key=len, reverse=True))
+                     + rf")(?:,? ((?-i:(?:{_TITLE})?[A-Z][a-z]+)))?\b", re.I)  # the name keeps its capital
 _PLACE_PREP = re.compile(r"\b(?:in|at|to|from|visited|visit|near|around)\s+$", re.I)
+#: "work at X", "joined X", "hired by X": X is an employer, whatever the preposition
+_EMPLOYER_PREP = re.compile(
+    r"\b(?:work(?:s|ed|ing)?|intern(?:s|ed|ing)?|job|position|role|student|studying|studies|professor|researcher|"
+    r"employee|staff|teacher|nurse|engineer|developer)\s+(?:\w+\s+){0,2}(?:at|for|with)\s+$|"
+    r"\b(?:joined|join|joining|employed by|hired by|hired at|offer from|interview(?:ed|ing)? (?:at|with))\s+$",
+    re.I)
+#: Common abbreviations that are ordinary nouns, not names (general computing and everyday
+#: English abbreviations, as any dictionary of abbreviations lists them): "the TTL", "an API".
+GENERIC_ABBREVIATIONS = frozenset(
+    """
+API APIS URL URLS URI TTL CPU GPU TPU RAM ROM SSD HDD USB HDMI LED LCD OS VM VPN LAN WAN DNS TCP UDP IP HTTP
+HTTPS SSH SSL TLS CDN SDK CLI GUI UI UX IDE JSON XML YAML CSV PDF HTML CSS SQL ORM JWT RPC REST CRUD ETL CI CD
+QA QPS RPS SLA SLO KPI OKR ROI CEO CTO CFO COO HR PR PM ETA ASAP FAQ DIY TV PC ID PIN OTP SMS MMS GPS AI ML
+NLP LLM OCR IOT AR VR CRM ERP SaaS B2B B2C MVP POC RFC PTO OOO WFH EOD TBD FYI IMO BTW DM PS AM FM DJ MC PHD
+PhD MBA MSc BSc MD
+""".split()  # noqa: SIM905
+)
+
+
+def _is_generic_abbreviation(name: str) -> bool:
+    """An abbreviation that is an ordinary noun (``the default TTL``), not a name."""
+    return name in GENERIC_ABBREVIATIONS
+
 _ORG_SUFFIX = ("Inc", "Corp", "University", "College", "School", "Company", "Club", "Group", "Center", "Centre",
                "Foundation", "Institute", "Studio", "Bank", "Hospital", "Church", "Museum", "Park", "Festival", "Conference")
 _ACTION_HINT = re.compile(
@@ -244,6 +290,18 @@ _ACTION_HINT = re.compile(
     r"planning|plan to|gonna|will|am going|'m going|decided|learned|read|wrote|saw|watched|built|created|"
     r"had|did|tried|received|became|volunteer\w*|organiz\w*)\b", re.I)
 _EVENT_CN = re.compile(r"(去了|参加|开始|完成|买了|见了|搬|学会|做了|看了|打算|准备|计划|结婚|毕业|旅行|旅游|生日|比赛|演出)")
+
+
+def _self_names(turns: list[Turn]) -> set[str]:
+    """Names the speakers give themselves ("my name is Priya", "我叫王磊"): a profile fact
+    about the speaker, not an entity they mention."""
+    names: set[str] = set()
+    for turn in turns:
+        for attribute, pattern, _ in (*_PROFILE_EN, *_PROFILE_CN):
+            if attribute == "name":
+                for match in pattern.finditer(turn.text):
+                    names.add(_clean_phrase(match.group(1), 3).lower())
+    return names
 
 
 def _speaker_names(turns: list[Turn]) -> set[str]:
@@ -279,7 +337,9 @@ def _entities_in(sentence: str, speakers: set[str], capitalized_elsewhere: set[s
         if at_start and len(words) == 1 and name not in capitalized_elsewhere and not name.isupper():
             continue
         before = sentence[: match.start()]
-        if any(name.endswith(s) for s in _ORG_SUFFIX):
+        if len(words) == 1 and _is_generic_abbreviation(name):
+            continue
+        if any(name.endswith(s) for s in _ORG_SUFFIX) or _EMPLOYER_PREP.search(before):
             kind = "organization"
         elif _PLACE_PREP.search(before):
             kind = "place"
@@ -332,17 +392,20 @@ def _substantive(turn: Turn) -> bool:
 def extract_entities_events(payload: dict[str, Any]) -> list[dict[str, Any]]:
     """One event memory per substantive turn, plus entity memories for named things."""
     turns = turns_from_payload(payload)
-    speakers = _speaker_names(turns)
+    speakers = _speaker_names(turns) | _self_names(turns)
     capitalized_elsewhere: set[str] = set()
     for turn in turns:
         for sentence in split_sentences(turn.text):
             for word in re.findall(rf"(?<=\s){_CAP_WORD}", sentence):
                 capitalized_elsewhere.add(word.strip("'’").removesuffix("'s"))
-    include_assistant = bool(payload.get("include_assistant", True))
+    # like the profile and preference rules: an unnamed assistant's turns are no memories
+    # about the user (its replies stay quoted as context of the user's turns; its fixes are
+    # cases); a named second speaker of a transcript is a person
+    include_assistant = bool(payload.get("include_assistant", False))
     out: list[dict[str, Any]] = []
     previous: Turn | None = None
     for position, turn in enumerate(turns):
-        if turn.role in ("system", "tool") or (turn.role == "assistant" and not include_assistant):
+        if turn.role in ("system", "tool") or not (turn.is_person or include_assistant):
             previous = turn
             continue
         following = turns[position + 1] if position + 1 < len(turns) else None
@@ -366,19 +429,20 @@ def extract_entities_events(payload: dict[str, Any]) -> list[dict[str, Any]]:
             # back, usually by the same speaker; quote it (the memory still cites only its turn)
             earlier = turns[position - 2] if position >= 2 else None
             asked = previous is not None and any(q in previous.text for q in _QUESTION_END)
-            if earlier is not None and earlier.is_person and asked:
+            if SWITCHES["follow_up_quote"] and earlier is not None and earlier.is_person and asked:
                 overview_lines.append(f"- earlier: \"{truncate(earlier.text, 200)}\"")
             if reply_line:
                 overview_lines.append(f"- then: {reply_line}")
             if turn.caption:
                 overview_lines.append(f"- shared image: {turn.caption}")
-            topics = topics_of(f"{turn.text} {turn.caption}")
+            tagged = SWITCHES["lexicon_tags"]
+            topics = topics_of(f"{turn.text} {turn.caption}") if tagged else []
             if topics:
                 overview_lines.append(f"- topics: {', '.join(topics)}")
-            verbs = base_verbs(turn.text)
+            verbs = base_verbs(turn.text) if tagged else []
             if verbs:
                 overview_lines.append(f"- actions: {', '.join(verbs)}")
-            keywords = keywords_of(f"{turn.text} {turn.caption}")
+            keywords = keywords_of(f"{turn.text} {turn.caption}") if tagged else []
             if keywords:
                 overview_lines.append(f"- keywords: {', '.join(keywords)}")
             out.append(_candidate(
@@ -406,22 +470,14 @@ def _entity_candidates(turn: Turn, speakers: set[str], capitalized_elsewhere: se
                 found.append((person, "person", f"{turn.speaker}'s {relation}"))
             else:
                 found.append((f"{turn.speaker}'s {relation}", "relation", f"{turn.speaker}'s {relation}"))
-        for match in _REL_CN.finditer(sentence):
-            relation, person = match.group(1), match.group(2)
-            found.append((person or f"{turn.speaker}的{relation}", "person" if person else "relation", f"{turn.speaker}的{relation}"))
-        for match in _PLACE_CN.finditer(sentence):
-            found.append((match.group(1), "place", ""))
-        for match in _TRIP_CN.finditer(sentence):
-            if not any(match.group(1) == f[0] for f in found):
-                found.append((match.group(1), "place", ""))
-        for match in _NAME_CN.finditer(sentence):
-            found.append((match.group(1), "person", ""))
+        if has_cjk(sentence):
+            found.extend(cn_entities(sentence, turn.speaker))
         for name, kind in _entities_in(sentence, speakers, capitalized_elsewhere):
             if not any(name == f[0] for f in found):
                 found.append((name, kind, ""))
         for name, kind, relation in found:
             key = name.lower()
-            if key in seen:
+            if key in seen or (kind != "relation" and key in speakers):
                 continue
             seen.add(key)
             desc = f"{relation}, " if relation and relation != name else f"{kind}, "
@@ -438,11 +494,19 @@ def _entity_candidates(turn: Turn, speakers: set[str], capitalized_elsewhere: se
 
 # ---------------------------------------------------------------------- procedures
 
-_CASE_EN = re.compile(
-    r"\b(the fix was|fixed (?:it|this|that)? ?by|solved (?:it|this|that)? ?by|the solution (?:was|is)|"
-    r"resolved (?:it|this)? ?by|the (?:root )?cause (?:was|is)|the problem (?:was|is)|the issue (?:was|is)|"
-    r"workaround (?:was|is)|what worked was)\b", re.I)
-_CASE_CN = re.compile(r"(解决|原因是|问题是|修复|排查|根因|办法是|最后发现)")
+#: A fix: what was done to solve the problem (goes on the case's "solution" line).
+_FIX_EN = re.compile(
+    r"\b(the fix (?:was|is)|fixed (?:it|this|that)? ?by|solved (?:it|this|that)? ?by|the solution (?:was|is)|"
+    r"resolved (?:it|this|that)? ?by|(?:the )?workaround (?:was|is)|what worked was|\w+ing (?:it|this|that|them) (?:fixed|solved|resolved)\b|"
+    r"(?:it|this|that) (?:was )?(?:fixed|solved|resolved) "
+    r"(?:it|the (?:problem|issue))|to fix (?:it|this|that),)", re.I)
+#: A cause: why the problem happened (the "cause" line, never the solution).
+_CAUSE_EN = re.compile(
+    r"\b(the (?:root )?cause (?:was|is)|the problem (?:was|is)|the issue (?:was|is)|(?:it|this) (?:was|is) caused by|"
+    r"turned out (?:that|to be))", re.I)
+_FIX_CN = re.compile(r"(解决办法|解决方法|解决方案|解决了|就解决|修复|办法是|最后通过|改成|调整为|调到|换成)")
+_CAUSE_CN = re.compile(r"(原因是|根因|问题是|问题出在|最后发现|排查发现|是因为|导致)")
+_CLAUSE = re.compile(r"[^，,；;]+[，,；;]?")
 _PATTERN_EN = re.compile(r"\b(?:I|we) (always|usually|normally|typically|tend to|every time|whenever)\b([^.!?;]*)", re.I)
 _PATTERN_CN = re.compile(r"(?:我|我们)(总是|通常|一般|每次|习惯)([^，。,.!！？?；;]{2,30})")
 
@@ -454,19 +518,9 @@ def extract_procedures(payload: dict[str, Any]) -> list[dict[str, Any]]:
     for i, turn in enumerate(turns):
         if turn.role == "tool":
             continue
-        for sentence in split_sentences(turn.text):
-            if _CASE_EN.search(sentence) or _CASE_CN.search(sentence):
-                problem_turn = turns[i - 1] if i > 0 else None
-                refs = [t.id for t in (problem_turn, turn) if t is not None]
-                problem = truncate(problem_turn.text, 200) if problem_turn else ""
-                out.append(_candidate(
-                    "cases", f"case {turn.id}",
-                    f"Case ({turn.speaker}{', ' + turn.date if turn.date else ''}): {truncate(sentence, 180)}",
-                    (f"- problem: {problem}\n" if problem else "") + f"- solution: {sentence}",
-                    "\n".join(t.cite() for t in (problem_turn, turn) if t is not None),
-                    0.6, refs, owner_scope="agent", speaker=turn.speaker, problem=problem, solution=sentence,
-                ))
-                break
+        case = _case_of(turns, i)
+        if case is not None:
+            out.append(case)
         for sentence in _statements(turn.text):
             match = _PATTERN_EN.search(sentence) or _PATTERN_CN.search(sentence)
             if not match:
@@ -482,6 +536,59 @@ def extract_procedures(payload: dict[str, Any]) -> list[dict[str, Any]]:
             ))
     out.extend(_tool_usage(payload, turns))
     return out
+
+
+def _case_parts(text: str) -> tuple[list[str], list[str]]:
+    """(cause statements, fix statements) of a message; a sentence that holds both ("原因是
+    磁盘满了，清理日志后解决了") is split at its clauses."""
+    causes: list[str] = []
+    fixes: list[str] = []
+    for sentence in split_sentences(text):
+        fix = bool(_FIX_EN.search(sentence) or _FIX_CN.search(sentence))
+        cause = bool(_CAUSE_EN.search(sentence) or _CAUSE_CN.search(sentence))
+        if fix and cause:
+            for clause in (c.group(0).strip(" ，,；;") for c in _CLAUSE.finditer(sentence)):
+                if _FIX_EN.search(clause) or _FIX_CN.search(clause):
+                    fixes.append(clause)
+                elif _CAUSE_EN.search(clause) or _CAUSE_CN.search(clause):
+                    causes.append(clause)
+            if not fixes:  # the clauses did not separate them: the whole sentence is the fix
+                fixes.append(sentence)
+        elif fix:
+            fixes.append(sentence)
+        elif cause:
+            causes.append(sentence)
+    return causes, fixes
+
+
+def _case_of(turns: list[Turn], i: int) -> dict[str, Any] | None:
+    """A case from the turn ``i`` that states a cause or a fix: the problem is the turn
+    before it; the solution line holds only the fix (from this turn, else the next one),
+    the cause gets its own line. A cause alone is a case without a solution."""
+    turn = turns[i]
+    causes, fixes = _case_parts(turn.text)
+    if not causes and not fixes:
+        return None
+    if causes and not fixes and i + 1 < len(turns) and turns[i + 1].role != "tool":
+        fixes = _case_parts(turns[i + 1].text)[1]
+        fix_turn = turns[i + 1] if fixes else None
+    else:
+        fix_turn = None
+    problem_turn = turns[i - 1] if i > 0 else None
+    cited = [t for t in (problem_turn, turn, fix_turn) if t is not None]
+    problem = truncate(problem_turn.text, 200) if problem_turn else ""
+    cause = " ".join(causes)
+    solution = " ".join(fixes)
+    lines = ([f"- problem: {problem}"] if problem else []) + ([f"- cause: {cause}"] if cause else [])
+    lines += [f"- solution: {solution}"] if solution else []
+    head = solution or cause
+    return _candidate(
+        "cases", f"case {turn.id}",
+        f"Case ({turn.speaker}{', ' + turn.date if turn.date else ''}): {truncate(head, 180)}"
+        + (f" (cause: {truncate(cause, 60)})" if solution and cause else ""),
+        "\n".join(lines), "\n".join(t.cite() for t in cited), 0.6 if solution else 0.5, [t.id for t in cited],
+        owner_scope="agent", speaker=turn.speaker, problem=problem, cause=cause, solution=solution,
+    )
 
 
 def _used_tool_entries(payload: dict[str, Any]) -> list[dict[str, Any]]:

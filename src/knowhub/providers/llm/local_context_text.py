@@ -69,7 +69,11 @@ def truncate(text: str, limit: int) -> str:
     return cut.rstrip(" ,;:") + "…"
 
 
-_SENTENCE_RE = re.compile(r"[^.!?。！？\n]+(?:[.!?。！？]+[\"'”’)]*|$)")
+#: A sentence runs to an end mark; a period inside a word ("package.json", "Node.js") or
+#: after a common title or abbreviation ("Dr.", "St.", "e.g.") does not end it.
+_SENTENCE_RE = re.compile(
+    r"(?:[^.!?。！？\n]|\.(?=\w)|(?<=\b(?:Dr|Mr|Ms|St|vs|Jr|Sr))\.|(?<=\bMrs)\.|(?<=\bProf)\.|(?<=\be\.g|\bi\.e)\.)+"
+    r"(?:[.!?。！？]+[\"'”’)]*|$)")
 
 
 def split_sentences(text: str) -> list[str]:
@@ -145,6 +149,18 @@ def format_date(when: datetime | None) -> str:
     return f"{when.day} {MONTHS[when.month - 1].capitalize()} {when.year}"
 
 
+def weekday_date(when: datetime, weekday: int, week_offset: int) -> datetime:
+    """The given weekday (0 = Monday) of the week ``week_offset`` weeks from ``when``'s
+    (weeks run Monday to Sunday): ``下周五`` is (4, +1), ``this Saturday`` (5, 0). ``last
+    <day>`` (-1) is the latest such day before ``when`` — "last Friday" said on a Saturday
+    is the day before."""
+    if week_offset < 0:
+        back = (when.weekday() - weekday) % 7 or 7
+        return when - timedelta(days=back)
+    monday = when - timedelta(days=when.weekday())
+    return monday + timedelta(days=7 * week_offset + weekday)
+
+
 def _month_shift(when: datetime, months: int) -> str:
     index = when.year * 12 + (when.month - 1) + months
     return f"{MONTHS[index % 12].capitalize()} {index // 12}"
@@ -178,12 +194,10 @@ def _resolve_latin(cue: str, when: datetime) -> str | None:
         return simple[cue_l]
     match = re.match(r"(last|this|next|on)\s+(\w+)", cue_l)
     if match and match.group(2) in WEEKDAYS:
-        name = match.group(2).capitalize()
-        if match.group(1) == "next":
-            return f"the {name} after {day}"
-        if match.group(1) == "this":
-            return f"the {name} of the week of {day}"
-        return f"the {name} before {day}"
+        target = WEEKDAYS.index(match.group(2))
+        if match.group(1) == "on":  # "on Friday": past or coming, only the tense tells
+            return f"the {match.group(2).capitalize()} before {day}"
+        return format_date(weekday_date(when, target, {"last": -1, "this": 0, "next": 1}[match.group(1)]))
     match = re.match(r"(.+?)\s+(day|week|month|year)s?\s+ago", cue_l)
     if match:
         n = _count(match.group(1))
@@ -207,8 +221,9 @@ _LATIN_CUES = re.compile(
     re.I,
 )
 _CN_CUES = re.compile(
-    r"(昨天|昨晚|前天|今天|今晚|明天|后天|上周|上个?星期|下周|下个?星期|这周|本周|上个月|下个月|这个月|去年|明年|今年|"
-    r"(?:上|下|这)?(?:周|星期)[一二三四五六日天]|[一两二三四五六七八九十几\d]+(?:天|周|个月|年)前)"
+    r"((?:上个?|下个?|这个?|本)?(?:周|星期|礼拜)[一二三四五六日天]|"
+    r"昨天|昨晚|前天|今天|今晚|明天|后天|上周|上个?星期|下周|下个?星期|这周|本周|上个月|下个月|这个月|去年|明年|今年|"
+    r"[一两二三四五六七八九十几\d]+(?:天|周|个月|年)前)"
 )
 
 
@@ -226,12 +241,14 @@ def _resolve_cn(cue: str, when: datetime) -> str | None:
     }
     if cue in simple:
         return simple[cue]
-    match = re.match(r"(上|下|这)?(?:周|星期)([一二三四五六日天])", cue)
+    match = re.match(r"(上个?|下个?|这个?|本)?(?:周|星期|礼拜)([一二三四五六日天])", cue)
     if match:
-        name = WEEKDAYS[_CN_WEEKDAY[match.group(2)]].capitalize()
-        if match.group(1) == "下":
-            return f"the {name} after {day}"
-        return f"the {name} before {day}" if match.group(1) == "上" else f"{name} of the week of {day}"
+        offset = {"上": -1, "下": 1}.get((match.group(1) or "这")[0], 0)
+        target = _CN_WEEKDAY[match.group(2)]
+        if offset < 0:  # 上周五: the Friday of last week (not merely the latest Friday)
+            monday = when - timedelta(days=when.weekday() + 7)
+            return format_date(monday + timedelta(days=target))
+        return format_date(weekday_date(when, target, offset))
     match = re.match(r"([一两二三四五六七八九十几\d]+)(天|周|个月|年)前", cue)
     if match:
         n = int(match.group(1)) if match.group(1).isdigit() else _CN_NUM.get(match.group(1), 1)
@@ -310,20 +327,42 @@ def _speaker(message: dict[str, Any], user_label: str) -> str:
     return {"user": user_label, "assistant": "Assistant", "system": "System", "tool": "Tool"}.get(role, role)
 
 
+def _infer_times(explicit: list[datetime | None], session_when: datetime | None) -> list[tuple[datetime | None, bool]]:
+    """Order-consistent times: a message without a usable timestamp gets the time of the
+    message before it (it was written after it), the first ones the session time unless a
+    later explicit timestamp is earlier. Returns ``(time, inferred)`` per message."""
+    out: list[tuple[datetime | None, bool]] = []
+    previous: datetime | None = None
+    for i, when in enumerate(explicit):
+        if when is not None:
+            out.append((when, False))
+            previous = when
+            continue
+        if previous is None:
+            upcoming = next((w for w in explicit[i + 1:] if w is not None), None)
+            candidates = [w for w in (session_when, upcoming) if w is not None]
+            previous = min(candidates) if candidates else None
+        out.append((previous, previous is not None))
+    return out
+
+
 def turns_from_payload(payload: dict[str, Any]) -> list[Turn]:
-    """Turns from a task payload's ``messages`` (already normalized by the engine)."""
+    """Turns from a task payload's ``messages`` (already normalized by the engine).
+
+    A message without a timestamp is dated by :func:`_infer_times` (never before the
+    message it answers) and flagged ``extra["time_inferred"]``.
+    """
     session_when = parse_when(payload.get("session_time"))
     user_label = str(payload.get("user_label") or "User")
+    messages = [m for m in payload.get("messages") or [] if isinstance(m, dict)]
+    times = _infer_times([parse_when(m.get("timestamp")) for m in messages], session_when)
     turns: list[Turn] = []
-    for index, message in enumerate(payload.get("messages") or []):
-        if not isinstance(message, dict):
-            continue
+    for index, (message, (when, inferred)) in enumerate(zip(messages, times, strict=True)):
         text = message.get("content")
         if not isinstance(text, str) or not text.strip():
             continue
         raw_when = message.get("timestamp")
-        when = parse_when(raw_when) or session_when
-        when_text = str(raw_when) if raw_when not in (None, "") else str(payload.get("session_time") or "")
+        when_text = str(raw_when) if raw_when not in (None, "") and not inferred else (when.isoformat() if when else "")
         turns.append(
             Turn(
                 id=str(message.get("id") or f"m{index}"),
@@ -334,7 +373,8 @@ def turns_from_payload(payload: dict[str, Any]) -> list[Turn]:
                 when=when,
                 when_text=when_text,
                 caption=str(message.get("caption") or ""),
-                extra={"named": bool(isinstance(message.get("name"), str) and message["name"].strip())},
+                extra={"named": bool(isinstance(message.get("name"), str) and message["name"].strip()),
+                       "time_inferred": inferred},
             )
         )
     return turns
