@@ -24,10 +24,14 @@ from knowhub.server.deps import KNOWLEDGE_HUB
 from knowhub.server.errors import DEFAULT_MAX_BODY_BYTES, GuardMiddleware, install_error_handlers
 from knowhub.server.lifecycle import AccessLogMiddleware, Lifecycle
 from knowhub.server.lifecycle import install as install_lifecycle
+from knowhub.server.routers import admin as admin_router
 from knowhub.server.routers import context as context_router
+from knowhub.server.routers import context_audit as context_audit_router
 from knowhub.server.routers import knowledge as knowledge_router
+from knowhub.server.routers import me as me_router
 from knowhub.server.routers import resource as resource_router
 from knowhub.server.routers import tree as tree_router
+from knowhub.web import install_web
 
 logger = logging.getLogger("knowhub.server")
 
@@ -45,6 +49,9 @@ ROUTER_FACTORIES: tuple[RouterFactory, ...] = (
     resource_router.build_router,
     context_router.build_router,
     tree_router.build_router,
+    context_audit_router.build_router,
+    me_router.build_router,
+    admin_router.build_router,
 )
 
 #: Engines the lifespan opens (unless injected), by their name in ``app.state.engines``.
@@ -107,6 +114,8 @@ def create_app(
         version=__version__,
         summary="Long-term memory and knowledge for LLM agents.",
         lifespan=lifespan,
+        docs_url=None,  # /docs and /redoc are served offline by install_web
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.authenticator = authenticator
@@ -123,6 +132,7 @@ def create_app(
 
     for factory in ROUTER_FACTORIES:
         app.include_router(factory())
+    install_web(app)  # the console at / and offline /docs, /redoc (knowhub.web)
     return app
 
 

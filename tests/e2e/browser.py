@@ -1,0 +1,71 @@
+"""Headless Chromium for the console tests, driven by Selenium with Debian's chromedriver.
+
+No browser is ever downloaded: the Chromium binary and its driver must already be installed
+(``apt-get install chromium chromium-driver``); the driver path is passed explicitly so that
+Selenium Manager never runs. Every request the page makes is recorded through the Chrome
+DevTools performance log, so tests can assert that nothing left the test server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
+DRIVER_CANDIDATES = ("/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver")
+
+
+def _first(paths: tuple[str, ...], env: str) -> str | None:
+    chosen = os.environ.get(env)
+    if chosen:
+        return chosen if Path(chosen).is_file() else None
+    return next((p for p in paths if Path(p).is_file()), None)
+
+
+def browser_paths() -> tuple[str, str] | None:
+    """``(chromium, chromedriver)`` when both are installed and selenium imports, else None."""
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return None
+    chromium = _first(CHROMIUM_CANDIDATES, "KNOWHUB_TEST_CHROMIUM") or shutil.which("chromium")
+    driver = _first(DRIVER_CANDIDATES, "KNOWHUB_TEST_CHROMEDRIVER") or shutil.which("chromedriver")
+    return (chromium, driver) if chromium and driver else None
+
+
+SKIP_REASON = ("browser tests need Chromium, chromedriver and selenium: "
+               "apt-get install chromium chromium-driver && pip install -e '.[dev]'")
+
+
+def start_chromium(width: int = 1280, height: int = 800, lang: str = "en") -> Any:
+    """A headless Chromium WebDriver with the performance log enabled."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    paths = browser_paths()
+    if paths is None:
+        raise RuntimeError(SKIP_REASON)
+    chromium, driver = paths
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                f"--window-size={width},{height}", f"--lang={lang}", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update",
+                "--disable-default-apps", "--disable-sync", "--hide-scrollbars",
+                "--force-device-scale-factor=1"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
+    return webdriver.Chrome(service=Service(executable_path=driver), options=options)
+
+
+def requested_urls(driver: Any) -> list[str]:
+    """URLs of every request the page sent since the last call (DevTools performance log)."""
+    urls: list[str] = []
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message.get("method") == "Network.requestWillBeSent":
+            urls.append(message["params"]["request"]["url"])
+    return urls
