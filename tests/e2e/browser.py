@@ -61,11 +61,30 @@ def start_chromium(width: int = 1280, height: int = 800, lang: str = "en") -> An
     return webdriver.Chrome(service=Service(executable_path=driver), options=options)
 
 
-def requested_urls(driver: Any) -> list[str]:
-    """URLs of every request the page sent since the last call (DevTools performance log)."""
-    urls: list[str] = []
+def network_events(driver: Any) -> list[dict[str, Any]]:
+    """DevTools ``Network.*`` events logged since the last call (the log is drained)."""
+    events: list[dict[str, Any]] = []
     for entry in driver.get_log("performance"):
         message = json.loads(entry["message"])["message"]
-        if message.get("method") == "Network.requestWillBeSent":
-            urls.append(message["params"]["request"]["url"])
-    return urls
+        if str(message.get("method", "")).startswith("Network."):
+            events.append(message)
+    return events
+
+
+def sent_requests(events: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """``(sent, blocked)`` URLs. A request the browser refused itself (by the page's Content
+    Security Policy, for instance) never reached the network: it is listed as blocked. Only
+    the last hop of a redirect chain can be the blocked one."""
+    hops: list[tuple[str, str]] = []
+    blocked_ids: set[str] = set()
+    for event in events:
+        params = event.get("params", {})
+        if event["method"] == "Network.requestWillBeSent":
+            hops.append((params["requestId"], params["request"]["url"]))
+        elif event["method"] == "Network.loadingFailed" and params.get("blockedReason"):
+            blocked_ids.add(params["requestId"])
+    last = {request_id: index for index, (request_id, _) in enumerate(hops)}
+    sent, blocked = [], []
+    for index, (request_id, url) in enumerate(hops):
+        (blocked if request_id in blocked_ids and last[request_id] == index else sent).append(url)
+    return sent, blocked

@@ -36,6 +36,22 @@ _PAGE_HEADERS = {
 }
 
 
+#: Policies of the docs pages: their bundles come from this server; inline code is the
+#: page's own bootstrap (Swagger UI) and injected styles; images and API calls stay on this
+#: origin, so ReDoc's vendor logo (a CDN image it hides when it fails) is never fetched.
+_DOCS_POLICY = (
+    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+    "font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; frame-ancestors 'none'; "
+)
+_SWAGGER_HEADERS = {"Content-Security-Policy": _DOCS_POLICY + "script-src 'self' 'unsafe-inline'"}
+_REDOC_HEADERS = {"Content-Security-Policy": _DOCS_POLICY + "script-src 'self'"}
+
+
+def _with_headers(response: HTMLResponse, headers: dict[str, str]) -> HTMLResponse:
+    response.headers.update(headers)
+    return response
+
+
 def install_web(app: FastAPI, *, docs_url: str = "/docs", redoc_url: str = "/redoc") -> None:
     """Add the console at ``/``, its assets under ``/static`` and offline ``/docs``/``/redoc``.
 
@@ -54,7 +70,7 @@ def install_web(app: FastAPI, *, docs_url: str = "/docs", redoc_url: str = "/red
     @app.get(docs_url, include_in_schema=False)
     def swagger_ui() -> HTMLResponse:
         """Swagger UI from the vendored bundle."""
-        return get_swagger_ui_html(
+        page = get_swagger_ui_html(
             openapi_url=openapi_url,
             title=f"{app.title} - API",
             swagger_js_url=f"{_VENDOR}/swagger-ui/swagger-ui-bundle.js",
@@ -63,6 +79,7 @@ def install_web(app: FastAPI, *, docs_url: str = "/docs", redoc_url: str = "/red
             oauth2_redirect_url=oauth2_redirect,
             swagger_ui_parameters={"validatorUrl": None},
         )
+        return _with_headers(page, _SWAGGER_HEADERS)
 
     @app.get(oauth2_redirect, include_in_schema=False)
     def swagger_ui_redirect() -> HTMLResponse:
@@ -71,13 +88,14 @@ def install_web(app: FastAPI, *, docs_url: str = "/docs", redoc_url: str = "/red
     @app.get(redoc_url, include_in_schema=False)
     def redoc() -> HTMLResponse:
         """ReDoc from the vendored bundle, without Google Fonts."""
-        return get_redoc_html(
+        page = get_redoc_html(
             openapi_url=openapi_url,
             title=f"{app.title} - API reference",
             redoc_js_url=f"{_VENDOR}/redoc/redoc.standalone.js",
             redoc_favicon_url=_FAVICON,
             with_google_fonts=False,
         )
+        return _with_headers(page, _REDOC_HEADERS)
 
 
 __all__ = ["STATIC_DIR", "STATIC_URL", "install_web"]
