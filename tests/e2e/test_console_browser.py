@@ -16,7 +16,13 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.e2e.browser import SKIP_REASON, browser_paths, network_events, sent_requests, start_chromium
+from tests.e2e.browser import (
+    SKIP_REASON,
+    browser_paths,
+    network_events,
+    sent_requests,
+    start_chromium,
+)
 from tests.e2e.server_process import ALICE_KEY, BOB_KEY, ServerProcess, write_config
 
 pytestmark = pytest.mark.skipif(browser_paths() is None, reason=SKIP_REASON)
@@ -26,6 +32,7 @@ ALICE_CONTENT = "Rotate the staging deploy key every Monday; 每周一轮换预�
 ALICE_CHAT = ("user: I keep my bonsai tree on the balcony in Hangzhou.\n"
               "assistant: Noted, a balcony bonsai in Hangzhou.\n"
               "user: 我每周六给盆景浇水。")
+SECRET = "password=console-e2e-not-a-real-secret"
 WAIT_S = 20.0
 
 
@@ -133,6 +140,12 @@ def test_a_key_is_asked_for_and_the_sample_data_appears(console: Console) -> Non
     console.wait_text("[data-testid=tree]", "技术")
     console.click("[data-testid=nav-knowledge]")
     console.wait_text("[data-testid=knowledge-list]", "vector database")
+    # the UI switches to Chinese and back, and remembers the choice
+    console.click("[data-testid=lang]")
+    console.wait_text("#nav", "关键词树")
+    console.wait_text("[data-testid=knowledge-tabs]", "新建条目")
+    console.click("[data-testid=lang]")
+    console.wait_text("#nav", "Keyword tree")
     # the key lives in sessionStorage only
     stored = console.driver.execute_script("return [sessionStorage.getItem('knowhub.apiKey'), JSON.stringify(localStorage)]")
     assert stored[0] == ALICE_KEY and ALICE_KEY not in stored[1]
@@ -204,6 +217,22 @@ def test_knowledge_create_search_feedback_and_undo(console: Console) -> None:
     console.wait_text("[data-testid=item-eval]", "helpful 0")
 
 
+def test_a_resource_secret_is_masked_until_revealed(console: Console) -> None:
+    with console.server.client(ALICE_KEY) as api:
+        saved = api.post("/api/resource", json={
+            "id": "cred/console-e2e", "title": "Console e2e credential", "body": "login with the bot account",
+            "secure_body": SECRET, "content_type": "credential", "scopes": ["user:alice"]})
+        assert saved.status_code == 201, saved.text
+    console.go("#/knowledge")
+    console.click("[data-testid=knowledge-tabs] [data-tab=resources]")
+    console.wait_text("[data-testid=resource-list]", "cred/console-e2e")
+    console.click("[data-testid=resource-row]")
+    console.one("[data-testid=secure-body-masked]")
+    assert SECRET not in console.driver.page_source
+    console.click("[data-testid=reveal-secret]")
+    console.wait_text("[data-testid=secure-body]", SECRET)
+
+
 def test_a_pasted_chat_is_committed_and_a_node_read_at_L2(console: Console) -> None:
     console.go("#/context")
     console.click("[data-testid=context-tabs] [data-tab=commit]")
@@ -236,6 +265,9 @@ def test_a_second_principal_sees_none_of_the_first_ones_private_items(console: C
     console.click("[data-testid=knowledge-search-button]")
     console.wait(lambda _d: console.text_of("[data-testid=knowledge-search-result]") != "", "no search answer")
     assert ALICE_TASK not in console.text_of("[data-testid=knowledge-search-result]")
+    console.click("[data-testid=knowledge-tabs] [data-tab=resources]")
+    console.wait(lambda _d: console.text_of("[data-testid=resource-list]") != "", "no resource list")
+    assert "cred/console-e2e" not in console.text_of("[data-testid=resource-list]")
     console.go("#/context")
     console.wait_text("[data-testid=ctx-tree]", "ctx://default/users/bob")
     assert "alice" not in console.text_of("[data-testid=ctx-tree]")

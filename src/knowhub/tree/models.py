@@ -238,7 +238,8 @@ def trajectory_of(ios: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rounds: list[dict[str, Any]] = []
     for number, io in enumerate(ios, start=1):
         payload = io.get("payload") or {}
-        answer = io.get("answer") if isinstance(io.get("answer"), dict) else {}
+        raw_answer = io.get("answer")
+        answer: dict[str, Any] = raw_answer if isinstance(raw_answer, dict) else {}
         targets = answer.get("node_ids") or (
             [answer[k] for k in ("node_id", "idx") if answer.get(k) is not None][:1]
         )

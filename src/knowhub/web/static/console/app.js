@@ -14,7 +14,7 @@ function currentView() {
 }
 
 function drawChrome() {
-  setLang(state.lang);
+  document.documentElement.lang = state.lang === "zh" ? "zh-CN" : "en";
   document.title = t("app.title");
   fill(document.getElementById("nav"), Object.keys(VIEWS).map((name) =>
     h("a", { href: `#/${name}`, class: name === currentView() ? "active" : "", "data-testid": `nav-${name}` }, t(`nav.${name}`))));
@@ -66,7 +66,7 @@ document.getElementById("login-form").addEventListener("submit", (event) => {
   input.value = "";
   signIn();
 });
-document.getElementById("lang-button").addEventListener("click", () => { state.lang = state.lang === "zh" ? "en" : "zh"; route(); });
+document.getElementById("lang-button").addEventListener("click", () => { setLang(state.lang === "zh" ? "en" : "zh"); route(); });
 document.getElementById("key-button").addEventListener("click", () => {
   if (apiKey()) { setApiKey(null); state.me = null; route(); showLogin(""); } else showLogin("");
 });

@@ -14,10 +14,10 @@ function initialLang() {
 
 export const state = { lang: initialLang(), me: null };
 
+/** Switch the UI language and remember the choice in this browser. */
 export function setLang(lang) {
   state.lang = lang;
   localStorage.setItem(LANG_STORE, lang);
-  document.documentElement.lang = lang === "zh" ? "zh-CN" : "en";
 }
 
 /** The UI text of `key` in the current language, with {name} placeholders filled. */

@@ -131,8 +131,8 @@ async function showItem(id) {
         h("dt", {}, t("kn.tags")), h("dd", {}, Object.entries(item.tags || {}).map(([k, v]) => h("span", { class: "chip" }, `${k}: ${v}`))),
         item.resource_ids.length ? [h("dt", {}, t("kn.resources")), h("dd", {}, chips(item.resource_ids))] : null),
       h("div", { class: "row" }, note,
-        h("button", { type: "button", "data-testid": "feedback-helpful", onclick: () => feedback(true) }, "👍 ", t("kn.helpful")),
-        h("button", { type: "button", class: "danger", "data-testid": "feedback-harmful", onclick: () => feedback(false) }, "👎 ", t("kn.harmful"))),
+        h("button", { type: "button", "data-testid": "feedback-helpful", onclick: () => feedback(true) }, "+ ", t("kn.helpful")),
+        h("button", { type: "button", class: "danger", "data-testid": "feedback-harmful", onclick: () => feedback(false) }, "− ", t("kn.harmful"))),
       h("h3", {}, t("kn.feedbackHistory")),
       cases.length ? h("ul", { class: "plain", "data-testid": "feedback-history" }, cases.map(([sign, c]) =>
         h("li", {}, h("b", { class: sign === "+" ? "good" : "bad" }, sign), " ", when(c.timestamp), " ",

@@ -7,7 +7,7 @@ export function render(root) {
   const ready = h("section", { class: "card", "data-testid": "ops-ready" });
   const metrics = h("section", { class: "card", "data-testid": "ops-metrics" });
   const admin = h("section", { class: "card", "data-testid": "ops-admin" });
-  fill(root, h("div", { class: "grid" }, me, ready, metrics, admin));
+  fill(root, h("div", { class: "grid" }, admin, h("div", { class: "stack" }, ready, metrics), me));
   if (state.me) {
     const m = state.me;
     fill(me, h("h2", {}, t("ops.me")), h("dl", { class: "facts" },
@@ -26,7 +26,10 @@ export function render(root) {
   }, ready);
   guard(async () => {
     const m = await api("GET", "/api/tree/metrics");
-    fill(metrics, h("h2", {}, t("ops.treeMetrics")), pretty(m));
+    const keys = ["nodes", "infos", "links", "leaves", "orphan_count", "max_depth", "mean_branching", "missing_description_rate"];
+    fill(metrics, h("h2", {}, t("ops.treeMetrics")),
+      h("dl", { class: "facts" }, keys.filter((k) => k in m).map((k) => [h("dt", { class: "mono" }, k), h("dd", {}, String(m[k]))])),
+      h("details", {}, h("summary", {}, t("ops.fullReport")), pretty(m)));
   }, metrics);
   adminPanel(admin);
 }
