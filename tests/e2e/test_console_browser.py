@@ -43,9 +43,11 @@ class Console:
         self.driver = driver
         self.server = server
         self.events: list[dict[str, Any]] = []
+        self.logs: list[dict[str, Any]] = []
 
     def record(self) -> None:
         self.events.extend(network_events(self.driver))
+        self.logs.extend(self.driver.get_log("browser"))
 
     def go(self, fragment: str) -> None:
         self.driver.get(f"{self.server.base_url}/{fragment}")
@@ -186,6 +188,40 @@ def test_tree_create_then_undo_from_history(console: Console) -> None:
     console.wait(lambda _d: "盆景 Bonsai" not in console.text_of("[data-testid=tree]"), "undo did not remove the keyword")
 
 
+def _new_top_keyword(console: Console, name: str) -> None:
+    console.click("aside button.secondary")
+    console.type("[data-testid=new-keyword-name]", name)
+    console.click("[data-testid=new-keyword-submit]")
+    console.wait_text("[data-testid=keyword-name]", name)
+
+
+def test_tree_edit_move_merge_and_delete(console: Console) -> None:
+    console.go("#/tree")
+    console.wait_text("[data-testid=tree]", "技术")
+    _new_top_keyword(console, "Console parent")
+    _new_top_keyword(console, "Console child")
+    console.click("[data-testid=kw-edit]")
+    console.type(".form-area input:nth-of-type(1)", "Console child")
+    console.type(".form-area label:nth-of-type(2) input", "CC alias")
+    console.click(".form-area button[type=submit]")
+    console.wait_text("[data-testid=keyword-detail]", "CC alias")
+    console.click("[data-testid=kw-move]")
+    console.type(".form-area input", "Console parent")
+    console.click(".form-area button[type=submit]")
+    console.wait_text("[data-testid=keyword-detail] .crumbs", "Console parent › Console child")
+    console.click("[data-testid=kw-merge]")
+    console.type(".form-area input", "Console parent")
+    console.click(".form-area button[type=submit]")
+    console.wait_text("[data-testid=keyword-name]", "Console parent")
+    console.wait_text("[data-testid=keyword-detail]", "Console child")  # now an alias
+    console.click("[data-testid=kw-delete]")
+    console.wait(lambda d: d.switch_to.alert, "no confirmation asked").accept()
+    console.wait(lambda _d: "Console parent" not in console.text_of("[data-testid=tree]"), "not deleted")
+    console.wait_text("[data-testid=tree-history]", "delete")
+    console.click("[data-testid=tree-undo]")  # undo the delete
+    console.wait_text("[data-testid=tree]", "Console parent")
+
+
 def test_knowledge_create_search_feedback_and_undo(console: Console) -> None:
     console.go("#/knowledge")
     console.click("[data-testid=knowledge-tabs] [data-tab=create]")
@@ -303,3 +339,12 @@ def test_no_request_went_to_another_host(console: Console) -> None:
     # ReDoc's bundle shows a logo from its vendor's CDN; the page's policy stops it in the
     # browser (the logo hides itself when it cannot load)
     assert all(urlsplit(u).netloc != origin for u in blocked)
+
+
+def test_the_pages_raised_no_script_error_and_broke_no_policy(console: Console) -> None:
+    console.record()
+    script_errors = [log["message"] for log in console.logs if log.get("source") == "javascript"]
+    assert not script_errors, script_errors
+    violations = [log["message"] for log in console.logs
+                  if "Content Security Policy" in log["message"] and "cdn.redoc.ly" not in log["message"]]
+    assert not violations, violations
