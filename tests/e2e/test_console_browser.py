@@ -252,6 +252,10 @@ def test_knowledge_create_search_feedback_and_undo(console: Console) -> None:
     console.click("[data-testid=knowledge-undo]")  # restore v1, before the feedback
     console.wait_text("[data-testid=item-eval]", "helpful 0")
 
+    console.click("[data-testid=knowledge-tabs] [data-tab=slim]")
+    console.click("[data-testid=slim-plan]")  # a plan only: nothing changes before Apply
+    console.wait_text("[data-testid=slim-result]", "items scanned")
+
 
 def test_a_resource_secret_is_masked_until_revealed(console: Console) -> None:
     with console.server.client(ALICE_KEY) as api:
