@@ -18,21 +18,24 @@ CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/b
 DRIVER_CANDIDATES = ("/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver")
 
 
-def _first(paths: tuple[str, ...], env: str) -> str | None:
+def _find(paths: tuple[str, ...], name: str, env: str) -> str | None:
+    """``$env`` when set (and only it), else the first installed of ``paths`` or ``name``."""
     chosen = os.environ.get(env)
     if chosen:
         return chosen if Path(chosen).is_file() else None
-    return next((p for p in paths if Path(p).is_file()), None)
+    return next((p for p in paths if Path(p).is_file()), None) or shutil.which(name)
 
 
 def browser_paths() -> tuple[str, str] | None:
-    """``(chromium, chromedriver)`` when both are installed and selenium imports, else None."""
+    """``(chromium, chromedriver)`` when both are installed and selenium imports, else None.
+
+    ``KNOWHUB_TEST_CHROMIUM`` / ``KNOWHUB_TEST_CHROMEDRIVER`` name other binaries."""
     try:
         import selenium  # noqa: F401
     except ImportError:
         return None
-    chromium = _first(CHROMIUM_CANDIDATES, "KNOWHUB_TEST_CHROMIUM") or shutil.which("chromium")
-    driver = _first(DRIVER_CANDIDATES, "KNOWHUB_TEST_CHROMEDRIVER") or shutil.which("chromedriver")
+    chromium = _find(CHROMIUM_CANDIDATES, "chromium", "KNOWHUB_TEST_CHROMIUM")
+    driver = _find(DRIVER_CANDIDATES, "chromedriver", "KNOWHUB_TEST_CHROMEDRIVER")
     return (chromium, driver) if chromium and driver else None
 
 
