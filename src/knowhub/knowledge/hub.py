@@ -31,7 +31,7 @@ from knowhub.errors import (
 )
 from knowhub.knowledge import extract as extraction
 from knowhub.knowledge import slim_plans
-from knowhub.knowledge.feedback import apply_update, evolve_content, parse_update
+from knowhub.knowledge.feedback import add_evidence, apply_update, evolve_content, parse_update
 from knowhub.knowledge.models import (
     Knowledge,
     Resource,
@@ -52,6 +52,7 @@ from knowhub.knowledge.store import KnowledgeStore, knowledge, knowledge_scopes
 from knowhub.providers.embedding import HashingEmbedder
 from knowhub.providers.llm import LLMClient, LocalAgent
 from knowhub.scope import Principal
+from knowhub.storage import ensure_dir
 
 __all__ = ["KnowledgeHub"]
 
@@ -94,7 +95,7 @@ class KnowledgeHub:
         if not isinstance(candidate_pool, int) or candidate_pool < 1:
             raise InvalidInputError("candidate_pool must be a positive integer")
         self.data_dir = Path(data_dir)
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        ensure_dir(self.data_dir)
         key = parse_key(secret_key) if secret_key is not None else load_or_create_key(self.data_dir)
         self.embedder = embedder if embedder is not None else HashingEmbedder()
         # The LocalAgent routes lexically: recall has already ranked candidates by vector.
@@ -210,6 +211,9 @@ class KnowledgeHub:
         with self._sync_lock:
             with self.store.read() as conn:
                 changes = self.store.changes_since(conn, self._indexes.seq)
+            quarantined = self.store.damaged.take_moved()
+            if quarantined:
+                self._indexes.remove(quarantined)
             if not changes:
                 return
             latest: dict[str, tuple[bool, Knowledge]] = {}
@@ -668,7 +672,13 @@ class KnowledgeHub:
         return own + rest
 
     def extract(self, principal: Principal, messages: Any) -> builtins.list[Knowledge]:
-        """Turn a conversation into saved knowledge (seed 003 extraction); skips duplicates."""
+        """Turn a conversation into saved knowledge (seed 003 extraction).
+
+        Returns the new items. A candidate that duplicates a visible item is not saved
+        again; when that item is the caller's own and the candidate comes from messages it
+        does not record yet, it is new evidence and raises the item's confidence one step
+        (:func:`~knowhub.knowledge.feedback.add_evidence`, change kind ``evidence``).
+        """
         principal = self._principal(principal)
         clean = extraction.check_messages(messages)
         if not clean:
@@ -683,14 +693,32 @@ class KnowledgeHub:
             except InvalidInputError as exc:
                 log.warning("extract: dropped an invalid candidate: %s", exc.message)
         saved: builtins.list[Knowledge] = []
+        now = utc_now()
         with self.store.write() as conn:
             for item in items:
-                if self.store.find_duplicate(
+                duplicate = self.store.find_duplicate(
                     conn, item.task, item.content, principal.visible_scopes
-                ):
+                )
+                if duplicate is None:
+                    self._insert_new(conn, item)
+                    saved.append(item)
                     continue
-                self._insert_new(conn, item)
-                saved.append(item)
+                # Seen again: the caller's own item gains confidence from new evidence.
+                current = self._load_visible(conn, principal, duplicate, for_update=True)
+                if current.owner != principal.id:
+                    continue
+                ids = list(item.source.get("message_ids") or [])
+                evidenced = add_evidence(current, ids, now=now)
+                if evidenced is not None:
+                    self._commit(
+                        conn,
+                        change_id=self.store.new_change_id(),
+                        principal=principal,
+                        previous=current,
+                        new=evidenced,
+                        kind="evidence",
+                        now=now,
+                    )
         self._sync()
         return saved
 

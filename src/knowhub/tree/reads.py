@@ -64,6 +64,7 @@ class ReadsMixin(DescentMixin):
                 trajectory: list[dict[str, Any]] = []
                 if use_agent:
                     picked, io = self._disambiguate(query, hits)
+                    self._log_decisions("search_decision", f"disambiguate {query[:80]!r}", [io])
                     trajectory = trajectory_of(self._public_io([io]))
                     if picked is not None:
                         return self._matched(picked, "disambiguated", trajectory)
@@ -83,6 +84,7 @@ class ReadsMixin(DescentMixin):
             if cached and all(n in self.state.nodes for n in cached):
                 return self._matched(cached[-1], "descend_cache")
             desc = self._agent_descend(query, "search")
+            self._log_decisions("search_decision", f"descend {query[:80]!r}: {desc['outcome']}", desc["agent_io"])
             return self._descent_result(desc, q_norm)
 
     def _descent_result(self, desc: dict[str, Any], q_norm: str) -> SearchResult:

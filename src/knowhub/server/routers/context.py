@@ -11,11 +11,15 @@ principal only (:func:`request_context`), never from request fields:
   ``project-``, ``team-``, ``org-``, ``public``) is hashed too, so ``user:agent-bot`` never
   shares ``agent:bot``'s space;
 * ``agent_id``: the optional ``X-Context-Agent`` header, accepted only when the principal
-  is that agent or a member of ``agent:<id>`` (403 otherwise); without the header the
-  principal's first ``agent:`` membership, its own id for an agent principal, or
-  ``"default"``. A header can therefore only *select* among agent spaces the principal
-  already belongs to, never widen access; the agent space (cases, patterns, skills) is
-  shared by the users of one account that act through the same agent (seed 004 §5.1).
+  is that agent or a member of ``agent:<id>`` (403 otherwise); without the header its own
+  id for an agent principal or the principal's first ``agent:`` membership. A principal
+  with neither gets its *private* agent space (``private-{user_id}``,
+  :func:`knowhub.scope.private_agent_id`), which no other principal can reach: sharing
+  an agent space is always configured, never a default. A header can only *select*
+  among agent spaces the principal already belongs to, never widen access. A shared
+  space receives only abstracted experience (:mod:`knowhub.context.commit.sharing`).
+  Configured agent ids that start with ``h-``, ``private-`` or ``private.`` are hashed, so no
+  configuration can name a private space or alias a hashed id.
 
 Handlers are plain ``def`` (the engine is synchronous; FastAPI runs them in its threadpool).
 """
@@ -31,10 +35,25 @@ from pydantic import ConfigDict, Field
 
 from knowhub.config import Settings
 from knowhub.errors import PermissionDeniedError
-from knowhub.scope import PUBLIC, SCOPE_TYPES, Principal, RequestContext, parse_scope
+from knowhub.scope import (
+    PRIVATE_AGENT_PREFIXES,
+    PUBLIC,
+    SCOPE_TYPES,
+    Principal,
+    RequestContext,
+    parse_scope,
+)
 from knowhub.server.deps import PrincipalDep, clean_query, engine, split_csv
 from knowhub.server.routers._json import results, to_json
-from knowhub.server.schemas import MAX_MESSAGES, MAX_QUERY_CHARS, RequestBody
+from knowhub.server.schemas import (
+    MAX_MESSAGES,
+    MAX_QUERY_CHARS,
+    QUERY_BOOL,
+    QUERY_INT,
+    MessageRole,
+    MessageTime,
+    RequestBody,
+)
 
 #: Name under which the context engine is kept in ``app.state.engines``.
 CONTEXT_ENGINE = "context_engine"
@@ -97,9 +116,16 @@ def request_context(principal: Principal, settings: Settings | None, agent_heade
             raise PermissionDeniedError("X-Context-Agent names an agent this key does not belong to", agent_id=wanted[:128])
         agent_id = wanted
     else:
-        agent_id = allowed_agents[0] if allowed_agents else "default"
+        agent_id = allowed_agents[0] if allowed_agents else ""
     account = getattr(getattr(settings, "context", None), "account_id", None) or "default"
-    return RequestContext(_safe_id(str(account)), user_id, agent_id=_safe_id(agent_id, f"agent:{agent_id}"))
+    return RequestContext(_safe_id(str(account)), user_id, agent_id=_agent_space_id(agent_id) if agent_id else "")
+
+
+def _agent_space_id(agent: str) -> str:
+    """A configured agent id as a space name; never a private space's or a hash's form."""
+    if _plain(agent) and not agent.startswith(("h-", *PRIVATE_AGENT_PREFIXES)):
+        return agent
+    return "h-" + hashlib.sha256(f"agent:{agent}".encode()).hexdigest()[:24]
 
 
 def _ctx(
@@ -120,7 +146,8 @@ UriParam = Annotated[str, Query(min_length=1, max_length=MAX_URI_CHARS, descript
 
 
 class ContextMessage(RequestBody):
-    """One OpenAI-style message (``id``, ``name`` and ``timestamp`` optional).
+    """One OpenAI-style message: a known ``role`` is required (``id``, ``name`` and
+    ``timestamp`` optional; a timestamp must be a date the engine can read).
 
     A chat history as the OpenAI API returns it is accepted unchanged: ``content`` may be a
     string, a list of content parts (``{"type": "text", "text": ...}``) or null (an
@@ -130,11 +157,11 @@ class ContextMessage(RequestBody):
 
     model_config = ConfigDict(extra="allow", str_strip_whitespace=False)
 
-    role: Annotated[str, Field(min_length=1, max_length=32)] = "user"
+    role: MessageRole
     content: Annotated[str, Field(max_length=200_000)] | Annotated[list[dict[str, Any]], Field(max_length=1_000)] | None = ""
     id: Annotated[str, Field(max_length=200)] | None = None
     name: Annotated[str, Field(max_length=200)] | None = None
-    timestamp: Annotated[str, Field(max_length=100)] | None = None
+    timestamp: MessageTime | None = None
 
 
 class CommitRequest(RequestBody):
@@ -142,7 +169,7 @@ class CommitRequest(RequestBody):
 
     messages: Annotated[list[ContextMessage], Field(min_length=1, max_length=MAX_MESSAGES)]
     session_id: Annotated[str, Field(max_length=128)] | None = None
-    session_time: Annotated[str, Field(max_length=100)] | None = None
+    session_time: MessageTime | None = None
     used_contexts: Annotated[list[str], Field(max_length=100)] | None = None
     used_tools: Annotated[list[str], Field(max_length=100)] | None = None
 
@@ -170,7 +197,7 @@ def build_router() -> APIRouter:
         q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS, description="query")],
         target_uri: Annotated[str | None, Query(max_length=MAX_URI_CHARS)] = None,
         categories: Annotated[str | None, Query(max_length=1_000, description="comma-separated")] = None,
-        top_k: Annotated[int, Query(ge=1, le=100)] = 10,
+        top_k: Annotated[int, Query(ge=1, le=100), QUERY_INT] = 10,
     ) -> dict[str, Any]:
         """Plan → L0 retrieval → hierarchical search → blocks (abstracts; read for more)."""
         result = svc.search_memory(ctx, clean_query(q, field="q"), target_uri=target_uri or None,
@@ -183,8 +210,8 @@ def build_router() -> APIRouter:
         svc: EngineDep,
         uri: UriParam,
         level: Annotated[str, Query(pattern="^(L0|L1|L2)$")] = "L1",
-        expand_relations: bool = False,
-        max_relations: Annotated[int, Query(ge=0, le=1_000)] = 0,
+        expand_relations: Annotated[bool, QUERY_BOOL] = False,
+        max_relations: Annotated[int, Query(ge=0, le=1_000), QUERY_INT] = 0,
     ) -> dict[str, Any]:
         """One node at level L0, L1 or L2, optionally with its relations."""
         return dict(to_json(svc.read_memory(ctx, clean_query(uri, field="uri"), level, expand_relations, max_relations)))
@@ -199,8 +226,8 @@ def build_router() -> APIRouter:
         ctx: CtxDep,
         svc: EngineDep,
         uri: UriParam,
-        recursive: bool = False,
-        depth: Annotated[int, Query(ge=1, le=32)] = 1,
+        recursive: Annotated[bool, QUERY_BOOL] = False,
+        depth: Annotated[int, Query(ge=1, le=32), QUERY_INT] = 1,
     ) -> dict[str, Any]:
         """Children of a node or directory (only the caller's own spaces are listed)."""
         return results(svc.list_children(ctx, clean_query(uri, field="uri"), recursive=recursive, depth=depth))
