@@ -19,6 +19,7 @@ from knowhub.web import STATIC_DIR
 from tests.server.server_support import KEYS, auth_header, settings_for
 
 OPERATOR_KEY = "key-operator-0123456789"
+LOOPBACK = "http://127.0.0.1:8765"  # without keys the server answers loopback Host names only
 
 
 class _Refs(HTMLParser):
@@ -49,7 +50,7 @@ def _refs(html: str) -> list[str]:
 
 @pytest.fixture()
 def keyless(tmp_path: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(settings_for(tmp_path, with_keys=False))) as client:
+    with TestClient(create_app(settings_for(tmp_path, with_keys=False)), base_url=LOOPBACK) as client:
         yield client
 
 
@@ -184,7 +185,7 @@ def test_admin_lists_dead_letters_and_snapshots_and_requeues(tmp_path: Path) -> 
         event = service.outbox.append(make_event("UPSERT_CONTEXT", "ctx://default/users/local/memories/x",
                                                  RequestContext("default", "local")))
         service.outbox.mark_failed(event.event_id, "projector exploded", retryable=False)
-        with TestClient(create_app(settings, engines={"context_engine": service})) as client:
+        with TestClient(create_app(settings, engines={"context_engine": service}), base_url=LOOPBACK) as client:
             outbox = client.get("/api/admin/outbox").json()
             assert [(e["event_id"], e["last_error"]) for e in outbox["dead"]] == [(event.event_id, "projector exploded")]
             assert outbox["stats"]["dead"] == 1

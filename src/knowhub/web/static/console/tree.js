@@ -178,7 +178,7 @@ async function loadHistory() {
         h("tbody", {}, history.results.map((op) => h("tr", { "data-op": op.operation_id },
           h("td", { class: "nowrap" }, when(op.timestamp)), h("td", { class: "mono" }, op.op),
           h("td", {}, op.summary, op.undo_of ? h("span", { class: "muted small" }, ` (${t("tree.undoOf")} ${op.undo_of.slice(0, 8)})`) : null),
-          h("td", {}, h("button", { type: "button", class: "secondary", "data-testid": "tree-undo",
+          h("td", {}, op.undoable === false ? null : h("button", { type: "button", class: "secondary", "data-testid": "tree-undo",
             onclick: () => guard(async () => {
               await api("POST", "/api/tree/undo", { body: { operation_id: op.operation_id } });
               toast(t("tree.undone", { op: op.summary }));
