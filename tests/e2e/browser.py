@@ -29,13 +29,13 @@ def _find(paths: tuple[str, ...], name: str, env: str) -> str | None:
 def browser_paths() -> tuple[str, str] | None:
     """``(chromium, chromedriver)`` when both are installed and selenium imports, else None.
 
-    ``KNOWHUB_TEST_CHROMIUM`` / ``KNOWHUB_TEST_CHROMEDRIVER`` name other binaries."""
+    ``CHROMIUM_PATH`` / ``CHROMEDRIVER_PATH`` name other binaries."""
     try:
         import selenium  # noqa: F401
     except ImportError:
         return None
-    chromium = _find(CHROMIUM_CANDIDATES, "chromium", "KNOWHUB_TEST_CHROMIUM")
-    driver = _find(DRIVER_CANDIDATES, "chromedriver", "KNOWHUB_TEST_CHROMEDRIVER")
+    chromium = _find(CHROMIUM_CANDIDATES, "chromium", "CHROMIUM_PATH")
+    driver = _find(DRIVER_CANDIDATES, "chromedriver", "CHROMEDRIVER_PATH")
     return (chromium, driver) if chromium and driver else None
 
 
