@@ -205,6 +205,7 @@ async function search(query, useAgent) {
       result.candidates.length ? h("p", {}, h("b", {}, t("tree.candidates"), ": "), chips(result.candidates.map((c) => c.name))) : null,
       result.suggested_name ? h("p", {}, t("tree.suggested", { name: result.suggested_name, parent: result.suggested_parent_id })) : null,
       trajectory(result.trajectory || [], result.reason));
+    loadHistory();  // the agent's decisions are logged as search_decision records
   }, panes.search);
 }
 
