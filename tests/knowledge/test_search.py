@@ -22,7 +22,7 @@ def test_result_item_shape(hub: KnowledgeHub, alice) -> None:
     [hit] = hub.search(alice, "selenium login")
     data = hit.to_dict()
     assert set(data) == {"id", "task", "content", "types", "tags", "eval", "quality_score", "scopes",
-                         "owner", "resource_ids", "relevance"}
+                         "owner", "resource_ids", "relevance", "why"}
     assert data["eval"] == {"score": 4, "helpful": 0, "harmful": 0, "confidence": 0.5}
     assert data["quality_score"] == 4.0
     assert data["resource_ids"] == ["code/selenium/login"]
@@ -167,3 +167,25 @@ def test_user_profile_wins_full_ties(hub: KnowledgeHub, alice) -> None:
     tool = hub.save(alice, {"task": "代码风格 偏好", "content": "用 black 格式化", "types": ["tool"]})
     profile = hub.save(alice, {"task": "代码风格 偏好", "content": "用户偏好 4 空格", "types": ["user_profile"]})
     assert ids(hub.search(alice, "代码风格", top_k=2)) == [profile.id, tool.id]
+
+
+def test_each_hit_says_why_it_ranked_there(hub: KnowledgeHub) -> None:
+    who = Principal.of("user:ann", ["team:t1"], publish=["public"])
+    public = hub.save(who, {"task": "build cache keys", "content": "hash lockfiles", "types": ["plan"],
+                            "scopes": ["public"], "score": 4})
+    team = hub.save(who, {"task": "build cache keys", "content": "hash lockfiles too", "types": ["plan"],
+                          "scopes": ["team:t1", "public"], "score": 4})
+    better = hub.save(who, {"task": "build cache keys fast", "content": "cache by hash", "types": ["plan"],
+                            "scopes": ["public"], "score": 3})
+    for _ in range(2):
+        hub.update(who, better.id, add_helpful_case={"outcome": "ok"})  # quality 3 + 2 = 5
+    hits = hub.search(who, "build cache keys", top_k=3)
+    assert ids(hits) == [better.id, team.id, public.id]
+    whys = [h.to_dict()["why"] for h in hits]
+    assert [w["rank"] for w in whys] == [0, 1, 2]
+    assert whys[0]["quality_score"] == 5.0 and whys[0]["quality"] == {"score": 3, "helpful": 2, "harmful": 0}
+    # same quality: the team scope outranks public (the best visible scope of each item counts)
+    assert (whys[1]["scope"], whys[2]["scope"]) == ("team:t1", "public")
+    assert whys[1]["scope_priority"] < whys[2]["scope_priority"]
+    assert whys[0]["order"] == ["quality_score", "scope_priority", "user_profile_first", "route_rank"]
+    assert sorted(w["route_rank"] for w in whys) == [0, 1, 2]

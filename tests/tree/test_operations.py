@@ -53,8 +53,11 @@ def test_history_lists_operations(tree: KeywordTree) -> None:
     hist = tree.history(limit=3)
     assert [h["op"] for h in hist] == ["undo", "add_alias", "create_keyword"]
     assert hist[0]["undo_of"] == hist[1]["operation_id"]
-    assert all(set(h) == {"operation_id", "op", "timestamp", "summary", "undo_of"} for h in hist)
+    assert all(set(h) == {"operation_id", "op", "timestamp", "summary", "undo_of", "undoable"} for h in hist)
+    assert all(h["undoable"] for h in hist)
     assert "AA" in hist[1]["summary"]
+    oldest = tree.history(limit=1000)[-1]
+    assert oldest["op"] == "init_root" and oldest["undoable"] is False  # undo refuses it
     with pytest.raises(InvalidInputError):
         tree.history(0)
 

@@ -225,3 +225,38 @@ def test_persisted_descend_cache_not_trusted_after_unsaved_writes(tmp_path) -> N
     assert result.status is SearchStatus.NOT_FOUND and result.reason != "descend_cache"
     assert len(stub2.calls) == 1
     fresh.close()
+
+
+def test_search_reports_each_round_of_the_agent(tree: KeywordTree, stub: StubLLMClient) -> None:
+    t = _kw(tree, "技术")
+    a = _kw(tree, "前端", t.id)
+    b = _kw(tree, "后端", t.id)
+    _kw(tree, "React", a.id)
+    django = _kw(tree, "Django", b.id)
+    stub.push({"action": "jump", "node_id": b.id, "reason": "server side"},
+              {"action": "match", "node_id": django.id, "reason": "a Python web framework"})
+    result = tree.search("python web 框架")
+    assert result.node.id == django.id
+    first, second = result.trajectory
+    # what the agent was shown in each round, what it answered, and why
+    assert first["round"] == 1 and first["task"] == "pick_branch" and first["path"] == []
+    assert {c["name"] for c in first["candidates"]} >= {"技术", "前端", "后端"}
+    assert first["action"] == "jump" and first["targets"] == [b.id] and first["reason"] == "server side"
+    assert second["path"] == ["技术", "后端"] and [c["name"] for c in second["candidates"]] == ["Django"]
+    assert second["action"] == "match" and second["reason"] == "a Python web framework"
+    assert result.to_dict()["trajectory"] == result.trajectory
+    logged = tree.history(limit=1)[0]  # the same decisions, in the change log
+    assert logged["op"] == "search_decision" and logged["undoable"] is False
+    assert tree.search("Django").trajectory == []  # exact hit: the agent is not asked
+    assert tree.search("python web 框架").reason == "descend_cache"
+
+
+def test_disambiguation_is_a_round_of_the_trajectory(tree: KeywordTree, stub: StubLLMClient) -> None:
+    a = _kw(tree, "动物")
+    b = _kw(tree, "编程")
+    _kw(tree, "Python", a.id, description="snake")
+    _kw(tree, "Python", b.id, description="language")
+    stub.push({"action": "pick", "idx": 1, "reason": "language"})
+    [only] = tree.search("python").trajectory
+    assert only["task"] == "disambiguate" and only["targets"] == [1] and only["reason"] == "language"
+    assert {c["description"] for c in only["candidates"]} == {"snake", "language"}

@@ -26,6 +26,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -409,6 +410,17 @@ class ContextEngineService:
         return self.fs.list_children(ctx, uri, recursive=recursive, depth=depth)
 
     # ------------------------------------------------------------------ beyond §10.1
+
+    def list_commits(self, ctx: Any, limit: int = 50) -> list[dict[str, Any]]:
+        """The commit audit of ``ctx``'s user, newest first: each commit's archive, WritePlans,
+        write results and statistics, plus ``committed_at`` (when its audit was recorded)."""
+        self._check_open()
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1_000:
+            raise InvalidInputError("limit must be between 1 and 1000", limit=limit)
+        return [
+            {**result.to_dict(), "committed_at": datetime.fromtimestamp(recorded_at, UTC).isoformat()}
+            for recorded_at, result in self.coordinator.list_commits(ctx, limit)
+        ]
 
     def delete_node(self, ctx: Any, uri: str, recursive: bool = False) -> None:
         """Delete a node (with ``recursive``, its subtree) and take it out of the index.

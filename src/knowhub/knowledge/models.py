@@ -670,6 +670,9 @@ class SearchHit:
     knowledge: Knowledge
     quality_score: float
     relevance: float
+    #: Why the hit ranked where it did: the sort key the ranking stage computed (see
+    #: :func:`knowhub.knowledge.search.rank_hits`); None for hits built elsewhere.
+    why: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         item = self.knowledge
@@ -690,6 +693,7 @@ class SearchHit:
             "owner": item.owner,
             "resource_ids": list(item.resource_ids),
             "relevance": round(self.relevance, 4),
+            **({"why": copy.deepcopy(self.why)} if self.why is not None else {}),
         }
 
 

@@ -31,7 +31,7 @@ from knowhub.knowledge.models import Knowledge, SearchHit, quality_score
 from knowhub.providers.llm import LLMClient, build_task_messages, estimate_tokens
 from knowhub.providers.records import IndexRecord
 from knowhub.providers.vector import ExactVectorIndex
-from knowhub.scope import Principal, best_scope_priority
+from knowhub.scope import Principal, best_scope_priority, scope_priority
 from knowhub.storage import atomic_write_json
 from knowhub.text import BM25Index
 
@@ -349,6 +349,10 @@ def route_candidates(
     return picked
 
 
+#: The ranking stage's sort key, most significant first (reported in each hit's ``why``).
+RANK_ORDER = ("quality_score", "scope_priority", "user_profile_first", "route_rank")
+
+
 def rank_hits(
     principal: Principal,
     routed: Sequence[str],
@@ -360,7 +364,7 @@ def rank_hits(
 ) -> list[SearchHit]:
     """Stage 2: quality score, ``min_score`` / negative-quality filters, scope tie-break."""
     visible = principal.visible_scopes
-    ranked: list[tuple[float, int, int, int, SearchHit]] = []
+    ranked: list[tuple[float, int, int, int, SearchHit, dict[str, Any]]] = []
     for route_rank, knowledge_id in enumerate(routed):
         item = items.get(knowledge_id)
         if item is None:  # deleted or no longer visible since recall
@@ -368,9 +372,21 @@ def rank_hits(
         quality = item.quality_score
         if item.score < min_score or quality < 0:
             continue
-        priority = best_scope_priority([s for s in item.scopes if s in visible])
-        hit = SearchHit(item, quality, relevance.get(knowledge_id, 0.0))
+        seen = [s for s in item.scopes if s in visible]
+        priority = best_scope_priority(seen)
         profile_first = 0 if "user_profile" in item.types else 1  # seed 003: profiles first
-        ranked.append((-quality, priority, profile_first, route_rank, hit))
+        why = {
+            "quality_score": quality,
+            "quality": {"score": item.score, "helpful": item.helpful, "harmful": item.harmful},
+            "scope": min(seen, key=scope_priority) if seen else None,
+            "scope_priority": priority,
+            "user_profile_first": profile_first == 0,
+            "route_rank": route_rank,
+            "order": list(RANK_ORDER),
+        }
+        hit = SearchHit(item, quality, relevance.get(knowledge_id, 0.0), why)
+        ranked.append((-quality, priority, profile_first, route_rank, hit, why))
     ranked.sort(key=lambda row: row[:4])
+    for rank, row in enumerate(ranked[:top_k]):
+        row[5]["rank"] = rank
     return [row[4] for row in ranked[:top_k]]

@@ -26,10 +26,14 @@ from knowhub.server.hostguard import HostGuard, HostGuardMiddleware
 from knowhub.server.lifecycle import AccessLogMiddleware, EngineBuilder, Lifecycle, close_engines
 from knowhub.server.lifecycle import install as install_lifecycle
 from knowhub.server.responses import install_error_docs
+from knowhub.server.routers import admin as admin_router
 from knowhub.server.routers import context as context_router
+from knowhub.server.routers import context_audit as context_audit_router
 from knowhub.server.routers import knowledge as knowledge_router
+from knowhub.server.routers import me as me_router
 from knowhub.server.routers import resource as resource_router
 from knowhub.server.routers import tree as tree_router
+from knowhub.web import install_web
 
 logger = logging.getLogger("knowhub.server")
 
@@ -46,6 +50,9 @@ ROUTER_FACTORIES: tuple[RouterFactory, ...] = (
     resource_router.build_router,
     context_router.build_router,
     tree_router.build_router,
+    context_audit_router.build_router,
+    me_router.build_router,
+    admin_router.build_router,
 )
 
 #: Engines the lifespan opens (unless injected), by their name in ``app.state.engines``.
@@ -106,6 +113,8 @@ def create_app(
         version=__version__,
         summary="Long-term memory and knowledge for LLM agents.",
         lifespan=lifespan,
+        docs_url=None,  # /docs and /redoc are served offline by install_web
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.authenticator = authenticator
@@ -124,6 +133,7 @@ def create_app(
     for factory in ROUTER_FACTORIES:
         app.include_router(factory())
     install_error_docs(app)
+    install_web(app)  # the console at / and offline /docs, /redoc (knowhub.web)
     return app
 
 

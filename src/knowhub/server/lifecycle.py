@@ -315,6 +315,7 @@ def install(app: FastAPI, lifecycle: Lifecycle) -> None:
 def try_urls(base: str) -> list[str]:
     """URLs a new user can open right after the sample was loaded."""
     return [
+        f"{base}/",  # the web console
         f"{base}/docs",
         f"{base}/api/tree/search?q=大模型",
         f"{base}/api/knowledge/search?q=RAG",

@@ -15,8 +15,8 @@ Which statuses an operation may answer follows from how the server produces them
 - 413: the route takes a body (the body limit of ``GuardMiddleware``);
 - 400 and 404: every ``/api`` route (an engine refused a value or an unreadable body;
   an id, URI or keyword that does not exist or is not visible);
-- 403: writes, and every resource and context route (not yours to change; secure bodies;
-  an ``X-Context-Agent`` the key does not belong to);
+- 403: writes, and every resource, context and admin route (not yours to change; secure
+  bodies; an ``X-Context-Agent`` the key does not belong to; not an operator);
 - 409: writes outside ``/api/context`` (a stale ``version``, a changed item during evolve
   or undo, a stale slim plan).
 """
@@ -87,7 +87,7 @@ def error_statuses(method: str, path: str, *, has_input: bool, has_body: bool, n
     if path.startswith("/api/"):
         codes |= {400, 404}
         is_write = method != "get"
-        if is_write or path.startswith(("/api/context", "/api/resource")):
+        if is_write or path.startswith(("/api/context", "/api/resource", "/api/admin")):
             codes.add(403)
         if is_write and not path.startswith("/api/context"):
             codes.add(409)

@@ -9,6 +9,7 @@ read-only and change the tree through its methods (every write creates a new obj
 
 from __future__ import annotations
 
+import copy
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -207,6 +208,9 @@ class SearchResult:
     suggested_parent_id: str | None = None
     suggested_name: str | None = None
     reason: str = ""
+    #: The agent's rounds, in order: what it was shown and what it decided (see
+    #: :func:`trajectory_of`); empty for an exact hit or a cached descent.
+    trajectory: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form for faces (CLI, HTTP)."""
@@ -219,6 +223,7 @@ class SearchResult:
             "suggested_parent_id": self.suggested_parent_id,
             "suggested_name": self.suggested_name,
             "reason": self.reason,
+            "trajectory": copy.deepcopy(self.trajectory),
         }
 
 
@@ -238,6 +243,36 @@ def choice(value: Any, allowed: tuple[str, ...]) -> Any:
         if text.endswith(suffix) and text[: -len(suffix)] in allowed:
             return text[: -len(suffix)]
     return None
+
+
+def trajectory_of(ios: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per agent call of a search, from its io records (the same records the
+    change log keeps as ``agent_io``): the task, the path it stood at, the candidates it was
+    shown, the action it chose with its targets and reason, and any error.
+
+    Candidates keep the prompt's fields (``idx``, ``name``, ``path`` ...; never ids, which
+    the prompt does not contain either); targets are the candidate ``idx`` values answered.
+    """
+    rounds: list[dict[str, Any]] = []
+    for number, io in enumerate(ios, start=1):
+        payload = io.get("payload") or {}
+        raw_answer = io.get("answer")
+        answer: dict[str, Any] = raw_answer if isinstance(raw_answer, dict) else {}
+        targets = answer.get("node_ids") or (
+            [answer[k] for k in ("node_id", "idx") if answer.get(k) is not None][:1]
+        )
+        rounds.append({
+            "round": number,
+            "task": io.get("task"),
+            "path": list(payload.get("path") or []),
+            "candidates": copy.deepcopy(list(payload.get("candidates") or [])),
+            "action": answer.get("action"),
+            "targets": list(targets) if isinstance(targets, list) else [targets],
+            "reason": answer.get("reason") or "",
+            "error": io.get("error"),
+            "cached": bool(io.get("cached")),
+        })
+    return rounds
 
 
 @dataclass

@@ -54,7 +54,8 @@ class OperationsMixin(InfoWritesMixin):
         raise NotFoundError(f"operation {operation_id!r} not found", id=operation_id)
 
     def history(self, limit: int = 50) -> list[dict[str, Any]]:
-        """Newest operations first: ``{operation_id, op, timestamp, summary, undo_of}``."""
+        """Newest operations first: ``{operation_id, op, timestamp, summary, undo_of,
+        undoable}`` (``undoable`` is False for the operations :meth:`undo` refuses)."""
         if not isinstance(limit, int) or limit < 1:
             raise InvalidInputError("limit must be a positive integer")
         with self._lock:
@@ -70,6 +71,7 @@ class OperationsMixin(InfoWritesMixin):
                         "timestamp": rec.get("timestamp"),
                         "summary": rec.get("summary", ""),
                         "undo_of": rec.get("undo_of"),
+                        "undoable": rec.get("op") not in NOT_UNDOABLE,
                     }
                 )
                 if len(rows) > 4 * limit:

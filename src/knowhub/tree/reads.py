@@ -7,7 +7,15 @@ from typing import Any
 from knowhub.errors import InvalidInputError
 from knowhub.text import tiered_lookup
 from knowhub.tree.descent import DescentMixin
-from knowhub.tree.models import ROOT_ID, Info, KeywordNode, RelationType, SearchResult, SearchStatus
+from knowhub.tree.models import (
+    ROOT_ID,
+    Info,
+    KeywordNode,
+    RelationType,
+    SearchResult,
+    SearchStatus,
+    trajectory_of,
+)
 
 ORDERS = ("newest", "oldest")
 
@@ -53,11 +61,13 @@ class ReadsMixin(DescentMixin):
             if len(hits) == 1:
                 return self._matched(hits[0], "exact")
             if len(hits) > 1:
+                trajectory: list[dict[str, Any]] = []
                 if use_agent:
                     picked, io = self._disambiguate(query, hits)
                     self._log_decisions("search_decision", f"disambiguate {query[:80]!r}", [io])
+                    trajectory = trajectory_of(self._public_io([io]))
                     if picked is not None:
-                        return self._matched(picked, "disambiguated")
+                        return self._matched(picked, "disambiguated", trajectory)
                     reason = "same_name_" + (io.get("error") or "undecided")
                 else:
                     reason = "same_name"
@@ -65,6 +75,7 @@ class ReadsMixin(DescentMixin):
                     status=SearchStatus.AMBIGUOUS,
                     candidates=[self._out(self.state.nodes[h]) for h in hits],
                     reason=reason,
+                    trajectory=trajectory,
                 )
             if not use_agent:
                 return SearchResult(status=SearchStatus.NOT_FOUND, reason="exact_miss_llm_disabled")
@@ -78,18 +89,20 @@ class ReadsMixin(DescentMixin):
 
     def _descent_result(self, desc: dict[str, Any], q_norm: str) -> SearchResult:
         nodes = self.state.nodes
+        trajectory = trajectory_of(desc["agent_io"])
         if desc["outcome"] == "matched":
             node_id = desc["node_id"]
             path = [p for p in desc["path"] if p != ROOT_ID]
             for p in path:
                 self.mru.touch(p)
             self.caches.put_descend(q_norm, [ROOT_ID, *path])
-            return self._matched(node_id, desc["reason"] or "agent_match")
+            return self._matched(node_id, desc["reason"] or "agent_match", trajectory)
         if desc["outcome"] == "ambiguous":
             return SearchResult(
                 status=SearchStatus.AMBIGUOUS,
                 candidates=[self._out(nodes[c]) for c in desc["candidates"] if c in nodes],
                 reason=desc["reason"] or "agent_ambiguous",
+                trajectory=trajectory,
             )
         reason = desc["reason"]
         fallback = reason in ("agent_failure", "agent_timeout", "invalid_jump", "max_rounds")
@@ -99,9 +112,10 @@ class ReadsMixin(DescentMixin):
             suggested_parent_id=desc["suggested_parent_id"],
             suggested_name=desc["suggested_name"],
             reason=reason,
+            trajectory=trajectory,
         )
 
-    def _matched(self, node_id: str, reason: str) -> SearchResult:
+    def _matched(self, node_id: str, reason: str, trajectory: list[dict[str, Any]] | None = None) -> SearchResult:
         node = self.state.nodes[node_id]
         self.mru.touch(node_id)
         path = [self._out(self.state.nodes[a]) for a in self.state.ancestors(node_id) if a in self.state.nodes]
@@ -111,6 +125,7 @@ class ReadsMixin(DescentMixin):
             path=[*path, node],
             infos=self._infos_page(node_id, None, 0, 50, "newest"),
             reason=reason,
+            trajectory=trajectory or [],
         )
 
     # -- getters -------------------------------------------------------------------------

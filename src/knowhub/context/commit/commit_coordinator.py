@@ -41,7 +41,7 @@ from knowhub.context.core.objects import (
     WriteResult,
 )
 from knowhub.context.core.outbox import OutboxSink, make_event
-from knowhub.context.core.uri import CtxLike, validate_segment
+from knowhub.context.core.uri import CtxLike, user_root_uri, validate_segment
 from knowhub.context.extraction.messages import batch_fingerprint, normalize_messages
 from knowhub.context.fs.context_fs import ContextFS, read_json_file
 from knowhub.context.fs.relations import RelationStore
@@ -113,6 +113,36 @@ class CommitCoordinator:
     def provenance_key(self, ctx: CtxLike) -> ProvenanceKey:
         """The account's key for the provenance hashes of shared agent spaces."""
         return ProvenanceKey(self.fs.account_dir(ctx) / ".audit" / "provenance.key", durable=self.fs.durable)
+
+    def list_commits(self, ctx: CtxLike, limit: int = 50) -> list[tuple[float, CommitResult]]:
+        """``(recorded_at, result)`` of the caller's own commits, newest first.
+
+        The audit directory is per account; a commit is the caller's when its archive lies
+        in the caller's user space, so one user never sees another's commits. Unreadable
+        audit files are skipped (``load_commit`` treats them the same way).
+        """
+        directory = self.fs.account_dir(ctx) / ".audit" / "commits"
+        if not directory.is_dir():
+            return []
+        prefix = user_root_uri(ctx) + "/"
+        entries: list[tuple[float, Any]] = []
+        for path in directory.glob("*.json"):
+            with contextlib.suppress(FileNotFoundError):
+                entries.append((path.stat().st_mtime, path))
+        entries.sort(key=lambda entry: entry[0], reverse=True)
+        found: list[tuple[float, CommitResult]] = []
+        for recorded_at, path in entries:
+            try:
+                data = read_json_file(path)
+            except (FileNotFoundError, CorruptStoreError):
+                continue
+            archive = data.get("archive") if isinstance(data, dict) else None
+            if not isinstance(archive, dict) or not str(archive.get("archive_uri", "")).startswith(prefix):
+                continue
+            found.append((recorded_at, CommitResult.from_dict(data)))
+            if len(found) >= limit:
+                break
+        return found
 
     def _save_audit(self, ctx: CtxLike, result: CommitResult) -> None:
         path = self.audit_path(ctx, result.commit_id)
