@@ -19,6 +19,7 @@ types as the same classes). See docs/context.md, "Index".
 
 from __future__ import annotations
 
+from knowhub.index.embedded import EmbeddedIndex
 from knowhub.index.events import (
     EdgeLike,
     IndexBatchResult,
@@ -32,6 +33,7 @@ from knowhub.index.events import (
 from knowhub.index.lexical import LexicalDoc, LexicalIndex, partition_key
 from knowhub.index.outbox import SQLiteOutboxStore
 from knowhub.index.projector import LEVEL_FIELDS, IndexProjector, RecordShape
+from knowhub.index.protocol import IndexDocument, IndexHit, RetrievalIndex, uri_ancestors
 from knowhub.index.worker import (
     BackgroundIndexRunner,
     EventDispatcher,
@@ -47,8 +49,11 @@ __all__ = [
     "LEVEL_FIELDS",
     "BackgroundIndexRunner",
     "EdgeLike",
+    "EmbeddedIndex",
     "EventDispatcher",
     "IndexBatchResult",
+    "IndexDocument",
+    "IndexHit",
     "IndexProjector",
     "IndexWorker",
     "LexicalDoc",
@@ -60,9 +65,11 @@ __all__ = [
     "OutboxStatus",
     "OutboxStore",
     "RecordShape",
+    "RetrievalIndex",
     "SQLiteOutboxStore",
     "default_worker_id",
     "new_event_id",
     "partition_key",
     "release_dead_local_leases",
+    "uri_ancestors",
 ]

@@ -1,0 +1,655 @@
+"""EmbeddedIndex: the in-process :class:`~knowhub.index.protocol.RetrievalIndex` backend.
+
+Chosen by measurement (docs/retrieval.md):
+
+- **Lexical: tantivy** (Rust, BM25 with block-max WAND). Each document's tokens are the
+  engine's own (``knowhub.text.tokenize``), joined with spaces into a field read by tantivy's
+  ``whitespace`` tokenizer, so tantivy never re-analyzes text: Chinese bigrams, stemming and
+  ``C++`` stay the engine's decisions. Filters become ``TermSet`` clauses and numeric lower
+  bounds ``Range`` clauses of the same boolean query, so they narrow the posting lists
+  during scoring. The tantivy index lives in RAM: every process sharing a data dir holds its
+  own copy (tantivy's on-disk index allows one writer per directory).
+- **Vectors: faiss ``IndexFlatIP``** searched with an ``IDSelectorBitmap`` built from the
+  filters: an exact, filtered scan in C++ without copying the visible rows. Documents keep
+  their row for life (a deleted row is zeroed and its slot reused), so a row number is a
+  stable faiss id.
+
+Filter postings (field → value → rows) and numeric columns are kept here in numpy, for the
+vector bitmap, :meth:`EmbeddedIndex.ids` and :meth:`EmbeddedIndex.delete_where`.
+
+Persistence (with a ``path``): :meth:`checkpoint` writes ``docs.jsonl`` (id, tokens,
+filters, numbers, payload), ``vectors.npy`` and, last, ``manifest.json`` naming the stamp
+and the checksums of both files, each atomically. Opening verifies the checksums and
+rebuilds tantivy and faiss from them (no re-tokenizing, no re-embedding); an unusable copy
+opens empty with ``stamp() is None`` and the owner rebuilds from its primary store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import math
+import threading
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import faiss
+import numpy as np
+import orjson
+import tantivy
+
+from knowhub.errors import InvalidInputError, StorageError
+from knowhub.index.protocol import FilterValue, IndexDocument, IndexHit, check_field_name
+from knowhub.storage import atomic_write_bytes
+
+__all__ = ["MAX_TOKEN_CHARS", "EmbeddedIndex"]
+
+log = logging.getLogger(__name__)
+
+#: Longer tokens (base64 blobs, hashes) are left out of documents and queries alike.
+MAX_TOKEN_CHARS = 120
+_FORMAT = "knowhub-embedded-index"
+_SEP = "\x1f"  # field/value separator inside tantivy's filter terms
+# Posting sets at least this large keep a cached boolean mask, updated in place.
+_CACHED_MASK_ROWS = 2048
+# Below this many candidate rows a numpy gather beats faiss' bitmap scan.
+_NUMPY_ROWS = 4096
+# Extra results fetched at the cut so ties are decided by id, not by storage order.
+_TIE_MARGIN = 16
+_WRITER_HEAP = 64_000_000
+
+
+class _Doc:
+    """What the index keeps of a document besides its tantivy postings and vector row."""
+
+    __slots__ = ("filters", "has_vector", "numbers", "payload", "row", "tokens")
+
+    def __init__(
+        self,
+        row: int,
+        tokens: str,
+        filters: dict[str, tuple[str, ...]],
+        numbers: dict[str, float],
+        payload: dict[str, Any],
+        has_vector: bool,
+    ) -> None:
+        self.row = row
+        self.tokens = tokens
+        self.filters = filters
+        self.numbers = numbers
+        self.payload = payload
+        self.has_vector = has_vector
+
+
+def _values(value: FilterValue, what: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, Collection) and all(isinstance(v, str) for v in value):
+        return tuple(dict.fromkeys(value))
+    raise InvalidInputError(f"{what} must be a string or a collection of strings")
+
+
+def _clean_tokens(tokens: Iterable[str], what: str) -> list[str]:
+    out: list[str] = []
+    for token in tokens:
+        if not isinstance(token, str) or not token or any(c.isspace() for c in token):
+            raise InvalidInputError(f"{what}: tokens must be non-empty strings without spaces")
+        if len(token) <= MAX_TOKEN_CHARS:
+            out.append(token)
+    return out
+
+
+class EmbeddedIndex:
+    """tantivy (lexical) + faiss (vectors) in this process; see the module docstring.
+
+    Args:
+        dim: vector dimension.
+        path: directory of the persisted copy (None: memory only).
+        number_fields: numeric fields documents may carry (``min_numbers`` filters).
+    """
+
+    def __init__(
+        self, dim: int, path: str | Path | None = None, *, number_fields: Sequence[str] = ()
+    ) -> None:
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
+            raise InvalidInputError("vector dimension must be a positive integer", dim=dim)
+        self._dim = dim
+        self.path = Path(path) if path is not None else None
+        self.number_fields = tuple(check_field_name(n) for n in number_fields)
+        self._lock = threading.RLock()
+        builder = tantivy.SchemaBuilder()
+        builder.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
+        builder.add_text_field("body", tokenizer_name="whitespace", index_option="freq")
+        builder.add_text_field("filt", tokenizer_name="raw", index_option="basic")
+        for name in self.number_fields:
+            builder.add_float_field(f"n_{name}", indexed=True, fast=True)
+        self._schema = builder.build()
+        self._reset()
+        self._stamp: str | None = None
+        if self.path is not None:
+            self._load()
+
+    # ------------------------------------------------------------------ state
+
+    def _reset(self) -> None:
+        self._tindex = tantivy.Index(self._schema)
+        self._writer = self._tindex.writer(heap_size=_WRITER_HEAP, num_threads=1)
+        self._dirty = False
+        self._docs: dict[str, _Doc] = {}
+        self._row_ids: list[str | None] = []
+        self._free: list[int] = []
+        self._capacity = 0
+        self._flat = faiss.IndexFlatIP(self._dim)
+        self._matrix = np.zeros((0, self._dim), dtype=np.float32)
+        self._live = np.zeros(0, dtype=bool)
+        self._has_vec = np.zeros(0, dtype=bool)
+        self._numbers = {n: np.zeros(0, dtype=np.float64) for n in self.number_fields}
+        self._postings: dict[str, dict[str, set[int]]] = {}
+        self._masks: dict[tuple[str, str], np.ndarray] = {}
+        self._df: Counter[str] = Counter()
+
+    def _grow(self, needed: int) -> None:
+        if needed <= self._capacity:
+            return
+        new_cap = max(needed, 2 * self._capacity, 256)
+        extra = new_cap - self._capacity
+        self._flat.add(np.zeros((extra, self._dim), dtype=np.float32))
+        self._matrix = faiss.rev_swig_ptr(self._flat.get_xb(), new_cap * self._dim).reshape(
+            new_cap, self._dim
+        )
+        self._live = np.concatenate([self._live, np.zeros(extra, dtype=bool)])
+        self._has_vec = np.concatenate([self._has_vec, np.zeros(extra, dtype=bool)])
+        for name, column in self._numbers.items():
+            self._numbers[name] = np.concatenate([column, np.full(extra, np.nan)])
+        for key, mask in self._masks.items():
+            self._masks[key] = np.concatenate([mask, np.zeros(extra, dtype=bool)])
+        self._capacity = new_cap
+
+    @property
+    def dim(self) -> int:
+        """Vector dimension."""
+        return self._dim
+
+    # ------------------------------------------------------------------ validation
+
+    def _prepare(self, doc: IndexDocument) -> tuple[_Doc, np.ndarray | None]:
+        if not isinstance(doc, IndexDocument):
+            raise InvalidInputError("index documents must be IndexDocument objects")
+        if not isinstance(doc.id, str) or not doc.id or len(doc.id) > 512:
+            raise InvalidInputError("index document id must be a non-empty string")
+        what = f"document {doc.id[:80]}"
+        tokens = _clean_tokens(doc.tokens, what)
+        filters: dict[str, tuple[str, ...]] = {}
+        for name, value in dict(doc.filters).items():
+            filters[check_field_name(name)] = _values(value, f"{what} filter {name}")
+        numbers: dict[str, float] = {}
+        for name, number in dict(doc.numbers).items():
+            if name not in self.number_fields:
+                raise InvalidInputError(f"{what}: unknown number field {name!r}", field=name)
+            if isinstance(number, bool) or not isinstance(number, int | float):
+                raise InvalidInputError(f"{what}: number {name} must be a number", field=name)
+            if not math.isfinite(number):
+                raise InvalidInputError(f"{what}: number {name} must be finite", field=name)
+            numbers[name] = float(number)
+        try:
+            payload = orjson.loads(orjson.dumps(dict(doc.payload)))
+        except (TypeError, orjson.JSONEncodeError) as exc:
+            raise InvalidInputError(f"{what}: payload must be JSON-serializable") from exc
+        vector = None
+        if doc.vector is not None:
+            vector = self._unit(doc.vector, what)
+        stored = _Doc(-1, " ".join(tokens), filters, numbers, payload, vector is not None)
+        return stored, vector
+
+    def _unit(self, vector: Any, what: str) -> np.ndarray:
+        try:
+            arr = np.asarray(vector, dtype=np.float32).reshape(-1)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"{what}: vector is not numeric") from exc
+        if arr.shape[0] != self._dim:
+            raise InvalidInputError(
+                f"{what}: vector has dimension {arr.shape[0]}, index expects {self._dim}",
+                dim=self._dim,
+            )
+        if not np.all(np.isfinite(arr)):
+            raise InvalidInputError(f"{what}: vector contains NaN or infinite values")
+        norm = float(np.linalg.norm(arr))
+        return arr / norm if norm > 0 else arr
+
+    # ------------------------------------------------------------------ writes
+
+    def upsert(self, docs: Sequence[IndexDocument]) -> None:
+        """Insert or replace documents by id; all are validated before any is applied."""
+        prepared = [(doc.id, *self._prepare(doc)) for doc in docs]
+        if not prepared:
+            return
+        with self._lock:
+            self._grow(len(self._row_ids) + max(0, len(prepared) - len(self._free)))
+            for doc_id, stored, vector in prepared:
+                self._remove(doc_id)
+                self._put(doc_id, stored, vector)
+            self._dirty = True
+
+    def _put(self, doc_id: str, stored: _Doc, vector: np.ndarray | None) -> None:
+        if self._free:
+            row = self._free.pop()
+            self._row_ids[row] = doc_id
+        else:
+            row = len(self._row_ids)
+            self._grow(row + 1)
+            self._row_ids.append(doc_id)
+        stored.row = row
+        self._docs[doc_id] = stored
+        self._live[row] = True
+        self._has_vec[row] = vector is not None
+        self._matrix[row] = vector if vector is not None else 0.0
+        for name, number in stored.numbers.items():
+            self._numbers[name][row] = number
+        for name, values in stored.filters.items():
+            by_value = self._postings.setdefault(name, {})
+            for value in values:
+                by_value.setdefault(value, set()).add(row)
+                mask = self._masks.get((name, value))
+                if mask is not None:
+                    mask[row] = True
+        self._df.update(set(stored.tokens.split()))
+        tdoc = tantivy.Document()
+        tdoc.add_text("id", doc_id)
+        tdoc.add_text("body", stored.tokens)
+        for name, values in stored.filters.items():
+            for value in values:
+                tdoc.add_text("filt", f"{name}{_SEP}{value}")
+        for name, number in stored.numbers.items():
+            tdoc.add_float(f"n_{name}", number)
+        self._writer.add_document(tdoc)
+
+    def _remove(self, doc_id: str) -> bool:
+        stored = self._docs.pop(doc_id, None)
+        if stored is None:
+            return False
+        row = stored.row
+        self._writer.delete_documents_by_term("id", doc_id)
+        self._live[row] = False
+        self._has_vec[row] = False
+        self._matrix[row] = 0.0
+        for column in self._numbers.values():
+            column[row] = np.nan
+        for name, values in stored.filters.items():
+            by_value = self._postings.get(name, {})
+            for value in values:
+                rows = by_value.get(value)
+                if rows is not None:
+                    rows.discard(row)
+                    if not rows:
+                        del by_value[value]
+                        self._masks.pop((name, value), None)
+                mask = self._masks.get((name, value))
+                if mask is not None:
+                    mask[row] = False
+        self._df.subtract(set(stored.tokens.split()))
+        self._row_ids[row] = None
+        self._free.append(row)
+        return True
+
+    def delete(self, ids: Iterable[str]) -> int:
+        """Remove documents by id; returns how many were removed."""
+        with self._lock:
+            removed = sum(1 for doc_id in list(ids) if self._remove(doc_id))
+            if removed:
+                self._dirty = True
+            return removed
+
+    def delete_where(self, filters: Mapping[str, FilterValue]) -> int:
+        """Remove every document passing ``filters``; returns how many."""
+        if not filters:
+            raise InvalidInputError("delete_where needs at least one filter")
+        with self._lock:
+            return self.delete(self.ids(filters))
+
+    def clear(self) -> None:
+        """Drop every document and the stamp."""
+        with self._lock:
+            self._reset()
+            self._stamp = None
+
+    # ------------------------------------------------------------------ reads
+
+    def count(self) -> int:
+        """Number of documents."""
+        return len(self._docs)
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def get(self, doc_id: str) -> IndexDocument | None:
+        """The stored document with its unit vector, or None."""
+        with self._lock:
+            stored = self._docs.get(doc_id)
+            if stored is None:
+                return None
+            return IndexDocument(
+                id=doc_id,
+                tokens=stored.tokens.split(),
+                vector=self._matrix[stored.row].copy() if stored.has_vector else None,
+                filters={k: list(v) for k, v in stored.filters.items()},
+                numbers=dict(stored.numbers),
+                payload=orjson.loads(orjson.dumps(stored.payload)),
+            )
+
+    def payload(self, doc_id: str) -> dict[str, Any] | None:
+        """The stored payload (not a copy: callers must not change it), or None."""
+        stored = self._docs.get(doc_id)
+        return stored.payload if stored is not None else None
+
+    def ids(self, filters: Mapping[str, FilterValue] | None = None) -> list[str]:
+        """Sorted ids of the documents passing ``filters``."""
+        with self._lock:
+            if not filters:
+                return sorted(self._docs)
+            rows = np.flatnonzero(self._mask(filters, None))
+            return sorted(i for r in rows if (i := self._row_ids[int(r)]) is not None)
+
+    def doc_freqs(
+        self, tokens: Iterable[str], filters: Mapping[str, FilterValue] | None = None
+    ) -> tuple[dict[str, int], int]:
+        """``({token: documents containing it}, documents)`` among those passing ``filters``."""
+        wanted = list(dict.fromkeys(_clean_tokens(tokens, "query")))
+        with self._lock:
+            if not filters:
+                return {t: max(0, self._df.get(t, 0)) for t in wanted}, len(self._docs)
+            total = int(np.count_nonzero(self._mask(filters, None)))
+            searcher = self._searcher()
+            clause = self._filter_query(filters, None)
+            out: dict[str, int] = {}
+            for token in wanted:
+                query = tantivy.Query.boolean_query([
+                    (tantivy.Occur.Must, tantivy.Query.term_query(self._schema, "body", token)),
+                    (tantivy.Occur.Must, clause),
+                ])
+                out[token] = int(searcher.search(query, 1, count=True).count or 0)  # type: ignore[attr-defined]
+            return out, total
+
+    # ------------------------------------------------------------------ filters
+
+    def _value_mask(self, name: str, value: str) -> np.ndarray | set[int] | None:
+        rows = self._postings.get(name, {}).get(value)
+        if not rows:
+            return None
+        if len(rows) < _CACHED_MASK_ROWS:
+            return rows
+        mask = self._masks.get((name, value))
+        if mask is None:
+            mask = np.zeros(self._capacity, dtype=bool)
+            mask[np.fromiter(rows, dtype=np.int64, count=len(rows))] = True
+            self._masks[(name, value)] = mask
+        return mask
+
+    def _mask(
+        self, filters: Mapping[str, FilterValue] | None, min_numbers: Mapping[str, float] | None
+    ) -> np.ndarray:
+        """Boolean mask of the rows of live documents passing every filter."""
+        mask = self._live.copy()
+        for name, wanted in (filters or {}).items():
+            check_field_name(name)
+            field_mask = np.zeros(self._capacity, dtype=bool)
+            small: list[int] = []
+            for value in _values(wanted, f"filter {name}"):
+                got = self._value_mask(name, value)
+                if isinstance(got, np.ndarray):
+                    field_mask |= got
+                elif got:
+                    small.extend(got)
+            if small:
+                field_mask[np.asarray(small, dtype=np.int64)] = True
+            mask &= field_mask
+        for name, bound in (min_numbers or {}).items():
+            column = self._number_column(name)
+            with np.errstate(invalid="ignore"):
+                mask &= column >= float(bound)
+        return mask
+
+    def _number_column(self, name: str) -> np.ndarray:
+        column = self._numbers.get(name)
+        if column is None:
+            raise InvalidInputError(f"unknown number field {name!r}", field=str(name)[:40])
+        return column
+
+    def _filter_query(
+        self, filters: Mapping[str, FilterValue] | None, min_numbers: Mapping[str, float] | None
+    ) -> tantivy.Query:
+        clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
+        for name, wanted in (filters or {}).items():
+            check_field_name(name)
+            terms = [f"{name}{_SEP}{v}" for v in _values(wanted, f"filter {name}")]
+            clauses.append((tantivy.Occur.Must, tantivy.Query.term_set_query(self._schema, "filt", terms)))
+        for name, bound in (min_numbers or {}).items():
+            self._number_column(name)
+            if isinstance(bound, bool) or not isinstance(bound, int | float) or math.isnan(bound):
+                raise InvalidInputError(f"min_numbers[{name}] must be a number", field=name)
+            clauses.append((
+                tantivy.Occur.Must,
+                tantivy.Query.range_query(
+                    self._schema, f"n_{name}", tantivy.FieldType.Float, float(bound), None
+                ),
+            ))
+        if not clauses:
+            return tantivy.Query.all_query()
+        return tantivy.Query.const_score_query(tantivy.Query.boolean_query(clauses), 0.0)
+
+    # ------------------------------------------------------------------ search
+
+    def _searcher(self) -> tantivy.Searcher:
+        if self._dirty:
+            self._writer.commit()
+            self._tindex.reload()
+            self._dirty = False
+        return self._tindex.searcher()
+
+    def search(
+        self,
+        *,
+        tokens: Sequence[str] | None = None,
+        vector: Sequence[float] | np.ndarray | None = None,
+        filters: Mapping[str, FilterValue] | None = None,
+        min_numbers: Mapping[str, float] | None = None,
+        top_k: int = 10,
+        vector_k: int | None = None,
+    ) -> list[IndexHit]:
+        """Lexical top ``top_k`` and vector top ``vector_k`` among passing documents."""
+        for name, value in (("top_k", top_k), ("vector_k", vector_k)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise InvalidInputError(f"{name} must be a non-negative integer", field=name)
+        vk = top_k if vector_k is None else vector_k
+        query_vec = self._unit(vector, "query vector") if vector is not None else None
+        if query_vec is not None and not np.any(query_vec):
+            query_vec = None
+        words = list(dict.fromkeys(_clean_tokens(tokens or (), "query")))
+        hits: dict[str, IndexHit] = {}
+        with self._lock:
+            if words and top_k > 0 and self._docs:
+                for rank, (doc_id, score) in enumerate(
+                    self._lexical(words, filters, min_numbers, top_k), start=1
+                ):
+                    hits[doc_id] = IndexHit(doc_id, lexical_score=score, lexical_rank=rank)
+            mask: np.ndarray | None = None
+            if query_vec is not None and vk > 0 and self._docs:
+                mask = self._mask(filters, min_numbers) & self._has_vec
+                for rank, (doc_id, score) in enumerate(self._nearest(query_vec, mask, vk), start=1):
+                    hit = hits.get(doc_id)
+                    if hit is None:
+                        hit = hits[doc_id] = IndexHit(doc_id)
+                    hit.vector_rank = rank
+                    hit.vector_score = score
+            if query_vec is not None:
+                missing = [h for h in hits.values() if h.vector_score is None]
+                for hit in missing:
+                    stored = self._docs[hit.id]
+                    if stored.has_vector:
+                        hit.vector_score = float(self._matrix[stored.row] @ query_vec)
+        inf = math.inf
+        return sorted(
+            hits.values(),
+            key=lambda h: (
+                min(h.lexical_rank or inf, h.vector_rank or inf),
+                -(h.lexical_score or 0.0),
+                h.id,
+            ),
+        )
+
+    def _lexical(
+        self,
+        words: list[str],
+        filters: Mapping[str, FilterValue] | None,
+        min_numbers: Mapping[str, float] | None,
+        top_k: int,
+    ) -> list[tuple[str, float]]:
+        schema = self._schema
+        text = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Should, tantivy.Query.term_query(schema, "body", w)) for w in words]
+        )
+        query = text
+        if filters or min_numbers:
+            query = tantivy.Query.boolean_query([
+                (tantivy.Occur.Must, text),
+                (tantivy.Occur.Must, self._filter_query(filters, min_numbers)),
+            ])
+        searcher = self._searcher()
+        found = searcher.search(query, top_k + _TIE_MARGIN).hits
+        scored = [(float(score), searcher.doc(address)["id"][0]) for score, address in found]
+        scored.sort(key=lambda pair: (-pair[0], pair[1]))
+        return [(doc_id, score) for score, doc_id in scored[:top_k]]
+
+    def _nearest(self, query: np.ndarray, mask: np.ndarray, k: int) -> list[tuple[str, float]]:
+        count = int(np.count_nonzero(mask))
+        if count == 0:
+            return []
+        want = min(count, k + _TIE_MARGIN)
+        if count <= _NUMPY_ROWS:
+            rows = np.flatnonzero(mask)
+            scores = self._matrix[rows] @ query
+            if want < rows.size:
+                part = np.argpartition(-scores, want - 1)[:want]
+                rows, scores = rows[part], scores[part]
+        else:
+            bits = np.packbits(mask, bitorder="little")
+            params = faiss.SearchParameters(  # type: ignore[call-arg]
+                sel=faiss.IDSelectorBitmap(mask.size, faiss.swig_ptr(bits))
+            )
+            dist, labels = self._flat.search(query.reshape(1, -1), want, params=params)
+            keep = labels[0] >= 0
+            rows, scores = labels[0][keep], dist[0][keep]
+        row_ids = self._row_ids
+        pairs = sorted(
+            ((-float(s), row_ids[int(r)] or "") for r, s in zip(rows, scores, strict=True)),
+        )
+        return [(doc_id, -neg) for neg, doc_id in pairs[:k]]
+
+    # ------------------------------------------------------------------ persistence
+
+    def stamp(self) -> str | None:
+        """The stamp of the last checkpoint these documents reflect."""
+        return self._stamp
+
+    def checkpoint(self, stamp: str) -> None:
+        """Write the documents and vectors, then the manifest naming ``stamp``."""
+        if not isinstance(stamp, str):
+            raise InvalidInputError("checkpoint stamp must be a string")
+        with self._lock:
+            self._stamp = stamp
+            if self.path is None:
+                return
+            order = sorted(self._docs)
+            lines = []
+            rows = []
+            for doc_id in order:
+                stored = self._docs[doc_id]
+                lines.append(orjson.dumps({
+                    "id": doc_id,
+                    "t": stored.tokens,
+                    "f": stored.filters,
+                    "n": stored.numbers,
+                    "p": stored.payload,
+                    "v": stored.has_vector,
+                }))
+                rows.append(stored.row)
+            docs_bytes = b"\n".join(lines) + b"\n" if lines else b""
+            matrix = self._matrix[np.asarray(rows, dtype=np.int64)] if rows else np.zeros(
+                (0, self._dim), dtype=np.float32
+            )
+            buf = io.BytesIO()
+            np.save(buf, np.ascontiguousarray(matrix, dtype=np.float32), allow_pickle=False)
+            vector_bytes = buf.getvalue()
+            manifest = {
+                "format": _FORMAT,
+                "version": 1,
+                "dim": self._dim,
+                "number_fields": list(self.number_fields),
+                "count": len(order),
+                "stamp": stamp,
+                "docs_sha256": hashlib.sha256(docs_bytes).hexdigest(),
+                "vectors_sha256": hashlib.sha256(vector_bytes).hexdigest(),
+            }
+            try:
+                self.path.mkdir(parents=True, exist_ok=True)
+                atomic_write_bytes(self.path / "docs.jsonl", docs_bytes)
+                atomic_write_bytes(self.path / "vectors.npy", vector_bytes)
+                atomic_write_bytes(self.path / "manifest.json", orjson.dumps(manifest))
+            except OSError as exc:
+                raise StorageError(
+                    f"cannot write the retrieval index: {exc.strerror}", path=str(self.path)
+                ) from exc
+
+    def _load(self) -> None:
+        """Open the persisted copy; an unusable one leaves the index empty (stamp None)."""
+        assert self.path is not None
+        try:
+            manifest = orjson.loads((self.path / "manifest.json").read_bytes())
+            docs_bytes = (self.path / "docs.jsonl").read_bytes()
+            vector_bytes = (self.path / "vectors.npy").read_bytes()
+        except FileNotFoundError:
+            return
+        except (OSError, orjson.JSONDecodeError) as exc:
+            log.warning("retrieval index at %s is unreadable (%s); starting empty", self.path, exc)
+            return
+        if (
+            not isinstance(manifest, dict)
+            or manifest.get("format") != _FORMAT
+            or manifest.get("dim") != self._dim
+            or manifest.get("number_fields") != list(self.number_fields)
+            or manifest.get("docs_sha256") != hashlib.sha256(docs_bytes).hexdigest()
+            or manifest.get("vectors_sha256") != hashlib.sha256(vector_bytes).hexdigest()
+            or not isinstance(manifest.get("stamp"), str)
+        ):
+            log.warning("retrieval index at %s does not match its manifest; starting empty", self.path)
+            return
+        try:
+            matrix = np.load(io.BytesIO(vector_bytes), allow_pickle=False)
+            records = [orjson.loads(line) for line in docs_bytes.splitlines() if line]
+            if matrix.shape != (len(records), self._dim) or len(records) != manifest.get("count"):
+                raise ValueError("record and vector counts differ")
+            docs = [
+                IndexDocument(
+                    id=rec["id"],
+                    tokens=rec["t"].split(),
+                    vector=matrix[i] if rec["v"] else None,
+                    filters=rec["f"],
+                    numbers=rec["n"],
+                    payload=rec["p"],
+                )
+                for i, rec in enumerate(records)
+            ]
+            with self._lock:
+                self.upsert(docs)
+                self._stamp = str(manifest["stamp"])
+        except (ValueError, KeyError, TypeError, AttributeError, InvalidInputError) as exc:
+            log.warning("retrieval index at %s is damaged (%s); starting empty", self.path, exc)
+            self._reset()
+            self._stamp = None
+
+    def close(self) -> None:
+        """Release the tantivy writer and the vectors (no implicit checkpoint)."""
+        with self._lock:
+            self._reset()
