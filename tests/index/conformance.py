@@ -278,6 +278,16 @@ class RetrievalIndexConformance:
         assert list(stored.tokens) == tokenize("new text")
         assert {k: list(v) for k, v in stored.filters.items()} == {"scopes": ["user:b"]}
 
+    def test_payloads(self, index: RetrievalIndex) -> None:
+        index.upsert([
+            _doc("a", "x", payload={"task": "部署", "n": [1, 2]}),
+            _doc("b", "y", payload={}),
+        ])
+        got = index.payloads(["b", "missing", "a"])
+        assert got == {"a": {"task": "部署", "n": [1, 2]}, "b": {}}
+        got["a"]["task"] = "changed"
+        assert index.payloads(["a"])["a"]["task"] == "部署"
+
     def test_delete(self, index: RetrievalIndex) -> None:
         index.upsert([_doc(d, "shared word", vector=_vec(1.0)) for d in ("a", "b", "c")])
         assert index.delete(["b", "nope"]) == 1

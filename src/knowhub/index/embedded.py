@@ -339,10 +339,15 @@ class EmbeddedIndex:
                 payload=orjson.loads(orjson.dumps(stored.payload)),
             )
 
-    def payload(self, doc_id: str) -> dict[str, Any] | None:
-        """The stored payload (not a copy: callers must not change it), or None."""
-        stored = self._docs.get(doc_id)
-        return stored.payload if stored is not None else None
+    def payloads(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """``{id: payload}`` of the indexed ones among ``ids`` (copies)."""
+        with self._lock:
+            docs = self._docs
+            return {
+                i: orjson.loads(orjson.dumps(stored.payload))
+                for i in ids
+                if (stored := docs.get(i)) is not None
+            }
 
     def ids(self, filters: Mapping[str, FilterValue] | None = None) -> list[str]:
         """Sorted ids of the documents passing ``filters``."""

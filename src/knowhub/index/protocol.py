@@ -140,6 +140,10 @@ class RetrievalIndex(Protocol):
         """The stored document (tokens, unit vector, filters, numbers, payload), or None."""
         ...
 
+    def payloads(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """``{id: payload}`` of the given ids that are indexed (one round trip for many)."""
+        ...
+
     def ids(self, filters: Mapping[str, FilterValue] | None = None) -> list[str]:
         """Sorted ids of the documents passing ``filters`` (all without)."""
         ...
