@@ -110,7 +110,7 @@ def test_restart_reconciles_and_rebuilds(tmp_path: Path) -> None:
     assert third.open_report["mode"] == "reconcile" and third.open_report["reprojected"] == 1
     assert third.search_memory(ALICE, "zebra Stripes").blocks[0].uri == uri
     third.close()
-    shutil.rmtree(data / "index" / "vectors")
+    shutil.rmtree(data / "index" / "retrieval")
     fourth = ContextEngineService(data, durable=False)
     assert fourth.open_report["mode"] == "rebuild" and fourth.open_report["nodes"] > 3
     assert fourth.search_memory(ALICE, "zebra Stripes").blocks[0].uri == uri

@@ -330,6 +330,10 @@ class RetrievalIndexConformance:
         freqs, total = index.doc_freqs(["rollback", "n1", "missing"], {"scopes": "user:b"})
         assert total == 10
         assert freqs == {"rollback": 10, "n1": 1, "missing": 0}
+        # documents without tokens (vector only) are not counted
+        index.upsert([_doc("v1", vector=_vec(1.0), filters={"scopes": "user:b"})])
+        assert index.doc_freqs(["rollback"], {"scopes": "user:b"}) == ({"rollback": 10}, 10)
+        assert index.doc_freqs(["rollback"]) == ({"rollback": 30}, 30)
 
     def test_invalid_batches_change_nothing(self, index: RetrievalIndex) -> None:
         index.upsert([_doc("keep", "kept", vector=_vec(1.0))])

@@ -4,8 +4,11 @@
   lease, retry with back-off and dead letter.
 - :class:`IndexWorker` / :class:`BackgroundIndexRunner`: consume the outbox through an
   :class:`EventDispatcher`.
-- :class:`IndexProjector`: L0/L1/L2 index records of a node, applied to a vector index, a
-  partitioned BM25 :class:`LexicalIndex` and an optional graph store.
+- :class:`RetrievalIndex` (:mod:`knowhub.index.protocol`): the one lexical + vector index
+  with filters that both engines search; :class:`EmbeddedIndex` is its in-process backend
+  (tantivy + faiss). ``tests/index/conformance.py`` is the suite every backend passes.
+- :class:`IndexProjector`: L0/L1/L2 index records of a node, applied to a retrieval index
+  and an optional graph store.
 
 - :mod:`knowhub.index.events`: the shared data types (:class:`OutboxEvent`,
   :class:`OutboxEventType`, :class:`OutboxStatus`, :class:`IndexBatchResult`,
@@ -30,7 +33,6 @@ from knowhub.index.events import (
     OutboxStatus,
     new_event_id,
 )
-from knowhub.index.lexical import LexicalDoc, LexicalIndex, partition_key
 from knowhub.index.outbox import SQLiteOutboxStore
 from knowhub.index.projector import LEVEL_FIELDS, IndexProjector, RecordShape
 from knowhub.index.protocol import IndexDocument, IndexHit, RetrievalIndex, uri_ancestors
@@ -56,8 +58,6 @@ __all__ = [
     "IndexHit",
     "IndexProjector",
     "IndexWorker",
-    "LexicalDoc",
-    "LexicalIndex",
     "MoveProjection",
     "OutboxEvent",
     "OutboxEventType",
@@ -69,7 +69,6 @@ __all__ = [
     "SQLiteOutboxStore",
     "default_worker_id",
     "new_event_id",
-    "partition_key",
     "release_dead_local_leases",
     "uri_ancestors",
 ]

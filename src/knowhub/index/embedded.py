@@ -146,6 +146,8 @@ class EmbeddedIndex:
         self._matrix = np.zeros((0, self._dim), dtype=np.float32)
         self._live = np.zeros(0, dtype=bool)
         self._has_vec = np.zeros(0, dtype=bool)
+        self._has_tok = np.zeros(0, dtype=bool)
+        self._lexical_docs = 0
         self._numbers = {n: np.zeros(0, dtype=np.float64) for n in self.number_fields}
         self._postings: dict[str, dict[str, set[int]]] = {}
         self._masks: dict[tuple[str, str], np.ndarray] = {}
@@ -162,6 +164,7 @@ class EmbeddedIndex:
         )
         self._live = np.concatenate([self._live, np.zeros(extra, dtype=bool)])
         self._has_vec = np.concatenate([self._has_vec, np.zeros(extra, dtype=bool)])
+        self._has_tok = np.concatenate([self._has_tok, np.zeros(extra, dtype=bool)])
         for name, column in self._numbers.items():
             self._numbers[name] = np.concatenate([column, np.full(extra, np.nan)])
         for key, mask in self._masks.items():
@@ -245,6 +248,8 @@ class EmbeddedIndex:
         self._docs[doc_id] = stored
         self._live[row] = True
         self._has_vec[row] = vector is not None
+        self._has_tok[row] = bool(stored.tokens)
+        self._lexical_docs += bool(stored.tokens)
         self._matrix[row] = vector if vector is not None else 0.0
         for name, number in stored.numbers.items():
             self._numbers[name][row] = number
@@ -274,6 +279,8 @@ class EmbeddedIndex:
         self._writer.delete_documents_by_term("id", doc_id)
         self._live[row] = False
         self._has_vec[row] = False
+        self._lexical_docs -= bool(self._has_tok[row])
+        self._has_tok[row] = False
         self._matrix[row] = 0.0
         for column in self._numbers.values():
             column[row] = np.nan
@@ -360,12 +367,13 @@ class EmbeddedIndex:
     def doc_freqs(
         self, tokens: Iterable[str], filters: Mapping[str, FilterValue] | None = None
     ) -> tuple[dict[str, int], int]:
-        """``({token: documents containing it}, documents)`` among those passing ``filters``."""
+        """``({token: documents containing it}, documents with tokens)`` among those passing
+        ``filters``."""
         wanted = list(dict.fromkeys(_clean_tokens(tokens, "query")))
         with self._lock:
             if not filters:
-                return {t: max(0, self._df.get(t, 0)) for t in wanted}, len(self._docs)
-            total = int(np.count_nonzero(self._mask(filters, None)))
+                return {t: max(0, self._df.get(t, 0)) for t in wanted}, self._lexical_docs
+            total = int(np.count_nonzero(self._mask(filters, None) & self._has_tok))
             searcher = self._searcher()
             clause = self._filter_query(filters, None)
             out: dict[str, int] = {}

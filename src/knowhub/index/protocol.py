@@ -155,7 +155,8 @@ class RetrievalIndex(Protocol):
     def doc_freqs(
         self, tokens: Iterable[str], filters: Mapping[str, FilterValue] | None = None
     ) -> tuple[dict[str, int], int]:
-        """``({token: documents containing it}, documents)`` among those passing ``filters``."""
+        """``({token: documents containing it}, documents with tokens)`` among those passing
+        ``filters`` (documents without tokens, vector-only ones, are not counted)."""
         ...
 
     def search(
