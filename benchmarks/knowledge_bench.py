@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
+import gc
 import io
 import json
 import os
@@ -81,6 +82,7 @@ from _knowledge_corpus import (
     user_principal,
 )
 from _knowledge_report import TARGET_P95_MS, TOP_K, markdown_tables, print_tables
+from _speed import bm25s_baseline, dir_mb, rss_mb
 
 from knowhub.knowledge import KnowledgeHub
 from knowhub.knowledge.search import ROUTE_INSTRUCTIONS, ROUTE_SCHEMA
@@ -362,6 +364,30 @@ def bulk_load(
     }
 
 
+def reopen(
+    hub: KnowledgeHub, llm: TimedLLM, data_dir: Path, rss_base: float, size: int
+) -> tuple[KnowledgeHub, Probe, dict[str, Any]]:
+    """Close the hub (it checkpoints its retrieval index) and time a cold open from that
+    copy; memory per item = resident memory growth since before the first hub / items."""
+    t0 = time.perf_counter()
+    hub.close()
+    close_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    fresh = KnowledgeHub(data_dir, llm=llm)
+    cold_s = time.perf_counter() - t0
+    gc.collect()
+    rss = rss_mb()
+    info = {
+        "items": fresh._indexes.count(),
+        "close_checkpoint_s": round(close_s, 2),
+        "cold_start_s": round(cold_s, 2),
+        "rss_mb": round(rss, 1),
+        "rss_per_item_kb": round((rss - rss_base) * 1024 / max(size, 1), 2),
+        "index_copy_mb": round(dir_mb(data_dir / "indexes"), 1),
+    }
+    return fresh, Probe(fresh, llm), info
+
+
 # --------------------------------------------------------------------------- search phase
 
 
@@ -429,8 +455,10 @@ def measure_search(
         "visible_items": visible,
         "total_p50_ms": round(pct(total, 50), 2),
         "total_p95_ms": round(pct(total, 95), 2),
+        "total_p99_ms": round(pct(total, 99), 2),
         "no_llm_p50_ms": round(pct(no_llm, 50), 2),
         "no_llm_p95_ms": round(pct(no_llm, 95), 2),
+        "no_llm_p99_ms": round(pct(no_llm, 99), 2),
         "no_llm_mean_ms": round(statistics.fmean(no_llm), 2),
         "recall_p50_ms": round(pct(recall, 50), 2),
         "recall_p95_ms": round(pct(recall, 95), 2),
@@ -669,9 +697,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             result["http"] = http_phase(corpus[: args.http_items], args.http_clients, work, console)
             console.print(f"HTTP: {result['http']}")
 
+        rss_base = rss_mb()
         llm = TimedLLM(LocalAgent())
         hub = KnowledgeHub(work / "main", llm=llm)
         probe = Probe(hub, llm)
+        result["index"], result["bm25s"] = {}, {}
         saved: list[Saved] = []
         first = min(args.inproc_items, sizes[0])
         result["inprocess_save"] = save_each(hub, corpus[:first], saved, console)
@@ -683,12 +713,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     hub, corpus[loaded:size], saved, console, f"bulk load {loaded:,} → {size:,}"
                 )
                 loaded = size
+            hub, probe, result["index"][str(size)] = reopen(hub, llm, work / "main", rss_base, size)
+            console.print(f"index @ {size:,}: {result['index'][str(size)]}")
             result["search"][str(size)] = {
                 who: measure_search(
                     probe, principal, queries, saved, console, f"search @ {size:,} ({who})"
                 )
                 for who, principal in (("member", member), ("all", everyone))
             }
+            texts = [f"{i.body['task']}\n{i.body['content']}" for i in corpus[:size]]
+            result["bm25s"][str(size)] = bm25s_baseline(texts, queries, hub.candidate_pool)
+            console.print(f"bm25s @ {size:,}: {result['bm25s'][str(size)]}")
             console.print(
                 f"size {size:,}: "
                 + json.dumps(

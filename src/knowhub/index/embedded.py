@@ -10,7 +10,8 @@ Chosen by measurement (docs/retrieval.md):
   during scoring. The tantivy index lives in RAM: every process sharing a data dir holds its
   own copy (tantivy's on-disk index allows one writer per directory).
 - **Vectors: faiss ``IndexFlatIP``** searched with an ``IDSelectorBitmap`` built from the
-  filters: an exact, filtered scan in C++ without copying the visible rows. Documents keep
+  filters: an exact, filtered scan in C++ without copying the visible rows (faiss is set to
+  one OpenMP thread: a single query gains nothing from more and stalls on a busy machine). Documents keep
   their row for life (a deleted row is zeroed and its slot reused), so a row number is a
   stable faiss id.
 
@@ -55,11 +56,13 @@ _FORMAT = "knowhub-embedded-index"
 _SEP = "\x1f"  # field/value separator inside tantivy's filter terms
 # Posting sets at least this large keep a cached boolean mask, updated in place.
 _CACHED_MASK_ROWS = 2048
-# Below this many candidate rows a numpy gather beats faiss' bitmap scan.
-_NUMPY_ROWS = 4096
 # Extra results fetched at the cut so ties are decided by id, not by storage order.
 _TIE_MARGIN = 16
 _WRITER_HEAP = 64_000_000
+
+# One query at a time: faiss' OpenMP threads only add barrier waits (and on a loaded machine
+# a descheduled worker thread stalls every search), so faiss runs single-threaded here.
+faiss.omp_set_num_threads(1)
 
 
 class _Doc:
@@ -497,11 +500,13 @@ class EmbeddedIndex:
                     hit.vector_rank = rank
                     hit.vector_score = score
             if query_vec is not None:
-                missing = [h for h in hits.values() if h.vector_score is None]
-                for hit in missing:
-                    stored = self._docs[hit.id]
-                    if stored.has_vector:
-                        hit.vector_score = float(self._matrix[stored.row] @ query_vec)
+                missing = [h for h in hits.values() if h.vector_score is None and self._docs[h.id].has_vector]
+                if missing:
+                    rows = np.fromiter((self._docs[h.id].row for h in missing), dtype=np.int64, count=len(missing))
+                    # ufuncs, not BLAS: a multi-threaded gemv stalls on a busy machine
+                    cosines = (self._matrix[rows] * query_vec).sum(axis=1)
+                    for hit, cosine in zip(missing, cosines, strict=True):
+                        hit.vector_score = float(cosine)
         inf = math.inf
         return sorted(
             hits.values(),
@@ -540,20 +545,13 @@ class EmbeddedIndex:
         if count == 0:
             return []
         want = min(count, k + _TIE_MARGIN)
-        if count <= _NUMPY_ROWS:
-            rows = np.flatnonzero(mask)
-            scores = self._matrix[rows] @ query
-            if want < rows.size:
-                part = np.argpartition(-scores, want - 1)[:want]
-                rows, scores = rows[part], scores[part]
-        else:
-            bits = np.packbits(mask, bitorder="little")
-            params = faiss.SearchParameters(  # type: ignore[call-arg]
-                sel=faiss.IDSelectorBitmap(mask.size, faiss.swig_ptr(bits))
-            )
-            dist, labels = self._flat.search(query.reshape(1, -1), want, params=params)
-            keep = labels[0] >= 0
-            rows, scores = labels[0][keep], dist[0][keep]
+        bits = np.packbits(mask, bitorder="little")
+        params = faiss.SearchParameters(  # type: ignore[call-arg]
+            sel=faiss.IDSelectorBitmap(mask.size, faiss.swig_ptr(bits))
+        )
+        dist, labels = self._flat.search(query.reshape(1, -1), want, params=params)
+        keep = labels[0] >= 0
+        rows, scores = labels[0][keep], dist[0][keep]
         row_ids = self._row_ids
         pairs = sorted(
             ((-float(s), row_ids[int(r)] or "") for r, s in zip(rows, scores, strict=True)),
