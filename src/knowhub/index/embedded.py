@@ -350,14 +350,11 @@ class EmbeddedIndex:
             )
 
     def payloads(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-        """``{id: payload}`` of the indexed ones among ``ids`` (copies)."""
+        """``{id: payload}`` of the indexed ones among ``ids``: the stored objects, not
+        copies (the hot path of every search), so callers must treat them as read-only."""
         with self._lock:
             docs = self._docs
-            return {
-                i: orjson.loads(orjson.dumps(stored.payload))
-                for i in ids
-                if (stored := docs.get(i)) is not None
-            }
+            return {i: stored.payload for i in ids if (stored := docs.get(i)) is not None}
 
     def ids(self, filters: Mapping[str, FilterValue] | None = None) -> list[str]:
         """Sorted ids of the documents passing ``filters``."""
@@ -638,27 +635,36 @@ class EmbeddedIndex:
             return
         try:
             matrix = np.load(io.BytesIO(vector_bytes), allow_pickle=False)
-            records = [orjson.loads(line) for line in docs_bytes.splitlines() if line]
+            records = orjson.loads(b"[" + b",".join(docs_bytes.splitlines()) + b"]")
             if matrix.shape != (len(records), self._dim) or len(records) != manifest.get("count"):
                 raise ValueError("record and vector counts differ")
-            docs = [
-                IndexDocument(
-                    id=rec["id"],
-                    tokens=rec["t"].split(),
-                    vector=matrix[i] if rec["v"] else None,
-                    filters=rec["f"],
-                    numbers=rec["n"],
-                    payload=rec["p"],
-                )
-                for i, rec in enumerate(records)
-            ]
             with self._lock:
-                self.upsert(docs)
+                self._restore(records, matrix.astype(np.float32, copy=False))
                 self._stamp = str(manifest["stamp"])
         except (ValueError, KeyError, TypeError, AttributeError, InvalidInputError) as exc:
             log.warning("retrieval index at %s is damaged (%s); starting empty", self.path, exc)
             self._reset()
             self._stamp = None
+
+    def _restore(self, records: list[dict[str, Any]], matrix: np.ndarray) -> None:
+        """Fill an empty index from a verified copy: its rows are written in one block and
+        its documents were validated when they were first upserted (checksums prove the
+        files are what this index wrote), so only the shapes are checked here."""
+        self._grow(len(records))
+        self._matrix[: len(records)] = matrix
+        number_fields = set(self.number_fields)
+        for rec in records:
+            doc_id, tokens, numbers = rec["id"], rec["t"], rec["n"]
+            if not isinstance(doc_id, str) or not isinstance(tokens, str) or doc_id in self._docs:
+                raise ValueError("malformed document record")
+            if not set(numbers) <= number_fields:
+                raise ValueError("unknown number field")
+            filters = {str(k): tuple(v) for k, v in rec["f"].items()}
+            stored = _Doc(-1, tokens, filters, numbers, rec["p"], bool(rec["v"]))
+            row = len(self._row_ids)
+            vector = self._matrix[row] if stored.has_vector else None
+            self._put(doc_id, stored, vector)
+        self._dirty = True
 
     def close(self) -> None:
         """Release the tantivy writer and the vectors (no implicit checkpoint)."""

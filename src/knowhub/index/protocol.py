@@ -141,7 +141,8 @@ class RetrievalIndex(Protocol):
         ...
 
     def payloads(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-        """``{id: payload}`` of the given ids that are indexed (one round trip for many)."""
+        """``{id: payload}`` of the given ids that are indexed (one round trip for many).
+        The payloads are read-only to the caller (a backend may return its own objects)."""
         ...
 
     def ids(self, filters: Mapping[str, FilterValue] | None = None) -> list[str]:

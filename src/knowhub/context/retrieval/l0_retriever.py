@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import orjson
 
 from knowhub.context.core.enums import ContextType
 from knowhub.context.core.query import SeedHit, TypedQuery
@@ -91,27 +92,30 @@ class CandidateSet:
     scores: dict[str, float] = field(default_factory=dict)
     info: dict[str, dict[str, Any]] = field(default_factory=dict)
     ranked: list[tuple[str, float]] = field(default_factory=list)
+    by_parent: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
 
 
-def _passes(payload: Mapping[str, Any], filters: Mapping[str, Any]) -> bool:
-    """Whether an indexed record (its payload) passes narrower filters."""
+def _predicate(filters: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
+    """A check of an indexed record (its payload) against narrower filters, compiled once per
+    narrowing (it runs for every candidate of every typed query and directory)."""
+    checks: list[Callable[[Mapping[str, Any]], bool]] = []
     for key, wanted in filters.items():
         if key in ("account_id", "owner_space"):
             continue  # already applied when the candidate set was searched
         if key == URI_PREFIX:
             prefix = str(wanted).rstrip("/")
-            uri = str(payload.get("uri") or "")
-            if not (uri == prefix or uri.startswith(prefix + "/")):
-                return False
+            under = prefix + "/"
+            checks.append(lambda p, prefix=prefix, under=under: (u := str(p.get("uri") or "")) == prefix or u.startswith(under))
             continue
-        value = payload.get(key) if key in _RECORD_FIELDS else (payload.get("filters") or {}).get(key)
-        allowed = wanted if isinstance(wanted, (list, tuple, set, frozenset)) else [wanted]
-        if isinstance(value, list):
-            if not set(value) & set(allowed):
-                return False
-        elif value not in allowed:
-            return False
-    return True
+        allowed = frozenset(wanted if isinstance(wanted, (list, tuple, set, frozenset)) else [wanted])
+        if key in _RECORD_FIELDS:
+            checks.append(lambda p, key=key, allowed=allowed: p.get(key) in allowed)
+        else:
+            def extra(p: Mapping[str, Any], key: str = key, allowed: frozenset[Any] = allowed) -> bool:
+                value = (p.get("filters") or {}).get(key)
+                return bool(set(value) & allowed) if isinstance(value, list) else value in allowed
+            checks.append(extra)
+    return lambda payload: all(check(payload) for check in checks)
 
 
 def _parent(uri: str) -> str:
@@ -261,8 +265,17 @@ class L0Retriever:
         passing: list[tuple[str, float]] = []
         if not candidates.ranked:
             candidates.ranked = sorted(candidates.scores.items(), key=lambda item: (-item[1], item[0]))
-        for uri, score in candidates.ranked:
-            if _passes(candidates.info[uri]["payload"], filters):
+        passes = _predicate(filters)
+        info = candidates.info
+        ranked = candidates.ranked
+        parent = filters.get("parent_uri")
+        if isinstance(parent, str):  # the hierarchical searcher's per-directory narrowing
+            if not candidates.by_parent:
+                for uri, score in ranked:
+                    candidates.by_parent.setdefault(str(info[uri]["payload"].get("parent_uri") or ""), []).append((uri, score))
+            ranked = candidates.by_parent.get(parent, [])
+        for uri, score in ranked:
+            if passes(info[uri]["payload"]):
                 passing.append((uri, score))
                 if len(passing) >= k:
                     break
@@ -335,7 +348,7 @@ class L0Retriever:
 
     def _seed(self, uri: str, score: float, info: dict[str, Any]) -> SeedHit:
         payload = info["payload"]
-        meta = dict(payload.get("metadata") or {})
+        meta = orjson.loads(orjson.dumps(payload.get("metadata") or {}))  # the index's own object: never shared
         meta.pop("text_hash", None)
         meta.pop("lexical_text", None)
         meta["vector_score"] = info.get("vector_score")
