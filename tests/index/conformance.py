@@ -260,6 +260,33 @@ class RetrievalIndexConformance:
             assert _ids(hits) == [f"r{i:05d}" for i in best]
             assert hits[0].vector_score == pytest.approx(float(scores.max()), abs=1e-4)
 
+    def test_partitions_keep_their_own_lexical_statistics(self, index: RetrievalIndex) -> None:
+        mine = [IndexDocument(id=f"a{i}", tokens=["tea", f"w{i}"], vector=_vec(1.0, i), partition="alice")
+                for i in range(3)]
+        mine.append(IndexDocument(id="a-rare", tokens=["coffee", "tea"], vector=_vec(0.0, 1.0), partition="alice"))
+        index.upsert(mine)
+        query = ["coffee", "tea"]
+        before = index.search(tokens=query, partitions=["alice"], top_k=10)
+        # another owner floods its own partition with "coffee": alice's ranking must not move
+        index.upsert([IndexDocument(id=f"b{i}", tokens=["coffee"] * 3, vector=_vec(1.0), partition="bob")
+                      for i in range(30)])
+        after = index.search(tokens=query, partitions=["alice"], top_k=10)
+        assert [(h.id, h.lexical_score) for h in after] == [(h.id, h.lexical_score) for h in before]
+        assert _ids(after)[0] == "a-rare"
+        assert index.doc_freqs(["coffee"], partitions=["alice"]) == ({"coffee": 1}, 4)
+        assert index.doc_freqs(["coffee"]) == ({"coffee": 31}, 34)
+        # partitions restrict both signals; several partitions merge their hits
+        assert all(h.id.startswith("a") for h in index.search(vector=_vec(1.0), partitions=["alice"], top_k=50))
+        both = index.search(tokens=["coffee"], partitions=["alice", "bob"], top_k=50)
+        assert {h.id for h in both} == {"a-rare"} | {f"b{i}" for i in range(30)}
+        assert index.search(tokens=["coffee"], partitions=[], top_k=5) == []
+        assert index.search(tokens=["coffee"], partitions=["nobody"], top_k=5) == []
+        stored = index.get("a-rare")
+        assert stored is not None and stored.partition == "alice"
+        # moving a document to another partition
+        index.upsert([IndexDocument(id="a-rare", tokens=["coffee"], partition="bob")])
+        assert "a-rare" not in _ids(index.search(tokens=["coffee"], partitions=["alice"], top_k=5))
+
     # ------------------------------------------------------------------ writes
 
     def test_upsert_replaces_everything(self, index: RetrievalIndex) -> None:
@@ -360,7 +387,7 @@ class RetrievalIndexConformance:
         assert first.stamp() is None
         first.upsert([
             _doc("a", "数据库 慢查询", vector=_vec(1.0), filters={"scopes": ["user:a"]},
-                 numbers={"score": 2.0}, payload={"title": "慢"}),
+                 numbers={"score": 2.0}, payload={"title": "慢"}, partition="p1"),
             _doc("b", "redis cache", vector=_vec(0.0, 1.0), filters={"scopes": ["public"]}),
         ])
         first.checkpoint("seq:42")
@@ -374,7 +401,8 @@ class RetrievalIndexConformance:
         assert after[0].vector_score == pytest.approx(before[0].vector_score, abs=1e-5)
         stored = second.get("a")
         assert stored is not None and dict(stored.payload) == {"title": "慢"}
-        assert dict(stored.numbers) == {"score": 2.0}
+        assert dict(stored.numbers) == {"score": 2.0} and stored.partition == "p1"
+        assert _ids(second.search(tokens=tokenize("数据库"), partitions=["p1"], top_k=5)) == ["a"]
         assert _ids(second.search(tokens=["redis"], filters={"scopes": "public"}, top_k=5)) == ["b"]
 
     def test_clear(self, index: RetrievalIndex) -> None:

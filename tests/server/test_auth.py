@@ -54,7 +54,7 @@ def test_health_needs_no_key(api: Api) -> None:
 
 def test_without_keys_every_request_is_the_default_principal(tmp_path: Path, hub: Any) -> None:
     settings = settings_for(tmp_path, with_keys=False)
-    with TestClient(create_app(settings, knowledge_hub=hub)) as client:
+    with TestClient(create_app(settings, knowledge_hub=hub), base_url="http://127.0.0.1:8765") as client:
         saved = client.post("/api/knowledge", json=knowledge_body())
         assert saved.status_code == 201, saved.text
         assert saved.json()["owner"] == settings.auth.default_principal == "user:local"
@@ -88,6 +88,31 @@ def test_authenticator_unit() -> None:
         auth.authenticate(None)
     with pytest.raises(AuthenticationError):
         auth.authenticate("Bearer ünïcode-key")
+
+
+def test_keys_carry_publish_and_tree_rights() -> None:
+    auth = Authenticator.from_settings(settings_for(Path("/nonexistent")))
+    pat = auth.authenticate(f"Bearer {KEYS['pat'][0]}")
+    assert pat.publish == ("public", "org:acme") and pat.tree_write
+    rita = auth.authenticate(f"Bearer {KEYS['rita'][0]}")
+    assert rita.publish == () and not rita.tree_write
+    keyless = Authenticator.from_settings(settings_for(Path("/nonexistent"), with_keys=False))
+    assert keyless.authenticate(None).publish == ("public",)
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        ({"publish": ["team:red"]}, "membership"),
+        ({"publish": ["org:acme"]}, "not a member"),
+        ({"publish": ["nonsense"]}, "invalid scope"),
+        ({"tree": "readonly"}, "auth.keys"),
+    ],
+)
+def test_bad_rights_are_config_errors(extra: dict[str, Any], needle: str) -> None:
+    keys = [{"key": "k-0123456789", "principal": "user:a", "memberships": ["team:red"], **extra}]
+    with pytest.raises(ConfigError, match=needle):
+        Authenticator.from_settings(Settings.load(None, data_dir="/nonexistent", auth={"keys": keys}))
 
 
 # --------------------------------------------------------------------------- bind

@@ -67,6 +67,7 @@ from knowhub.index import (
 from knowhub.providers.embedding import Embedder, HashingEmbedder
 from knowhub.providers.graph import InMemoryGraphStore
 from knowhub.providers.llm import LLMClient
+from knowhub.storage import ensure_dir
 
 __all__ = ["ContextEngineService"]
 
@@ -126,7 +127,7 @@ class ContextEngineService:
         self.fs = ContextFS(self.data_dir, durable=durable)
         self.relations = RelationStore(self.fs)
         self.index_dir = self.data_dir / "index"
-        self.index_dir.mkdir(parents=True, exist_ok=True)
+        ensure_dir(self.index_dir)
         self.outbox = SQLiteOutboxStore(self.index_dir / "outbox.db", lease_s=lease_s, max_retries=max_retries,
                                         backoff_base_s=backoff_base_s)
         self.embedder: Embedder = embedder or HashingEmbedder()
@@ -194,7 +195,7 @@ class ContextEngineService:
     def _manifest(self) -> str:
         """The checkpoint stamp: what the saved documents were built with."""
         return orjson.dumps({"embedder": self.embedder.name, "dim": self.embedder.dim,
-                             "lexical_fields": list(self.lexical_fields), "format": 2}).decode()
+                             "lexical_fields": list(self.lexical_fields), "format": 3}).decode()
 
     def _open_index(self) -> dict[str, Any]:
         """Reconcile the saved index copy, or rebuild it from the filesystem."""

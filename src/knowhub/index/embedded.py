@@ -44,7 +44,7 @@ import tantivy
 
 from knowhub.errors import InvalidInputError, StorageError
 from knowhub.index.protocol import FilterValue, IndexDocument, IndexHit, check_field_name
-from knowhub.storage import atomic_write_bytes
+from knowhub.storage import atomic_write_bytes, ensure_dir
 
 __all__ = ["MAX_TOKEN_CHARS", "EmbeddedIndex"]
 
@@ -65,10 +65,14 @@ _WRITER_HEAP = 64_000_000
 faiss.omp_set_num_threads(1)
 
 
+#: Reserved postings field of a document's partition (not a valid user field name).
+_PARTITION = "_partition"
+
+
 class _Doc:
     """What the index keeps of a document besides its tantivy postings and vector row."""
 
-    __slots__ = ("filters", "has_vector", "numbers", "payload", "row", "tokens")
+    __slots__ = ("filters", "has_vector", "numbers", "partition", "payload", "row", "tokens")
 
     def __init__(
         self,
@@ -78,6 +82,7 @@ class _Doc:
         numbers: dict[str, float],
         payload: dict[str, Any],
         has_vector: bool,
+        partition: str = "",
     ) -> None:
         self.row = row
         self.tokens = tokens
@@ -85,6 +90,26 @@ class _Doc:
         self.numbers = numbers
         self.payload = payload
         self.has_vector = has_vector
+        self.partition = partition
+
+
+class _Part:
+    """One partition's tantivy index (its own BM25 statistics) and document frequencies."""
+
+    def __init__(self, schema: tantivy.Schema) -> None:
+        self.index = tantivy.Index(schema)
+        self.writer = self.index.writer(heap_size=_WRITER_HEAP, num_threads=1)
+        self.dirty = False
+        self.df: Counter[str] = Counter()
+        self.lexical_docs = 0
+        self.docs = 0
+
+    def searcher(self) -> tantivy.Searcher:
+        if self.dirty:
+            self.writer.commit()
+            self.index.reload()
+            self.dirty = False
+        return self.index.searcher()
 
 
 def _values(value: FilterValue, what: str) -> tuple[str, ...]:
@@ -138,9 +163,7 @@ class EmbeddedIndex:
     # ------------------------------------------------------------------ state
 
     def _reset(self) -> None:
-        self._tindex = tantivy.Index(self._schema)
-        self._writer = self._tindex.writer(heap_size=_WRITER_HEAP, num_threads=1)
-        self._dirty = False
+        self._parts: dict[str, _Part] = {}
         self._docs: dict[str, _Doc] = {}
         self._row_ids: list[str | None] = []
         self._free: list[int] = []
@@ -150,11 +173,9 @@ class EmbeddedIndex:
         self._live = np.zeros(0, dtype=bool)
         self._has_vec = np.zeros(0, dtype=bool)
         self._has_tok = np.zeros(0, dtype=bool)
-        self._lexical_docs = 0
         self._numbers = {n: np.zeros(0, dtype=np.float64) for n in self.number_fields}
         self._postings: dict[str, dict[str, set[int]]] = {}
         self._masks: dict[tuple[str, str], np.ndarray] = {}
-        self._df: Counter[str] = Counter()
 
     def _grow(self, needed: int) -> None:
         if needed <= self._capacity:
@@ -188,6 +209,8 @@ class EmbeddedIndex:
             raise InvalidInputError("index document id must be a non-empty string")
         what = f"document {doc.id[:80]}"
         tokens = _clean_tokens(doc.tokens, what)
+        if not isinstance(doc.partition, str) or len(doc.partition) > 512:
+            raise InvalidInputError(f"{what}: partition must be a string")
         filters: dict[str, tuple[str, ...]] = {}
         for name, value in dict(doc.filters).items():
             filters[check_field_name(name)] = _values(value, f"{what} filter {name}")
@@ -207,7 +230,7 @@ class EmbeddedIndex:
         vector = None
         if doc.vector is not None:
             vector = self._unit(doc.vector, what)
-        stored = _Doc(-1, " ".join(tokens), filters, numbers, payload, vector is not None)
+        stored = _Doc(-1, " ".join(tokens), filters, numbers, payload, vector is not None, doc.partition)
         return stored, vector
 
     def _unit(self, vector: Any, what: str) -> np.ndarray:
@@ -237,7 +260,6 @@ class EmbeddedIndex:
             for doc_id, stored, vector in prepared:
                 self._remove(doc_id)
                 self._put(doc_id, stored, vector)
-            self._dirty = True
 
     def _put(self, doc_id: str, stored: _Doc, vector: np.ndarray | None) -> None:
         if self._free:
@@ -252,18 +274,23 @@ class EmbeddedIndex:
         self._live[row] = True
         self._has_vec[row] = vector is not None
         self._has_tok[row] = bool(stored.tokens)
-        self._lexical_docs += bool(stored.tokens)
         self._matrix[row] = vector if vector is not None else 0.0
         for name, number in stored.numbers.items():
             self._numbers[name][row] = number
-        for name, values in stored.filters.items():
+        for name, values in (*stored.filters.items(), (_PARTITION, (stored.partition,))):
             by_value = self._postings.setdefault(name, {})
             for value in values:
                 by_value.setdefault(value, set()).add(row)
                 mask = self._masks.get((name, value))
                 if mask is not None:
                     mask[row] = True
-        self._df.update(set(stored.tokens.split()))
+        part = self._parts.get(stored.partition)
+        if part is None:
+            part = self._parts[stored.partition] = _Part(self._schema)
+        part.df.update(set(stored.tokens.split()))
+        part.lexical_docs += bool(stored.tokens)
+        part.docs += 1
+        part.dirty = True
         tdoc = tantivy.Document()
         tdoc.add_text("id", doc_id)
         tdoc.add_text("body", stored.tokens)
@@ -272,22 +299,26 @@ class EmbeddedIndex:
                 tdoc.add_text("filt", f"{name}{_SEP}{value}")
         for name, number in stored.numbers.items():
             tdoc.add_float(f"n_{name}", number)
-        self._writer.add_document(tdoc)
+        part.writer.add_document(tdoc)
 
     def _remove(self, doc_id: str) -> bool:
         stored = self._docs.pop(doc_id, None)
         if stored is None:
             return False
         row = stored.row
-        self._writer.delete_documents_by_term("id", doc_id)
+        part = self._parts[stored.partition]
+        part.writer.delete_documents_by_term("id", doc_id)
+        part.df.subtract(set(stored.tokens.split()))
+        part.lexical_docs -= bool(stored.tokens)
+        part.docs -= 1
+        part.dirty = True
         self._live[row] = False
         self._has_vec[row] = False
-        self._lexical_docs -= bool(self._has_tok[row])
         self._has_tok[row] = False
         self._matrix[row] = 0.0
         for column in self._numbers.values():
             column[row] = np.nan
-        for name, values in stored.filters.items():
+        for name, values in (*stored.filters.items(), (_PARTITION, (stored.partition,))):
             by_value = self._postings.get(name, {})
             for value in values:
                 rows = by_value.get(value)
@@ -299,7 +330,6 @@ class EmbeddedIndex:
                 mask = self._masks.get((name, value))
                 if mask is not None:
                     mask[row] = False
-        self._df.subtract(set(stored.tokens.split()))
         self._row_ids[row] = None
         self._free.append(row)
         return True
@@ -307,10 +337,7 @@ class EmbeddedIndex:
     def delete(self, ids: Iterable[str]) -> int:
         """Remove documents by id; returns how many were removed."""
         with self._lock:
-            removed = sum(1 for doc_id in list(ids) if self._remove(doc_id))
-            if removed:
-                self._dirty = True
-            return removed
+            return sum(1 for doc_id in list(ids) if self._remove(doc_id))
 
     def delete_where(self, filters: Mapping[str, FilterValue]) -> int:
         """Remove every document passing ``filters``; returns how many."""
@@ -347,6 +374,7 @@ class EmbeddedIndex:
                 filters={k: list(v) for k, v in stored.filters.items()},
                 numbers=dict(stored.numbers),
                 payload=orjson.loads(orjson.dumps(stored.payload)),
+                partition=stored.partition,
             )
 
     def payloads(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
@@ -365,25 +393,41 @@ class EmbeddedIndex:
             return sorted(i for r in rows if (i := self._row_ids[int(r)]) is not None)
 
     def doc_freqs(
-        self, tokens: Iterable[str], filters: Mapping[str, FilterValue] | None = None
+        self,
+        tokens: Iterable[str],
+        filters: Mapping[str, FilterValue] | None = None,
+        partitions: Sequence[str] | None = None,
     ) -> tuple[dict[str, int], int]:
-        """``({token: documents containing it}, documents with tokens)`` among those passing
-        ``filters``."""
+        """``({token: documents containing it}, documents with tokens)`` among those of
+        ``partitions`` (all when None) passing ``filters``."""
         wanted = list(dict.fromkeys(_clean_tokens(tokens, "query")))
         with self._lock:
+            parts = self._selected(partitions)
             if not filters:
-                return {t: max(0, self._df.get(t, 0)) for t in wanted}, self._lexical_docs
-            total = int(np.count_nonzero(self._mask(filters, None) & self._has_tok))
-            searcher = self._searcher()
+                return (
+                    {t: sum(max(0, p.df.get(t, 0)) for p in parts.values()) for t in wanted},
+                    sum(p.lexical_docs for p in parts.values()),
+                )
+            mask = self._mask(filters, None, partitions) & self._has_tok
+            total = int(np.count_nonzero(mask))
             clause = self._filter_query(filters, None)
-            out: dict[str, int] = {}
-            for token in wanted:
-                query = tantivy.Query.boolean_query([
-                    (tantivy.Occur.Must, tantivy.Query.term_query(self._schema, "body", token)),
-                    (tantivy.Occur.Must, clause),
-                ])
-                out[token] = int(searcher.search(query, 1, count=True).count or 0)  # type: ignore[attr-defined]
+            out = dict.fromkeys(wanted, 0)
+            for part in parts.values():
+                searcher = part.searcher()
+                for token in wanted:
+                    query = tantivy.Query.boolean_query([
+                        (tantivy.Occur.Must, tantivy.Query.term_query(self._schema, "body", token)),
+                        (tantivy.Occur.Must, clause),
+                    ])
+                    out[token] += int(searcher.search(query, 1, count=True).count or 0)  # type: ignore[attr-defined]
             return out, total
+
+    def _selected(self, partitions: Sequence[str] | None) -> dict[str, _Part]:
+        if partitions is None:
+            return self._parts
+        if isinstance(partitions, str) or not all(isinstance(p, str) for p in partitions):
+            raise InvalidInputError("partitions must be a list of strings")
+        return {p: part for p in dict.fromkeys(partitions) if (part := self._parts.get(p)) is not None}
 
     # ------------------------------------------------------------------ filters
 
@@ -401,12 +445,19 @@ class EmbeddedIndex:
         return mask
 
     def _mask(
-        self, filters: Mapping[str, FilterValue] | None, min_numbers: Mapping[str, float] | None
+        self,
+        filters: Mapping[str, FilterValue] | None,
+        min_numbers: Mapping[str, float] | None,
+        partitions: Sequence[str] | None = None,
     ) -> np.ndarray:
         """Boolean mask of the rows of live documents passing every filter."""
         mask = self._live.copy()
-        for name, wanted in (filters or {}).items():
-            check_field_name(name)
+        conditions: list[tuple[str, FilterValue]] = [
+            (check_field_name(name), wanted) for name, wanted in (filters or {}).items()
+        ]
+        if partitions is not None:
+            conditions.append((_PARTITION, list(self._selected(partitions))))
+        for name, wanted in conditions:
             field_mask = np.zeros(self._capacity, dtype=bool)
             small: list[int] = []
             for value in _values(wanted, f"filter {name}"):
@@ -454,13 +505,6 @@ class EmbeddedIndex:
 
     # ------------------------------------------------------------------ search
 
-    def _searcher(self) -> tantivy.Searcher:
-        if self._dirty:
-            self._writer.commit()
-            self._tindex.reload()
-            self._dirty = False
-        return self._tindex.searcher()
-
     def search(
         self,
         *,
@@ -470,8 +514,10 @@ class EmbeddedIndex:
         min_numbers: Mapping[str, float] | None = None,
         top_k: int = 10,
         vector_k: int | None = None,
+        partitions: Sequence[str] | None = None,
     ) -> list[IndexHit]:
-        """Lexical top ``top_k`` and vector top ``vector_k`` among passing documents."""
+        """Lexical top ``top_k`` and vector top ``vector_k`` among passing documents of
+        ``partitions`` (all when None); BM25 statistics are each partition's own."""
         for name, value in (("top_k", top_k), ("vector_k", vector_k)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
                 raise InvalidInputError(f"{name} must be a non-negative integer", field=name)
@@ -484,12 +530,12 @@ class EmbeddedIndex:
         with self._lock:
             if words and top_k > 0 and self._docs:
                 for rank, (doc_id, score) in enumerate(
-                    self._lexical(words, filters, min_numbers, top_k), start=1
+                    self._lexical(words, filters, min_numbers, top_k, partitions), start=1
                 ):
                     hits[doc_id] = IndexHit(doc_id, lexical_score=score, lexical_rank=rank)
             mask: np.ndarray | None = None
             if query_vec is not None and vk > 0 and self._docs:
-                mask = self._mask(filters, min_numbers) & self._has_vec
+                mask = self._mask(filters, min_numbers, partitions) & self._has_vec
                 for rank, (doc_id, score) in enumerate(self._nearest(query_vec, mask, vk), start=1):
                     hit = hits.get(doc_id)
                     if hit is None:
@@ -520,6 +566,7 @@ class EmbeddedIndex:
         filters: Mapping[str, FilterValue] | None,
         min_numbers: Mapping[str, float] | None,
         top_k: int,
+        partitions: Sequence[str] | None,
     ) -> list[tuple[str, float]]:
         schema = self._schema
         text = tantivy.Query.boolean_query(
@@ -531,9 +578,13 @@ class EmbeddedIndex:
                 (tantivy.Occur.Must, text),
                 (tantivy.Occur.Must, self._filter_query(filters, min_numbers)),
             ])
-        searcher = self._searcher()
-        found = searcher.search(query, top_k + _TIE_MARGIN).hits
-        scored = [(float(score), searcher.doc(address)["id"][0]) for score, address in found]
+        scored: list[tuple[float, str]] = []
+        for part in self._selected(partitions).values():
+            if not part.lexical_docs:
+                continue
+            searcher = part.searcher()
+            found = searcher.search(query, top_k + _TIE_MARGIN).hits
+            scored.extend((float(score), searcher.doc(address)["id"][0]) for score, address in found)
         scored.sort(key=lambda pair: (-pair[0], pair[1]))
         return [(doc_id, score) for score, doc_id in scored[:top_k]]
 
@@ -581,6 +632,7 @@ class EmbeddedIndex:
                     "n": stored.numbers,
                     "p": stored.payload,
                     "v": stored.has_vector,
+                    "s": stored.partition,
                 }))
                 rows.append(stored.row)
             docs_bytes = b"\n".join(lines) + b"\n" if lines else b""
@@ -592,7 +644,7 @@ class EmbeddedIndex:
             vector_bytes = buf.getvalue()
             manifest = {
                 "format": _FORMAT,
-                "version": 1,
+                "version": 2,
                 "dim": self._dim,
                 "number_fields": list(self.number_fields),
                 "count": len(order),
@@ -601,7 +653,7 @@ class EmbeddedIndex:
                 "vectors_sha256": hashlib.sha256(vector_bytes).hexdigest(),
             }
             try:
-                self.path.mkdir(parents=True, exist_ok=True)
+                ensure_dir(self.path)
                 atomic_write_bytes(self.path / "docs.jsonl", docs_bytes)
                 atomic_write_bytes(self.path / "vectors.npy", vector_bytes)
                 atomic_write_bytes(self.path / "manifest.json", orjson.dumps(manifest))
@@ -660,11 +712,13 @@ class EmbeddedIndex:
             if not set(numbers) <= number_fields:
                 raise ValueError("unknown number field")
             filters = {str(k): tuple(v) for k, v in rec["f"].items()}
-            stored = _Doc(-1, tokens, filters, numbers, rec["p"], bool(rec["v"]))
+            partition = rec.get("s", "")
+            if not isinstance(partition, str):
+                raise ValueError("malformed partition")
+            stored = _Doc(-1, tokens, filters, numbers, rec["p"], bool(rec["v"]), partition)
             row = len(self._row_ids)
             vector = self._matrix[row] if stored.has_vector else None
             self._put(doc_id, stored, vector)
-        self._dirty = True
 
     def close(self) -> None:
         """Release the tantivy writer and the vectors (no implicit checkpoint)."""

@@ -45,7 +45,7 @@ from knowhub.providers.graph import GraphStore
 from knowhub.providers.records import GraphEdge, IndexRecord, RelationIndexRecord, stable_record_id
 from knowhub.text import tokenize
 
-__all__ = ["LEVEL_FIELDS", "IndexProjector", "RecordShape", "record_of"]
+__all__ = ["LEVEL_FIELDS", "IndexProjector", "RecordShape", "partition_key", "record_of"]
 
 #: Node attribute of each index level.
 LEVEL_FIELDS: dict[int, str] = {0: "abstract", 1: "overview", 2: "content"}
@@ -67,6 +67,13 @@ class RecordShape(Protocol):
     def parent_uri(self, uri: str) -> str | None:
         """URI of the parent of ``uri`` (None for a root)."""
         ...
+
+
+def partition_key(account_id: str, owner_space: str, context_type: str = "memory") -> str:
+    """``{account}|{owner_space}|{context_type}``: the lexical partition of a record, so BM25
+    statistics are one owner's (another user's writes never move your ranking), and the
+    common search (memories) never walks session transcripts."""
+    return f"{account_id}|{owner_space}|{context_type}"
 
 
 def _filter_value(value: Any) -> str | list[str]:
@@ -248,8 +255,10 @@ class IndexProjector:
             "filters": dict(record.filters),
             "metadata": record.metadata,
         }
+        partition = partition_key(str(record.filters.get("account_id", "")),
+                                  str(record.filters.get("owner_space", "")), record.context_type)
         return IndexDocument(id=record.id, tokens=list(tokens), vector=record.vector,
-                             filters=filters, payload=payload)
+                             filters=filters, payload=payload, partition=partition)
 
     def get_record(self, record_id: str) -> IndexRecord | None:
         """The indexed record of ``record_id`` with its vector, or None."""

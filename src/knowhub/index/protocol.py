@@ -87,6 +87,10 @@ class IndexDocument:
         filters: field → value(s) the document is filtered on.
         numbers: field → number (lower-bound filters: ``min_numbers``).
         payload: JSON-safe data returned with :meth:`RetrievalIndex.get`; never searched.
+        partition: the document's lexical partition: BM25 statistics (document frequency,
+            average length) are computed per partition, so one owner's documents never
+            change how another owner's rank (the context engine partitions by account,
+            owner space and context type; the default ``""`` is one shared partition).
     """
 
     id: str
@@ -95,6 +99,7 @@ class IndexDocument:
     filters: Mapping[str, FilterValue] = field(default_factory=dict)
     numbers: Mapping[str, float] = field(default_factory=dict)
     payload: Mapping[str, Any] = field(default_factory=dict)
+    partition: str = ""
 
 
 @dataclass(slots=True)
@@ -154,10 +159,14 @@ class RetrievalIndex(Protocol):
         ...
 
     def doc_freqs(
-        self, tokens: Iterable[str], filters: Mapping[str, FilterValue] | None = None
+        self,
+        tokens: Iterable[str],
+        filters: Mapping[str, FilterValue] | None = None,
+        partitions: Sequence[str] | None = None,
     ) -> tuple[dict[str, int], int]:
-        """``({token: documents containing it}, documents with tokens)`` among those passing
-        ``filters`` (documents without tokens, vector-only ones, are not counted)."""
+        """``({token: documents containing it}, documents with tokens)`` among those of
+        ``partitions`` (all when None) passing ``filters`` (documents without tokens,
+        vector-only ones, are not counted)."""
         ...
 
     def search(
@@ -169,10 +178,13 @@ class RetrievalIndex(Protocol):
         min_numbers: Mapping[str, float] | None = None,
         top_k: int = 10,
         vector_k: int | None = None,
+        partitions: Sequence[str] | None = None,
     ) -> list[IndexHit]:
         """The ``top_k`` best lexical matches (BM25 over ``tokens``; repeated query tokens
         count once) and the ``vector_k`` (default ``top_k``) nearest vectors (cosine), among
-        documents passing ``filters`` and ``min_numbers``, merged into one list of hits.
+        documents of ``partitions`` (all when None) passing ``filters`` and ``min_numbers``,
+        merged into one list of hits. A document's BM25 score uses its own partition's
+        statistics; scores of several partitions are merged as they are.
 
         Order: by the better of the two ranks, then lexical score, then id. Ties in a signal
         are broken by id, so results are reproducible. A zero query vector matches nothing.

@@ -10,6 +10,7 @@ from knowhub.context.retrieval.l0_retriever import (
     L0Retriever,
     RetrieverConfig,
     visibility_filters,
+    visible_partitions,
 )
 from knowhub.context.retrieval.memory_read_service import MemoryReadService, excerpt
 from knowhub.context.retrieval.query_planner import CATEGORY_CUES, QueryPlanner
@@ -28,4 +29,5 @@ __all__ = [
     "excerpt",
     "order_refs",
     "visibility_filters",
+    "visible_partitions",
 ]

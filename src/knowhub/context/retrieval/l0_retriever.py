@@ -34,12 +34,13 @@ import orjson
 
 from knowhub.context.core.enums import ContextType
 from knowhub.context.core.query import SeedHit, TypedQuery
-from knowhub.context.core.uri import check_access
+from knowhub.context.core.uri import agent_spaces, check_access
+from knowhub.index.projector import partition_key
 from knowhub.index.protocol import IndexHit, RetrievalIndex
 from knowhub.providers.embedding import Embedder
 from knowhub.text import tokenize
 
-__all__ = ["DEFAULT_CONTEXT_TYPES", "CandidateSet", "L0Retriever", "RetrieverConfig", "visibility_filters"]
+__all__ = ["DEFAULT_CONTEXT_TYPES", "CandidateSet", "L0Retriever", "RetrieverConfig", "visibility_filters", "visible_partitions"]
 
 #: Filter key that matches a URI and everything under it (an index field of every record).
 URI_PREFIX = "uri_prefix"
@@ -50,8 +51,14 @@ DEFAULT_CONTEXT_TYPES: tuple[str, ...] = (ContextType.MEMORY.value, ContextType.
 
 
 def visible_owner_spaces(ctx: Any) -> list[str]:
-    """Owner spaces a request may read: its user, its agent, the account's resources."""
-    return [f"user:{ctx.user_id}", f"agent:{ctx.agent_id}", f"account:{ctx.account_id}"]
+    """Owner spaces a request may read: its user, its agent spaces, the account's resources."""
+    return [f"user:{ctx.user_id}", *(f"agent:{a}" for a in agent_spaces(ctx)), f"account:{ctx.account_id}"]
+
+
+def visible_partitions(ctx: Any, context_types: list[str] | None = None) -> list[str]:
+    """Lexical partitions that ``ctx`` may read (of the given context types; None: all)."""
+    types = context_types if context_types is not None else [t.value for t in ContextType]
+    return [partition_key(ctx.account_id, space, ctype) for space in visible_owner_spaces(ctx) for ctype in types]
 
 
 def visibility_filters(ctx: Any) -> dict[str, Any]:
@@ -205,40 +212,45 @@ class L0Retriever:
         base = TypedQuery(text=typed_query.text, context_type=typed_query.context_type, target_uri=typed_query.target_uri,
                           filters=dict(typed_query.filters or {}), hints=dict(typed_query.hints or {}))
         filters = self.filters_for(base, ctx)
-        dense, lexical, feedback = self._rank(base, filters, size)
+        dense, lexical, feedback = self._rank(base, ctx, filters, size)
         scores, info = self._scores(dense, lexical, feedback)
         return CandidateSet(typed_query.text, str((typed_query.hints or {}).get("context") or ""), filters, dense,
                             lexical, feedback, size, scores, info)
 
-    def _query_tokens(self, text: str) -> list[str]:
+    def _query_tokens(self, text: str, partitions: list[str]) -> list[str]:
         """Query tokens without near-stopwords: tokens found in more than ``max_df_ratio`` of
-        the lexical documents are dropped while a rarer one is left (their idf is tiny and
-        their posting lists are the cost)."""
+        the caller's lexical documents are dropped while a rarer one is left (their idf is
+        tiny and their posting lists are the cost)."""
         tokens = list(dict.fromkeys(tokenize(text)))
         ratio = self.config.max_df_ratio
         if ratio is None or len(tokens) < 2:
             return tokens
-        dfs, total = self.index.doc_freqs(tokens)
+        dfs, total = self.index.doc_freqs(tokens, partitions=partitions)
         if total < 50:
             return tokens
         kept = [t for t in tokens if dfs.get(t, 0) <= ratio * total]
         return kept or tokens
 
-    def _rank(self, typed_query: TypedQuery, filters: dict[str, Any], pool: int) -> tuple[list[IndexHit], list[IndexHit], list[IndexHit]]:
+    def _rank(self, typed_query: TypedQuery, ctx: Any, filters: dict[str, Any],
+              pool: int) -> tuple[list[IndexHit], list[IndexHit], list[IndexHit]]:
         cfg = self.config
+        types = filters.get("context_type")
+        partitions = visible_partitions(ctx, None if types is None else list(types) if isinstance(types, list) else [types])
         vector = self.query_vector(typed_query) if cfg.vector_weight > 0 else None
         use_dense = vector is not None and bool(np.any(vector))
-        tokens = self._query_tokens(typed_query.text) if cfg.lexical_weight > 0 else []
+        tokens = self._query_tokens(typed_query.text, partitions) if cfg.lexical_weight > 0 else []
         index_filters = self._index_filters(filters)
         hits = self.index.search(tokens=tokens or None, vector=vector if use_dense else None, filters=index_filters,
-                                 top_k=pool if tokens else 0, vector_k=min(pool, cfg.dense_pool) if use_dense else 0)
+                                 top_k=pool if tokens else 0, vector_k=min(pool, cfg.dense_pool) if use_dense else 0,
+                                 partitions=partitions)
         dense = sorted((h for h in hits if h.vector_rank is not None), key=lambda h: h.vector_rank or 0)
         lexical = sorted((h for h in hits if h.lexical_rank is not None), key=lambda h: h.lexical_rank or 0)
         feedback: list[IndexHit] = []
         if cfg.prf_docs > 0 and lexical:
-            expanded = self._expand_query(tokens, lexical[: cfg.prf_docs])
+            expanded = self._expand_query(tokens, lexical[: cfg.prf_docs], partitions)
             if expanded != tokens:
-                feedback = [h for h in self.index.search(tokens=expanded, filters=index_filters, top_k=pool)
+                feedback = [h for h in self.index.search(tokens=expanded, filters=index_filters, top_k=pool,
+                                                         partitions=partitions)
                             if h.lexical_rank is not None]
         return dense, lexical, feedback
 
@@ -256,7 +268,7 @@ class L0Retriever:
         if candidates is not None and candidates.text == typed_query.text:
             return self._narrow(candidates, filters, k)
         pool = max(self.config.min_pool, k * self.config.pool_factor)
-        dense, lexical, feedback = self._rank(typed_query, filters, pool)
+        dense, lexical, feedback = self._rank(typed_query, ctx, filters, pool)
         return self._fuse(dense, lexical, k, feedback)
 
     def _narrow(self, candidates: CandidateSet, filters: Mapping[str, Any], k: int) -> list[SeedHit]:
@@ -284,7 +296,7 @@ class L0Retriever:
             seed.metadata["global_score"] = True
         return seeds
 
-    def _expand_query(self, tokens: list[str], top: list[IndexHit]) -> list[str]:
+    def _expand_query(self, tokens: list[str], top: list[IndexHit], partitions: list[str]) -> list[str]:
         """The query tokens plus the most telling tokens of the top documents (tf · idf)."""
         query_tokens = set(tokens)
         counts: Counter[str] = Counter()
@@ -294,7 +306,7 @@ class L0Retriever:
                 counts.update(t for t in doc.tokens if t not in query_tokens and len(t) > 2)
         if not counts:
             return tokens
-        dfs, total = self.index.doc_freqs(counts)
+        dfs, total = self.index.doc_freqs(counts, partitions=partitions)
         scored = [(tf * math.log(1 + total / dfs[token]), token) for token, tf in counts.items() if dfs.get(token)]
         scored.sort(key=lambda x: (-x[0], x[1]))
         terms = [t for _, t in scored[: self.config.prf_terms]]
