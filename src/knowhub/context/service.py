@@ -134,8 +134,11 @@ class ContextEngineService:
         self.index: RetrievalIndex = index if index is not None else EmbeddedIndex(self.embedder.dim, self.index_dir / "retrieval")
         self.graph = InMemoryGraphStore()
         self.lexical_fields = tuple(lexical_fields)
+        # Retrieval searches level 0 only (seed 004 §8.1, "L0 first"); deeper levels are read
+        # from the files. L1/L2 vectors would triple the embedding work, the memory and the
+        # rows a filtered scan skips, and no search reads them.
         self.projector = IndexProjector(self.embedder, self.index, self.graph, shape=ContextRecordShape(),
-                                        lexical_fields=self.lexical_fields)
+                                        levels=(0,), lexical_fields=self.lexical_fields)
         self.indexer = ContextIndexer(self.fs, self.projector, self.relations)
         self.batch_size = batch_size
         self.worker = IndexWorker(self.outbox, self.indexer, on_batch=self._on_batch)
@@ -195,7 +198,7 @@ class ContextEngineService:
     def _manifest(self) -> str:
         """The checkpoint stamp: what the saved documents were built with."""
         return orjson.dumps({"embedder": self.embedder.name, "dim": self.embedder.dim,
-                             "lexical_fields": list(self.lexical_fields), "format": 3}).decode()
+                             "lexical_fields": list(self.lexical_fields), "levels": [0], "format": 3}).decode()
 
     def _open_index(self) -> dict[str, Any]:
         """Reconcile the saved index copy, or rebuild it from the filesystem."""
