@@ -149,6 +149,8 @@ def test_background_indexing_makes_commits_searchable(svc: ContextEngineService)
     assert "d1" in refs_of(svc.search_memory(ALICE, "cat Luna shelter"))
     stats = svc.index_stats()
     assert stats["background"] and stats["outbox"]["done"] > 0 and stats["vector_records"] > 0
+    # one index document per node: level 0 only (deeper levels are read from the files)
+    assert stats["vector_records"] == stats["lexical_docs"]
 
 
 def test_unknown_event_goes_dead_without_blocking(svc: ContextEngineService) -> None:

@@ -112,11 +112,17 @@ def _predicate(filters: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool
         if key == URI_PREFIX:
             prefix = str(wanted).rstrip("/")
             under = prefix + "/"
-            checks.append(lambda p, prefix=prefix, under=under: (u := str(p.get("uri") or "")) == prefix or u.startswith(under))
+
+            def in_subtree(p: Mapping[str, Any], prefix: str = prefix, under: str = under) -> bool:
+                uri = str(p.get("uri") or "")
+                return uri == prefix or uri.startswith(under)
+            checks.append(in_subtree)
             continue
         allowed = frozenset(wanted if isinstance(wanted, (list, tuple, set, frozenset)) else [wanted])
         if key in _RECORD_FIELDS:
-            checks.append(lambda p, key=key, allowed=allowed: p.get(key) in allowed)
+            def attribute(p: Mapping[str, Any], key: str = key, allowed: frozenset[Any] = allowed) -> bool:
+                return p.get(key) in allowed
+            checks.append(attribute)
         else:
             def extra(p: Mapping[str, Any], key: str = key, allowed: frozenset[Any] = allowed) -> bool:
                 value = (p.get("filters") or {}).get(key)
