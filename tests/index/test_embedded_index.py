@@ -34,6 +34,10 @@ def test_damaged_copy_opens_empty(tmp_path: Path) -> None:
     (tmp_path / "ix" / "docs.jsonl").write_bytes(b'{"id": "x"}\n')
     reopened = EmbeddedIndex(4, tmp_path / "ix")
     assert reopened.stamp() is None and reopened.count() == 0
+    assert sorted(p.name for p in reopened.damaged) == ["docs.jsonl", "manifest.json", "vectors.npy"]
+    (tmp_path / "ix" / "manifest.json").write_bytes(b"{\x00")
+    assert [p.name for p in EmbeddedIndex(4, tmp_path / "ix").damaged] == ["manifest.json"]
+    assert EmbeddedIndex(4, tmp_path / "nothing").damaged == []
 
 
 def test_copy_of_another_shape_is_not_used(tmp_path: Path) -> None:
@@ -41,6 +45,7 @@ def test_copy_of_another_shape_is_not_used(tmp_path: Path) -> None:
     index.upsert(_docs(3))
     index.checkpoint("s1")
     assert EmbeddedIndex(8, tmp_path / "ix").stamp() is None
+    assert EmbeddedIndex(8, tmp_path / "ix").damaged == []  # another shape is not damage
     assert EmbeddedIndex(4, tmp_path / "ix", number_fields=("score",)).stamp() is None
     assert EmbeddedIndex(4, tmp_path / "ix").count() == 3
 

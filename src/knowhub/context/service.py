@@ -129,7 +129,7 @@ class ContextEngineService:
         self.index_dir = self.data_dir / "index"
         ensure_dir(self.index_dir)
         self.outbox = SQLiteOutboxStore(self.index_dir / "outbox.db", lease_s=lease_s, max_retries=max_retries,
-                                        backoff_base_s=backoff_base_s)
+                                        backoff_base_s=backoff_base_s, quarantine=self.fs.quarantine)
         self.embedder: Embedder = embedder or HashingEmbedder()
         self.index: RetrievalIndex = index if index is not None else EmbeddedIndex(self.embedder.dim, self.index_dir / "retrieval")
         self.graph = InMemoryGraphStore()
@@ -203,6 +203,11 @@ class ContextEngineService:
     def _open_index(self) -> dict[str, Any]:
         """Reconcile the saved index copy, or rebuild it from the filesystem."""
         started = time.monotonic()
+        damaged = list(getattr(self.index, "damaged", []) or [])
+        if damaged:
+            # the saved copy exists but cannot be used: keep its files for inspection
+            self.fs.quarantine.move(damaged, "saved retrieval index does not load", kind="index file",
+                                    origin=damaged[0].parent)
         if self.index.stamp() == self._manifest():
             report: dict[str, Any] = {"mode": "reconcile", **self.indexer.reconcile()}
         else:

@@ -157,6 +157,9 @@ class EmbeddedIndex:
         self._schema = builder.build()
         self._reset()
         self._stamp: str | None = None
+        #: Files of a persisted copy found damaged at open (unreadable, checksums wrong):
+        #: the owner may quarantine them. A missing copy or one of another shape is not damage.
+        self.damaged: list[Path] = []
         if self.path is not None:
             self._load()
 
@@ -665,25 +668,37 @@ class EmbeddedIndex:
     def _load(self) -> None:
         """Open the persisted copy; an unusable one leaves the index empty (stamp None)."""
         assert self.path is not None
+        files = [self.path / name for name in ("manifest.json", "docs.jsonl", "vectors.npy")]
         try:
-            manifest = orjson.loads((self.path / "manifest.json").read_bytes())
-            docs_bytes = (self.path / "docs.jsonl").read_bytes()
-            vector_bytes = (self.path / "vectors.npy").read_bytes()
+            manifest = orjson.loads(files[0].read_bytes())
         except FileNotFoundError:
             return
         except (OSError, orjson.JSONDecodeError) as exc:
-            log.warning("retrieval index at %s is unreadable (%s); starting empty", self.path, exc)
+            log.warning("retrieval index manifest at %s is unreadable (%s); starting empty", self.path, exc)
+            self.damaged = [files[0]]
             return
         if (
             not isinstance(manifest, dict)
             or manifest.get("format") != _FORMAT
             or manifest.get("dim") != self._dim
             or manifest.get("number_fields") != list(self.number_fields)
-            or manifest.get("docs_sha256") != hashlib.sha256(docs_bytes).hexdigest()
+        ):
+            log.info("retrieval index at %s was made for another shape; starting empty", self.path)
+            return
+        try:
+            docs_bytes = files[1].read_bytes()
+            vector_bytes = files[2].read_bytes()
+        except OSError as exc:
+            log.warning("retrieval index at %s is unreadable (%s); starting empty", self.path, exc)
+            self.damaged = [f for f in files if f.exists()]
+            return
+        if (
+            manifest.get("docs_sha256") != hashlib.sha256(docs_bytes).hexdigest()
             or manifest.get("vectors_sha256") != hashlib.sha256(vector_bytes).hexdigest()
             or not isinstance(manifest.get("stamp"), str)
         ):
             log.warning("retrieval index at %s does not match its manifest; starting empty", self.path)
+            self.damaged = files
             return
         try:
             matrix = np.load(io.BytesIO(vector_bytes), allow_pickle=False)
@@ -697,6 +712,7 @@ class EmbeddedIndex:
             log.warning("retrieval index at %s is damaged (%s); starting empty", self.path, exc)
             self._reset()
             self._stamp = None
+            self.damaged = files
 
     def _restore(self, records: list[dict[str, Any]], matrix: np.ndarray) -> None:
         """Fill an empty index from a verified copy: its rows are written in one block and
