@@ -64,7 +64,7 @@ MAX_TOP_K = 100
 MAX_BATCH = 1_000
 MAX_SAVE_BATCH = 10_000
 PROGRESS_EVERY = 10_000
-#: Stores at least this large keep a vector snapshot under ``<data_dir>/indexes``.
+#: Stores at least this large keep a retrieval-index checkpoint under ``<data_dir>/indexes``.
 SNAPSHOT_MIN_ITEMS = 1_000
 
 
@@ -140,7 +140,7 @@ class KnowledgeHub:
         return cls(settings.engine_dir("knowledge"), **kwargs)
 
     def close(self) -> None:
-        """Save the vector snapshot when it is stale, then release database connections."""
+        """Checkpoint the retrieval index when it is stale, then release database connections."""
         if self._indexes.count() >= SNAPSHOT_MIN_ITEMS and self._indexes.seq != self._snapshot_seq:
             self._save_snapshot()
         self._indexes.index.close()
