@@ -37,6 +37,7 @@ indexed by the worker; texts are LoCoMo turns with synthetic speakers and dates)
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -58,6 +59,7 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _context_loo import run_loo
 from _data import BENCH_DIR, LOCOMO_FILE, load_locomo
+from _speed import bm25s_baseline, dir_mb, latency_summary, rss_mb
 
 from knowhub.context import ContextEngineService
 from knowhub.context.core import ContextNode, OutboxEventType, make_event
@@ -167,7 +169,7 @@ def run_conversation(conv: dict[str, Any], root: Path, run: RecallRun, top_k: in
     flushed = svc.flush_index()
     speed["flush_s"].append(time.perf_counter() - started)
     speed["events"].append(flushed.succeeded)
-    speed["vector_records"].append(svc.vectors.count())
+    speed["vector_records"].append(svc.index.count())
 
     # baselines over raw turns
     bm25 = BM25Index()
@@ -272,11 +274,14 @@ def measure_index_lag(conv: dict[str, Any], root: Path, durable: bool) -> list[f
 
 # ---------------------------------------------------------------------- scale
 
-def build_scale_store(root: Path, convs: list[dict[str, Any]], n_nodes: int, seed: int = 7) -> tuple[ContextEngineService, RequestContext, dict[str, float]]:
-    """N synthetic nodes for one user, written through ContextFS + outbox, then indexed."""
+def build_scale_store(root: Path, convs: list[dict[str, Any]], n_nodes: int, seed: int = 7
+                      ) -> tuple[ContextEngineService, RequestContext, dict[str, float], list[str]]:
+    """N synthetic nodes for one user, written through ContextFS + outbox, then indexed;
+    also returns the nodes' lexical texts (abstract, overview, content: what BM25 sees)."""
     rng = random.Random(seed)
     texts = [(t["speaker"], t["text"], s["date_time"]) for c in convs for s in c["sessions"] for t in s["turns"]]
-    svc = ContextEngineService(root / "scale", durable=False)
+    svc = ContextEngineService(root, durable=False)
+    lexical_texts: list[str] = []
     ctx = RequestContext("bench", "scale-user", agent_id="scale-agent")
     categories = ["events"] * 6 + ["entities", "preferences"]
     started = time.perf_counter()
@@ -291,6 +296,7 @@ def build_scale_store(root: Path, convs: list[dict[str, Any]], n_nodes: int, see
                            overview=f"- {speaker} said on {date}: {text}", content=text,
                            metadata={"source_refs": [f"syn:{i}"]})
         svc.fs.write_node(ctx, node)
+        lexical_texts.append(f"{node.abstract}\n{node.overview}\n{node.content}")
         batch.append(make_event(OutboxEventType.UPSERT_CONTEXT, uri, ctx, {"version": 1}))
         if len(batch) >= 1000:
             svc.outbox.append_batch(batch)
@@ -302,21 +308,61 @@ def build_scale_store(root: Path, convs: list[dict[str, Any]], n_nodes: int, see
     svc.batch_size = 1000
     svc.flush_index()
     index_s = time.perf_counter() - started
-    return svc, ctx, {"write_s": write_s, "index_s": index_s}
+    return svc, ctx, {"write_s": write_s, "index_s": index_s}, lexical_texts
 
 
 def scale_latency(svc: ContextEngineService, ctx: RequestContext, questions: list[str], hierarchical: bool,
-                  vector_weight: float | None = None) -> list[float]:
+                  vector_weight: float | None = None, cpu: list[float] | None = None) -> list[float]:
+    """Wall milliseconds per search; ``cpu`` (if given) receives this process's CPU
+    milliseconds per search (on a shared machine, wall time includes waiting for a core)."""
     svc.hierarchical = hierarchical
     default_weight = svc.retriever.config.vector_weight
     if vector_weight is not None:
         svc.retriever.config.vector_weight = vector_weight
     out = []
     for q in questions:
-        started = time.perf_counter()
+        cpu0, started = time.process_time(), time.perf_counter()
         svc.search_memory(ctx, q, top_k=10)
         out.append((time.perf_counter() - started) * 1000)
+        if cpu is not None:
+            cpu.append((time.process_time() - cpu0) * 1000)
     svc.retriever.config.vector_weight = default_weight
+    return out
+
+
+def scale_run(root: Path, convs: list[dict[str, Any]], n_nodes: int, questions: list[str]) -> dict[str, Any]:
+    """One synthetic store: save throughput, search p50/p95/p99 (hierarchical = the default
+    ``search_memory``, flat, flat lexical-only), cold start from the checkpointed index,
+    memory per node, and the bm25s baseline over the same texts."""
+    rss_base = rss_mb()
+    svc, ctx, build, texts = build_scale_store(root, convs, n_nodes)
+    gc.collect()
+    rss_loaded = rss_mb()
+    scale_latency(svc, ctx, questions[:10], False)  # warm-up
+    out: dict[str, Any] = {
+        "nodes": n_nodes, "index_documents": svc.index.count(), **{k: round(v, 1) for k, v in build.items()},
+        "nodes_per_s_write": round(n_nodes / build["write_s"], 1),
+        "nodes_per_s_index": round(n_nodes / build["index_s"], 1),
+        "rss_per_node_kb": round((rss_loaded - rss_base) * 1024 / n_nodes, 2),
+    }
+    for name, hier, weight in (("hierarchical", True, None), ("flat", False, None), ("flat_lexical_only", False, 0.0)):
+        cpu: list[float] = []
+        lat = scale_latency(svc, ctx, questions, hier, weight, cpu)
+        out[f"{name}_ms"] = {k.removesuffix("_ms"): v for k, v in latency_summary([x / 1000 for x in lat]).items()}
+        out[f"{name}_cpu_ms"] = {k.removesuffix("_ms"): v for k, v in latency_summary([x / 1000 for x in cpu]).items()}
+        out[f"{name}_cpu_share"] = round(sum(cpu) / max(sum(lat), 1e-9), 2)
+    started = time.perf_counter()
+    svc.close()  # checkpoints the index copy
+    out["close_checkpoint_s"] = round(time.perf_counter() - started, 2)
+    out["index_copy_mb"] = round(dir_mb(root / "index" / "retrieval"), 1)
+    started = time.perf_counter()
+    again = ContextEngineService(root, durable=False)
+    out["cold_start_s"] = round(time.perf_counter() - started, 2)
+    out["cold_start_mode"] = again.open_report.get("mode")
+    again.close()
+    del svc, again
+    gc.collect()
+    out["bm25s"] = bm25s_baseline(texts, questions, 200)
     return out
 
 
@@ -328,7 +374,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--conversations", type=int, default=None, help="how many conversations (default all)")
     parser.add_argument("--budgets", default="10,25")
     parser.add_argument("--top-k", type=int, default=40, help="blocks requested per search")
-    parser.add_argument("--scale-nodes", type=int, default=None, help="synthetic store size (default 100000; 10000 with --quick)")
+    parser.add_argument("--scale-nodes", default=None,
+                        help="synthetic store sizes, comma-separated (default 10000,100000; 10000 with --quick)")
     parser.add_argument("--scale-queries", type=int, default=200)
     parser.add_argument("--no-fsync", action="store_true", help="commit without fsync (throwaway stores)")
     parser.add_argument("--skip-scale", action="store_true")
@@ -340,7 +387,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     convs = load_locomo(args.bench_dir / LOCOMO_FILE)
     n_conv = args.conversations or (1 if args.quick else len(convs))
     convs_used = convs[:n_conv]
-    scale_n = args.scale_nodes or (10_000 if args.quick else 100_000)
+    scale_sizes = [int(n) for n in (args.scale_nodes or ("10000" if args.quick else "10000,100000")).split(",") if n.strip()]
     durable = not args.no_fsync
     root = Path(tempfile.mkdtemp(prefix="ctxbench-"))
     run = RecallRun(budgets)
@@ -390,20 +437,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         report["search_ms_locomo"] = {m: {"p50": round(pct(v, 50), 2), "p95": round(pct(v, 95), 2)} for m, v in run.latency_ms.items()}
         report["load_average_before_scale"] = [round(x, 2) for x in os.getloadavg()]
         if not args.skip_scale:
-            console.print(f"building the {scale_n:,}-node store ...")
-            svc, ctx, build = build_scale_store(root, convs, scale_n)
             questions = [q["question"] for c in convs for q in c["qa"]]
             random.Random(3).shuffle(questions)
             questions = questions[: args.scale_queries]
-            scale_latency(svc, ctx, questions[:10], False)  # warm-up
-            report["scale"] = {
-                "nodes": scale_n, "vector_records": svc.vectors.count(), **{k: round(v, 1) for k, v in build.items()},
-                **{f"{name}_ms": {"p50": round(pct(lat, 50), 2), "p95": round(pct(lat, 95), 2)}
-                   for name, hier, weight in (("flat", False, None), ("hierarchical", True, None),
-                                              ("flat_lexical_only", False, 0.0))
-                   for lat in [scale_latency(svc, ctx, questions, hier, weight)]},
-            }
-            svc.close()
+            report["scale"] = {}
+            for n_nodes in scale_sizes:
+                console.print(f"building the {n_nodes:,}-node store ...")
+                report["scale"][str(n_nodes)] = scale_run(root / f"scale-{n_nodes}", convs, n_nodes, questions)
+                console.print(f"scale {n_nodes:,}: {report['scale'][str(n_nodes)]}")
+                shutil.rmtree(root / f"scale-{n_nodes}", ignore_errors=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print_report(report, budgets)
@@ -441,13 +483,16 @@ def print_report(report: dict[str, Any], budgets: list[int]) -> None:
     speed.add_row("index lag p50 / p95", f"{report['index_lag_s']['p50'] * 1000:.0f} / {report['index_lag_s']['p95'] * 1000:.0f} ms")
     for method, lat in report["search_ms_locomo"].items():
         speed.add_row(f"search {method} (LoCoMo) p50 / p95", f"{lat['p50']} / {lat['p95']} ms")
-    if "scale" in report:
-        s = report["scale"]
-        speed.add_row(f"scale store ({s['nodes']:,} nodes) write / index", f"{s['write_s']} s / {s['index_s']} s")
-        speed.add_row("scale search flat p50 / p95", f"{s['flat_ms']['p50']} / {s['flat_ms']['p95']} ms")
-        speed.add_row("scale search hierarchical p50 / p95", f"{s['hierarchical_ms']['p50']} / {s['hierarchical_ms']['p95']} ms")
-        speed.add_row("scale search flat lexical-only p50 / p95",
-                      f"{s['flat_lexical_only_ms']['p50']} / {s['flat_lexical_only_ms']['p95']} ms")
+    for n, s in report.get("scale", {}).items():
+        speed.add_row(f"scale {int(n):,}: write / index", f"{s['write_s']} s / {s['index_s']} s ({s['nodes_per_s_index']} nodes/s)")
+        for name in ("hierarchical", "flat", "flat_lexical_only"):
+            lat = s[f"{name}_ms"]
+            speed.add_row(f"scale {int(n):,}: search {name} p50 / p95 / p99", f"{lat['p50']} / {lat['p95']} / {lat['p99']} ms")
+            c = s[f"{name}_cpu_ms"]
+            speed.add_row(f"scale {int(n):,}: search {name} CPU p50 / p95 / p99", f"{c['p50']} / {c['p95']} / {c['p99']} ms (CPU share {s[f'{name}_cpu_share']})")
+        b = s["bm25s"]
+        speed.add_row(f"scale {int(n):,}: bm25s top-200 p50 / p95 / p99", f"{b['p50_ms']} / {b['p95_ms']} / {b['p99_ms']} ms")
+        speed.add_row(f"scale {int(n):,}: cold start / memory per node", f"{s['cold_start_s']} s ({s['cold_start_mode']}) / {s['rss_per_node_kb']} KiB")
     console.print(speed)
 
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
+import gc
 import io
 import json
 import os
@@ -81,6 +82,7 @@ from _knowledge_corpus import (
     user_principal,
 )
 from _knowledge_report import TARGET_P95_MS, TOP_K, markdown_tables, print_tables
+from _speed import bm25s_baseline, dir_mb, rss_mb
 
 from knowhub.knowledge import KnowledgeHub
 from knowhub.knowledge.search import ROUTE_INSTRUCTIONS, ROUTE_SCHEMA
@@ -101,12 +103,14 @@ class TimedLLM(LLMClient):
     def __init__(self, inner: LLMClient) -> None:
         self.inner = inner
         self.on_call: Callable[[float, list[dict[str, Any]]], None] | None = None
+        self.cpu_s = 0.0  # CPU seconds spent in calls (the offline LocalAgent runs here)
 
     def chat(self, messages: list[dict[str, Any]], json_schema: dict[str, Any]) -> dict[str, Any]:
-        start = time.perf_counter()
+        start, cpu0 = time.perf_counter(), time.process_time()
         try:
             return self.inner.chat(messages, json_schema)
         finally:
+            self.cpu_s += time.process_time() - cpu0
             if self.on_call is not None:
                 self.on_call(time.perf_counter() - start, messages)
 
@@ -119,6 +123,7 @@ class SearchRecord:
     sync_s: float = 0.0
     route_s: float = 0.0  # route_candidates: prompt building + LLM + answer mapping
     fetch_s: float = 0.0
+    cpu_no_llm_s: float = 0.0  # this process's CPU time, LLM calls excluded
     llm_calls: int = 0
     prompt_tokens: int = 0
     routed_items: int = 0
@@ -136,6 +141,7 @@ class Probe:
 
     def __init__(self, hub: KnowledgeHub, llm: TimedLLM) -> None:
         self.hub = hub
+        self.llm = llm
         self.current = SearchRecord()
         llm.on_call = self._on_llm
         self._wrap(getattr(hub, "_indexes", None), "recall", "recall_s", keep=True)
@@ -169,9 +175,11 @@ class Probe:
         self, principal: Principal, query: str, *, min_score: float = 3, top_k: int = TOP_K
     ) -> tuple[list[Any], SearchRecord]:
         self.current = SearchRecord()
+        llm_cpu0, cpu0 = self.llm.cpu_s, time.process_time()
         start = time.perf_counter()
         hits = self.hub.search(principal, query, top_k=top_k, min_score=min_score)
         self.current.total_s = time.perf_counter() - start
+        self.current.cpu_no_llm_s = time.process_time() - cpu0 - (self.llm.cpu_s - llm_cpu0)
         return hits, self.current
 
 
@@ -362,6 +370,30 @@ def bulk_load(
     }
 
 
+def reopen(
+    hub: KnowledgeHub, llm: TimedLLM, data_dir: Path, rss_base: float, size: int
+) -> tuple[KnowledgeHub, Probe, dict[str, Any]]:
+    """Close the hub (it checkpoints its retrieval index) and time a cold open from that
+    copy; memory per item = resident memory growth since before the first hub / items."""
+    t0 = time.perf_counter()
+    hub.close()
+    close_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    fresh = KnowledgeHub(data_dir, llm=llm)
+    cold_s = time.perf_counter() - t0
+    gc.collect()
+    rss = rss_mb()
+    info = {
+        "items": fresh._indexes.count(),
+        "close_checkpoint_s": round(close_s, 2),
+        "cold_start_s": round(cold_s, 2),
+        "rss_mb": round(rss, 1),
+        "rss_per_item_kb": round((rss - rss_base) * 1024 / max(size, 1), 2),
+        "index_copy_mb": round(dir_mb(data_dir / "indexes"), 1),
+    }
+    return fresh, Probe(fresh, llm), info
+
+
 # --------------------------------------------------------------------------- search phase
 
 
@@ -429,8 +461,14 @@ def measure_search(
         "visible_items": visible,
         "total_p50_ms": round(pct(total, 50), 2),
         "total_p95_ms": round(pct(total, 95), 2),
+        "total_p99_ms": round(pct(total, 99), 2),
         "no_llm_p50_ms": round(pct(no_llm, 50), 2),
         "no_llm_p95_ms": round(pct(no_llm, 95), 2),
+        "no_llm_p99_ms": round(pct(no_llm, 99), 2),
+        **{
+            f"no_llm_cpu_p{p}_ms": round(pct([r.cpu_no_llm_s * 1000 for r in records], p), 2)
+            for p in (50, 95, 99)
+        },
         "no_llm_mean_ms": round(statistics.fmean(no_llm), 2),
         "recall_p50_ms": round(pct(recall, 50), 2),
         "recall_p95_ms": round(pct(recall, 95), 2),
@@ -669,9 +707,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             result["http"] = http_phase(corpus[: args.http_items], args.http_clients, work, console)
             console.print(f"HTTP: {result['http']}")
 
+        rss_base = rss_mb()
         llm = TimedLLM(LocalAgent())
         hub = KnowledgeHub(work / "main", llm=llm)
         probe = Probe(hub, llm)
+        result["index"], result["bm25s"] = {}, {}
         saved: list[Saved] = []
         first = min(args.inproc_items, sizes[0])
         result["inprocess_save"] = save_each(hub, corpus[:first], saved, console)
@@ -683,12 +723,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     hub, corpus[loaded:size], saved, console, f"bulk load {loaded:,} → {size:,}"
                 )
                 loaded = size
+            hub, probe, result["index"][str(size)] = reopen(hub, llm, work / "main", rss_base, size)
+            console.print(f"index @ {size:,}: {result['index'][str(size)]}")
             result["search"][str(size)] = {
                 who: measure_search(
                     probe, principal, queries, saved, console, f"search @ {size:,} ({who})"
                 )
                 for who, principal in (("member", member), ("all", everyone))
             }
+            texts = [f"{i.body['task']}\n{i.body['content']}" for i in corpus[:size]]
+            result["bm25s"][str(size)] = bm25s_baseline(texts, queries, hub.candidate_pool)
+            console.print(f"bm25s @ {size:,}: {result['bm25s'][str(size)]}")
             console.print(
                 f"size {size:,}: "
                 + json.dumps(

@@ -19,9 +19,8 @@ from knowhub.context.retrieval import (
     order_refs,
 )
 from knowhub.errors import InvalidInputError, NotFoundError, PermissionDeniedError
-from knowhub.index import IndexProjector, LexicalIndex
+from knowhub.index import EmbeddedIndex, IndexProjector
 from knowhub.providers.embedding import HashingEmbedder
-from knowhub.providers.vector import ExactVectorIndex
 from knowhub.scope import RequestContext
 
 U = "ctx://acme/users/alice/memories"
@@ -44,9 +43,8 @@ def world(tmp_path: Path):  # type: ignore[no-untyped-def]
     alice = RequestContext("acme", "alice", agent_id="helper")
     bob = RequestContext("acme", "bob", agent_id="helper")
     emb = HashingEmbedder(dim=256)
-    vectors = ExactVectorIndex(emb.dim)
-    lexical = LexicalIndex()
-    projector = IndexProjector(emb, vectors, lexical, shape=ContextRecordShape())
+    index = EmbeddedIndex(emb.dim)
+    projector = IndexProjector(emb, index, shape=ContextRecordShape())
     for uri, cat, abstract, refs in NODES:
         ctx = bob if "/users/bob/" in uri else alice
         meta = {"source_refs": refs}
@@ -58,7 +56,7 @@ def world(tmp_path: Path):  # type: ignore[no-untyped-def]
         fs.write_node(ctx, node)
         projector.upsert_nodes([fs.read_node(ctx, uri)])
     RelationStore(fs).upsert_edges(alice, f"{U}/events/m5", [RelationEdge(f"{U}/events/m5", f"{U}/entities/emma", "mentions", "x")])
-    retriever = L0Retriever(emb, vectors, lexical)
+    retriever = L0Retriever(emb, index)
     return {"fs": fs, "alice": alice, "bob": bob, "retriever": retriever,
             "searcher": HierarchicalSearcher(retriever, SearcherConfig(alpha=0.7)),
             "assembler": RetrievalAssembler(fs), "reader": MemoryReadService(fs)}

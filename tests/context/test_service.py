@@ -110,7 +110,7 @@ def test_restart_reconciles_and_rebuilds(tmp_path: Path) -> None:
     assert third.open_report["mode"] == "reconcile" and third.open_report["reprojected"] == 1
     assert third.search_memory(ALICE, "zebra Stripes").blocks[0].uri == uri
     third.close()
-    shutil.rmtree(data / "index" / "vectors")
+    shutil.rmtree(data / "index" / "retrieval")
     fourth = ContextEngineService(data, durable=False)
     assert fourth.open_report["mode"] == "rebuild" and fourth.open_report["nodes"] > 3
     assert fourth.search_memory(ALICE, "zebra Stripes").blocks[0].uri == uri
@@ -149,6 +149,8 @@ def test_background_indexing_makes_commits_searchable(svc: ContextEngineService)
     assert "d1" in refs_of(svc.search_memory(ALICE, "cat Luna shelter"))
     stats = svc.index_stats()
     assert stats["background"] and stats["outbox"]["done"] > 0 and stats["vector_records"] > 0
+    # one index document per node: level 0 only (deeper levels are read from the files)
+    assert stats["vector_records"] == stats["lexical_docs"]
 
 
 def test_unknown_event_goes_dead_without_blocking(svc: ContextEngineService) -> None:

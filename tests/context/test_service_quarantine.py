@@ -26,7 +26,7 @@ def _committed(data: Path) -> None:
 def test_damaged_index_files_are_quarantined_and_rebuilt(tmp_path: Path) -> None:
     data = tmp_path / "ctx"
     _committed(data)
-    vectors = data / "index" / "vectors" / "vectors.npy"
+    vectors = data / "index" / "retrieval" / "vectors.npy"
     vectors.write_bytes(vectors.read_bytes()[:-7] + b"damaged")
     svc = ContextEngineService(data, durable=False)
     try:
@@ -36,7 +36,7 @@ def test_damaged_index_files_are_quarantined_and_rebuilt(tmp_path: Path) -> None
         assert entry["kind"] == "index file" and "vectors.npy" in entry["files"]
     finally:
         svc.close()
-    (data / "index" / "manifest.json").write_bytes(b"{\x00")
+    (data / "index" / "retrieval" / "manifest.json").write_bytes(b"{\x00")
     svc = ContextEngineService(data, durable=False)
     try:
         assert svc.open_report["mode"] == "rebuild"

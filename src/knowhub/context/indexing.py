@@ -9,7 +9,7 @@ node, and the index converges to the filesystem whatever was lost in a crash.
 | event | effect |
 |---|---|
 | ``UPSERT_CONTEXT`` | read the node; queue its L0/L1/L2 records (embedded once per batch) |
-| ``DELETE_CONTEXT`` | ``delete_by_uri`` recursively (vector, BM25 and graph copies) |
+| ``DELETE_CONTEXT`` | delete the node's subtree from the retrieval index and graph copies |
 | ``MOVE_CONTEXT`` | ``move_uri(from, to)`` in every copy, then re-project the moved subtree |
 | ``UPSERT_RELATION`` | replace the node's relation copies with its ``.relations.json`` |
 
@@ -18,7 +18,7 @@ parses ``ctx://`` URIs into the filters every index record carries (the shared i
 knows no URI scheme).
 
 :meth:`ContextIndexer.rebuild` re-projects every node of every account from ContextFS;
-:meth:`ContextIndexer.reconcile` compares a loaded vector copy with the filesystem (node
+:meth:`ContextIndexer.reconcile` compares a loaded index copy with the filesystem (node
 versions) and fixes only what differs.
 """
 
@@ -233,9 +233,8 @@ class ContextIndexer:
 
     def reconcile(self) -> dict[str, int]:
         """Bring a loaded index copy in line with the store: re-project nodes whose version
-        differs, drop records of nodes that are gone. Rebuilds the BM25 copy first; the
-        relation copy is refilled separately (:meth:`refill_relations`)."""
-        self.projector.rebuild_lexical_from_vectors()
+        differs, drop records of nodes that are gone. The relation copy is refilled
+        separately (:meth:`refill_relations`)."""
         indexed = self.projector.indexed_versions()
         seen: set[str] = set()
         stale: list[Any] = []

@@ -1,20 +1,19 @@
 """ContextEngineService: the public face of the ContextEngine (seed 004 §10.1).
 
 Wires the primary store (ContextFS), the commit pipeline (CommitCoordinator writing to a
-persistent outbox), the index side (IndexWorker → IndexProjector → vector index + BM25 +
-relation graph) and the read side (QueryPlanner → L0Retriever → HierarchicalSearcher →
+persistent outbox), the index side (IndexWorker → IndexProjector → the retrieval index (BM25 + vectors, one
+:class:`~knowhub.index.RetrievalIndex`) + relation graph) and the read side (QueryPlanner → L0Retriever → HierarchicalSearcher →
 RetrievalAssembler; MemoryReadService).
 
 Data directory layout::
 
     <data_dir>/accounts/...          primary store (ContextFS)
     <data_dir>/index/outbox.db       outbox (SQLite, WAL, synchronous=FULL)
-    <data_dir>/index/vectors/        vector index copy (saved on close and when idle)
-    <data_dir>/index/manifest.json   embedder name/dim of the saved copy
+    <data_dir>/index/retrieval/      retrieval index copy (saved on close and when idle;
+                                     its checkpoint stamp names the embedder and fields)
 
-On open the saved vector copy is loaded and reconciled with the filesystem (node versions),
-or rebuilt from the filesystem when missing, damaged or made by another embedder; the BM25
-copy (in memory) is rebuilt from it. Pending outbox events are then applied by
+On open the saved copy is loaded and reconciled with the filesystem (node versions), or
+rebuilt from the filesystem when missing, damaged or made by another embedder. Pending outbox events are then applied by
 :meth:`flush_index` or the background runner. Consistency is eventual (seed 004 §7.1): a
 commit is acknowledged once the nodes and their outbox events are durable; search sees it
 after the index worker ran.
@@ -60,17 +59,17 @@ from knowhub.context.retrieval.speaker_focus import DEFAULT_SPEAKER_BOOST, focus
 from knowhub.errors import InvalidInputError, StorageError
 from knowhub.index import (
     BackgroundIndexRunner,
+    EmbeddedIndex,
     IndexProjector,
     IndexWorker,
-    LexicalIndex,
+    RetrievalIndex,
     SQLiteOutboxStore,
     release_dead_local_leases,
 )
 from knowhub.providers.embedding import Embedder, HashingEmbedder
 from knowhub.providers.graph import InMemoryGraphStore
 from knowhub.providers.llm import LLMClient
-from knowhub.providers.vector import ExactVectorIndex, VectorIndex
-from knowhub.storage import atomic_write_json, ensure_dir
+from knowhub.storage import ensure_dir
 
 __all__ = ["ContextEngineService"]
 
@@ -86,7 +85,7 @@ class ContextEngineService:
         data_dir: the engine's directory (``settings.engine_dir("context")``).
         llm: model for summaries and extraction; None: the offline LocalAgent rules.
         embedder: None: :class:`HashingEmbedder` (offline).
-        vectors: None: :class:`ExactVectorIndex` persisted under ``index/vectors``.
+        index: None: an :class:`~knowhub.index.EmbeddedIndex` persisted under ``index/retrieval``.
         durable: fsync the primary store (turn off only for throwaway benchmarks).
         hierarchical: use the HierarchicalSearcher after L0 retrieval (else flat L0).
         lease_s / max_retries / backoff_base_s: outbox settings.
@@ -100,7 +99,6 @@ class ContextEngineService:
         speaker_boost: score gain of the memories of speakers the query names
             (:mod:`knowhub.context.retrieval.speaker_focus`; 0 turns it off).
         merge_queries: ``max`` or ``sum`` of a node's scores over the typed queries.
-        bm25_k1 / bm25_b: BM25 parameters of the lexical index.
         shared_candidates: rank once per search and let every typed query and the
             hierarchical expansion narrow those lists (False: search again each time).
     """
@@ -111,7 +109,7 @@ class ContextEngineService:
         *,
         llm: LLMClient | None = None,
         embedder: Embedder | None = None,
-        vectors: VectorIndex | None = None,
+        index: RetrievalIndex | None = None,
         durable: bool = True,
         hierarchical: bool = True,
         lease_s: float = 30.0,
@@ -128,8 +126,6 @@ class ContextEngineService:
         intent_weight: float = 0.9,
         speaker_boost: float = DEFAULT_SPEAKER_BOOST,
         merge_queries: str = "max",
-        bm25_k1: float = 1.2,
-        bm25_b: float = 0.75,
         shared_candidates: bool = True,
     ) -> None:
         self.data_dir = Path(data_dir)
@@ -140,12 +136,14 @@ class ContextEngineService:
         self.outbox = SQLiteOutboxStore(self.index_dir / "outbox.db", lease_s=lease_s, max_retries=max_retries,
                                         backoff_base_s=backoff_base_s, quarantine=self.fs.quarantine)
         self.embedder: Embedder = embedder or HashingEmbedder()
-        self.vectors: VectorIndex = vectors if vectors is not None else ExactVectorIndex(self.embedder.dim, self.index_dir / "vectors")
-        self.lexical = LexicalIndex(bm25_k1, bm25_b)
+        self.index: RetrievalIndex = index if index is not None else EmbeddedIndex(self.embedder.dim, self.index_dir / "retrieval")
         self.graph = InMemoryGraphStore()
         self.lexical_fields = tuple(lexical_fields)
-        self.projector = IndexProjector(self.embedder, self.vectors, self.lexical, self.graph, shape=ContextRecordShape(),
-                                        lexical_fields=self.lexical_fields)
+        # Retrieval searches level 0 only (seed 004 §8.1, "L0 first"); deeper levels are read
+        # from the files. L1/L2 vectors would triple the embedding work, the memory and the
+        # rows a filtered scan skips, and no search reads them.
+        self.projector = IndexProjector(self.embedder, self.index, self.graph, shape=ContextRecordShape(),
+                                        levels=(0,), lexical_fields=self.lexical_fields)
         self.indexer = ContextIndexer(self.fs, self.projector, self.relations)
         self.batch_size = batch_size
         self.worker = IndexWorker(self.outbox, self.indexer, on_batch=self._on_batch)
@@ -158,7 +156,7 @@ class ContextEngineService:
             # dilutes the ranking); it stays as a light tie-breaker that also catches typos.
             weight = 0.1 if isinstance(self.embedder, HashingEmbedder) else 1.0
             retriever_config = RetrieverConfig(vector_weight=weight)
-        self.retriever = L0Retriever(self.embedder, self.vectors, self.lexical, retriever_config)
+        self.retriever = L0Retriever(self.embedder, self.index, retriever_config)
         self.searcher = HierarchicalSearcher(self.retriever, searcher_config)
         self.hierarchical = hierarchical
         self.intent_weight = intent_weight
@@ -203,29 +201,20 @@ class ContextEngineService:
 
     # ------------------------------------------------------------------ index lifecycle
 
-    def _manifest(self) -> dict[str, Any]:
-        return {"embedder": self.embedder.name, "dim": self.embedder.dim, "lexical_fields": list(self.lexical_fields), "format": 1}
+    def _manifest(self) -> str:
+        """The checkpoint stamp: what the saved documents were built with."""
+        return orjson.dumps({"embedder": self.embedder.name, "dim": self.embedder.dim,
+                             "lexical_fields": list(self.lexical_fields), "levels": [0], "format": 3}).decode()
 
     def _open_index(self) -> dict[str, Any]:
-        """Load + reconcile the saved vector copy, or rebuild from the filesystem."""
+        """Reconcile the saved index copy, or rebuild it from the filesystem."""
         started = time.monotonic()
-        manifest_path = self.index_dir / "manifest.json"
-        try:
-            saved = orjson.loads(manifest_path.read_bytes())
-        except FileNotFoundError:
-            saved = None
-        except (OSError, orjson.JSONDecodeError) as exc:
-            self.fs.quarantine.move([manifest_path], f"unreadable index manifest: {exc}", kind="index file")
-            saved = None
-        loaded = saved == self._manifest() and bool(self.vectors.load())
-        saved_copy = getattr(self.vectors, "path", None)
-        if saved == self._manifest() and not loaded and isinstance(saved_copy, Path) and saved_copy.is_dir():
-            # the manifest says the saved copy fits, yet it does not load: it is damaged
-            files = sorted(saved_copy.iterdir())
-            if files:
-                self.fs.quarantine.move(files, "saved vector index does not load", kind="index file",
-                                        origin=saved_copy)
-        if loaded:
+        damaged = list(getattr(self.index, "damaged", []) or [])
+        if damaged:
+            # the saved copy exists but cannot be used: keep its files for inspection
+            self.fs.quarantine.move(damaged, "saved retrieval index does not load", kind="index file",
+                                    origin=damaged[0].parent)
+        if self.index.stamp() == self._manifest():
             report: dict[str, Any] = {"mode": "reconcile", **self.indexer.reconcile()}
         else:
             report = {"mode": "rebuild", "nodes": self.indexer.rebuild()}
@@ -252,15 +241,13 @@ class ContextEngineService:
             self.save_index()
 
     def save_index(self) -> bool:
-        """Persist the vector copy and its manifest (a rebuildable copy: no fsync ordering
-        with the primary store is needed, reconciliation fixes any gap)."""
+        """Checkpoint the index copy (a rebuildable copy: no fsync ordering with the
+        primary store is needed, reconciliation fixes any gap)."""
         with self._state_lock:
-            saved = bool(self.vectors.save())
-            if saved:
-                atomic_write_json(self.index_dir / "manifest.json", self._manifest())
+            self.index.checkpoint(self._manifest())
             self._dirty = False
             self._last_save = time.monotonic()
-            return saved
+            return True
 
     def flush_index(self, max_rounds: int | None = None) -> IndexBatchResult:
         """Apply every due outbox event now (tests, benchmarks, shutdown), and the events
@@ -284,11 +271,12 @@ class ContextEngineService:
 
     def index_stats(self) -> dict[str, Any]:
         """Outbox counts and index sizes."""
-        return {"outbox": self.outbox.stats(), "vector_records": self.vectors.count(), "lexical_docs": len(self.lexical),
+        return {"outbox": self.outbox.stats(), "vector_records": self.index.count(),
+                "lexical_docs": self.index.doc_freqs([])[1],
                 "relations": self.graph.count(), "background": self.runner.running}
 
     def close(self) -> None:
-        """Stop the runner, drain the outbox, save the vector copy, close the outbox."""
+        """Stop the runner, drain the outbox, checkpoint the index copy, close both."""
         if self._closed:
             return
         try:
@@ -300,6 +288,7 @@ class ContextEngineService:
         finally:
             self._closed = True
             self.outbox.close()
+            self.index.close()
 
     def __enter__(self) -> ContextEngineService:
         return self

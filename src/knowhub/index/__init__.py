@@ -4,8 +4,11 @@
   lease, retry with back-off and dead letter.
 - :class:`IndexWorker` / :class:`BackgroundIndexRunner`: consume the outbox through an
   :class:`EventDispatcher`.
-- :class:`IndexProjector`: L0/L1/L2 index records of a node, applied to a vector index, a
-  partitioned BM25 :class:`LexicalIndex` and an optional graph store.
+- :class:`RetrievalIndex` (:mod:`knowhub.index.protocol`): the one lexical + vector index
+  with filters that both engines search; :class:`EmbeddedIndex` is its in-process backend
+  (tantivy + faiss). ``tests/index/conformance.py`` is the suite every backend passes.
+- :class:`IndexProjector`: L0/L1/L2 index records of a node, applied to a retrieval index
+  and an optional graph store.
 
 - :mod:`knowhub.index.events`: the shared data types (:class:`OutboxEvent`,
   :class:`OutboxEventType`, :class:`OutboxStatus`, :class:`IndexBatchResult`,
@@ -19,6 +22,7 @@ types as the same classes). See docs/context.md, "Index".
 
 from __future__ import annotations
 
+from knowhub.index.embedded import EmbeddedIndex
 from knowhub.index.events import (
     EdgeLike,
     IndexBatchResult,
@@ -29,9 +33,9 @@ from knowhub.index.events import (
     OutboxStatus,
     new_event_id,
 )
-from knowhub.index.lexical import LexicalDoc, LexicalIndex, partition_key
 from knowhub.index.outbox import SQLiteOutboxStore
 from knowhub.index.projector import LEVEL_FIELDS, IndexProjector, RecordShape
+from knowhub.index.protocol import IndexDocument, IndexHit, RetrievalIndex, uri_ancestors
 from knowhub.index.worker import (
     BackgroundIndexRunner,
     EventDispatcher,
@@ -47,12 +51,13 @@ __all__ = [
     "LEVEL_FIELDS",
     "BackgroundIndexRunner",
     "EdgeLike",
+    "EmbeddedIndex",
     "EventDispatcher",
     "IndexBatchResult",
+    "IndexDocument",
+    "IndexHit",
     "IndexProjector",
     "IndexWorker",
-    "LexicalDoc",
-    "LexicalIndex",
     "MoveProjection",
     "OutboxEvent",
     "OutboxEventType",
@@ -60,9 +65,10 @@ __all__ = [
     "OutboxStatus",
     "OutboxStore",
     "RecordShape",
+    "RetrievalIndex",
     "SQLiteOutboxStore",
     "default_worker_id",
     "new_event_id",
-    "partition_key",
     "release_dead_local_leases",
+    "uri_ancestors",
 ]

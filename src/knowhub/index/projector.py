@@ -1,27 +1,31 @@
-"""IndexProjector: turns context nodes into index records and keeps the indexes in step.
+"""IndexProjector: turns context nodes into retrieval-index documents and keeps them in step.
 
 Seed 004 §7.3 / §10.6. One node gives up to three :class:`~knowhub.providers.records.IndexRecord`
 copies, one per level (L0 ``abstract``, L1 ``overview``, L2 ``content``), each with
 ``id = stable_record_id(uri, level)`` so re-projecting a node overwrites its records.
+Each record becomes one :class:`~knowhub.index.protocol.IndexDocument` of the shared
+:class:`~knowhub.index.protocol.RetrievalIndex`: its vector, its filters, and — for L0 only —
+the node's lexical tokens (``knowhub.text.tokenize`` of the abstract, plus the overview and
+content when ``lexical_fields`` says so). So one search gives BM25 and cosine per node.
+
 What a record is filtered on, and what its parent is, depends on the primary store's URI
 scheme, which this shared layer does not know: a :class:`RecordShape` supplied by the engine
 gives both (the context engine's is :class:`knowhub.context.indexing.ContextRecordShape`,
 with ``account_id``, ``owner_space``, ``user_id``/``agent_id``, ``category`` and
-``context_type``). The filters must hold ``account_id`` and ``owner_space`` — they name the
-BM25 partition and are what a retriever narrows on *inside* the index search.
+``context_type``). The filters must hold ``account_id`` and ``owner_space``; the projector
+adds ``uri``, ``uri_prefix`` (:func:`~knowhub.index.protocol.uri_ancestors`), ``parent_uri``
+and ``level``. A retriever narrows on them *inside* the index search.
 
 The L0 record's metadata holds what a hit needs without reading the node: ``version``,
 ``source_refs``, ``abstract``, ``has_overview``, ``has_content``, ``updated_at``,
 ``event_time``/``session_time`` when known, and a ``text_hash`` per level that lets an
-unchanged level keep its vector instead of being embedded again.
-
-Besides the vector index the projector feeds a :class:`~knowhub.index.lexical.LexicalIndex`
-(BM25 over the level-0 text: the abstract, plus the overview when ``lexical_fields`` says
-so) and optionally a :class:`~knowhub.providers.graph.GraphStore` with relation copies.
+unchanged level keep its vector instead of being embedded again. The record itself (uri,
+parent, category, level, text, metadata) is the document's payload.
 
 The projector works on duck-typed nodes (any object with ``uri``, ``abstract``,
 ``overview``, ``content``, ``category``, ``context_type``, ``metadata`` and ``version``) and
-imports no engine — reading the primary store is the dispatcher's job.
+imports no engine — reading the primary store is the dispatcher's job. An optional
+:class:`~knowhub.providers.graph.GraphStore` receives relation copies.
 """
 
 from __future__ import annotations
@@ -31,15 +35,17 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+import numpy as np
+
 from knowhub.errors import InvalidInputError
 from knowhub.index.events import EdgeLike, MoveProjection
-from knowhub.index.lexical import LexicalDoc, LexicalIndex, partition_key
+from knowhub.index.protocol import IndexDocument, RetrievalIndex, uri_ancestors
 from knowhub.providers.embedding import Embedder
 from knowhub.providers.graph import GraphStore
 from knowhub.providers.records import GraphEdge, IndexRecord, RelationIndexRecord, stable_record_id
-from knowhub.providers.vector import VectorIndex
+from knowhub.text import tokenize
 
-__all__ = ["LEVEL_FIELDS", "IndexProjector", "RecordShape"]
+__all__ = ["LEVEL_FIELDS", "IndexProjector", "RecordShape", "partition_key", "record_of"]
 
 #: Node attribute of each index level.
 LEVEL_FIELDS: dict[int, str] = {0: "abstract", 1: "overview", 2: "content"}
@@ -63,25 +69,53 @@ class RecordShape(Protocol):
         ...
 
 
+def partition_key(account_id: str, owner_space: str, context_type: str = "memory") -> str:
+    """``{account}|{owner_space}|{context_type}``: the lexical partition of a record, so BM25
+    statistics are one owner's (another user's writes never move your ranking), and the
+    common search (memories) never walks session transcripts."""
+    return f"{account_id}|{owner_space}|{context_type}"
+
+
+def _filter_value(value: Any) -> str | list[str]:
+    if isinstance(value, list | tuple | set | frozenset):
+        return [str(v) for v in value]
+    return str(value)
+
+
+def record_of(doc: IndexDocument) -> IndexRecord:
+    """The :class:`IndexRecord` an index document was projected from (with its vector)."""
+    payload = doc.payload
+    return IndexRecord(
+        id=doc.id,
+        uri=str(payload["uri"]),
+        parent_uri=payload.get("parent_uri"),
+        context_type=str(payload.get("context_type", "")),
+        category=str(payload.get("category", "")),
+        level=int(payload.get("level", 0)),
+        text=str(payload.get("text", "")),
+        filters=dict(payload.get("filters") or {}),
+        metadata=dict(payload.get("metadata") or {}),
+        vector=None if doc.vector is None else np.asarray(doc.vector, dtype=np.float32),
+    )
+
+
 class IndexProjector:
-    """Builds records (seed 004 §10.6) and applies them to the vector and lexical indexes.
+    """Builds records (seed 004 §10.6) and applies them to the retrieval index.
 
     Args:
         embedder: vectorizes record texts.
-        vectors: the vector index copy.
-        shape: the engine's filters and parents of a node (keyword, required).
-        lexical: the BM25 copy (None: no lexical index).
+        index: the retrieval index copy.
         graph: relation copies (None: relations are not projected).
-        levels: which levels get vector records (default all three).
-        lexical_fields: node fields concatenated into the level-0 BM25 document.
+        shape: the engine's filters and parents of a node (keyword, required).
+        levels: which levels get records (default all three; L0 always).
+        lexical_fields: node fields whose tokens make the L0 document's lexical text.
         max_embed_chars: longer texts are cut before embedding (L2 content can be long).
     """
 
     def __init__(
         self,
         embedder: Embedder,
-        vectors: VectorIndex,
-        lexical: LexicalIndex | None = None,
+        index: RetrievalIndex,
         graph: GraphStore | None = None,
         *,
         shape: RecordShape,
@@ -90,8 +124,7 @@ class IndexProjector:
         max_embed_chars: int = 4000,
     ) -> None:
         self.embedder = embedder
-        self.vectors = vectors
-        self.lexical = lexical
+        self.index = index
         self.graph = graph
         self.shape = shape
         self.levels = tuple(sorted(set(levels) | {0}))
@@ -198,44 +231,67 @@ class IndexProjector:
         with self._lock:
             self._pending.clear()
 
+    def document(self, record: IndexRecord, tokens: Sequence[str] = ()) -> IndexDocument:
+        """The index document of a record: its filters plus ``uri``, ``uri_prefix``,
+        ``parent_uri`` and ``level``; the record (without vector) as payload."""
+        filters: dict[str, str | list[str]] = {
+            key: _filter_value(value) for key, value in record.filters.items()
+        }
+        filters.update({
+            "uri": record.uri,
+            "uri_prefix": uri_ancestors(record.uri),
+            "parent_uri": record.parent_uri or "",
+            "level": str(record.level),
+            "category": record.category,
+            "context_type": record.context_type,
+        })
+        payload = {
+            "uri": record.uri,
+            "parent_uri": record.parent_uri,
+            "context_type": record.context_type,
+            "category": record.category,
+            "level": record.level,
+            "text": record.text,
+            "filters": dict(record.filters),
+            "metadata": record.metadata,
+        }
+        partition = partition_key(str(record.filters.get("account_id", "")),
+                                  str(record.filters.get("owner_space", "")), record.context_type)
+        return IndexDocument(id=record.id, tokens=list(tokens), vector=record.vector,
+                             filters=filters, payload=payload, partition=partition)
+
+    def get_record(self, record_id: str) -> IndexRecord | None:
+        """The indexed record of ``record_id`` with its vector, or None."""
+        doc = self.index.get(record_id)
+        return record_of(doc) if doc is not None else None
+
     def upsert_nodes(self, nodes: Sequence[Any]) -> int:
-        """Project nodes now: build records, embed changed levels, upsert, update BM25."""
+        """Project nodes now: build records, embed changed levels, upsert their documents."""
         records: list[IndexRecord] = []
-        lexical_docs: list[LexicalDoc] = []
+        tokens: dict[str, list[str]] = {}
         stale: list[str] = []
         for node in nodes:
             built = self.build_context_records(node)
             kept = {r.id for r in built}
             stale.extend(stable_record_id(node.uri, lvl) for lvl in self.levels if stable_record_id(node.uri, lvl) not in kept)
             records.extend(built)
-            if self.lexical is not None:
-                l0 = built[0]
-                lexical_docs.append(LexicalDoc(
-                    doc_id=l0.id,
-                    uri=node.uri,
-                    partition=partition_key(l0.filters["account_id"], l0.filters["owner_space"], l0.context_type),
-                    category=l0.category,
-                    context_type=l0.context_type,
-                    text=self.lexical_text(node),
-                ))
+            tokens[built[0].id] = tokenize(self.lexical_text(node))
         self._embed(records)
+        docs = [self.document(r, tokens.get(r.id, ())) for r in records]
         with self._lock:
             if stale:
-                self.vectors.delete_ids(stale)
-            self.vectors.upsert(records)
-            if self.lexical is not None:
-                for doc in lexical_docs:
-                    self.lexical.add(doc)
+                self.index.delete(stale)
+            self.index.upsert(docs)
         return len(nodes)
 
     def _embed(self, records: list[IndexRecord]) -> None:
         """Fill vectors, reusing the stored vector of a level whose text did not change."""
         todo: list[IndexRecord] = []
-        getter = getattr(self.vectors, "get", None)
         for record in records:
-            old = getter(record.id) if callable(getter) else None
-            if old is not None and old.vector is not None and old.metadata.get("text_hash") == record.metadata["text_hash"]:
-                record.vector = old.vector
+            old = self.index.get(record.id)
+            old_meta = old.payload.get("metadata") or {} if old is not None else {}
+            if old is not None and old.vector is not None and old_meta.get("text_hash") == record.metadata["text_hash"]:
+                record.vector = np.asarray(old.vector, dtype=np.float32)
             else:
                 todo.append(record)
         if not todo:
@@ -251,13 +307,11 @@ class IndexProjector:
                 record.vector = emb.dense_vector
 
     def delete_uri(self, uri: str, *, recursive: bool = True) -> int:
-        """Remove the records of a node (and of its subtree); returns vector records removed."""
+        """Remove the records of a node (and of its subtree); returns records removed."""
         with self._lock:
             for pending in [u for u in self._pending if u == uri or u.startswith(uri + "/")]:
                 del self._pending[pending]
-            removed = _delete(self.vectors, uri, recursive)
-            if self.lexical is not None:
-                self.lexical.remove_uri(uri, recursive=recursive)
+            removed = self.index.delete_where({"uri_prefix": uri} if recursive else {"uri": uri})
             if self.graph is not None:
                 remover = getattr(self.graph, "remove_uri", None)
                 if callable(remover):
@@ -268,17 +322,43 @@ class IndexProjector:
             return removed
 
     def move_uri(self, from_uri: str, to_uri: str) -> MoveProjection:
-        """Rewrite the index copies of a moved subtree (no re-embedding)."""
+        """Rewrite the index copies of a moved subtree (no re-embedding).
+
+        A record whose id was ``stable_record_id(old_uri, level)`` gets the id of its new URI,
+        so later upserts hit it. The moved root's parent becomes the parent of ``to_uri``.
+        """
+        from_uri = from_uri.rstrip("/") or from_uri
+        to_uri = to_uri.rstrip("/") or to_uri
+        if not from_uri or not to_uri:
+            raise InvalidInputError("move_uri needs two non-empty URIs")
+        if to_uri.startswith(from_uri + "/"):
+            raise InvalidInputError("cannot move a URI under itself", from_uri=from_uri, to_uri=to_uri)
         projection = self.build_move_records(from_uri, to_uri)
+        if from_uri == to_uri:
+            return projection
         with self._lock:
             self.flush()
-            self.vectors.move_uri(from_uri, to_uri)
-            if self.lexical is not None:
-                for doc in self.lexical.docs_under(from_uri):
-                    self.lexical.remove(doc.doc_id)
-                    new_uri = to_uri + doc.uri[len(from_uri):]
-                    self.lexical.add(LexicalDoc(stable_record_id(new_uri, 0), new_uri, doc.partition,
-                                                doc.category, doc.context_type, doc.text))
+            old_ids = self.index.ids({"uri_prefix": from_uri})
+            moved: list[IndexDocument] = []
+            for old_id in old_ids:
+                doc = self.index.get(old_id)
+                if doc is None:
+                    continue
+                record = record_of(doc)
+                new_uri = to_uri + record.uri[len(from_uri):]
+                if record.uri == from_uri:
+                    new_parent = self.shape.parent_uri(to_uri) if record.parent_uri is not None else None
+                elif record.parent_uri is not None and (record.parent_uri == from_uri or record.parent_uri.startswith(from_uri + "/")):
+                    new_parent = to_uri + record.parent_uri[len(from_uri):]
+                else:
+                    new_parent = record.parent_uri
+                new_id = record.id
+                if record.id == stable_record_id(record.uri, record.level):
+                    new_id = stable_record_id(new_uri, record.level)
+                record.id, record.uri, record.parent_uri = new_id, new_uri, new_parent
+                moved.append(self.document(record, doc.tokens))
+            self.index.delete(old_ids)
+            self.index.upsert(moved)
             mover = getattr(self.graph, "move_uri", None) if self.graph is not None else None
             if callable(mover):
                 mover(from_uri, to_uri)
@@ -303,59 +383,16 @@ class IndexProjector:
         """Empty every index copy."""
         with self._lock:
             self._pending.clear()
-            self.vectors.clear()
-            if self.lexical is not None:
-                self.lexical.clear()
+            self.index.clear()
             clear = getattr(self.graph, "clear", None) if self.graph is not None else None
             if callable(clear):
                 clear()
 
     def indexed_versions(self) -> dict[str, int]:
         """``uri → version`` of every node with an L0 record (for reconciliation)."""
+        ids = self.index.ids({"level": "0"})
         out: dict[str, int] = {}
-        ids = getattr(self.vectors, "ids", None)
-        getter = getattr(self.vectors, "get", None)
-        if not callable(ids) or not callable(getter):
-            return out
-        for rid in ids():
-            record = getter(rid)
-            if record is not None and record.level == 0:
-                out[record.uri] = int(record.metadata.get("version", 0) or 0)
+        for start in range(0, len(ids), 1000):
+            for payload in self.index.payloads(ids[start : start + 1000]).values():
+                out[str(payload["uri"])] = int((payload.get("metadata") or {}).get("version", 0) or 0)
         return out
-
-    def rebuild_lexical_from_vectors(self) -> int:
-        """Refill the BM25 copy from the vector index records (after a load): the level
-        texts of each node are joined as :meth:`lexical_text` joins the node's fields."""
-        if self.lexical is None:
-            return 0
-        ids = getattr(self.vectors, "ids", None)
-        getter = getattr(self.vectors, "get", None)
-        if not callable(ids) or not callable(getter):
-            return 0
-        by_uri: dict[str, dict[int, Any]] = {}
-        for rid in ids():
-            record = getter(rid)
-            if record is not None:
-                by_uri.setdefault(record.uri, {})[record.level] = record
-        self.lexical.clear()
-        field_level = {name: level for level, name in LEVEL_FIELDS.items()}
-        count = 0
-        for uri, levels in by_uri.items():
-            l0 = levels.get(0)
-            if l0 is None:
-                continue
-            parts = [levels[field_level[f]].text for f in self.lexical_fields if field_level.get(f) in levels]
-            self.lexical.add(LexicalDoc(l0.id, uri,
-                                        partition_key(str(l0.filters.get("account_id", "")), str(l0.filters.get("owner_space", "")),
-                                                      l0.context_type),
-                                        l0.category, l0.context_type, "\n".join(p for p in parts if p.strip())))
-            count += 1
-        return count
-
-
-def _delete(vectors: VectorIndex, uri: str, recursive: bool) -> int:
-    """``delete_by_uri`` with the subtree when the index supports ``recursive``."""
-    try:
-        return int(vectors.delete_by_uri(uri, recursive=recursive))  # type: ignore[call-arg]
-    except TypeError:
-        return int(vectors.delete_by_uri(uri))

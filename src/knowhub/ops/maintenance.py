@@ -80,7 +80,7 @@ def check_all(engines: Engines, *, fix: bool = False, progress: Progress = _noop
             "ok": not problems,
             **fs_report,
             "outbox": outbox,
-            "index": {"vector_records": service.vectors.count(), "lexical_docs": len(service.lexical)},
+            "index": {"vector_records": service.index.count(), "lexical_docs": service.index.doc_freqs([])[1]},
         }
     report["ok"] = all(part["ok"] for part in report.values() if isinstance(part, dict))
     return report

@@ -98,7 +98,7 @@ class HierarchicalSearcher:
         if seed.metadata.get("global_score"):
             return float(seed.score)  # already on the scale of the whole candidate set
         cfg = self.retriever.config
-        w_v, w_l = cfg.vector_weight, cfg.lexical_weight if self.retriever.lexical is not None else 0.0
+        w_v, w_l = cfg.vector_weight, cfg.lexical_weight
         total = (w_v + w_l) or 1.0
         v = max(0.0, float(seed.metadata.get("vector_score") or 0.0)) / norms[0]
         lex = float(seed.metadata.get("lexical_score") or 0.0) / norms[1]

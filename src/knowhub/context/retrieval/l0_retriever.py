@@ -1,12 +1,12 @@
 """L0Retriever: first-round hybrid retrieval over level 0 (seed 004 §8.1 "L0 first", §10.7).
 
-Two rankers look at the level-0 copies of the caller's nodes only:
+Two rankers look at the level-0 documents of the caller's nodes only, both answered by one
+search of the shared :class:`~knowhub.index.RetrievalIndex`, with the caller's visibility
+filters (``account_id`` and ``owner_space`` ∈ {own user, own agent, account resources})
+plus category / context type / uri prefix / parent applied *inside* that search:
 
-* dense: the query vector against the L0 records of the vector index, with the caller's
-  visibility filters (``account_id`` and ``owner_space`` ∈ {own user, own agent, account
-  resources}) plus category / context type / uri prefix applied *inside* the index search;
-* lexical: BM25 over the caller's partitions of the :class:`~knowhub.index.LexicalIndex`
-  (other users' partitions are never touched), narrowed the same way during scoring.
+* dense: cosine of the query vector and the L0 vectors;
+* lexical: BM25 over the L0 documents' tokens (``knowhub.text.tokenize``).
 
 Optional pseudo-relevance feedback (``prf_docs > 0``): the best ``prf_terms`` tokens
 (tf · idf) of the top lexical documents are appended to the query and a second BM25 run
@@ -25,21 +25,27 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import orjson
 
 from knowhub.context.core.enums import ContextType
 from knowhub.context.core.query import SeedHit, TypedQuery
 from knowhub.context.core.uri import agent_spaces, check_access
-from knowhub.index.lexical import LexicalDoc, LexicalIndex, partition_key
+from knowhub.index.projector import partition_key
+from knowhub.index.protocol import IndexHit, RetrievalIndex
 from knowhub.providers.embedding import Embedder
-from knowhub.providers.vector import URI_PREFIX, VectorIndex
 from knowhub.text import tokenize
 
 __all__ = ["DEFAULT_CONTEXT_TYPES", "CandidateSet", "L0Retriever", "RetrieverConfig", "visibility_filters", "visible_partitions"]
+
+#: Filter key that matches a URI and everything under it (an index field of every record).
+URI_PREFIX = "uri_prefix"
+#: Record attributes a narrowing filter is read from (else from the record's filters).
+_RECORD_FIELDS = ("uri", "parent_uri", "context_type", "category", "level")
 
 DEFAULT_CONTEXT_TYPES: tuple[str, ...] = (ContextType.MEMORY.value, ContextType.SKILL.value, ContextType.RESOURCE.value)
 
@@ -49,15 +55,15 @@ def visible_owner_spaces(ctx: Any) -> list[str]:
     return [f"user:{ctx.user_id}", *(f"agent:{a}" for a in agent_spaces(ctx)), f"account:{ctx.account_id}"]
 
 
-def visibility_filters(ctx: Any) -> dict[str, Any]:
-    """Vector-index filters that confine a search to what ``ctx`` may read."""
-    return {"account_id": ctx.account_id, "owner_space": visible_owner_spaces(ctx)}
-
-
 def visible_partitions(ctx: Any, context_types: list[str] | None = None) -> list[str]:
     """Lexical partitions that ``ctx`` may read (of the given context types; None: all)."""
     types = context_types if context_types is not None else [t.value for t in ContextType]
     return [partition_key(ctx.account_id, space, ctype) for space in visible_owner_spaces(ctx) for ctype in types]
+
+
+def visibility_filters(ctx: Any) -> dict[str, Any]:
+    """Vector-index filters that confine a search to what ``ctx`` may read."""
+    return {"account_id": ctx.account_id, "owner_space": visible_owner_spaces(ctx)}
 
 
 @dataclass
@@ -86,33 +92,43 @@ class CandidateSet:
     text: str
     context: str
     filters: dict[str, Any]
-    dense: list[Any]
-    lexical: list[tuple[LexicalDoc, float]]
-    feedback: list[tuple[LexicalDoc, float]]
+    dense: list[IndexHit]
+    lexical: list[IndexHit]
+    feedback: list[IndexHit]
     pool: int
     scores: dict[str, float] = field(default_factory=dict)
     info: dict[str, dict[str, Any]] = field(default_factory=dict)
     ranked: list[tuple[str, float]] = field(default_factory=list)
+    by_parent: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
 
 
-def _hit_passes(hit: Any, filters: Mapping[str, Any]) -> bool:
-    """Whether a vector hit of the candidate set passes narrower filters."""
+def _predicate(filters: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
+    """A check of an indexed record (its payload) against narrower filters, compiled once per
+    narrowing (it runs for every candidate of every typed query and directory)."""
+    checks: list[Callable[[Mapping[str, Any]], bool]] = []
     for key, wanted in filters.items():
         if key in ("account_id", "owner_space"):
             continue  # already applied when the candidate set was searched
         if key == URI_PREFIX:
             prefix = str(wanted).rstrip("/")
-            if not (hit.uri == prefix or hit.uri.startswith(prefix + "/")):
-                return False
+            under = prefix + "/"
+
+            def in_subtree(p: Mapping[str, Any], prefix: str = prefix, under: str = under) -> bool:
+                uri = str(p.get("uri") or "")
+                return uri == prefix or uri.startswith(under)
+            checks.append(in_subtree)
             continue
-        value = getattr(hit, key, None) if key in ("uri", "parent_uri", "context_type", "category", "level") else hit.filters.get(key)
-        allowed = wanted if isinstance(wanted, (list, tuple, set, frozenset)) else [wanted]
-        if isinstance(value, list):
-            if not set(value) & set(allowed):
-                return False
-        elif value not in allowed:
-            return False
-    return True
+        allowed = frozenset(wanted if isinstance(wanted, (list, tuple, set, frozenset)) else [wanted])
+        if key in _RECORD_FIELDS:
+            def attribute(p: Mapping[str, Any], key: str = key, allowed: frozenset[Any] = allowed) -> bool:
+                return p.get(key) in allowed
+            checks.append(attribute)
+        else:
+            def extra(p: Mapping[str, Any], key: str = key, allowed: frozenset[Any] = allowed) -> bool:
+                value = (p.get("filters") or {}).get(key)
+                return bool(set(value) & allowed) if isinstance(value, list) else value in allowed
+            checks.append(extra)
+    return lambda payload: all(check(payload) for check in checks)
 
 
 def _parent(uri: str) -> str:
@@ -120,18 +136,16 @@ def _parent(uri: str) -> str:
 
 
 class L0Retriever:
-    """Hybrid (dense + BM25) search over level-0 records, filtered inside both indexes."""
+    """Hybrid (dense + BM25) search over level-0 records, filtered inside the index."""
 
     def __init__(
         self,
         embedder: Embedder,
-        vectors: VectorIndex,
-        lexical: LexicalIndex | None = None,
+        index: RetrievalIndex,
         config: RetrieverConfig | None = None,
     ) -> None:
         self.embedder = embedder
-        self.vectors = vectors
-        self.lexical = lexical
+        self.index = index
         self.config = config or RetrieverConfig()
 
     # ------------------------------------------------------------------ filters
@@ -149,7 +163,7 @@ class L0Retriever:
         return list(DEFAULT_CONTEXT_TYPES)
 
     def filters_for(self, typed_query: TypedQuery, ctx: Any, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """Every vector filter of a search: visibility first, then the query's narrowing.
+        """Every index filter of a search: visibility first, then the query's narrowing.
 
         Raises:
             PermissionDeniedError / InvalidInputError: ``target_uri`` the caller may not read.
@@ -170,28 +184,16 @@ class L0Retriever:
         filters.update(visibility_filters(ctx))
         return filters
 
-    def _lexical_allowed(self, filters: Mapping[str, Any]) -> Any:
-        """A per-document check for the filters the partitions do not already express
-        (None when there is nothing left to check: the common, fast case)."""
-        if not any(k in filters for k in ("category", URI_PREFIX, "parent_uri")):
-            return None
-        cats = filters.get("category")
-        cats = set(cats) if isinstance(cats, list) else ({cats} if cats is not None else None)
-        types = filters.get("context_type")
-        types = set(types) if isinstance(types, list) else ({types} if types is not None else None)
-        prefix = filters.get(URI_PREFIX)
-        parent = filters.get("parent_uri")
-
-        def allowed(doc: LexicalDoc) -> bool:
-            if cats is not None and doc.category not in cats:
-                return False
-            if types is not None and doc.context_type not in types:
-                return False
-            if prefix is not None and not (doc.uri == prefix or doc.uri.startswith(prefix + "/")):
-                return False
-            return parent is None or _parent(doc.uri) == parent
-
-        return allowed
+    @staticmethod
+    def _index_filters(filters: Mapping[str, Any]) -> dict[str, Any]:
+        """The filters as index filter values (strings or lists of strings), level 0 only."""
+        out: dict[str, Any] = {}
+        for key, value in filters.items():
+            if key == URI_PREFIX and isinstance(value, str):
+                value = value.rstrip("/") or value
+            out[key] = [str(v) for v in value] if isinstance(value, (list, tuple, set, frozenset)) else str(value)
+        out["level"] = "0"
+        return out
 
     # ------------------------------------------------------------------ search
 
@@ -210,7 +212,7 @@ class L0Retriever:
 
         Typed queries of one search share the query text, so :meth:`search` and the
         hierarchical searcher narrow this set (category, parent directory) instead of
-        searching again: one dense search and one or two BM25 runs per ``search_memory``.
+        searching again: one index search (plus one for feedback) per ``search_memory``.
         """
         size = int(pool or self.config.candidate_pool)
         base = TypedQuery(text=typed_query.text, context_type=typed_query.context_type, target_uri=typed_query.target_uri,
@@ -221,21 +223,41 @@ class L0Retriever:
         return CandidateSet(typed_query.text, str((typed_query.hints or {}).get("context") or ""), filters, dense,
                             lexical, feedback, size, scores, info)
 
-    def _rank(self, typed_query: TypedQuery, ctx: Any, filters: dict[str, Any], pool: int) -> tuple[list[Any], list[Any], list[Any]]:
-        vector = self.query_vector(typed_query) if self.config.vector_weight > 0 else np.zeros(1, dtype=np.float32)
-        use_dense = self.config.vector_weight > 0 and bool(np.any(vector))
-        dense = self.vectors.search(vector, filters, min(pool, self.config.dense_pool), level=0) if use_dense else []
-        lexical: list[tuple[LexicalDoc, float]] = []
-        feedback: list[tuple[LexicalDoc, float]] = []
-        if self.lexical is not None and self.config.lexical_weight > 0:
-            types = filters.get("context_type")
-            partitions = visible_partitions(ctx, list(types) if isinstance(types, list) else None if types is None else [types])
-            allowed = self._lexical_allowed(filters)
-            lexical = self.lexical.search(typed_query.text, partitions, pool, allowed, max_df_ratio=self.config.max_df_ratio)
-            if self.config.prf_docs > 0 and lexical:
-                expanded = self._expand_query(typed_query.text, lexical[: self.config.prf_docs], partitions)
-                if expanded != typed_query.text:
-                    feedback = self.lexical.search(expanded, partitions, pool, allowed, max_df_ratio=self.config.max_df_ratio)
+    def _query_tokens(self, text: str, partitions: list[str]) -> list[str]:
+        """Query tokens without near-stopwords: tokens found in more than ``max_df_ratio`` of
+        the caller's lexical documents are dropped while a rarer one is left (their idf is
+        tiny and their posting lists are the cost)."""
+        tokens = list(dict.fromkeys(tokenize(text)))
+        ratio = self.config.max_df_ratio
+        if ratio is None or len(tokens) < 2:
+            return tokens
+        dfs, total = self.index.doc_freqs(tokens, partitions=partitions)
+        if total < 50:
+            return tokens
+        kept = [t for t in tokens if dfs.get(t, 0) <= ratio * total]
+        return kept or tokens
+
+    def _rank(self, typed_query: TypedQuery, ctx: Any, filters: dict[str, Any],
+              pool: int) -> tuple[list[IndexHit], list[IndexHit], list[IndexHit]]:
+        cfg = self.config
+        types = filters.get("context_type")
+        partitions = visible_partitions(ctx, None if types is None else list(types) if isinstance(types, list) else [types])
+        vector = self.query_vector(typed_query) if cfg.vector_weight > 0 else None
+        use_dense = vector is not None and bool(np.any(vector))
+        tokens = self._query_tokens(typed_query.text, partitions) if cfg.lexical_weight > 0 else []
+        index_filters = self._index_filters(filters)
+        hits = self.index.search(tokens=tokens or None, vector=vector if use_dense else None, filters=index_filters,
+                                 top_k=pool if tokens else 0, vector_k=min(pool, cfg.dense_pool) if use_dense else 0,
+                                 partitions=partitions)
+        dense = sorted((h for h in hits if h.vector_rank is not None), key=lambda h: h.vector_rank or 0)
+        lexical = sorted((h for h in hits if h.lexical_rank is not None), key=lambda h: h.lexical_rank or 0)
+        feedback: list[IndexHit] = []
+        if cfg.prf_docs > 0 and lexical:
+            expanded = self._expand_query(tokens, lexical[: cfg.prf_docs], partitions)
+            if expanded != tokens:
+                feedback = [h for h in self.index.search(tokens=expanded, filters=index_filters, top_k=pool,
+                                                         partitions=partitions)
+                            if h.lexical_rank is not None]
         return dense, lexical, feedback
 
     def search(self, typed_query: TypedQuery, ctx: Any, *, extra_filters: Mapping[str, Any] | None = None,
@@ -258,21 +280,20 @@ class L0Retriever:
     def _narrow(self, candidates: CandidateSet, filters: Mapping[str, Any], k: int) -> list[SeedHit]:
         """The best candidates passing ``filters``, keeping their fused score over the whole
         candidate set (so scores of different narrowings stay comparable)."""
-        allowed = self._lexical_allowed(filters)
-        types = filters.get("context_type")
-        type_set = None if types is None else set(types) if isinstance(types, list) else {types}
         passing: list[tuple[str, float]] = []
         if not candidates.ranked:
             candidates.ranked = sorted(candidates.scores.items(), key=lambda item: (-item[1], item[0]))
-        for uri, score in candidates.ranked:
-            entry = candidates.info[uri]
-            hit = entry.get("hit")
-            if hit is not None:
-                ok = _hit_passes(hit, filters)
-            else:
-                doc: LexicalDoc = entry["doc"]
-                ok = (type_set is None or doc.context_type in type_set) and (allowed is None or allowed(doc))
-            if ok:
+        passes = _predicate(filters)
+        info = candidates.info
+        ranked = candidates.ranked
+        parent = filters.get("parent_uri")
+        if isinstance(parent, str):  # the hierarchical searcher's per-directory narrowing
+            if not candidates.by_parent:
+                for uri, score in ranked:
+                    candidates.by_parent.setdefault(str(info[uri]["payload"].get("parent_uri") or ""), []).append((uri, score))
+            ranked = candidates.by_parent.get(parent, [])
+        for uri, score in ranked:
+            if passes(info[uri]["payload"]):
                 passing.append((uri, score))
                 if len(passing) >= k:
                     break
@@ -281,67 +302,71 @@ class L0Retriever:
             seed.metadata["global_score"] = True
         return seeds
 
-    def _expand_query(self, text: str, top: list[tuple[LexicalDoc, float]], partitions: list[str]) -> str:
-        """The query plus the most telling tokens of the top documents (tf · idf)."""
-        assert self.lexical is not None
-        query_tokens = set(tokenize(text))
+    def _expand_query(self, tokens: list[str], top: list[IndexHit], partitions: list[str]) -> list[str]:
+        """The query tokens plus the most telling tokens of the top documents (tf · idf)."""
+        query_tokens = set(tokens)
         counts: Counter[str] = Counter()
-        for doc, _ in top:
-            counts.update(t for t in tokenize(doc.text) if t not in query_tokens and len(t) > 2)
-        dfs, total = self.lexical.document_frequencies(counts, partitions)
+        for hit in top:
+            doc = self.index.get(hit.id)
+            if doc is not None:
+                counts.update(t for t in doc.tokens if t not in query_tokens and len(t) > 2)
+        if not counts:
+            return tokens
+        dfs, total = self.index.doc_freqs(counts, partitions=partitions)
         scored = [(tf * math.log(1 + total / dfs[token]), token) for token, tf in counts.items() if dfs.get(token)]
         scored.sort(key=lambda x: (-x[0], x[1]))
         terms = [t for _, t in scored[: self.config.prf_terms]]
-        return f"{text} {' '.join(terms)}" if terms else text
+        return [*tokens, *terms] if terms else tokens
 
-    def _fuse(self, dense: list[Any], lexical: list[tuple[LexicalDoc, float]], k: int,
-              feedback: list[tuple[LexicalDoc, float]] | None = None) -> list[SeedHit]:
+    def _fuse(self, dense: list[IndexHit], lexical: list[IndexHit], k: int,
+              feedback: list[IndexHit] | None = None) -> list[SeedHit]:
         scores, info = self._scores(dense, lexical, feedback)
         ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:k]
         return [self._seed(uri, score, info[uri]) for uri, score in ranked]
 
-    def _scores(self, dense: list[Any], lexical: list[tuple[LexicalDoc, float]],
-                feedback: list[tuple[LexicalDoc, float]] | None = None) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
-        """Fused score and ranker details of every URI in the lists."""
+    def _scores(self, dense: list[IndexHit], lexical: list[IndexHit],
+                feedback: list[IndexHit] | None = None) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
+        """Fused score and ranker details of every URI in the lists (keyed by URI)."""
         cfg = self.config
+        feedback = feedback or []
+        payloads = self.index.payloads(dict.fromkeys(h.id for h in (*dense, *lexical, *feedback)))
+        dense = [h for h in dense if h.id in payloads]
+        lexical = [h for h in lexical if h.id in payloads]
+        feedback = [h for h in feedback if h.id in payloads]
+
+        def uri(hit: IndexHit) -> str:
+            return str(payloads[hit.id]["uri"])
+
         scores: dict[str, float] = {}
         info: dict[str, dict[str, Any]] = {}
         if cfg.fusion == "blend":
-            top_d = max((h.score for h in dense), default=0.0) or 1.0
-            top_l = max((s for _, s in lexical), default=0.0) or 1.0
+            top_d = max((h.vector_score or 0.0 for h in dense), default=0.0) or 1.0
+            top_l = max((h.lexical_score or 0.0 for h in lexical), default=0.0) or 1.0
             total = cfg.vector_weight + cfg.lexical_weight
             for hit in dense:
-                scores[hit.uri] = scores.get(hit.uri, 0.0) + cfg.vector_weight * max(0.0, hit.score) / top_d / total
-            for doc, score in lexical:
-                scores[doc.uri] = scores.get(doc.uri, 0.0) + cfg.lexical_weight * score / top_l / total
+                scores[uri(hit)] = scores.get(uri(hit), 0.0) + cfg.vector_weight * max(0.0, hit.vector_score or 0.0) / top_d / total
+            for hit in lexical:
+                scores[uri(hit)] = scores.get(uri(hit), 0.0) + cfg.lexical_weight * (hit.lexical_score or 0.0) / top_l / total
         else:
             fb_weight = cfg.prf_weight if feedback else 0.0
             best = (cfg.vector_weight + cfg.lexical_weight + fb_weight) / (cfg.rrf_k + 1.0)
-            for rank, (doc, _) in enumerate(feedback or [], start=1):
-                scores[doc.uri] = scores.get(doc.uri, 0.0) + fb_weight / (cfg.rrf_k + rank) / best
-                info.setdefault(doc.uri, {"doc": doc})
+            for rank, hit in enumerate(feedback, start=1):
+                scores[uri(hit)] = scores.get(uri(hit), 0.0) + fb_weight / (cfg.rrf_k + rank) / best
             for rank, hit in enumerate(dense, start=1):
-                scores[hit.uri] = scores.get(hit.uri, 0.0) + cfg.vector_weight / (cfg.rrf_k + rank) / best
-            for rank, (doc, _) in enumerate(lexical, start=1):
-                scores[doc.uri] = scores.get(doc.uri, 0.0) + cfg.lexical_weight / (cfg.rrf_k + rank) / best
+                scores[uri(hit)] = scores.get(uri(hit), 0.0) + cfg.vector_weight / (cfg.rrf_k + rank) / best
+            for rank, hit in enumerate(lexical, start=1):
+                scores[uri(hit)] = scores.get(uri(hit), 0.0) + cfg.lexical_weight / (cfg.rrf_k + rank) / best
+        for hit in (*feedback, *lexical, *dense):
+            info.setdefault(uri(hit), {"payload": payloads[hit.id]})
         for hit in dense:
-            info[hit.uri] = {"hit": hit, "vector_score": float(hit.score)}
-        for doc, score in lexical:
-            info.setdefault(doc.uri, {"doc": doc})["lexical_score"] = float(score)
+            info[uri(hit)]["vector_score"] = float(hit.vector_score or 0.0)
+        for hit in lexical:
+            info[uri(hit)]["lexical_score"] = float(hit.lexical_score or 0.0)
         return scores, info
 
     def _seed(self, uri: str, score: float, info: dict[str, Any]) -> SeedHit:
-        hit = info.get("hit")
-        if hit is not None:
-            meta, category, owner, abstract = dict(hit.metadata), hit.category, hit.filters.get("owner_space"), hit.text
-        else:
-            doc: LexicalDoc = info["doc"]
-            getter = getattr(self.vectors, "get", None)
-            record = getter(doc.doc_id) if callable(getter) else None
-            meta = dict(record.metadata) if record is not None else {}
-            category = doc.category
-            owner = record.filters.get("owner_space") if record is not None else doc.partition.split("|")[1]
-            abstract = record.text if record is not None else doc.text
+        payload = info["payload"]
+        meta = orjson.loads(orjson.dumps(payload.get("metadata") or {}))  # the index's own object: never shared
         meta.pop("text_hash", None)
         meta.pop("lexical_text", None)
         meta["vector_score"] = info.get("vector_score")
@@ -350,9 +375,9 @@ class L0Retriever:
         return SeedHit(
             uri=uri,
             score=round(float(score), 6),
-            category=category or None,
-            owner_space=owner,
-            abstract=str(abstract or meta.get("abstract") or ""),
+            category=payload.get("category") or None,
+            owner_space=(payload.get("filters") or {}).get("owner_space"),
+            abstract=str(payload.get("text") or meta.get("abstract") or ""),
             has_overview=bool(meta.get("has_overview")),
             has_content=bool(meta.get("has_content")),
             metadata=meta,

@@ -1,0 +1,742 @@
+"""EmbeddedIndex: the in-process :class:`~knowhub.index.protocol.RetrievalIndex` backend.
+
+Chosen by measurement (docs/retrieval.md):
+
+- **Lexical: tantivy** (Rust, BM25 with block-max WAND). Each document's tokens are the
+  engine's own (``knowhub.text.tokenize``), joined with spaces into a field read by tantivy's
+  ``whitespace`` tokenizer, so tantivy never re-analyzes text: Chinese bigrams, stemming and
+  ``C++`` stay the engine's decisions. Filters become ``TermSet`` clauses and numeric lower
+  bounds ``Range`` clauses of the same boolean query, so they narrow the posting lists
+  during scoring. The tantivy index lives in RAM: every process sharing a data dir holds its
+  own copy (tantivy's on-disk index allows one writer per directory).
+- **Vectors: faiss ``IndexFlatIP``** searched with an ``IDSelectorBitmap`` built from the
+  filters: an exact, filtered scan in C++ without copying the visible rows (faiss is set to
+  one OpenMP thread: a single query gains nothing from more and stalls on a busy machine). Documents keep
+  their row for life (a deleted row is zeroed and its slot reused), so a row number is a
+  stable faiss id.
+
+Filter postings (field → value → rows) and numeric columns are kept here in numpy, for the
+vector bitmap, :meth:`EmbeddedIndex.ids` and :meth:`EmbeddedIndex.delete_where`.
+
+Persistence (with a ``path``): :meth:`checkpoint` writes ``docs.jsonl`` (id, tokens,
+filters, numbers, payload), ``vectors.npy`` and, last, ``manifest.json`` naming the stamp
+and the checksums of both files, each atomically. Opening verifies the checksums and
+rebuilds tantivy and faiss from them (no re-tokenizing, no re-embedding); an unusable copy
+opens empty with ``stamp() is None`` and the owner rebuilds from its primary store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import math
+import threading
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import faiss
+import numpy as np
+import orjson
+import tantivy
+
+from knowhub.errors import InvalidInputError, StorageError
+from knowhub.index.protocol import FilterValue, IndexDocument, IndexHit, check_field_name
+from knowhub.storage import atomic_write_bytes, ensure_dir
+
+__all__ = ["MAX_TOKEN_CHARS", "EmbeddedIndex"]
+
+log = logging.getLogger(__name__)
+
+#: Longer tokens (base64 blobs, hashes) are left out of documents and queries alike.
+MAX_TOKEN_CHARS = 120
+_FORMAT = "knowhub-embedded-index"
+_SEP = "\x1f"  # field/value separator inside tantivy's filter terms
+# Posting sets at least this large keep a cached boolean mask, updated in place.
+_CACHED_MASK_ROWS = 2048
+# Extra results fetched at the cut so ties are decided by id, not by storage order.
+_TIE_MARGIN = 16
+_WRITER_HEAP = 64_000_000
+
+# One query at a time: faiss' OpenMP threads only add barrier waits (and on a loaded machine
+# a descheduled worker thread stalls every search), so faiss runs single-threaded here.
+faiss.omp_set_num_threads(1)
+
+
+#: Reserved postings field of a document's partition (not a valid user field name).
+_PARTITION = "_partition"
+
+
+class _Doc:
+    """What the index keeps of a document besides its tantivy postings and vector row."""
+
+    __slots__ = ("filters", "has_vector", "numbers", "partition", "payload", "row", "tokens")
+
+    def __init__(
+        self,
+        row: int,
+        tokens: str,
+        filters: dict[str, tuple[str, ...]],
+        numbers: dict[str, float],
+        payload: dict[str, Any],
+        has_vector: bool,
+        partition: str = "",
+    ) -> None:
+        self.row = row
+        self.tokens = tokens
+        self.filters = filters
+        self.numbers = numbers
+        self.payload = payload
+        self.has_vector = has_vector
+        self.partition = partition
+
+
+class _Part:
+    """One partition's tantivy index (its own BM25 statistics) and document frequencies."""
+
+    def __init__(self, schema: tantivy.Schema) -> None:
+        self.index = tantivy.Index(schema)
+        self.writer = self.index.writer(heap_size=_WRITER_HEAP, num_threads=1)
+        self.dirty = False
+        self.df: Counter[str] = Counter()
+        self.lexical_docs = 0
+        self.docs = 0
+
+    def searcher(self) -> tantivy.Searcher:
+        if self.dirty:
+            self.writer.commit()
+            self.index.reload()
+            self.dirty = False
+        return self.index.searcher()
+
+
+def _values(value: FilterValue, what: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, Collection) and all(isinstance(v, str) for v in value):
+        return tuple(dict.fromkeys(value))
+    raise InvalidInputError(f"{what} must be a string or a collection of strings")
+
+
+def _clean_tokens(tokens: Iterable[str], what: str) -> list[str]:
+    out: list[str] = []
+    for token in tokens:
+        if not isinstance(token, str) or not token or any(c.isspace() for c in token):
+            raise InvalidInputError(f"{what}: tokens must be non-empty strings without spaces")
+        if len(token) <= MAX_TOKEN_CHARS:
+            out.append(token)
+    return out
+
+
+class EmbeddedIndex:
+    """tantivy (lexical) + faiss (vectors) in this process; see the module docstring.
+
+    Args:
+        dim: vector dimension.
+        path: directory of the persisted copy (None: memory only).
+        number_fields: numeric fields documents may carry (``min_numbers`` filters).
+    """
+
+    def __init__(
+        self, dim: int, path: str | Path | None = None, *, number_fields: Sequence[str] = ()
+    ) -> None:
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
+            raise InvalidInputError("vector dimension must be a positive integer", dim=dim)
+        self._dim = dim
+        self.path = Path(path) if path is not None else None
+        self.number_fields = tuple(check_field_name(n) for n in number_fields)
+        self._lock = threading.RLock()
+        builder = tantivy.SchemaBuilder()
+        builder.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
+        builder.add_text_field("body", tokenizer_name="whitespace", index_option="freq")
+        builder.add_text_field("filt", tokenizer_name="raw", index_option="basic")
+        for name in self.number_fields:
+            builder.add_float_field(f"n_{name}", indexed=True, fast=True)
+        self._schema = builder.build()
+        self._reset()
+        self._stamp: str | None = None
+        #: Files of a persisted copy found damaged at open (unreadable, checksums wrong):
+        #: the owner may quarantine them. A missing copy or one of another shape is not damage.
+        self.damaged: list[Path] = []
+        if self.path is not None:
+            self._load()
+
+    # ------------------------------------------------------------------ state
+
+    def _reset(self) -> None:
+        self._parts: dict[str, _Part] = {}
+        self._docs: dict[str, _Doc] = {}
+        self._row_ids: list[str | None] = []
+        self._free: list[int] = []
+        self._capacity = 0
+        self._flat = faiss.IndexFlatIP(self._dim)
+        self._matrix = np.zeros((0, self._dim), dtype=np.float32)
+        self._live = np.zeros(0, dtype=bool)
+        self._has_vec = np.zeros(0, dtype=bool)
+        self._has_tok = np.zeros(0, dtype=bool)
+        self._numbers = {n: np.zeros(0, dtype=np.float64) for n in self.number_fields}
+        self._postings: dict[str, dict[str, set[int]]] = {}
+        self._masks: dict[tuple[str, str], np.ndarray] = {}
+
+    def _grow(self, needed: int) -> None:
+        if needed <= self._capacity:
+            return
+        new_cap = max(needed, 2 * self._capacity, 256)
+        extra = new_cap - self._capacity
+        self._flat.add(np.zeros((extra, self._dim), dtype=np.float32))
+        self._matrix = faiss.rev_swig_ptr(self._flat.get_xb(), new_cap * self._dim).reshape(
+            new_cap, self._dim
+        )
+        self._live = np.concatenate([self._live, np.zeros(extra, dtype=bool)])
+        self._has_vec = np.concatenate([self._has_vec, np.zeros(extra, dtype=bool)])
+        self._has_tok = np.concatenate([self._has_tok, np.zeros(extra, dtype=bool)])
+        for name, column in self._numbers.items():
+            self._numbers[name] = np.concatenate([column, np.full(extra, np.nan)])
+        for key, mask in self._masks.items():
+            self._masks[key] = np.concatenate([mask, np.zeros(extra, dtype=bool)])
+        self._capacity = new_cap
+
+    @property
+    def dim(self) -> int:
+        """Vector dimension."""
+        return self._dim
+
+    # ------------------------------------------------------------------ validation
+
+    def _prepare(self, doc: IndexDocument) -> tuple[_Doc, np.ndarray | None]:
+        if not isinstance(doc, IndexDocument):
+            raise InvalidInputError("index documents must be IndexDocument objects")
+        if not isinstance(doc.id, str) or not doc.id or len(doc.id) > 512:
+            raise InvalidInputError("index document id must be a non-empty string")
+        what = f"document {doc.id[:80]}"
+        tokens = _clean_tokens(doc.tokens, what)
+        if not isinstance(doc.partition, str) or len(doc.partition) > 512:
+            raise InvalidInputError(f"{what}: partition must be a string")
+        filters: dict[str, tuple[str, ...]] = {}
+        for name, value in dict(doc.filters).items():
+            filters[check_field_name(name)] = _values(value, f"{what} filter {name}")
+        numbers: dict[str, float] = {}
+        for name, number in dict(doc.numbers).items():
+            if name not in self.number_fields:
+                raise InvalidInputError(f"{what}: unknown number field {name!r}", field=name)
+            if isinstance(number, bool) or not isinstance(number, int | float):
+                raise InvalidInputError(f"{what}: number {name} must be a number", field=name)
+            if not math.isfinite(number):
+                raise InvalidInputError(f"{what}: number {name} must be finite", field=name)
+            numbers[name] = float(number)
+        try:
+            payload = orjson.loads(orjson.dumps(dict(doc.payload)))
+        except (TypeError, orjson.JSONEncodeError) as exc:
+            raise InvalidInputError(f"{what}: payload must be JSON-serializable") from exc
+        vector = None
+        if doc.vector is not None:
+            vector = self._unit(doc.vector, what)
+        stored = _Doc(-1, " ".join(tokens), filters, numbers, payload, vector is not None, doc.partition)
+        return stored, vector
+
+    def _unit(self, vector: Any, what: str) -> np.ndarray:
+        try:
+            arr = np.asarray(vector, dtype=np.float32).reshape(-1)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"{what}: vector is not numeric") from exc
+        if arr.shape[0] != self._dim:
+            raise InvalidInputError(
+                f"{what}: vector has dimension {arr.shape[0]}, index expects {self._dim}",
+                dim=self._dim,
+            )
+        if not np.all(np.isfinite(arr)):
+            raise InvalidInputError(f"{what}: vector contains NaN or infinite values")
+        norm = float(np.linalg.norm(arr))
+        return arr / norm if norm > 0 else arr
+
+    # ------------------------------------------------------------------ writes
+
+    def upsert(self, docs: Sequence[IndexDocument]) -> None:
+        """Insert or replace documents by id; all are validated before any is applied."""
+        prepared = [(doc.id, *self._prepare(doc)) for doc in docs]
+        if not prepared:
+            return
+        with self._lock:
+            self._grow(len(self._row_ids) + max(0, len(prepared) - len(self._free)))
+            for doc_id, stored, vector in prepared:
+                self._remove(doc_id)
+                self._put(doc_id, stored, vector)
+
+    def _put(self, doc_id: str, stored: _Doc, vector: np.ndarray | None) -> None:
+        if self._free:
+            row = self._free.pop()
+            self._row_ids[row] = doc_id
+        else:
+            row = len(self._row_ids)
+            self._grow(row + 1)
+            self._row_ids.append(doc_id)
+        stored.row = row
+        self._docs[doc_id] = stored
+        self._live[row] = True
+        self._has_vec[row] = vector is not None
+        self._has_tok[row] = bool(stored.tokens)
+        self._matrix[row] = vector if vector is not None else 0.0
+        for name, number in stored.numbers.items():
+            self._numbers[name][row] = number
+        for name, values in (*stored.filters.items(), (_PARTITION, (stored.partition,))):
+            by_value = self._postings.setdefault(name, {})
+            for value in values:
+                by_value.setdefault(value, set()).add(row)
+                mask = self._masks.get((name, value))
+                if mask is not None:
+                    mask[row] = True
+        part = self._parts.get(stored.partition)
+        if part is None:
+            part = self._parts[stored.partition] = _Part(self._schema)
+        part.df.update(set(stored.tokens.split()))
+        part.lexical_docs += bool(stored.tokens)
+        part.docs += 1
+        part.dirty = True
+        tdoc = tantivy.Document()
+        tdoc.add_text("id", doc_id)
+        tdoc.add_text("body", stored.tokens)
+        for name, values in stored.filters.items():
+            for value in values:
+                tdoc.add_text("filt", f"{name}{_SEP}{value}")
+        for name, number in stored.numbers.items():
+            tdoc.add_float(f"n_{name}", number)
+        part.writer.add_document(tdoc)
+
+    def _remove(self, doc_id: str) -> bool:
+        stored = self._docs.pop(doc_id, None)
+        if stored is None:
+            return False
+        row = stored.row
+        part = self._parts[stored.partition]
+        part.writer.delete_documents_by_term("id", doc_id)
+        part.df.subtract(set(stored.tokens.split()))
+        part.lexical_docs -= bool(stored.tokens)
+        part.docs -= 1
+        part.dirty = True
+        self._live[row] = False
+        self._has_vec[row] = False
+        self._has_tok[row] = False
+        self._matrix[row] = 0.0
+        for column in self._numbers.values():
+            column[row] = np.nan
+        for name, values in (*stored.filters.items(), (_PARTITION, (stored.partition,))):
+            by_value = self._postings.get(name, {})
+            for value in values:
+                rows = by_value.get(value)
+                if rows is not None:
+                    rows.discard(row)
+                    if not rows:
+                        del by_value[value]
+                        self._masks.pop((name, value), None)
+                mask = self._masks.get((name, value))
+                if mask is not None:
+                    mask[row] = False
+        self._row_ids[row] = None
+        self._free.append(row)
+        return True
+
+    def delete(self, ids: Iterable[str]) -> int:
+        """Remove documents by id; returns how many were removed."""
+        with self._lock:
+            return sum(1 for doc_id in list(ids) if self._remove(doc_id))
+
+    def delete_where(self, filters: Mapping[str, FilterValue]) -> int:
+        """Remove every document passing ``filters``; returns how many."""
+        if not filters:
+            raise InvalidInputError("delete_where needs at least one filter")
+        with self._lock:
+            return self.delete(self.ids(filters))
+
+    def clear(self) -> None:
+        """Drop every document and the stamp."""
+        with self._lock:
+            self._reset()
+            self._stamp = None
+
+    # ------------------------------------------------------------------ reads
+
+    def count(self) -> int:
+        """Number of documents."""
+        return len(self._docs)
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def get(self, doc_id: str) -> IndexDocument | None:
+        """The stored document with its unit vector, or None."""
+        with self._lock:
+            stored = self._docs.get(doc_id)
+            if stored is None:
+                return None
+            return IndexDocument(
+                id=doc_id,
+                tokens=stored.tokens.split(),
+                vector=self._matrix[stored.row].copy() if stored.has_vector else None,
+                filters={k: list(v) for k, v in stored.filters.items()},
+                numbers=dict(stored.numbers),
+                payload=orjson.loads(orjson.dumps(stored.payload)),
+                partition=stored.partition,
+            )
+
+    def payloads(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """``{id: payload}`` of the indexed ones among ``ids``: the stored objects, not
+        copies (the hot path of every search), so callers must treat them as read-only."""
+        with self._lock:
+            docs = self._docs
+            return {i: stored.payload for i in ids if (stored := docs.get(i)) is not None}
+
+    def ids(self, filters: Mapping[str, FilterValue] | None = None) -> list[str]:
+        """Sorted ids of the documents passing ``filters``."""
+        with self._lock:
+            if not filters:
+                return sorted(self._docs)
+            rows = np.flatnonzero(self._mask(filters, None))
+            return sorted(i for r in rows if (i := self._row_ids[int(r)]) is not None)
+
+    def doc_freqs(
+        self,
+        tokens: Iterable[str],
+        filters: Mapping[str, FilterValue] | None = None,
+        partitions: Sequence[str] | None = None,
+    ) -> tuple[dict[str, int], int]:
+        """``({token: documents containing it}, documents with tokens)`` among those of
+        ``partitions`` (all when None) passing ``filters``."""
+        wanted = list(dict.fromkeys(_clean_tokens(tokens, "query")))
+        with self._lock:
+            parts = self._selected(partitions)
+            if not filters:
+                return (
+                    {t: sum(max(0, p.df.get(t, 0)) for p in parts.values()) for t in wanted},
+                    sum(p.lexical_docs for p in parts.values()),
+                )
+            mask = self._mask(filters, None, partitions) & self._has_tok
+            total = int(np.count_nonzero(mask))
+            clause = self._filter_query(filters, None)
+            out = dict.fromkeys(wanted, 0)
+            for part in parts.values():
+                searcher = part.searcher()
+                for token in wanted:
+                    query = tantivy.Query.boolean_query([
+                        (tantivy.Occur.Must, tantivy.Query.term_query(self._schema, "body", token)),
+                        (tantivy.Occur.Must, clause),
+                    ])
+                    out[token] += int(searcher.search(query, 1, count=True).count or 0)  # type: ignore[attr-defined]
+            return out, total
+
+    def _selected(self, partitions: Sequence[str] | None) -> dict[str, _Part]:
+        if partitions is None:
+            return self._parts
+        if isinstance(partitions, str) or not all(isinstance(p, str) for p in partitions):
+            raise InvalidInputError("partitions must be a list of strings")
+        return {p: part for p in dict.fromkeys(partitions) if (part := self._parts.get(p)) is not None}
+
+    # ------------------------------------------------------------------ filters
+
+    def _value_mask(self, name: str, value: str) -> np.ndarray | set[int] | None:
+        rows = self._postings.get(name, {}).get(value)
+        if not rows:
+            return None
+        if len(rows) < _CACHED_MASK_ROWS:
+            return rows
+        mask = self._masks.get((name, value))
+        if mask is None:
+            mask = np.zeros(self._capacity, dtype=bool)
+            mask[np.fromiter(rows, dtype=np.int64, count=len(rows))] = True
+            self._masks[(name, value)] = mask
+        return mask
+
+    def _mask(
+        self,
+        filters: Mapping[str, FilterValue] | None,
+        min_numbers: Mapping[str, float] | None,
+        partitions: Sequence[str] | None = None,
+    ) -> np.ndarray:
+        """Boolean mask of the rows of live documents passing every filter."""
+        mask = self._live.copy()
+        conditions: list[tuple[str, FilterValue]] = [
+            (check_field_name(name), wanted) for name, wanted in (filters or {}).items()
+        ]
+        if partitions is not None:
+            conditions.append((_PARTITION, list(self._selected(partitions))))
+        for name, wanted in conditions:
+            field_mask = np.zeros(self._capacity, dtype=bool)
+            small: list[int] = []
+            for value in _values(wanted, f"filter {name}"):
+                got = self._value_mask(name, value)
+                if isinstance(got, np.ndarray):
+                    field_mask |= got
+                elif got:
+                    small.extend(got)
+            if small:
+                field_mask[np.asarray(small, dtype=np.int64)] = True
+            mask &= field_mask
+        for name, bound in (min_numbers or {}).items():
+            column = self._number_column(name)
+            with np.errstate(invalid="ignore"):
+                mask &= column >= float(bound)
+        return mask
+
+    def _number_column(self, name: str) -> np.ndarray:
+        column = self._numbers.get(name)
+        if column is None:
+            raise InvalidInputError(f"unknown number field {name!r}", field=str(name)[:40])
+        return column
+
+    def _filter_query(
+        self, filters: Mapping[str, FilterValue] | None, min_numbers: Mapping[str, float] | None
+    ) -> tantivy.Query:
+        clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
+        for name, wanted in (filters or {}).items():
+            check_field_name(name)
+            terms = [f"{name}{_SEP}{v}" for v in _values(wanted, f"filter {name}")]
+            clauses.append((tantivy.Occur.Must, tantivy.Query.term_set_query(self._schema, "filt", terms)))
+        for name, bound in (min_numbers or {}).items():
+            self._number_column(name)
+            if isinstance(bound, bool) or not isinstance(bound, int | float) or math.isnan(bound):
+                raise InvalidInputError(f"min_numbers[{name}] must be a number", field=name)
+            clauses.append((
+                tantivy.Occur.Must,
+                tantivy.Query.range_query(
+                    self._schema, f"n_{name}", tantivy.FieldType.Float, float(bound), None
+                ),
+            ))
+        if not clauses:
+            return tantivy.Query.all_query()
+        return tantivy.Query.const_score_query(tantivy.Query.boolean_query(clauses), 0.0)
+
+    # ------------------------------------------------------------------ search
+
+    def search(
+        self,
+        *,
+        tokens: Sequence[str] | None = None,
+        vector: Sequence[float] | np.ndarray | None = None,
+        filters: Mapping[str, FilterValue] | None = None,
+        min_numbers: Mapping[str, float] | None = None,
+        top_k: int = 10,
+        vector_k: int | None = None,
+        partitions: Sequence[str] | None = None,
+    ) -> list[IndexHit]:
+        """Lexical top ``top_k`` and vector top ``vector_k`` among passing documents of
+        ``partitions`` (all when None); BM25 statistics are each partition's own."""
+        for name, value in (("top_k", top_k), ("vector_k", vector_k)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise InvalidInputError(f"{name} must be a non-negative integer", field=name)
+        vk = top_k if vector_k is None else vector_k
+        query_vec = self._unit(vector, "query vector") if vector is not None else None
+        if query_vec is not None and not np.any(query_vec):
+            query_vec = None
+        words = list(dict.fromkeys(_clean_tokens(tokens or (), "query")))
+        hits: dict[str, IndexHit] = {}
+        with self._lock:
+            if words and top_k > 0 and self._docs:
+                for rank, (doc_id, score) in enumerate(
+                    self._lexical(words, filters, min_numbers, top_k, partitions), start=1
+                ):
+                    hits[doc_id] = IndexHit(doc_id, lexical_score=score, lexical_rank=rank)
+            mask: np.ndarray | None = None
+            if query_vec is not None and vk > 0 and self._docs:
+                mask = self._mask(filters, min_numbers, partitions) & self._has_vec
+                for rank, (doc_id, score) in enumerate(self._nearest(query_vec, mask, vk), start=1):
+                    hit = hits.get(doc_id)
+                    if hit is None:
+                        hit = hits[doc_id] = IndexHit(doc_id)
+                    hit.vector_rank = rank
+                    hit.vector_score = score
+            if query_vec is not None:
+                missing = [h for h in hits.values() if h.vector_score is None and self._docs[h.id].has_vector]
+                if missing:
+                    rows = np.fromiter((self._docs[h.id].row for h in missing), dtype=np.int64, count=len(missing))
+                    # ufuncs, not BLAS: a multi-threaded gemv stalls on a busy machine
+                    cosines = (self._matrix[rows] * query_vec).sum(axis=1)
+                    for hit, cosine in zip(missing, cosines, strict=True):
+                        hit.vector_score = float(cosine)
+        inf = math.inf
+        return sorted(
+            hits.values(),
+            key=lambda h: (
+                min(h.lexical_rank or inf, h.vector_rank or inf),
+                -(h.lexical_score or 0.0),
+                h.id,
+            ),
+        )
+
+    def _lexical(
+        self,
+        words: list[str],
+        filters: Mapping[str, FilterValue] | None,
+        min_numbers: Mapping[str, float] | None,
+        top_k: int,
+        partitions: Sequence[str] | None,
+    ) -> list[tuple[str, float]]:
+        schema = self._schema
+        text = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Should, tantivy.Query.term_query(schema, "body", w)) for w in words]
+        )
+        query = text
+        if filters or min_numbers:
+            query = tantivy.Query.boolean_query([
+                (tantivy.Occur.Must, text),
+                (tantivy.Occur.Must, self._filter_query(filters, min_numbers)),
+            ])
+        scored: list[tuple[float, str]] = []
+        for part in self._selected(partitions).values():
+            if not part.lexical_docs:
+                continue
+            searcher = part.searcher()
+            found = searcher.search(query, top_k + _TIE_MARGIN).hits
+            scored.extend((float(score), searcher.doc(address)["id"][0]) for score, address in found)
+        scored.sort(key=lambda pair: (-pair[0], pair[1]))
+        return [(doc_id, score) for score, doc_id in scored[:top_k]]
+
+    def _nearest(self, query: np.ndarray, mask: np.ndarray, k: int) -> list[tuple[str, float]]:
+        count = int(np.count_nonzero(mask))
+        if count == 0:
+            return []
+        want = min(count, k + _TIE_MARGIN)
+        bits = np.packbits(mask, bitorder="little")
+        params = faiss.SearchParameters(  # type: ignore[call-arg]
+            sel=faiss.IDSelectorBitmap(mask.size, faiss.swig_ptr(bits))
+        )
+        dist, labels = self._flat.search(query.reshape(1, -1), want, params=params)
+        keep = labels[0] >= 0
+        rows, scores = labels[0][keep], dist[0][keep]
+        row_ids = self._row_ids
+        pairs = sorted(
+            ((-float(s), row_ids[int(r)] or "") for r, s in zip(rows, scores, strict=True)),
+        )
+        return [(doc_id, -neg) for neg, doc_id in pairs[:k]]
+
+    # ------------------------------------------------------------------ persistence
+
+    def stamp(self) -> str | None:
+        """The stamp of the last checkpoint these documents reflect."""
+        return self._stamp
+
+    def checkpoint(self, stamp: str) -> None:
+        """Write the documents and vectors, then the manifest naming ``stamp``."""
+        if not isinstance(stamp, str):
+            raise InvalidInputError("checkpoint stamp must be a string")
+        with self._lock:
+            self._stamp = stamp
+            if self.path is None:
+                return
+            order = sorted(self._docs)
+            lines = []
+            rows = []
+            for doc_id in order:
+                stored = self._docs[doc_id]
+                lines.append(orjson.dumps({
+                    "id": doc_id,
+                    "t": stored.tokens,
+                    "f": stored.filters,
+                    "n": stored.numbers,
+                    "p": stored.payload,
+                    "v": stored.has_vector,
+                    "s": stored.partition,
+                }))
+                rows.append(stored.row)
+            docs_bytes = b"\n".join(lines) + b"\n" if lines else b""
+            matrix = self._matrix[np.asarray(rows, dtype=np.int64)] if rows else np.zeros(
+                (0, self._dim), dtype=np.float32
+            )
+            buf = io.BytesIO()
+            np.save(buf, np.ascontiguousarray(matrix, dtype=np.float32), allow_pickle=False)
+            vector_bytes = buf.getvalue()
+            manifest = {
+                "format": _FORMAT,
+                "version": 2,
+                "dim": self._dim,
+                "number_fields": list(self.number_fields),
+                "count": len(order),
+                "stamp": stamp,
+                "docs_sha256": hashlib.sha256(docs_bytes).hexdigest(),
+                "vectors_sha256": hashlib.sha256(vector_bytes).hexdigest(),
+            }
+            try:
+                ensure_dir(self.path)
+                atomic_write_bytes(self.path / "docs.jsonl", docs_bytes)
+                atomic_write_bytes(self.path / "vectors.npy", vector_bytes)
+                atomic_write_bytes(self.path / "manifest.json", orjson.dumps(manifest))
+            except OSError as exc:
+                raise StorageError(
+                    f"cannot write the retrieval index: {exc.strerror}", path=str(self.path)
+                ) from exc
+
+    def _load(self) -> None:
+        """Open the persisted copy; an unusable one leaves the index empty (stamp None)."""
+        assert self.path is not None
+        files = [self.path / name for name in ("manifest.json", "docs.jsonl", "vectors.npy")]
+        try:
+            manifest = orjson.loads(files[0].read_bytes())
+        except FileNotFoundError:
+            return
+        except (OSError, orjson.JSONDecodeError) as exc:
+            log.warning("retrieval index manifest at %s is unreadable (%s); starting empty", self.path, exc)
+            self.damaged = [files[0]]
+            return
+        if (
+            not isinstance(manifest, dict)
+            or manifest.get("format") != _FORMAT
+            or manifest.get("dim") != self._dim
+            or manifest.get("number_fields") != list(self.number_fields)
+        ):
+            log.info("retrieval index at %s was made for another shape; starting empty", self.path)
+            return
+        try:
+            docs_bytes = files[1].read_bytes()
+            vector_bytes = files[2].read_bytes()
+        except OSError as exc:
+            log.warning("retrieval index at %s is unreadable (%s); starting empty", self.path, exc)
+            self.damaged = [f for f in files if f.exists()]
+            return
+        if (
+            manifest.get("docs_sha256") != hashlib.sha256(docs_bytes).hexdigest()
+            or manifest.get("vectors_sha256") != hashlib.sha256(vector_bytes).hexdigest()
+            or not isinstance(manifest.get("stamp"), str)
+        ):
+            log.warning("retrieval index at %s does not match its manifest; starting empty", self.path)
+            self.damaged = files
+            return
+        try:
+            matrix = np.load(io.BytesIO(vector_bytes), allow_pickle=False)
+            records = orjson.loads(b"[" + b",".join(docs_bytes.splitlines()) + b"]")
+            if matrix.shape != (len(records), self._dim) or len(records) != manifest.get("count"):
+                raise ValueError("record and vector counts differ")
+            with self._lock:
+                self._restore(records, matrix.astype(np.float32, copy=False))
+                self._stamp = str(manifest["stamp"])
+        except (ValueError, KeyError, TypeError, AttributeError, InvalidInputError) as exc:
+            log.warning("retrieval index at %s is damaged (%s); starting empty", self.path, exc)
+            self._reset()
+            self._stamp = None
+            self.damaged = files
+
+    def _restore(self, records: list[dict[str, Any]], matrix: np.ndarray) -> None:
+        """Fill an empty index from a verified copy: its rows are written in one block and
+        its documents were validated when they were first upserted (checksums prove the
+        files are what this index wrote), so only the shapes are checked here."""
+        self._grow(len(records))
+        self._matrix[: len(records)] = matrix
+        number_fields = set(self.number_fields)
+        for rec in records:
+            doc_id, tokens, numbers = rec["id"], rec["t"], rec["n"]
+            if not isinstance(doc_id, str) or not isinstance(tokens, str) or doc_id in self._docs:
+                raise ValueError("malformed document record")
+            if not set(numbers) <= number_fields:
+                raise ValueError("unknown number field")
+            filters = {str(k): tuple(v) for k, v in rec["f"].items()}
+            partition = rec.get("s", "")
+            if not isinstance(partition, str):
+                raise ValueError("malformed partition")
+            stored = _Doc(-1, tokens, filters, numbers, rec["p"], bool(rec["v"]), partition)
+            row = len(self._row_ids)
+            vector = self._matrix[row] if stored.has_vector else None
+            self._put(doc_id, stored, vector)
+
+    def close(self) -> None:
+        """Release the tantivy writer and the vectors (no implicit checkpoint)."""
+        with self._lock:
+            self._reset()
