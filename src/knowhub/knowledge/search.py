@@ -1,18 +1,20 @@
-"""Knowledge search: derived indexes, bounded candidate recall, LLM routing, quality ranking.
+"""Knowledge search: derived indexes, bounded candidate recall, LLM routing.
 
 Seed 002's two stages, made to scale:
 
 0. **Recall** (not in the seed, which sends *all* knowledge to the LLM): visibility and type
-   filters, then BM25 over task + content and vector cosine, fused with reciprocal rank
-   fusion, keeping at most ``candidate_pool`` items. This bounds the routing prompt whatever
-   the size of the knowledge base.
-1. **Semantic routing**: the LLM (task ``route_knowledge``) picks ``2 * top_k`` candidates
-   from ``{idx, types, task[:100]}``; candidates are added in recall order until the prompt
-   reaches ``route_token_budget`` tokens. Bad answers fall back to the recall order.
-2. **Quality ranking**: ``quality_score = score + helpful - 2 * harmful``; items with
-   ``score < min_score`` or ``quality_score < 0`` are dropped; ties are broken by scope
-   priority (user > project > agent > team > org > public, over the item's scopes that the
-   principal can see), then user_profile items first (seed 003), then routing order.
+   filters, then BM25 over task + content (the :func:`~knowhub.text.analyze` terms:
+   stemmed, without stop words) and vector cosine. :mod:`knowhub.knowledge.ranking` fuses
+   the two signals and keeps only the relevant candidates, at most ``candidate_pool``.
+   This bounds the routing prompt whatever the size of the knowledge base, and nothing
+   irrelevant reaches it.
+1. **Semantic routing**: the LLM (task ``route_knowledge``) picks up to ``2 * top_k`` of
+   these candidates from ``{idx, types, task[:100]}``, and may pick none; candidates are
+   added in relevance order until the prompt reaches ``route_token_budget`` tokens. An
+   empty ``ids`` list means nothing is relevant; a failed call or an answer without an
+   ``ids`` list falls back to the relevance order.
+2. **Ranking** (:func:`knowhub.knowledge.ranking.rank_hits`): relevance tiers first, then
+   seed 002's quality score within a tier, then scope priority and user profiles first.
 """
 
 from __future__ import annotations
@@ -27,13 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from knowhub.errors import KnowhubError, LLMError
-from knowhub.knowledge.models import Knowledge, SearchHit, quality_score
+from knowhub.knowledge.models import Knowledge, quality_score
+from knowhub.knowledge.ranking import DEFAULT_MODEL, Candidate, rank_hits
 from knowhub.providers.llm import LLMClient, build_task_messages, estimate_tokens
 from knowhub.providers.records import IndexRecord
 from knowhub.providers.vector import ExactVectorIndex
-from knowhub.scope import Principal, best_scope_priority
+from knowhub.scope import Principal
 from knowhub.storage import atomic_write_json
-from knowhub.text import BM25Index
+from knowhub.text import BM25Index, analyze
 
 __all__ = [
     "ROUTE_INSTRUCTIONS",
@@ -46,7 +49,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-RRF_K = 60
 #: Vector hits below this cosine are noise (HashingEmbedder: unrelated texts score < 0.15).
 VECTOR_MIN_SCORE = 0.15
 TASK_PREVIEW_CHARS = 100
@@ -113,7 +115,7 @@ class DerivedIndexes:
     def __init__(self, embedder: Any) -> None:
         self.embedder = embedder
         self.lock = threading.RLock()
-        self.bm25 = BM25Index()
+        self.bm25 = BM25Index(analyzer=analyze)
         self.vectors = ExactVectorIndex(int(embedder.dim))
         self.meta: dict[str, ItemMeta] = {}
         self.seq = 0
@@ -221,10 +223,27 @@ class DerivedIndexes:
         min_score: float,
         pool: int,
     ) -> list[tuple[str, float]]:
-        """At most ``pool`` visible, eligible candidates as ``(id, fused score)``, best first.
+        """At most ``pool`` visible, eligible, relevant candidates as ``(id, relevance)``,
+        most relevant first: :meth:`candidates` judged by :mod:`knowhub.knowledge.ranking`.
+        """
+        found = self.candidates(query, principal, types=types, min_score=min_score, pool=pool)
+        return DEFAULT_MODEL.select(found)[:pool]
 
-        Eligibility (visible, type, ``score >= min_score``, ``quality >= 0``) is checked
-        before ranking, so filtered items never take a slot in the pool.
+    def candidates(
+        self,
+        query: str,
+        principal: Principal,
+        *,
+        types: Sequence[str] | None,
+        min_score: float,
+        pool: int,
+    ) -> list[Candidate]:
+        """Visible, eligible candidates with their lexical share and cosine, unordered.
+
+        Candidates are the ``pool`` best BM25 matches and the ``pool`` nearest vectors
+        (cosine >= ``VECTOR_MIN_SCORE``) that BM25 did not find. Eligibility (visible,
+        type, ``score >= min_score``, ``quality >= 0``) is checked before ranking, so
+        filtered items never take a slot in the pool.
         """
         visible = principal.visible_scopes
         wanted = frozenset(types) if types else None
@@ -247,24 +266,32 @@ class DerivedIndexes:
 
         with self.lock:
             lexical = self.bm25.search(query, top_k=pool, allowed=allowed)
-            vector_hits: list[str] = []
+            terms = set(analyze(query))
+            known = sum(self.bm25.idf(t) for t in terms if self.bm25.document_frequency(t))
+            known_share = known / (sum(self.bm25.idf(t) for t in terms) or 1.0)
+            signals: dict[str, list[float]] = {
+                kid: [score / known if known > 0 else 0.0, 0.0] for kid, score in lexical
+            }
             query_vec = self.embedder.embed_matrix([query])[0]
             if float((query_vec * query_vec).sum()) > 0:
                 filters: dict[str, Any] = {"scopes": sorted(visible)}
                 if wanted is not None:
                     filters["types"] = sorted(wanted)
+                # The cosine of every lexical candidate, and the vector-only candidates.
+                for kid, pair in signals.items():
+                    record = self.vectors.get(kid)
+                    if record is not None and record.vector is not None:
+                        pair[1] = max(0.0, float(record.vector @ query_vec))
+                added = 0
                 for hit in self.vectors.search(query_vec, filters, top_k=pool * 2):
-                    if hit.score >= VECTOR_MIN_SCORE and allowed(hit.id):
-                        vector_hits.append(hit.id)
-                        if len(vector_hits) >= pool:
-                            break
-        fused: dict[str, float] = {}
-        for rank, (knowledge_id, _score) in enumerate(lexical):
-            fused[knowledge_id] = fused.get(knowledge_id, 0.0) + 1.0 / (RRF_K + rank + 1)
-        for rank, knowledge_id in enumerate(vector_hits):
-            fused[knowledge_id] = fused.get(knowledge_id, 0.0) + 1.0 / (RRF_K + rank + 1)
-        ordered = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
-        return ordered[:pool]
+                    if added >= pool or hit.score < VECTOR_MIN_SCORE:
+                        break
+                    if hit.id not in signals and allowed(hit.id):
+                        signals[hit.id] = [0.0, float(hit.score)]
+                        added += 1
+        return [
+            Candidate(kid, lex, cos, lex * known_share) for kid, (lex, cos) in signals.items()
+        ]
 
 
 def _token_upper_bound(text: str) -> int:
@@ -285,14 +312,21 @@ def route_candidates(
 ) -> list[str]:
     """Stage 1: ask the LLM for up to ``2 * top_k`` relevant ids among ``candidates``.
 
-    Candidates go into the prompt in recall order until ``token_budget`` (estimated tokens
-    of the whole prompt) is reached. Indices, not ids, are sent to save tokens, and mapped
-    back; unknown or repeated indices are ignored. On an LLM failure or an answer without
-    an ``ids`` list, the recall order is used.
+    ``candidates`` are the relevant ones, most relevant first. They go into the prompt in
+    that order until ``token_budget`` (estimated tokens of the whole prompt) is reached.
+    Indices, not ids, are sent to save tokens, and mapped back; unknown or repeated
+    indices are ignored, and an empty ``ids`` list routes nothing (the search returns no
+    hit). On an LLM failure or an answer without an ``ids`` list, the relevance order is
+    used. An LLM that is not ``semantic`` (the offline LocalAgent) is not asked: its
+    heuristics see less than the relevance stage did, so the relevance order is kept.
     """
     want = 2 * top_k
     if not candidates:
         return []
+    if not getattr(llm, "semantic", True):
+        # Heuristics that see 100 characters of each task cannot judge better than the
+        # relevance stage that scored task and content: keep its (thresholded) order.
+        return [kid for kid, _info in candidates[:want]]
     base = build_task_messages(
         "route_knowledge",
         ROUTE_INSTRUCTIONS,
@@ -343,30 +377,3 @@ def route_candidates(
         if len(picked) >= want:
             break
     return picked
-
-
-def rank_hits(
-    principal: Principal,
-    routed: Sequence[str],
-    items: dict[str, Knowledge],
-    relevance: dict[str, float],
-    *,
-    top_k: int,
-    min_score: float,
-) -> list[SearchHit]:
-    """Stage 2: quality score, ``min_score`` / negative-quality filters, scope tie-break."""
-    visible = principal.visible_scopes
-    ranked: list[tuple[float, int, int, int, SearchHit]] = []
-    for route_rank, knowledge_id in enumerate(routed):
-        item = items.get(knowledge_id)
-        if item is None:  # deleted or no longer visible since recall
-            continue
-        quality = item.quality_score
-        if item.score < min_score or quality < 0:
-            continue
-        priority = best_scope_priority([s for s in item.scopes if s in visible])
-        hit = SearchHit(item, quality, relevance.get(knowledge_id, 0.0))
-        profile_first = 0 if "user_profile" in item.types else 1  # seed 003: profiles first
-        ranked.append((-quality, priority, profile_first, route_rank, hit))
-    ranked.sort(key=lambda row: row[:4])
-    return [row[4] for row in ranked[:top_k]]
