@@ -6,6 +6,7 @@ Run from the repository root::
     python benchmarks/knowledge_bench.py                  # sizes 1k, 10k, 100k (~15-20 min)
     python benchmarks/knowledge_bench.py --quick          # small smoke run (~2 min)
     python benchmarks/knowledge_bench.py --http-items 3000 --out-json out.json
+    python benchmarks/knowledge_bench.py --quality-only   # phase 4 (b) and LOCO (~1 min)
 
 Corpus: ``_knowledge_corpus.py`` (LoCoMo observations and turns, ICD-10-CM codes; all real
 text, deterministic for ``--seed``).
@@ -28,11 +29,13 @@ Phases:
    characters of task), built with the same ``build_task_messages``.
 4. **Quality** (LoCoMo QA, categories 1-4): recall@5 of the evidence ``dia_id`` s among
    the top-5 results' ``message_id`` s (same conversation), averaged over questions; engine
-   vs plain ``BM25Index`` over the same texts (task + content, what the engine indexes).
+   vs plain ``BM25Index`` and vs stemmed BM25 (bm25s + PyStemmer, English stop words)
+   over the same texts (task + content, what the engine indexes).
    (a) a hub of the 1,210 observations only; (b) the largest hub (observations + turns +
    ICD distractors) with BM25 over the same corpus. One principal that sees everything;
    every item has score 3 and searches use ``min_score=0`` so nothing is filtered and
-   quality ties keep routing order.
+   quality ties keep routing order. On (b), the relevance fusion weight is validated
+   leave-one-conversation-out (``_knowledge_loco.py``).
 5. **Profile** (cProfile) of searches at the largest size when p95 without LLM misses
    the target.
 """
@@ -80,6 +83,7 @@ from _knowledge_corpus import (
     user_id,
     user_principal,
 )
+from _knowledge_loco import StemmedBM25, loco
 from _knowledge_report import TARGET_P95_MS, TOP_K, markdown_tables, print_tables
 
 from knowhub.knowledge import KnowledgeHub
@@ -100,6 +104,7 @@ class TimedLLM(LLMClient):
 
     def __init__(self, inner: LLMClient) -> None:
         self.inner = inner
+        self.semantic = inner.semantic  # the hub skips routing for the offline LocalAgent
         self.on_call: Callable[[float, list[dict[str, Any]]], None] | None = None
 
     def chat(self, messages: list[dict[str, Any]], json_schema: dict[str, Any]) -> dict[str, Any]:
@@ -498,7 +503,8 @@ def quality_run(
     bm25 = BM25Index()
     for kid, (_conv, _mid, text) in docs.items():
         bm25.add(kid, text)
-    scores: dict[str, list[float]] = {"engine": [], "recall_stage": [], "bm25": []}
+    stemmed = StemmedBM25({kid: text for kid, (_c, _m, text) in docs.items()})
+    scores: dict[str, list[float]] = {"engine": [], "recall_stage": [], "bm25": [], "bm25s": []}
     by_cat: dict[int, dict[str, list[float]]] = {}
     with progress(console) as bar:
         task = bar.add_task(label, total=len(questions))
@@ -514,6 +520,7 @@ def quality_run(
                 "engine": recall_at(engine, conv, evidence),
                 "recall_stage": recall_at(stage, conv, evidence),
                 "bm25": recall_at(plain, conv, evidence),
+                "bm25s": recall_at([docs[k][:2] for k in stemmed.search(question)], conv, evidence),
             }
             for name, value in row.items():
                 scores[name].append(value)
@@ -620,6 +627,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out-json", type=Path, default=None)
     parser.add_argument("--out-md", type=Path, default=None, help="tables as Markdown")
     parser.add_argument("--quick", action="store_true", help="small smoke run")
+    parser.add_argument(
+        "--quality-only",
+        action="store_true",
+        help="only the observations quality run and its leave-one-conversation-out check",
+    )
     args = parser.parse_args(argv)
     quick = args.quick
     args.sizes = [
@@ -630,9 +642,85 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.inproc_items if args.inproc_items is not None else (200 if quick else 1000)
     )
     args.queries = args.queries if args.queries is not None else (30 if quick else 200)
+    if args.quality_only:
+        args.sizes, args.http_items, args.inproc_items = [], 0, 0
     if args.max_size_questions is None:
         args.max_size_questions = 60 if quick else 250
     return args
+
+
+def size_phases(
+    args: argparse.Namespace,
+    corpus: list[Item],
+    sizes: list[int],
+    queries: list[str],
+    questions: list[tuple[str, str, int, list[str]]],
+    work: Path,
+    console: Console,
+    result: dict[str, Any],
+) -> None:
+    """Phases 2, 3, 4 (a) and 5: saves, search at every size, quality on the largest hub."""
+    member, everyone = user_principal(0), all_seeing_principal()
+    llm = TimedLLM(LocalAgent())
+    hub = KnowledgeHub(work / "main", llm=llm)
+    probe = Probe(hub, llm)
+    saved: list[Saved] = []
+    first = min(args.inproc_items, sizes[0])
+    result["inprocess_save"] = save_each(hub, corpus[:first], saved, console)
+    loaded = first
+    for size in sizes:
+        if size > loaded:
+            result["bulk"][str(size)] = bulk_load(
+                hub, corpus[loaded:size], saved, console, f"bulk load {loaded:,} → {size:,}"
+            )
+            loaded = size
+        result["search"][str(size)] = {
+            who: measure_search(
+                probe, principal, queries, saved, console, f"search @ {size:,} ({who})"
+            )
+            for who, principal in (("member", member), ("all", everyone))
+        }
+        console.print(
+            f"size {size:,}: "
+            + json.dumps(
+                {
+                    w: {
+                        k: s[k]
+                        for k in (
+                            "no_llm_p50_ms",
+                            "no_llm_p95_ms",
+                            "prompt_tokens_max",
+                            "naive_prompt_tokens",
+                        )
+                    }
+                    for w, s in result["search"][str(size)].items()
+                }
+            )
+        )
+
+    largest = result["search"][str(sizes[-1])]["member"]
+    if args.profile == "always" or (
+        args.profile == "auto" and largest["no_llm_p95_ms"] > TARGET_P95_MS
+    ):
+        console.print("profiling 40 searches at the largest size (member principal)…")
+        result["profile"] = profile_searches(probe, member, queries[:40])
+
+    if args.max_size_questions > 0:
+        rng = random.Random(args.seed + 2)
+        sample = rng.sample(questions, min(args.max_size_questions, len(questions)))
+        docs: dict[str, tuple[str, str, str]] = {}
+        with hub.store.read() as conn:
+            for batch in hub.store.iter_live(conn):
+                for k in batch:
+                    docs[k.id] = (
+                        str(k.tags.get("conversation", "")),
+                        k.message_id,
+                        f"{k.task}\n{k.content}",
+                    )
+        result["quality"][f"largest hub ({len(docs):,})"] = quality_run(
+            probe, everyone, docs, sample, console, f"quality @ {len(docs):,}"
+        )
+    hub.close()
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -649,8 +737,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     convs = load_locomo(bench / LOCOMO_FILE)
     nodes = load_icd10cm(bench / ICD_FILE)
     sizes = sorted(set(args.sizes))
-    corpus = build_corpus(convs, nodes, max(sizes), args.seed)
-    if len(corpus) < max(sizes):
+    corpus = build_corpus(convs, nodes, max(sizes, default=0), args.seed)
+    if sizes and len(corpus) < max(sizes):
         console.print(f"[yellow]only {len(corpus)} items available; sizes capped[/]")
         sizes = sorted({min(s, len(corpus)) for s in sizes})
     queries = latency_queries(convs, nodes, args.queries, args.seed)
@@ -663,73 +751,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
 
     work = Path(tempfile.mkdtemp(prefix="knowledge-bench-", dir=args.work_dir))
-    member, everyone = user_principal(0), all_seeing_principal()
+    everyone = all_seeing_principal()
     try:
         if args.http_items > 0:
             result["http"] = http_phase(corpus[: args.http_items], args.http_clients, work, console)
             console.print(f"HTTP: {result['http']}")
 
-        llm = TimedLLM(LocalAgent())
-        hub = KnowledgeHub(work / "main", llm=llm)
-        probe = Probe(hub, llm)
-        saved: list[Saved] = []
-        first = min(args.inproc_items, sizes[0])
-        result["inprocess_save"] = save_each(hub, corpus[:first], saved, console)
         result["bulk"], result["search"], result["quality"] = {}, {}, {}
-        loaded = first
-        for size in sizes:
-            if size > loaded:
-                result["bulk"][str(size)] = bulk_load(
-                    hub, corpus[loaded:size], saved, console, f"bulk load {loaded:,} → {size:,}"
-                )
-                loaded = size
-            result["search"][str(size)] = {
-                who: measure_search(
-                    probe, principal, queries, saved, console, f"search @ {size:,} ({who})"
-                )
-                for who, principal in (("member", member), ("all", everyone))
-            }
-            console.print(
-                f"size {size:,}: "
-                + json.dumps(
-                    {
-                        w: {
-                            k: s[k]
-                            for k in (
-                                "no_llm_p50_ms",
-                                "no_llm_p95_ms",
-                                "prompt_tokens_max",
-                                "naive_prompt_tokens",
-                            )
-                        }
-                        for w, s in result["search"][str(size)].items()
-                    }
-                )
-            )
-
-        largest = result["search"][str(sizes[-1])]["member"]
-        if args.profile == "always" or (
-            args.profile == "auto" and largest["no_llm_p95_ms"] > TARGET_P95_MS
-        ):
-            console.print("profiling 40 searches at the largest size (member principal)…")
-            result["profile"] = profile_searches(probe, member, queries[:40])
-
-        if args.max_size_questions > 0:
-            rng = random.Random(args.seed + 2)
-            sample = rng.sample(questions, min(args.max_size_questions, len(questions)))
-            docs: dict[str, tuple[str, str, str]] = {}
-            with hub.store.read() as conn:
-                for batch in hub.store.iter_live(conn):
-                    for k in batch:
-                        docs[k.id] = (
-                            str(k.tags.get("conversation", "")),
-                            k.message_id,
-                            f"{k.task}\n{k.content}",
-                        )
-            result["quality"][f"largest hub ({len(docs):,})"] = quality_run(
-                probe, everyone, docs, sample, console, f"quality @ {len(docs):,}"
-            )
-        hub.close()
+        if sizes:
+            size_phases(args, corpus, sizes, queries, questions, work, console, result)
 
         qllm = TimedLLM(LocalAgent())
         qhub = KnowledgeHub(work / "quality", llm=qllm)
@@ -745,6 +775,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         result["quality"]["observations only"] = quality_run(
             Probe(qhub, qllm), everyone, qdocs, questions, console, "quality @ observations"
         )
+        result["loco"] = loco(qhub, everyone, qdocs, questions)
+        console.print(f"leave-one-conversation-out: {json.dumps(result['loco'])}")
         qhub.close()
     finally:
         if args.keep_data:
