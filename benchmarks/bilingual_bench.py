@@ -178,9 +178,13 @@ def _hit_id(hit: Any) -> str | None:
 def build_knowledge(data: dict[str, Any], workdir: Path) -> tuple[Searcher, Callable[[], None]]:
     """A KnowledgeHub holding every item, searched as the set's principal."""
     from knowhub import KnowledgeHub, Principal
+    from knowhub.scope import needs_publish_right
 
     spec = data["principal"]
-    principal = Principal.of(spec["id"], list(spec["memberships"]))
+    scopes = list(spec["memberships"])
+    # The set's writer may publish into the org and public scopes its items use.
+    publish = [s for s in [*scopes, "public"] if needs_publish_right(s)]
+    principal = Principal.of(spec["id"], scopes, publish=publish)
     hub = KnowledgeHub(workdir / "knowledge")
     items = data["items"]
     saved = hub.save_many(principal, [knowledge_body(it) for it in items])
