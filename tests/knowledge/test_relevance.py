@@ -9,7 +9,13 @@ from __future__ import annotations
 import pytest
 
 from knowhub.knowledge import KnowledgeHub
-from knowhub.knowledge.ranking import Candidate, RelevanceModel, rank_hits
+from knowhub.knowledge.ranking import (
+    Candidate,
+    QueryMass,
+    RelevanceModel,
+    make_candidates,
+    rank_hits,
+)
 from knowhub.providers.llm import StubLLMClient, parse_task_message
 from knowhub.scope import Principal
 
@@ -269,3 +275,12 @@ def test_an_llm_router_sees_only_relevant_candidates_and_may_drop_all(tmp_path) 
         assert [i["task"] for i in payload["items"]] == ["nginx reverse proxy"]
     finally:
         hub.close()
+
+
+def test_unseen_query_words_lower_coverage_not_the_lexical_share() -> None:
+    mass = QueryMass.of(["kafka", "lag", "zzzunseen"], {"kafka": 2, "lag": 5}, n_docs=100)
+    assert 0 < mass.known < mass.full
+    (cand,) = make_candidates([("x", mass.known, None)], mass)
+    assert cand.lexical == pytest.approx(1.0)
+    assert cand.coverage == pytest.approx(mass.known / mass.full)
+    assert cand.cosine == 0.0

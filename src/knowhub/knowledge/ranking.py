@@ -20,7 +20,8 @@ The weights are constants chosen once, not per corpus; ``benchmarks/knowledge_be
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from knowhub.knowledge.models import Knowledge, SearchHit
@@ -29,7 +30,9 @@ from knowhub.scope import Principal, best_scope_priority
 __all__ = [
     "DEFAULT_MODEL",
     "Candidate",
+    "QueryMass",
     "RelevanceModel",
+    "make_candidates",
     "rank_hits",
 ]
 
@@ -52,6 +55,39 @@ class Candidate:
     lexical: float
     cosine: float
     coverage: float | None = None
+
+
+@dataclass(frozen=True)
+class QueryMass:
+    """Summed idf of a query's distinct terms: ``known`` over the terms some item contains,
+    ``full`` over all of them (an unseen term counts as the rarest)."""
+
+    known: float
+    full: float
+
+    @classmethod
+    def of(cls, terms: Iterable[str], doc_freq: Mapping[str, int], n_docs: int) -> QueryMass:
+        """From document frequencies (Lucene's idf, as BM25 scores with)."""
+        known = full = 0.0
+        for term in set(terms):
+            df = doc_freq.get(term, 0)
+            idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+            full += idf
+            if df:
+                known += idf
+        return cls(known, full)
+
+
+def make_candidates(
+    signals: Iterable[tuple[str, float | None, float | None]], mass: QueryMass
+) -> list[Candidate]:
+    """Candidates from raw ``(id, bm25 score, cosine)`` signals (None: not computed)."""
+    share = mass.known / mass.full if mass.full > 0 else 0.0
+    out = []
+    for kid, bm25, cosine in signals:
+        lexical = (bm25 or 0.0) / mass.known if mass.known > 0 else 0.0
+        out.append(Candidate(kid, lexical, max(0.0, cosine or 0.0), lexical * share))
+    return out
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,13 @@ from typing import Any
 
 from knowhub.errors import KnowhubError, LLMError
 from knowhub.knowledge.models import Knowledge, quality_score
-from knowhub.knowledge.ranking import DEFAULT_MODEL, Candidate, rank_hits
+from knowhub.knowledge.ranking import (
+    DEFAULT_MODEL,
+    Candidate,
+    QueryMass,
+    make_candidates,
+    rank_hits,
+)
 from knowhub.providers.llm import LLMClient, build_task_messages, estimate_tokens
 from knowhub.providers.records import IndexRecord
 from knowhub.providers.vector import ExactVectorIndex
@@ -267,11 +273,10 @@ class DerivedIndexes:
         with self.lock:
             lexical = self.bm25.search(query, top_k=pool, allowed=allowed)
             terms = set(analyze(query))
-            known = sum(self.bm25.idf(t) for t in terms if self.bm25.document_frequency(t))
-            known_share = known / (sum(self.bm25.idf(t) for t in terms) or 1.0)
-            signals: dict[str, list[float]] = {
-                kid: [score / known if known > 0 else 0.0, 0.0] for kid, score in lexical
-            }
+            mass = QueryMass.of(
+                terms, {t: self.bm25.document_frequency(t) for t in terms}, len(self.bm25)
+            )
+            signals: dict[str, list[float]] = {kid: [score, 0.0] for kid, score in lexical}
             query_vec = self.embedder.embed_matrix([query])[0]
             if float((query_vec * query_vec).sum()) > 0:
                 filters: dict[str, Any] = {"scopes": sorted(visible)}
@@ -289,9 +294,7 @@ class DerivedIndexes:
                     if hit.id not in signals and allowed(hit.id):
                         signals[hit.id] = [0.0, float(hit.score)]
                         added += 1
-        return [
-            Candidate(kid, lex, cos, lex * known_share) for kid, (lex, cos) in signals.items()
-        ]
+        return make_candidates(((kid, bm25, cos) for kid, (bm25, cos) in signals.items()), mass)
 
 
 def _token_upper_bound(text: str) -> int:

@@ -105,14 +105,6 @@ class BM25Index:
         with self._lock:
             return len(self._postings.get(token, ()))
 
-    def idf(self, token: str) -> float:
-        """Lucene's idf of ``token`` (an analyzed term); a term no document contains gets
-        the highest value, as the rarest possible one."""
-        with self._lock:
-            df = len(self._postings.get(token, ()))
-            n_docs = len(self._doc_len)
-        return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-
     def search(
         self,
         query: str,
