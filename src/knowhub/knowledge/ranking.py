@@ -44,11 +44,11 @@ class Candidate:
     ``lexical`` is the item's BM25 score divided by the summed idf of the query terms
     that some item contains: about the share of the query's known information the item
     holds (an average-length item holding each such term once scores about 1.0). It is
-    what relevance fuses. ``coverage`` divides by the idf of *all* query terms instead,
-    a term no item contains counting as the rarest, so a query made mostly of words the
-    knowledge base never saw covers little of anything; the threshold reads it (None:
-    the same as ``lexical``). ``cosine`` is the embedding cosine of query and item (0.0
-    when not computed).
+    what relevance fuses. ``coverage`` divides by the idf of *all* query terms instead
+    (a term no item contains counts as one a single item contains), so a query made
+    mostly of words the knowledge base never saw covers little of anything; the
+    threshold reads it (None: the same as ``lexical``). ``cosine`` is the embedding
+    cosine of query and item (0.0 when not computed).
     """
 
     id: str
@@ -60,7 +60,9 @@ class Candidate:
 @dataclass(frozen=True)
 class QueryMass:
     """Summed idf of a query's distinct terms: ``known`` over the terms some item contains,
-    ``full`` over all of them (an unseen term counts as the rarest)."""
+    ``full`` over all of them, an unseen term counting as one that a single item contains
+    (the rarest a term of the collection can be; with df 0 instead, a small collection
+    would weigh one unseen word above all the words it knows)."""
 
     known: float
     full: float
@@ -71,7 +73,7 @@ class QueryMass:
         known = full = 0.0
         for term in set(terms):
             df = doc_freq.get(term, 0)
-            idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+            idf = math.log(1.0 + (n_docs - max(df, 1) + 0.5) / (max(df, 1) + 0.5))
             full += idf
             if df:
                 known += idf
