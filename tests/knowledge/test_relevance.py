@@ -284,3 +284,20 @@ def test_unseen_query_words_lower_coverage_not_the_lexical_share() -> None:
     assert cand.lexical == pytest.approx(1.0)
     assert cand.coverage == pytest.approx(mass.known / mass.full)
     assert cand.cosine == 0.0
+
+
+def test_a_one_item_hub_finds_it_when_the_query_has_a_word_it_lacks(tmp_path) -> None:
+    hub = KnowledgeHub(tmp_path / "kh", secret_key=bytes(32))
+    alice = Principal.of("user:alice", [])
+    try:
+        item = hub.save(
+            alice,
+            {
+                "task": "调研 KnowHub 的部署方式",
+                "content": "用 knowhub serve 启动,配置 auth.keys 后才能监听公网地址",
+                "types": ["plan"],
+            },
+        )
+        assert [h.knowledge.id for h in hub.search(alice, "部署 KnowHub 服务")] == [item.id]
+    finally:
+        hub.close()
