@@ -149,3 +149,12 @@ def test_analyze_keeps_chinese_chars_and_bigrams_and_code_tokens() -> None:
     assert analyze("数据库很慢") == ["数", "据", "库", "很", "慢", "数据", "据库", "库很", "很慢"]
     assert analyze("C++ 和 c# 的 user_id") == ["c++", "和", "c#", "的", "user", "id"]
     assert analyze("機器學習") == analyze("机器学习")
+
+
+def test_the_stop_list_is_nltks_english_list_as_bm25s_ships_it() -> None:
+    from bm25s.stopwords import STOPWORDS_EN_PLUS
+
+    from knowhub.text.tokens import ENGLISH_STOPWORDS
+
+    assert frozenset(STOPWORDS_EN_PLUS) == ENGLISH_STOPWORDS
+    assert len(ENGLISH_STOPWORDS) == 179

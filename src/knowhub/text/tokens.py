@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 import threading
 from functools import lru_cache
+from pathlib import Path
 
 import Stemmer
-from bm25s.stopwords import STOPWORDS_EN_PLUS
 
 from knowhub.errors import InvalidInputError
 from knowhub.text._chars import HAN_RANGES, KANA_RANGES, fold
@@ -99,10 +99,19 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
-#: English stop words: NLTK's list (179 words, with contractions) as shipped by bm25s.
+
+
+def _load_stopwords(name: str) -> frozenset[str]:
+    text = (Path(__file__).with_name(name)).read_text(encoding="utf-8")
+    return frozenset(
+        line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")
+    )
+
+
+#: English stop words: NLTK's list (179 words, with contractions; ``stopwords_en.txt``).
 #: Compared folded, before stemming. Chinese has no stop list: single characters are
 #: kept and weighed down by idf, as the bigrams carry the words.
-ENGLISH_STOPWORDS: frozenset[str] = frozenset(STOPWORDS_EN_PLUS)
+ENGLISH_STOPWORDS: frozenset[str] = _load_stopwords("stopwords_en.txt")
 _SNOWBALL = Stemmer.Stemmer("english")
 _SNOWBALL_LOCK = threading.Lock()
 
