@@ -104,7 +104,6 @@ class TimedLLM(LLMClient):
 
     def __init__(self, inner: LLMClient) -> None:
         self.inner = inner
-        self.semantic = inner.semantic  # the hub skips routing for the offline LocalAgent
         self.on_call: Callable[[float, list[dict[str, Any]]], None] | None = None
 
     def chat(self, messages: list[dict[str, Any]], json_schema: dict[str, Any]) -> dict[str, Any]:
@@ -114,6 +113,11 @@ class TimedLLM(LLMClient):
         finally:
             if self.on_call is not None:
                 self.on_call(time.perf_counter() - start, messages)
+
+    @property  # type: ignore[override]
+    def semantic(self) -> bool:
+        """As the wrapped client (the hub skips routing for the offline LocalAgent)."""
+        return self.inner.semantic
 
 
 @dataclass
@@ -543,6 +547,66 @@ def quality_run(
     }
 
 
+def observations_quality(
+    convs: list[dict[str, Any]],
+    questions: list[tuple[str, str, int, list[str]]],
+    data_dir: Path,
+    console: Console,
+    result: dict[str, Any],
+) -> None:
+    """Phase 4 (b): a hub of the LoCoMo observations only, quality and the LOCO check."""
+    qllm = TimedLLM(LocalAgent())
+    qhub = KnowledgeHub(data_dir, llm=qllm)
+    obs = locomo_items(convs, observations=True, turns=False)
+    for item in obs:
+        item.body["scopes"] = [f"project:{item.conv}"]
+    loader = Principal.of("user:loader", [f"project:{c['sample_id']}" for c in convs])
+    built = qhub.save_many(loader, [i.body for i in obs])
+    qdocs = {
+        k.id: (str(k.tags["conversation"]), k.message_id, f"{k.task}\n{k.content}") for k in built
+    }
+    everyone = all_seeing_principal()
+    result.setdefault("quality", {})["observations only"] = quality_run(
+        Probe(qhub, qllm), everyone, qdocs, questions, console, "quality @ observations"
+    )
+    result["loco"] = loco(qhub, everyone, qdocs, questions)
+    console.print(f"leave-one-conversation-out: {json.dumps(result['loco'])}")
+    qhub.close()
+
+
+def quality_only(
+    args: argparse.Namespace,
+    convs: list[dict[str, Any]],
+    console: Console,
+    result: dict[str, Any],
+    t0: float,
+) -> dict[str, Any]:
+    """``--quality-only``: phase 4 (b) without the size phases."""
+    work = Path(tempfile.mkdtemp(prefix="knowledge-bench-", dir=args.work_dir))
+    try:
+        observations_quality(convs, quality_questions(convs), work / "quality", console, result)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return finish(args, result, console, t0)
+
+
+def finish(
+    args: argparse.Namespace, result: dict[str, Any], console: Console, t0: float
+) -> dict[str, Any]:
+    """Print the tables and write the JSON and Markdown outputs."""
+    result["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    result["wall_s"] = round(time.perf_counter() - t0, 1)
+    print_tables(console, result)
+    if "profile" in result:
+        print(result["profile"])
+    console.print(f"machine {result['machine']}; wall {result['wall_s']}s")
+    if args.out_json:
+        args.out_json.write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")
+    if args.out_md:
+        args.out_md.write_text(markdown_tables(result), encoding="utf-8")
+    return result
+
+
 def engine_state() -> str:
     """Commit of the checkout and whether the knowledge engine has uncommitted changes."""
     root = Path(__file__).resolve().parents[1]
@@ -642,85 +706,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.inproc_items if args.inproc_items is not None else (200 if quick else 1000)
     )
     args.queries = args.queries if args.queries is not None else (30 if quick else 200)
-    if args.quality_only:
-        args.sizes, args.http_items, args.inproc_items = [], 0, 0
     if args.max_size_questions is None:
         args.max_size_questions = 60 if quick else 250
     return args
-
-
-def size_phases(
-    args: argparse.Namespace,
-    corpus: list[Item],
-    sizes: list[int],
-    queries: list[str],
-    questions: list[tuple[str, str, int, list[str]]],
-    work: Path,
-    console: Console,
-    result: dict[str, Any],
-) -> None:
-    """Phases 2, 3, 4 (a) and 5: saves, search at every size, quality on the largest hub."""
-    member, everyone = user_principal(0), all_seeing_principal()
-    llm = TimedLLM(LocalAgent())
-    hub = KnowledgeHub(work / "main", llm=llm)
-    probe = Probe(hub, llm)
-    saved: list[Saved] = []
-    first = min(args.inproc_items, sizes[0])
-    result["inprocess_save"] = save_each(hub, corpus[:first], saved, console)
-    loaded = first
-    for size in sizes:
-        if size > loaded:
-            result["bulk"][str(size)] = bulk_load(
-                hub, corpus[loaded:size], saved, console, f"bulk load {loaded:,} → {size:,}"
-            )
-            loaded = size
-        result["search"][str(size)] = {
-            who: measure_search(
-                probe, principal, queries, saved, console, f"search @ {size:,} ({who})"
-            )
-            for who, principal in (("member", member), ("all", everyone))
-        }
-        console.print(
-            f"size {size:,}: "
-            + json.dumps(
-                {
-                    w: {
-                        k: s[k]
-                        for k in (
-                            "no_llm_p50_ms",
-                            "no_llm_p95_ms",
-                            "prompt_tokens_max",
-                            "naive_prompt_tokens",
-                        )
-                    }
-                    for w, s in result["search"][str(size)].items()
-                }
-            )
-        )
-
-    largest = result["search"][str(sizes[-1])]["member"]
-    if args.profile == "always" or (
-        args.profile == "auto" and largest["no_llm_p95_ms"] > TARGET_P95_MS
-    ):
-        console.print("profiling 40 searches at the largest size (member principal)…")
-        result["profile"] = profile_searches(probe, member, queries[:40])
-
-    if args.max_size_questions > 0:
-        rng = random.Random(args.seed + 2)
-        sample = rng.sample(questions, min(args.max_size_questions, len(questions)))
-        docs: dict[str, tuple[str, str, str]] = {}
-        with hub.store.read() as conn:
-            for batch in hub.store.iter_live(conn):
-                for k in batch:
-                    docs[k.id] = (
-                        str(k.tags.get("conversation", "")),
-                        k.message_id,
-                        f"{k.task}\n{k.content}",
-                    )
-        result["quality"][f"largest hub ({len(docs):,})"] = quality_run(
-            probe, everyone, docs, sample, console, f"quality @ {len(docs):,}"
-        )
-    hub.close()
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -735,10 +723,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     bench = args.bench_dir
     t0 = time.perf_counter()
     convs = load_locomo(bench / LOCOMO_FILE)
+    if args.quality_only:
+        return quality_only(args, convs, console, result, t0)
     nodes = load_icd10cm(bench / ICD_FILE)
     sizes = sorted(set(args.sizes))
-    corpus = build_corpus(convs, nodes, max(sizes, default=0), args.seed)
-    if sizes and len(corpus) < max(sizes):
+    corpus = build_corpus(convs, nodes, max(sizes), args.seed)
+    if len(corpus) < max(sizes):
         console.print(f"[yellow]only {len(corpus)} items available; sizes capped[/]")
         sizes = sorted({min(s, len(corpus)) for s in sizes})
     queries = latency_queries(convs, nodes, args.queries, args.seed)
@@ -751,50 +741,82 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
 
     work = Path(tempfile.mkdtemp(prefix="knowledge-bench-", dir=args.work_dir))
-    everyone = all_seeing_principal()
+    member, everyone = user_principal(0), all_seeing_principal()
     try:
         if args.http_items > 0:
             result["http"] = http_phase(corpus[: args.http_items], args.http_clients, work, console)
             console.print(f"HTTP: {result['http']}")
 
+        llm = TimedLLM(LocalAgent())
+        hub = KnowledgeHub(work / "main", llm=llm)
+        probe = Probe(hub, llm)
+        saved: list[Saved] = []
+        first = min(args.inproc_items, sizes[0])
+        result["inprocess_save"] = save_each(hub, corpus[:first], saved, console)
         result["bulk"], result["search"], result["quality"] = {}, {}, {}
-        if sizes:
-            size_phases(args, corpus, sizes, queries, questions, work, console, result)
+        loaded = first
+        for size in sizes:
+            if size > loaded:
+                result["bulk"][str(size)] = bulk_load(
+                    hub, corpus[loaded:size], saved, console, f"bulk load {loaded:,} → {size:,}"
+                )
+                loaded = size
+            result["search"][str(size)] = {
+                who: measure_search(
+                    probe, principal, queries, saved, console, f"search @ {size:,} ({who})"
+                )
+                for who, principal in (("member", member), ("all", everyone))
+            }
+            console.print(
+                f"size {size:,}: "
+                + json.dumps(
+                    {
+                        w: {
+                            k: s[k]
+                            for k in (
+                                "no_llm_p50_ms",
+                                "no_llm_p95_ms",
+                                "prompt_tokens_max",
+                                "naive_prompt_tokens",
+                            )
+                        }
+                        for w, s in result["search"][str(size)].items()
+                    }
+                )
+            )
 
-        qllm = TimedLLM(LocalAgent())
-        qhub = KnowledgeHub(work / "quality", llm=qllm)
-        obs = locomo_items(convs, observations=True, turns=False)
-        for item in obs:
-            item.body["scopes"] = [f"project:{item.conv}"]
-        loader = Principal.of("user:loader", [f"project:{c['sample_id']}" for c in convs])
-        built = qhub.save_many(loader, [i.body for i in obs])
-        qdocs = {
-            k.id: (str(k.tags["conversation"]), k.message_id, f"{k.task}\n{k.content}")
-            for k in built
-        }
-        result["quality"]["observations only"] = quality_run(
-            Probe(qhub, qllm), everyone, qdocs, questions, console, "quality @ observations"
-        )
-        result["loco"] = loco(qhub, everyone, qdocs, questions)
-        console.print(f"leave-one-conversation-out: {json.dumps(result['loco'])}")
-        qhub.close()
+        largest = result["search"][str(sizes[-1])]["member"]
+        if args.profile == "always" or (
+            args.profile == "auto" and largest["no_llm_p95_ms"] > TARGET_P95_MS
+        ):
+            console.print("profiling 40 searches at the largest size (member principal)…")
+            result["profile"] = profile_searches(probe, member, queries[:40])
+
+        if args.max_size_questions > 0:
+            rng = random.Random(args.seed + 2)
+            sample = rng.sample(questions, min(args.max_size_questions, len(questions)))
+            docs: dict[str, tuple[str, str, str]] = {}
+            with hub.store.read() as conn:
+                for batch in hub.store.iter_live(conn):
+                    for k in batch:
+                        docs[k.id] = (
+                            str(k.tags.get("conversation", "")),
+                            k.message_id,
+                            f"{k.task}\n{k.content}",
+                        )
+            result["quality"][f"largest hub ({len(docs):,})"] = quality_run(
+                probe, everyone, docs, sample, console, f"quality @ {len(docs):,}"
+            )
+        hub.close()
+
+        observations_quality(convs, questions, work / "quality", console, result)
     finally:
         if args.keep_data:
             console.print(f"data kept in {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
 
-    result["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    result["wall_s"] = round(time.perf_counter() - t0, 1)
-    print_tables(console, result)
-    if "profile" in result:
-        print(result["profile"])
-    console.print(f"machine {result['machine']}; wall {result['wall_s']}s")
-    if args.out_json:
-        args.out_json.write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")
-    if args.out_md:
-        args.out_md.write_text(markdown_tables(result), encoding="utf-8")
-    return result
+    return finish(args, result, console, t0)
 
 
 if __name__ == "__main__":
