@@ -178,13 +178,11 @@ def _hit_id(hit: Any) -> str | None:
 def build_knowledge(data: dict[str, Any], workdir: Path) -> tuple[Searcher, Callable[[], None]]:
     """A KnowledgeHub holding every item, searched as the set's principal."""
     from knowhub import KnowledgeHub, Principal
-    from knowhub.scope import needs_publish_right
 
     spec = data["principal"]
-    scopes = list(spec["memberships"])
-    # The set's writer may publish into the org and public scopes its items use.
-    publish = [s for s in [*scopes, "public"] if needs_publish_right(s)]
-    principal = Principal.of(spec["id"], scopes, publish=publish)
+    # the set's items sit in public and org: scopes too: the writer holds the publish right
+    publishable = ["public", *(m for m in spec["memberships"] if m.startswith("org:"))]
+    principal = Principal.of(spec["id"], list(spec["memberships"]), publish=publishable)
     hub = KnowledgeHub(workdir / "knowledge")
     items = data["items"]
     saved = hub.save_many(principal, [knowledge_body(it) for it in items])
