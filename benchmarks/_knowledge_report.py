@@ -31,7 +31,10 @@ def print_tables(console: Console, result: dict[str, Any]) -> None:
             f"{http['latency_p95_ms']:.1f}",
             f"{http['clients']} clients, {http['errors']} errors",
         )
-    one = result["inprocess_save"]
+    one = result.get("inprocess_save")
+    if one is None:  # --quality-only
+        print_quality(console, result)
+        return
     saves.add_row(
         "hub.save (in process)",
         fmt_int(one["items"]),
@@ -93,9 +96,21 @@ def print_tables(console: Console, result: dict[str, Any]) -> None:
                 + ("[green]ok[/]" if ok_tok else "[red]miss[/]"),
             )
     console.print(search)
+    print_quality(console, result)
 
+
+def print_quality(console: Console, result: dict[str, Any]) -> None:
     quality = Table(title="LoCoMo recall@5 of evidence dia_ids; engine / BM25 by category")
-    for col in ("corpus", "docs", "questions", "ceiling", "engine", "recall stage", "BM25"):
+    for col in (
+        "corpus",
+        "docs",
+        "questions",
+        "ceiling",
+        "engine",
+        "recall stage",
+        "BM25",
+        "stemmed BM25",
+    ):
         quality.add_column(col, justify="left" if col == "corpus" else "right")
     for cat in ("1", "2", "3", "4"):
         quality.add_column(f"cat {cat}", justify="right")
@@ -114,9 +129,24 @@ def print_tables(console: Console, result: dict[str, Any]) -> None:
             f"{q['engine_recall@5']:.3f}",
             f"{q['recall_stage_recall@5']:.3f}",
             f"{q['bm25_recall@5']:.3f}",
+            f"{q.get('bm25s_recall@5', float('nan')):.3f}",
             *cats,
         )
     console.print(quality)
+    if "loco" in result:
+        folds = Table(title="Leave one conversation out: vector weight chosen on the other four")
+        for col in ("held out", "questions", "weight", "recall@5", "stemmed BM25", "ratio"):
+            folds.add_column(col, justify="left" if col == "held out" else "right")
+        for f in result["loco"]["folds"]:
+            folds.add_row(
+                f["held_out"],
+                str(f["questions"]),
+                str(f["chosen_weight"]),
+                f"{f['recall@5']:.3f}",
+                f"{f['bm25s_recall@5']:.3f}",
+                f"{f['ratio']:.3f}",
+            )
+        console.print(folds)
 
 
 def markdown_tables(result: dict[str, Any]) -> str:
@@ -129,7 +159,9 @@ def markdown_tables(result: dict[str, Any]) -> str:
             f"| {http['ok']:,} | {http['items_per_s']:.1f} | {http['latency_p50_ms']:.1f} "
             f"| {http['latency_p95_ms']:.1f} |"
         )
-    one = result["inprocess_save"]
+    one = result.get("inprocess_save")
+    if one is None:  # --quality-only
+        return "\n".join(quality_markdown(result)) + "\n"
     out.append(
         f"| `hub.save` in process, one at a time | {one['items']:,} | {one['items_per_s']:.1f} "
         f"| {one['latency_p50_ms']:.1f} | {one['latency_p95_ms']:.1f} |"
@@ -159,11 +191,16 @@ def markdown_tables(result: dict[str, Any]) -> str:
                 f"| {s['prompt_tokens_mean']:.0f} / **{s['prompt_tokens_max']:,}** "
                 f"| {s['naive_prompt_tokens']:,} | {s.get('cpu_share', float('nan')):.2f} |"
             )
-    out += [
-        "",
-        "| corpus | docs | questions | ceiling | engine | recall stage only | BM25 | cat 1 | cat 2 "
-        "| cat 3 | cat 4 |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    out += ["", *quality_markdown(result)]
+    return "\n".join(out) + "\n"
+
+
+def quality_markdown(result: dict[str, Any]) -> list[str]:
+    """The LoCoMo quality table and, when run, the leave-one-conversation-out folds."""
+    out = [
+        "| corpus | docs | questions | ceiling | engine | recall stage only | BM25 "
+        "| stemmed BM25 | cat 1 | cat 2 | cat 3 | cat 4 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, q in result["quality"].items():
         cats = " | ".join(
@@ -175,9 +212,28 @@ def markdown_tables(result: dict[str, Any]) -> str:
         out.append(
             f"| {name} | {q['documents']:,} | {q['questions']:,} | {q.get('ceiling', 1.0):.3f} "
             f"| **{q['engine_recall@5']:.3f}** "
-            f"| {q['recall_stage_recall@5']:.3f} | **{q['bm25_recall@5']:.3f}** | {cats} |"
+            f"| {q['recall_stage_recall@5']:.3f} | {q['bm25_recall@5']:.3f} "
+            f"| **{q.get('bm25s_recall@5', float('nan')):.3f}** | {cats} |"
         )
-    return "\n".join(out) + "\n"
+    loco = result.get("loco")
+    if loco:
+        out += [
+            "",
+            "| held-out conversation | questions | weight chosen on the other 4 | recall@5 "
+            "| stemmed BM25 | ratio |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for f in loco["folds"]:
+            out.append(
+                f"| {f['held_out']} | {f['questions']} | {f['chosen_weight']} "
+                f"| {f['recall@5']:.3f} | {f['bm25s_recall@5']:.3f} | {f['ratio']:.3f} |"
+            )
+        out.append(
+            f"| **mean (stdev)** | | | **{loco['heldout_recall@5_mean']:.3f}** "
+            f"({loco['heldout_recall@5_stdev']:.3f}) | | **{loco['heldout_ratio_mean']:.3f}** "
+            f"({loco['heldout_ratio_min']:.3f}–{loco['heldout_ratio_max']:.3f}) |"
+        )
+    return out
 
 
 __all__ = ["TARGET_P95_MS", "TARGET_TOKENS", "TOP_K", "markdown_tables", "print_tables"]

@@ -6,6 +6,7 @@ Run from the repository root::
     python benchmarks/knowledge_bench.py                  # sizes 1k, 10k, 100k (~15-20 min)
     python benchmarks/knowledge_bench.py --quick          # small smoke run (~2 min)
     python benchmarks/knowledge_bench.py --http-items 3000 --out-json out.json
+    python benchmarks/knowledge_bench.py --quality-only   # phase 4 (b) and LOCO (~1 min)
 
 Corpus: ``_knowledge_corpus.py`` (LoCoMo observations and turns, ICD-10-CM codes; all real
 text, deterministic for ``--seed``).
@@ -28,11 +29,13 @@ Phases:
    characters of task), built with the same ``build_task_messages``.
 4. **Quality** (LoCoMo QA, categories 1-4): recall@5 of the evidence ``dia_id`` s among
    the top-5 results' ``message_id`` s (same conversation), averaged over questions; engine
-   vs plain ``BM25Index`` over the same texts (task + content, what the engine indexes).
+   vs plain ``BM25Index`` and vs stemmed BM25 (bm25s + PyStemmer, English stop words)
+   over the same texts (task + content, what the engine indexes).
    (a) a hub of the 1,210 observations only; (b) the largest hub (observations + turns +
    ICD distractors) with BM25 over the same corpus. One principal that sees everything;
    every item has score 3 and searches use ``min_score=0`` so nothing is filtered and
-   quality ties keep routing order.
+   quality ties keep routing order. On (b), the relevance fusion weight is validated
+   leave-one-conversation-out (``_knowledge_loco.py``).
 5. **Profile** (cProfile) of searches at the largest size when p95 without LLM misses
    the target.
 """
@@ -81,6 +84,7 @@ from _knowledge_corpus import (
     user_id,
     user_principal,
 )
+from _knowledge_loco import StemmedBM25, loco
 from _knowledge_report import TARGET_P95_MS, TOP_K, markdown_tables, print_tables
 from _speed import bm25s_baseline, dir_mb, rss_mb
 
@@ -113,6 +117,11 @@ class TimedLLM(LLMClient):
             self.cpu_s += time.process_time() - cpu0
             if self.on_call is not None:
                 self.on_call(time.perf_counter() - start, messages)
+
+    @property  # type: ignore[override]
+    def semantic(self) -> bool:
+        """As the wrapped client (the hub skips routing for the offline LocalAgent)."""
+        return self.inner.semantic
 
 
 @dataclass
@@ -536,7 +545,8 @@ def quality_run(
     bm25 = BM25Index()
     for kid, (_conv, _mid, text) in docs.items():
         bm25.add(kid, text)
-    scores: dict[str, list[float]] = {"engine": [], "recall_stage": [], "bm25": []}
+    stemmed = StemmedBM25({kid: text for kid, (_c, _m, text) in docs.items()})
+    scores: dict[str, list[float]] = {"engine": [], "recall_stage": [], "bm25": [], "bm25s": []}
     by_cat: dict[int, dict[str, list[float]]] = {}
     with progress(console) as bar:
         task = bar.add_task(label, total=len(questions))
@@ -552,6 +562,7 @@ def quality_run(
                 "engine": recall_at(engine, conv, evidence),
                 "recall_stage": recall_at(stage, conv, evidence),
                 "bm25": recall_at(plain, conv, evidence),
+                "bm25s": recall_at([docs[k][:2] for k in stemmed.search(question)], conv, evidence),
             }
             for name, value in row.items():
                 scores[name].append(value)
@@ -572,6 +583,66 @@ def quality_run(
             for cat, v in sorted(by_cat.items())
         },
     }
+
+
+def observations_quality(
+    convs: list[dict[str, Any]],
+    questions: list[tuple[str, str, int, list[str]]],
+    data_dir: Path,
+    console: Console,
+    result: dict[str, Any],
+) -> None:
+    """Phase 4 (b): a hub of the LoCoMo observations only, quality and the LOCO check."""
+    qllm = TimedLLM(LocalAgent())
+    qhub = KnowledgeHub(data_dir, llm=qllm)
+    obs = locomo_items(convs, observations=True, turns=False)
+    for item in obs:
+        item.body["scopes"] = [f"project:{item.conv}"]
+    loader = Principal.of("user:loader", [f"project:{c['sample_id']}" for c in convs])
+    built = qhub.save_many(loader, [i.body for i in obs])
+    qdocs = {
+        k.id: (str(k.tags["conversation"]), k.message_id, f"{k.task}\n{k.content}") for k in built
+    }
+    everyone = all_seeing_principal()
+    result.setdefault("quality", {})["observations only"] = quality_run(
+        Probe(qhub, qllm), everyone, qdocs, questions, console, "quality @ observations"
+    )
+    result["loco"] = loco(qhub, everyone, qdocs, questions)
+    console.print(f"leave-one-conversation-out: {json.dumps(result['loco'])}")
+    qhub.close()
+
+
+def quality_only(
+    args: argparse.Namespace,
+    convs: list[dict[str, Any]],
+    console: Console,
+    result: dict[str, Any],
+    t0: float,
+) -> dict[str, Any]:
+    """``--quality-only``: phase 4 (b) without the size phases."""
+    work = Path(tempfile.mkdtemp(prefix="knowledge-bench-", dir=args.work_dir))
+    try:
+        observations_quality(convs, quality_questions(convs), work / "quality", console, result)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return finish(args, result, console, t0)
+
+
+def finish(
+    args: argparse.Namespace, result: dict[str, Any], console: Console, t0: float
+) -> dict[str, Any]:
+    """Print the tables and write the JSON and Markdown outputs."""
+    result["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    result["wall_s"] = round(time.perf_counter() - t0, 1)
+    print_tables(console, result)
+    if "profile" in result:
+        print(result["profile"])
+    console.print(f"machine {result['machine']}; wall {result['wall_s']}s")
+    if args.out_json:
+        args.out_json.write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")
+    if args.out_md:
+        args.out_md.write_text(markdown_tables(result), encoding="utf-8")
+    return result
 
 
 def engine_state() -> str:
@@ -658,6 +729,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out-json", type=Path, default=None)
     parser.add_argument("--out-md", type=Path, default=None, help="tables as Markdown")
     parser.add_argument("--quick", action="store_true", help="small smoke run")
+    parser.add_argument(
+        "--quality-only",
+        action="store_true",
+        help="only the observations quality run and its leave-one-conversation-out check",
+    )
     args = parser.parse_args(argv)
     quick = args.quick
     args.sizes = [
@@ -685,6 +761,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     bench = args.bench_dir
     t0 = time.perf_counter()
     convs = load_locomo(bench / LOCOMO_FILE)
+    if args.quality_only:
+        return quality_only(args, convs, console, result, t0)
     nodes = load_icd10cm(bench / ICD_FILE)
     sizes = sorted(set(args.sizes))
     corpus = build_corpus(convs, nodes, max(sizes), args.seed)
@@ -776,38 +854,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             )
         hub.close()
 
-        qllm = TimedLLM(LocalAgent())
-        qhub = KnowledgeHub(work / "quality", llm=qllm)
-        obs = locomo_items(convs, observations=True, turns=False)
-        for item in obs:
-            item.body["scopes"] = [f"project:{item.conv}"]
-        loader = Principal.of("user:loader", [f"project:{c['sample_id']}" for c in convs])
-        built = qhub.save_many(loader, [i.body for i in obs])
-        qdocs = {
-            k.id: (str(k.tags["conversation"]), k.message_id, f"{k.task}\n{k.content}")
-            for k in built
-        }
-        result["quality"]["observations only"] = quality_run(
-            Probe(qhub, qllm), everyone, qdocs, questions, console, "quality @ observations"
-        )
-        qhub.close()
+        observations_quality(convs, questions, work / "quality", console, result)
     finally:
         if args.keep_data:
             console.print(f"data kept in {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
 
-    result["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    result["wall_s"] = round(time.perf_counter() - t0, 1)
-    print_tables(console, result)
-    if "profile" in result:
-        print(result["profile"])
-    console.print(f"machine {result['machine']}; wall {result['wall_s']}s")
-    if args.out_json:
-        args.out_json.write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")
-    if args.out_md:
-        args.out_md.write_text(markdown_tables(result), encoding="utf-8")
-    return result
+    return finish(args, result, console, t0)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""LocalAgent routing fuses the task match with the caller's recall order."""
+"""LocalAgent routing keeps only items whose task matches the query: it never pads."""
 
 from __future__ import annotations
 
@@ -12,17 +12,15 @@ def route(items: list[dict[str, object]], query: str, k: int = 1) -> list[int]:
     return LocalAgent().chat(messages, {"type": "object"})["ids"]
 
 
-def test_first_recalled_item_with_a_partial_task_match_stays_ahead() -> None:
-    # idx 0 was recalled first (its content matched); its task matches the query partly.
-    # idx 9 was recalled last; its task matches a little better. Recall order is evidence.
+def test_only_matching_tasks_are_routed_best_first() -> None:
     items = [{"idx": 0, "types": ["tool"], "task": "postgres backup with pg_dump nightly"}]
     items += [{"idx": i, "types": ["tool"], "task": f"unrelated topic number {i}"} for i in range(1, 9)]
     items.append({"idx": 9, "types": ["tool"], "task": "postgres backup restore pg_dump nightly cron"})
-    picked = route(items, "postgres backup restore cron", k=1)
-    assert picked[0] == 0
-    assert 9 in picked
+    picked = route(items, "postgres backup restore cron", k=5)
+    assert picked == [9, 0]  # 10 slots, two matching tasks: no unrelated item fills the rest
 
 
-def test_without_any_task_match_the_recall_order_is_kept() -> None:
+def test_without_any_task_match_nothing_is_routed() -> None:
     items = [{"idx": i, "types": ["usecase"], "task": f"话题 {i}"} for i in range(6)]
-    assert route(items, "kubernetes", k=2) == [0, 1, 2, 3]
+    assert route(items, "kubernetes", k=2) == []
+

@@ -13,6 +13,7 @@ def test_all_exports() -> None:
         "MultiPatternMatcher",
         "Normalizer",
         "PINYIN_PREFIX",
+        "analyze",
         "char_ngrams",
         "has_han",
         "normalize",

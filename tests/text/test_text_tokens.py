@@ -127,3 +127,34 @@ def test_similarity_symmetric_and_bounded(a: str, b: str) -> None:
 @given(_TEXT)
 def test_similarity_with_itself_is_one(a: str) -> None:
     assert similarity(a, a) == 1.0
+
+
+def test_analyze_drops_english_stop_words_and_stems_with_snowball() -> None:
+    from knowhub.text import analyze
+
+    assert analyze("What did Caroline research about the adoption agencies?") == [
+        "carolin",
+        "research",
+        "adopt",
+        "agenc",
+    ]
+    assert analyze("studies") == analyze("studying") == ["studi"]
+    assert analyze("I don't know what it is") == ["know"]
+    assert analyze("the and of") == []
+
+
+def test_analyze_keeps_chinese_chars_and_bigrams_and_code_tokens() -> None:
+    from knowhub.text import analyze
+
+    assert analyze("数据库很慢") == ["数", "据", "库", "很", "慢", "数据", "据库", "库很", "很慢"]
+    assert analyze("C++ 和 c# 的 user_id") == ["c++", "和", "c#", "的", "user", "id"]
+    assert analyze("機器學習") == analyze("机器学习")
+
+
+def test_the_stop_list_is_nltks_english_list_as_bm25s_ships_it() -> None:
+    from bm25s.stopwords import STOPWORDS_EN_PLUS
+
+    from knowhub.text.tokens import ENGLISH_STOPWORDS
+
+    assert frozenset(STOPWORDS_EN_PLUS) == ENGLISH_STOPWORDS
+    assert len(ENGLISH_STOPWORDS) == 179

@@ -4,16 +4,18 @@ Seed 002's two stages, made to scale:
 
 0. **Recall** (not in the seed, which sends *all* knowledge to the LLM): one search of the
    shared retrieval index (:mod:`knowhub.index`) with visibility, type and eligibility
-   filters applied inside it, giving BM25 over task + content and vector cosine per
-   candidate, fused with reciprocal rank fusion, keeping at most ``candidate_pool`` items. This bounds the routing prompt whatever
-   the size of the knowledge base.
-1. **Semantic routing**: the LLM (task ``route_knowledge``) picks ``2 * top_k`` candidates
-   from ``{idx, types, task[:100]}``; candidates are added in recall order until the prompt
-   reaches ``route_token_budget`` tokens. Bad answers fall back to the recall order.
-2. **Quality ranking**: ``quality_score = score + helpful - 2 * harmful``; items with
-   ``score < min_score`` or ``quality_score < 0`` are dropped; ties are broken by scope
-   priority (user > project > agent > team > org > public, over the item's scopes that the
-   principal can see), then user_profile items first (seed 003), then routing order.
+   filters applied inside it, giving BM25 over task + content (the
+   :func:`~knowhub.text.analyze` terms: stemmed, without stop words) and vector cosine per
+   candidate. :mod:`knowhub.knowledge.ranking` fuses the two signals and keeps only the
+   relevant candidates, at most ``candidate_pool``. This bounds the routing prompt
+   whatever the size of the knowledge base, and nothing irrelevant reaches it.
+1. **Semantic routing**: the LLM (task ``route_knowledge``) picks up to ``2 * top_k`` of
+   these candidates from ``{idx, types, task[:100]}``, and may pick none; candidates are
+   added in relevance order until the prompt reaches ``route_token_budget`` tokens. An
+   empty ``ids`` list means nothing is relevant; a failed call or an answer without an
+   ``ids`` list falls back to the relevance order.
+2. **Ranking** (:func:`knowhub.knowledge.ranking.rank_hits`): relevance tiers first, then
+   seed 002's quality score within a tier, then scope priority and user profiles first.
 """
 
 from __future__ import annotations
@@ -27,10 +29,17 @@ from typing import Any
 
 from knowhub.errors import KnowhubError, LLMError
 from knowhub.index import EmbeddedIndex, IndexDocument, IndexHit, RetrievalIndex
-from knowhub.knowledge.models import Knowledge, SearchHit, quality_score
+from knowhub.knowledge.models import Knowledge, quality_score
+from knowhub.knowledge.ranking import (
+    DEFAULT_MODEL,
+    Candidate,
+    QueryMass,
+    make_candidates,
+    rank_hits,
+)
 from knowhub.providers.llm import LLMClient, build_task_messages, estimate_tokens
-from knowhub.scope import Principal, best_scope_priority, scope_priority
-from knowhub.text import tokenize
+from knowhub.scope import Principal
+from knowhub.text import analyze
 
 __all__ = [
     "ROUTE_INSTRUCTIONS",
@@ -44,7 +53,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-RRF_K = 60
 #: Vector hits below this cosine are noise (HashingEmbedder: unrelated texts score < 0.15).
 VECTOR_MIN_SCORE = 0.15
 TASK_PREVIEW_CHARS = 100
@@ -122,7 +130,7 @@ def index_text(item: Knowledge) -> str:
 
 def lexical_tokens(text: str) -> list[str]:
     """The engine's lexical terms of a text (documents and queries alike)."""
-    return tokenize(text)
+    return analyze(text)
 
 
 def embed_text(item: Knowledge) -> str:
@@ -257,21 +265,32 @@ class DerivedIndexes:
         min_score: float,
         pool: int,
     ) -> list[tuple[str, float]]:
-        """At most ``pool`` visible, eligible candidates as ``(id, fused score)``, best first:
-        reciprocal rank fusion of the lexical ranks and of the ranks of vector hits with a
-        cosine of at least ``VECTOR_MIN_SCORE``."""
+        """At most ``pool`` visible, eligible, relevant candidates as ``(id, relevance)``,
+        most relevant first: :meth:`candidates` judged by :mod:`knowhub.knowledge.ranking`.
+        """
+        found = self.candidates(query, principal, types=types, min_score=min_score, pool=pool)
+        return DEFAULT_MODEL.select(found)[:pool]
+
+    def candidates(
+        self,
+        query: str,
+        principal: Principal,
+        *,
+        types: Sequence[str] | None,
+        min_score: float,
+        pool: int,
+    ) -> list[Candidate]:
+        """:meth:`signals` as ranking candidates: BM25 scores scaled by the idf mass of the
+        query's terms among the visible items, cosines as they are."""
         hits = self.signals(query, principal, types=types, min_score=min_score, pool=pool)
-        fused: dict[str, float] = {}
-        for hit in hits:
-            score = 0.0
-            if hit.lexical_rank is not None:
-                score += 1.0 / (RRF_K + hit.lexical_rank)
-            if hit.vector_rank is not None and (hit.vector_score or 0.0) >= VECTOR_MIN_SCORE:
-                score += 1.0 / (RRF_K + hit.vector_rank)
-            if score > 0:
-                fused[hit.id] = score
-        ordered = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
-        return ordered[:pool]
+        terms = set(lexical_tokens(query))
+        filters: dict[str, Any] = {"scopes": sorted(principal.visible_scopes)}
+        if types:
+            filters["types"] = sorted(set(types))
+        with self.lock:
+            freqs, n_docs = self.index.doc_freqs(terms, filters)
+        mass = QueryMass.of(terms, freqs, n_docs)
+        return make_candidates(((h.id, h.lexical_score, h.vector_score) for h in hits), mass)
 
 
 def _token_upper_bound(text: str) -> int:
@@ -292,14 +311,21 @@ def route_candidates(
 ) -> list[str]:
     """Stage 1: ask the LLM for up to ``2 * top_k`` relevant ids among ``candidates``.
 
-    Candidates go into the prompt in recall order until ``token_budget`` (estimated tokens
-    of the whole prompt) is reached. Indices, not ids, are sent to save tokens, and mapped
-    back; unknown or repeated indices are ignored. On an LLM failure or an answer without
-    an ``ids`` list, the recall order is used.
+    ``candidates`` are the relevant ones, most relevant first. They go into the prompt in
+    that order until ``token_budget`` (estimated tokens of the whole prompt) is reached.
+    Indices, not ids, are sent to save tokens, and mapped back; unknown or repeated
+    indices are ignored, and an empty ``ids`` list routes nothing (the search returns no
+    hit). On an LLM failure or an answer without an ``ids`` list, the relevance order is
+    used. An LLM that is not ``semantic`` (the offline LocalAgent) is not asked: its
+    heuristics see less than the relevance stage did, so the relevance order is kept.
     """
     want = 2 * top_k
     if not candidates:
         return []
+    if not getattr(llm, "semantic", True):
+        # Heuristics that see 100 characters of each task cannot judge better than the
+        # relevance stage that scored task and content: keep its (thresholded) order.
+        return [kid for kid, _info in candidates[:want]]
     base = build_task_messages(
         "route_knowledge",
         ROUTE_INSTRUCTIONS,
@@ -353,46 +379,3 @@ def route_candidates(
         if len(picked) >= want:
             break
     return picked
-
-
-#: The ranking stage's sort key, most significant first (reported in each hit's ``why``).
-RANK_ORDER = ("quality_score", "scope_priority", "user_profile_first", "route_rank")
-
-
-def rank_hits(
-    principal: Principal,
-    routed: Sequence[str],
-    items: dict[str, Knowledge],
-    relevance: dict[str, float],
-    *,
-    top_k: int,
-    min_score: float,
-) -> list[SearchHit]:
-    """Stage 2: quality score, ``min_score`` / negative-quality filters, scope tie-break."""
-    visible = principal.visible_scopes
-    ranked: list[tuple[float, int, int, int, SearchHit, dict[str, Any]]] = []
-    for route_rank, knowledge_id in enumerate(routed):
-        item = items.get(knowledge_id)
-        if item is None:  # deleted or no longer visible since recall
-            continue
-        quality = item.quality_score
-        if item.score < min_score or quality < 0:
-            continue
-        seen = [s for s in item.scopes if s in visible]
-        priority = best_scope_priority(seen)
-        profile_first = 0 if "user_profile" in item.types else 1  # seed 003: profiles first
-        why = {
-            "quality_score": quality,
-            "quality": {"score": item.score, "helpful": item.helpful, "harmful": item.harmful},
-            "scope": min(seen, key=scope_priority) if seen else None,
-            "scope_priority": priority,
-            "user_profile_first": profile_first == 0,
-            "route_rank": route_rank,
-            "order": list(RANK_ORDER),
-        }
-        hit = SearchHit(item, quality, relevance.get(knowledge_id, 0.0), why)
-        ranked.append((-quality, priority, profile_first, route_rank, hit, why))
-    ranked.sort(key=lambda row: row[:4])
-    for rank, row in enumerate(ranked[:top_k]):
-        row[5]["rank"] = rank
-    return [row[4] for row in ranked[:top_k]]

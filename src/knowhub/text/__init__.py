@@ -14,7 +14,7 @@ from knowhub.text.normalize import (
     tiered_lookup,
     to_pinyin,
 )
-from knowhub.text.tokens import char_ngrams, similarity, stem, tokenize
+from knowhub.text.tokens import analyze, char_ngrams, similarity, stem, tokenize
 
 __all__ = [
     "PINYIN_PREFIX",
@@ -23,6 +23,7 @@ __all__ = [
     "Match",
     "MultiPatternMatcher",
     "Normalizer",
+    "analyze",
     "char_ngrams",
     "has_han",
     "normalize",

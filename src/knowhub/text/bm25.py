@@ -13,7 +13,7 @@ import heapq
 import math
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from knowhub.errors import InvalidInputError
 from knowhub.text.tokens import tokenize
@@ -22,14 +22,22 @@ from knowhub.text.tokens import tokenize
 class BM25Index:
     """Okapi BM25 (``k1``, ``b``) with Lucene's always-positive idf.
 
-    Thread-safe: a lock guards every read and write.
+    Thread-safe: a lock guards every read and write. ``analyzer`` turns documents and
+    queries into terms (:func:`~knowhub.text.tokenize` by default; retrieval engines pass
+    :func:`~knowhub.text.analyze` for stemming and stop words).
     """
 
-    def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
+    def __init__(
+        self,
+        k1: float = 1.2,
+        b: float = 0.75,
+        analyzer: Callable[[str], Sequence[str]] = tokenize,
+    ) -> None:
         if k1 < 0 or not 0.0 <= b <= 1.0:
             raise InvalidInputError("BM25 needs k1 >= 0 and 0 <= b <= 1", k1=k1, b=b)
         self.k1 = k1
         self.b = b
+        self.analyzer = analyzer
         self._postings: dict[str, dict[str, int]] = {}
         self._doc_len: dict[str, int] = {}
         self._doc_tokens: dict[str, tuple[str, ...]] = {}
@@ -50,7 +58,7 @@ class BM25Index:
 
     def add(self, doc_id: str, text: str) -> None:
         """Index ``text`` as ``doc_id``, replacing an existing document with that id."""
-        counts = Counter(tokenize(text))
+        counts = Counter(self.analyzer(text))
         with self._lock:
             self._remove_locked(doc_id)
             for token, tf in counts.items():
@@ -112,7 +120,7 @@ class BM25Index:
         """
         if top_k <= 0:
             return []
-        query_tokens = list(dict.fromkeys(tokenize(query)))
+        query_tokens = list(dict.fromkeys(self.analyzer(query)))
         if not query_tokens:
             return []
         with self._lock:

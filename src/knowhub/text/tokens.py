@@ -3,12 +3,20 @@
 :func:`tokenize` feeds BM25 and the offline LocalAgent, over up to ~100k documents, so
 it is one regex pass over folded text: Latin/digit words go through a light stemmer and
 CJK runs (no spaces between words) become single characters plus character bigrams.
+
+:func:`analyze` is the retrieval analyzer: the same pass, but English words are reduced
+with the Snowball (Porter 2) stemmer of PyStemmer and English stop words are dropped,
+so that a ranking function scores content words only.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from functools import lru_cache
+from pathlib import Path
+
+import Stemmer
 
 from knowhub.errors import InvalidInputError
 from knowhub.text._chars import HAN_RANGES, KANA_RANGES, fold
@@ -19,6 +27,11 @@ _CJK_CLASS = HAN_RANGES + KANA_RANGES
 # run when it ends the word: ``c++``, ``c#``). ``_`` counts as a separator.
 _TOKEN_RE = re.compile(
     rf"(?P<cjk>[{_CJK_CLASS}]+)|(?P<word>[^\W_{_CJK_CLASS}]+(?:[+#]+(?![^\W_{_CJK_CLASS}]))?)"
+)
+# As _TOKEN_RE, but a word may carry an inner apostrophe (``don't``, ``caroline's``).
+_ANALYZE_RE = re.compile(
+    rf"(?P<cjk>[{_CJK_CLASS}]+)|(?P<word>[^\W_{_CJK_CLASS}]+(?:'[^\W_{_CJK_CLASS}]+)?"
+    rf"(?:[+#]+(?![^\W_{_CJK_CLASS}]))?)"
 )
 _BELOW_ONE = 0.999
 _VOWELS = frozenset("aeiouy")
@@ -80,6 +93,58 @@ def tokenize(text: str) -> list[str]:
         run = match.group("cjk")
         if run is None:
             append(stem(match.group("word")))
+            continue
+        tokens.extend(run)
+        tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
+    return tokens
+
+
+
+
+def _load_stopwords(name: str) -> frozenset[str]:
+    text = (Path(__file__).with_name(name)).read_text(encoding="utf-8")
+    return frozenset(
+        line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")
+    )
+
+
+#: English stop words: NLTK's list (179 words, with contractions; ``stopwords_en.txt``).
+#: Compared folded, before stemming. Chinese has no stop list: single characters are
+#: kept and weighed down by idf, as the bigrams carry the words.
+ENGLISH_STOPWORDS: frozenset[str] = _load_stopwords("stopwords_en.txt")
+_SNOWBALL = Stemmer.Stemmer("english")
+_SNOWBALL_LOCK = threading.Lock()
+
+
+@lru_cache(maxsize=131072)
+def snowball(word: str) -> str:
+    """Snowball English stem of a folded word (PyStemmer is not thread-safe: locked)."""
+    with _SNOWBALL_LOCK:
+        return str(_SNOWBALL.stemWord(word))
+
+
+def analyze(text: str) -> list[str]:
+    """Retrieval tokens of ``text``, in order of appearance.
+
+    As :func:`tokenize`, except that Latin words in :data:`ENGLISH_STOPWORDS` are
+    dropped (also with an apostrophe: ``don't``) and the others are Snowball-stemmed
+    (``studies``/``studying`` → ``studi``). CJK runs give characters and bigrams.
+    """
+    folded = fold(text).replace("\u2019", "'")
+    tokens: list[str] = []
+    append = tokens.append
+    stop = ENGLISH_STOPWORDS
+    for match in _ANALYZE_RE.finditer(folded):
+        run = match.group("cjk")
+        if run is None:
+            word = match.group("word")
+            if word in stop:
+                continue
+            if "'" in word:  # a contraction or possessive that is no stop word: its head
+                word = word.split("'", 1)[0]
+                if not word or word in stop:
+                    continue
+            append(snowball(word) if word.isascii() and word.isalpha() else word)
             continue
         tokens.extend(run)
         tokens.extend(run[i : i + 2] for i in range(len(run) - 1))

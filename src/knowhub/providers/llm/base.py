@@ -134,6 +134,11 @@ class LLMClient(ABC):  # noqa: B024 - abstractness is checked in __init_subclass
     (or a subclass) on failure; callers fall back as seed 001 §6.2 step 5 says.
     """
 
+    #: Whether answers come from a model that reads the text for meaning. The offline
+    #: LocalAgent's heuristics do not: engines skip steps where only such judgment adds
+    #: anything to what they already computed (knowledge routing after relevance).
+    semantic: bool = True
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if cls.chat is LLMClient.chat and cls.Chat is LLMClient.Chat:

@@ -57,6 +57,8 @@ class LocalAgent(LLMClient):
         load_defaults: register the handlers of :data:`DEFAULT_HANDLER_MODULES`.
     """
 
+    semantic = False
+
     def __init__(
         self,
         handlers: Mapping[str, Handler] | None = None,

@@ -4,9 +4,9 @@ Deterministic heuristics, not a language model:
 
 ``route_knowledge``
     payload ``{query, k, items: [{idx, types, task}]}`` → ``{"ids": [idx, ...]}``: up to
-    ``2 * k`` items ranked by lexical similarity of query and task, token overlap (multi-
-    character tokens weigh most) and, when the agent has an embedder, vector cosine. Items
-    that share nothing with the query are left out.
+    ``2 * k`` items ranked by lexical similarity of query and task, content-word overlap
+    (multi-character tokens weigh most) and, when the agent has an embedder, vector
+    cosine. Items that share nothing with the query are left out, never padded back in.
 ``evolve_knowledge``
     payload ``{task, content, feedback}`` → ``{"content": ...}``: the original content with
     the feedback appended as a marked revision note ``改进 / Revision: ...`` (a second
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from knowhub.providers.llm.local_knowledge_extract import extract_knowledge, split_sentences
-from knowhub.text import has_han, normalize, similarity, tokenize
+from knowhub.text import analyze, has_han, normalize, similarity
 
 if TYPE_CHECKING:
     from knowhub.providers.llm.local import LocalAgent
@@ -43,6 +43,7 @@ __all__ = [
 
 REVISION_MARK = "改进 / Revision:"
 _MIN_RELEVANCE = 0.12
+_MIN_SEMANTIC = 0.3
 
 # --------------------------------------------------------------------------- routing
 
@@ -61,48 +62,38 @@ def _weighted_overlap(query_tokens: set[str], task_tokens: set[str]) -> float:
     return hit / total if total else 0.0
 
 
-_RRF_K = 10  # small k: the top of each ranking dominates
-
-
 def route_knowledge(payload: dict[str, Any], agent: LocalAgent) -> dict[str, Any]:
-    """Pick the ``2 * k`` items whose task best matches the query."""
+    """Up to ``2 * k`` items whose task matches the query, best match first; no padding.
+
+    An item is kept when its task shares a content word with the query, is lexically
+    similar to it, or (with an embedder) is semantically close; items without any such
+    signal are left out, so the answer may be shorter than ``2 * k`` or empty. The
+    caller's order (its relevance over task *and* content, which this handler cannot see)
+    breaks ties.
+    """
     query = str(payload.get("query") or "")
     k = payload.get("k")
     want = 2 * (k if isinstance(k, int) and not isinstance(k, bool) and k > 0 else 5)
     items = [i for i in payload.get("items") or [] if isinstance(i, dict) and "idx" in i]
     if not query.strip() or not items:
         return {"ids": [], "reason": "empty query or no candidates"}
-    query_tokens = set(tokenize(query))
+    query_tokens = set(analyze(query))
     tasks = [str(i.get("task") or "") for i in items]
     semantic = agent.semantic_scores(query, tasks) if agent is not None else None
-    use_prior = payload.get("prior") != "none"
-    task_scores: list[float] = []
+    scored: list[tuple[float, int]] = []
     for pos, task in enumerate(tasks):
         lexical = similarity(query, task)
-        overlap = _weighted_overlap(query_tokens, set(tokenize(task)))
+        overlap = _weighted_overlap(query_tokens, set(analyze(task)))
         score = 0.5 * lexical + 0.5 * overlap
-        if semantic is not None:
-            score = 0.7 * score + 0.3 * semantic[pos]
         has_signal = overlap > 0 or lexical >= _MIN_RELEVANCE
         if semantic is not None:
-            has_signal = has_signal or semantic[pos] >= 0.3
-        task_scores.append(score if has_signal else -1.0)
-    matching = sum(1 for score in task_scores if score >= 0)
-    # Reciprocal-rank fusion of two views: how well the task (all this prompt shows) matches
-    # the query, and the caller's order — its recall over task *and* content, which this
-    # handler cannot see. A task that shares nothing with the query keeps only the second.
-    by_task = sorted(range(len(items)), key=lambda pos: (-task_scores[pos], pos))
-    task_rank = {pos: rank for rank, pos in enumerate(by_task) if task_scores[pos] >= 0}
-    fused: list[tuple[float, int]] = []
-    for pos in range(len(items)):
-        score = 1.0 / (_RRF_K + task_rank[pos]) if pos in task_rank else 0.0
-        if use_prior:
-            score += 1.0 / (_RRF_K + pos)
-        if score > 0:
-            fused.append((score, pos))
-    fused.sort(key=lambda row: (-row[0], row[1]))
-    picked = [items[pos]["idx"] for _score, pos in fused[:want]]
-    return {"ids": picked, "reason": f"{matching} tasks match the query lexically"}
+            score = 0.7 * score + 0.3 * semantic[pos]
+            has_signal = has_signal or semantic[pos] >= _MIN_SEMANTIC
+        if has_signal:
+            scored.append((score, pos))
+    scored.sort(key=lambda row: (-row[0], row[1]))
+    picked = [items[pos]["idx"] for _score, pos in scored[:want]]
+    return {"ids": picked, "reason": f"{len(scored)} of {len(items)} tasks match the query"}
 
 
 # --------------------------------------------------------------------------- evolve, merge
