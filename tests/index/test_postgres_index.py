@@ -89,3 +89,19 @@ def test_nul_characters_are_refused_cleanly(engine: object, prefix: str) -> None
         index.upsert([IndexDocument(id="p", tokens=["x"], payload={"t": "a\x00"})])
     assert index.count() == 0
     assert index.search(tokens=["x\x00"], top_k=3) == []
+
+
+def test_writes_join_the_callers_transaction(engine: object, prefix: str) -> None:
+    from knowhub.index.postgres import PostgresIndex
+
+    index = PostgresIndex(engine, f"{prefix}_tx", 4)  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError), engine.begin() as conn:  # type: ignore[attr-defined]
+        index.upsert([IndexDocument(id="rolled", tokens=["x"])], connection=conn)
+        raise RuntimeError("the caller's transaction fails after the index write")
+    assert index.count() == 0 and index.get("rolled") is None
+    with engine.begin() as conn:  # type: ignore[attr-defined]
+        index.upsert([IndexDocument(id="kept", tokens=["x"])], connection=conn)
+    assert index.ids() == ["kept"]
+    with engine.begin() as conn:  # type: ignore[attr-defined]
+        assert index.delete(["kept"], connection=conn) == 1
+    assert index.count() == 0

@@ -186,8 +186,22 @@ class PostgresIndex:
 
     # ------------------------------------------------------------------ writes
 
-    def upsert(self, docs: Sequence[IndexDocument]) -> None:
-        """Insert or replace documents by id in one transaction (all validated first)."""
+    @contextmanager
+    def _on(self, connection: Connection | None) -> Iterator[Connection]:
+        """The caller's transaction when given (the write joins it), else a new one."""
+        if connection is None:
+            with self._tx() as conn:
+                yield conn
+        else:
+            yield connection
+
+    def upsert(self, docs: Sequence[IndexDocument], *, connection: Connection | None = None) -> None:
+        """Insert or replace documents by id (all validated first).
+
+        With ``connection`` (a transaction on the same database, e.g. the knowledge store's
+        write) the documents are written in that transaction: they commit, or roll back,
+        with the rows they index.
+        """
         prepared: dict[str, PreparedDocument] = {}
         for doc in docs:
             item = prepare_document(doc, self._dim, self.number_fields)
@@ -215,7 +229,7 @@ class PostgresIndex:
                 term_ids.append(d.id)
                 tfs.append(tf)
         t = self._t
-        with self._tx() as conn:
+        with self._on(connection) as conn:
             removed = conn.execute(
                 text(f"DELETE FROM {t}_docs WHERE id = ANY(CAST(:ids AS text[])) RETURNING doc_len"),
                 {"ids": doc_rows["ids"]},
@@ -255,12 +269,12 @@ class PostgresIndex:
         if any(_has_nul(s) for s in strings) or b"\\u0000" in orjson.dumps(item.payload):
             raise InvalidInputError(f"document {item.id[:80]!r}: text must not contain NUL characters")
 
-    def delete(self, ids: Iterable[str]) -> int:
-        """Remove documents by id; returns how many existed."""
+    def delete(self, ids: Iterable[str], *, connection: Connection | None = None) -> int:
+        """Remove documents by id; returns how many existed (``connection``: as in upsert)."""
         wanted = [i for i in dict.fromkeys(ids) if isinstance(i, str) and not _has_nul(i)]
         if not wanted:
             return 0
-        return self._delete_sql("id = ANY(CAST(:ids AS text[]))", {"ids": wanted})
+        return self._delete_sql("id = ANY(CAST(:ids AS text[]))", {"ids": wanted}, connection)
 
     def delete_where(self, filters: Mapping[str, FilterValue]) -> int:
         """Remove every document passing ``filters`` (at least one field)."""
@@ -271,9 +285,9 @@ class PostgresIndex:
             return 0
         return self._delete_sql(where, params)
 
-    def _delete_sql(self, where: str, params: dict[str, Any]) -> int:
+    def _delete_sql(self, where: str, params: dict[str, Any], connection: Connection | None = None) -> int:
         t = self._t
-        with self._tx() as conn:
+        with self._on(connection) as conn:
             removed = conn.execute(text(f"DELETE FROM {t}_docs d WHERE {where} RETURNING doc_len"), params).all()
             if removed:
                 conn.execute(
