@@ -30,6 +30,8 @@ def _start() -> tuple[str | None, str]:
     given = os.environ.get("KNOWHUB_TEST_PGVECTOR_URL")
     if given:
         return given, ""
+    # platformdirs (used by pgserver) warns on every call without a runtime dir
+    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
     try:
         import pgserver  # type: ignore[import-untyped]
         from sqlalchemy import create_engine, text

@@ -1,7 +1,8 @@
 """Fixtures for the knowledge engine: principals, hubs on SQLite and on a real PostgreSQL.
 
 PostgreSQL: ``KNOWHUB_TEST_PG_URL`` (a ``postgresql+psycopg://`` URL of a database the
-tests may fill) is used when set. Otherwise the session fixture starts the local cluster
+tests may fill) is used when set. Otherwise the server of the ``pgserver`` wheel
+(:mod:`tests.pgvector_server`, shared with the index tests), else the session fixture starts the local cluster
 (``pg_ctlcluster 15 main start``), creates a throwaway role and database as the
 ``postgres`` OS user and drops the database at the end. When none of that works the
 postgres tests skip with the reason.
@@ -20,6 +21,7 @@ import pytest
 
 from knowhub.knowledge import KnowledgeHub
 from knowhub.scope import Principal
+from tests.pgvector_server import pgvector_url
 
 TEST_KEY = bytes(range(32))
 
@@ -115,6 +117,10 @@ def pg_url() -> Iterator[str]:
         import psycopg  # noqa: F401
     except ImportError:
         pytest.skip("psycopg is not installed")
+    bundled, _reason = pgvector_url()
+    if bundled is not None:  # the pgserver wheel: PostgreSQL + pgvector, no system install
+        yield bundled
+        return
     try:
         reason = _start_cluster()
     except (OSError, subprocess.SubprocessError) as exc:
