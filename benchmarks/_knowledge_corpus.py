@@ -34,7 +34,9 @@ def memberships(i: int) -> list[str]:
 
 
 def user_principal(i: int) -> Principal:
-    return Principal.of(user_id(i), memberships(i))
+    """User ``i`` with the right to publish into its org and public (the corpus puts
+    items there)."""
+    return Principal.of(user_id(i), memberships(i), publish=["public", f"org:o{i % N_ORGS}"])
 
 
 def all_seeing_principal() -> Principal:

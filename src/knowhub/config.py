@@ -95,6 +95,11 @@ class AuthKey(BaseModel):
     principal: str
     memberships: list[str] = Field(default_factory=list)
     admin_of: list[str] = Field(default_factory=list)
+    #: Scopes that need a right and that this key may write into: ``public`` and
+    #: ``org:<id>`` scopes it is a member of, e.g. ``["public", "org:acme"]``.
+    publish: list[str] = Field(default_factory=list)
+    #: ``read-only`` withholds every keyword-tree write from this key.
+    tree: Literal["read-write", "read-only"] = "read-write"
 
 
 class AuthSettings(BaseModel):
@@ -103,6 +108,8 @@ class AuthSettings(BaseModel):
     keys: list[AuthKey] = Field(default_factory=list)
     default_principal: str = "user:local"
     default_memberships: list[str] = Field(default_factory=lambda: ["public"])
+    #: Publish right of the default principal (used only while no keys are configured).
+    default_publish: list[str] = Field(default_factory=lambda: ["public"])
 
 
 class ServerSettings(BaseModel):

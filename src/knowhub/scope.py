@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from knowhub.errors import InvalidInputError
+from knowhub.errors import InvalidInputError, PermissionDeniedError
 
 SCOPE_TYPES: tuple[str, ...] = ("user", "agent", "project", "team", "org")
 PUBLIC = "public"
@@ -68,19 +68,31 @@ def best_scope_priority(scopes: Iterable[str]) -> int:
     return min(ranks) if ranks else SCOPE_PRIORITY[PUBLIC]
 
 
+def needs_publish_right(scope: str) -> bool:
+    """True for scopes that reach many readers (``public`` and ``org:``): writing into
+    them takes a publish right, membership alone is not enough."""
+    kind = parse_scope(scope)[0]
+    return kind in (PUBLIC, "org")
+
+
 @dataclass(frozen=True)
 class Principal:
-    """An authenticated caller.
+    """An authenticated caller and its rights.
 
     Attributes:
         id: the principal's own scope, e.g. ``user:alice`` or ``agent:research_agent``.
         memberships: scopes the principal belongs to (``team:t1``, ``org:o`` ...).
         admin_of: scopes in which the principal may modify objects it does not own.
+        publish: scopes that need a right to write into (``public``, ``org:<id>``) and that
+            this principal may write into (an ``org:`` one must also be a membership).
+        tree_write: False for a principal that may only read the shared keyword tree.
     """
 
     id: str
     memberships: tuple[str, ...] = ()
     admin_of: tuple[str, ...] = ()
+    publish: tuple[str, ...] = ()
+    tree_write: bool = True
 
     def __post_init__(self) -> None:
         kind, _ = parse_scope(self.id)
@@ -88,10 +100,35 @@ class Principal:
             raise InvalidInputError("a principal cannot be 'public'")
         object.__setattr__(self, "memberships", tuple(normalize_scope(s) for s in self.memberships))
         object.__setattr__(self, "admin_of", tuple(normalize_scope(s) for s in self.admin_of))
+        publish = tuple(dict.fromkeys(normalize_scope(s) for s in self.publish))
+        for scope in publish:
+            if not needs_publish_right(scope):
+                raise InvalidInputError(
+                    f"publish lists {scope!r}: only public and org:<id> scopes need a publish "
+                    "right (other scopes are writable through membership)",
+                    scope=scope,
+                )
+            if scope != PUBLIC and scope not in self.memberships:
+                raise InvalidInputError(
+                    f"publish lists {scope!r} but {self.id} is not a member of it: add it to "
+                    "the memberships too",
+                    scope=scope,
+                )
+        object.__setattr__(self, "publish", publish)
+        if not isinstance(self.tree_write, bool):
+            raise InvalidInputError("tree_write must be true or false")
 
     @classmethod
-    def of(cls, principal: str, memberships: Iterable[str] = (), admin_of: Iterable[str] = ()) -> Principal:
-        return cls(principal, tuple(memberships), tuple(admin_of))
+    def of(
+        cls,
+        principal: str,
+        memberships: Iterable[str] = (),
+        admin_of: Iterable[str] = (),
+        publish: Iterable[str] = (),
+        *,
+        tree_write: bool = True,
+    ) -> Principal:
+        return cls(principal, tuple(memberships), tuple(admin_of), tuple(publish), tree_write)
 
     @property
     def visible_scopes(self) -> frozenset[str]:
@@ -109,6 +146,40 @@ class Principal:
             return True
         admin = set(self.admin_of)
         return owner in admin or any(s in admin for s in scopes)
+
+    def may_write(self, scope: str) -> bool:
+        """True when the principal may put an object into ``scope``: a scope it can see,
+        and for ``public``/``org:`` scopes one its publish right names."""
+        if scope not in self.visible_scopes:
+            return False
+        return not needs_publish_right(scope) or scope in self.publish
+
+    def check_publish(self, scopes: Iterable[str]) -> None:
+        """Refuse a write into a visible ``public``/``org:`` scope without the right.
+
+        Raises:
+            PermissionDeniedError: naming the first such scope.
+        """
+        for scope in scopes:
+            if needs_publish_right(scope) and scope not in self.publish:
+                raise PermissionDeniedError(
+                    f"{self.id} may not publish into {scope!r}: writing into public or org: "
+                    "scopes needs a publish right (auth.keys[].publish in the config)",
+                    scope=scope,
+                    principal=self.id,
+                )
+
+    def check_tree_write(self) -> None:
+        """Refuse a keyword-tree write for a principal whose key is read-only for the tree.
+
+        Raises:
+            PermissionDeniedError: the principal's ``tree_write`` is False.
+        """
+        if not self.tree_write:
+            raise PermissionDeniedError(
+                f"{self.id} may only read the keyword tree (its key has tree = \"read-only\")",
+                principal=self.id,
+            )
 
 
 @dataclass(frozen=True)
@@ -148,6 +219,7 @@ __all__ = [
     "Principal",
     "RequestContext",
     "best_scope_priority",
+    "needs_publish_right",
     "normalize_scope",
     "parse_scope",
     "scope_priority",

@@ -96,3 +96,26 @@ def test_usage_errors_exit_2_and_help_has_examples(tmp_path: Path) -> None:
     for group in ("knowledge", "context", "admin"):
         text = run(group, "--help").output
         assert "Examples" in text, group
+
+
+def test_cli_needs_the_publish_right_and_ignores_forged_counters(tmp_path: Path) -> None:
+    data = str(tmp_path / "d")
+    config = tmp_path / "knowhub.toml"
+    config.write_text('[[auth.keys]]\nkey = "cli-olga-key-0123456789"\nprincipal = "user:olga"\n'
+                      'memberships = ["org:acme"]\n\n'
+                      '[[auth.keys]]\nkey = "cli-pat-key-0123456789"\nprincipal = "user:pat"\n'
+                      'memberships = ["org:acme"]\npublish = ["org:acme"]\n', encoding="utf-8")
+    for scope in ("public", "org:acme"):
+        denied = run("knowledge", "save", "-d", data, "-c", str(config), "-p", "user:olga",
+                     "--task", "t", "--content", "c", "-s", scope)
+        assert denied.exit_code == 1 and "publish" in denied.output and "Traceback" not in denied.output
+    pat = run_json("knowledge", "save", "-d", data, "-c", str(config), "-p", "user:pat",
+                   "--task", "t", "--content", "c", "-s", "org:acme")
+    assert pat["scopes"] == ["org:acme"]
+    # the keyless default principal keeps publishing into public
+    assert run_json("knowledge", "save", "-d", data, "--task", "t", "--content", "c", "-s", "public")["scopes"] == ["public"]
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps({"task": "t", "content": "c", "types": ["tool"], "score": 4,
+                                  "eval": {"helpful": 999999, "confidence": 1.0}}), encoding="utf-8")
+    saved = run_json("knowledge", "save", "-d", data, "--file", str(forged))
+    assert (saved["eval"]["helpful"], saved["eval"]["confidence"], saved["eval"]["score"]) == (0, 0.5, 4)

@@ -25,8 +25,9 @@ from tests.pgvector_server import pgvector_url
 
 TEST_KEY = bytes(range(32))
 
-ALICE = Principal.of("user:alice", ["team:red", "org:acme"])
-BOB = Principal.of("user:bob", ["team:blue", "org:acme"])
+# alice may publish into org:acme and public; bob into org:acme only.
+ALICE = Principal.of("user:alice", ["team:red", "org:acme"], publish=["org:acme", "public"])
+BOB = Principal.of("user:bob", ["team:blue", "org:acme"], publish=["org:acme"])
 CAROL = Principal.of("user:carol", ["team:green"])
 RED_ADMIN = Principal.of("user:root", ["team:red"], admin_of=["team:red"])
 

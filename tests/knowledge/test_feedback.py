@@ -98,15 +98,16 @@ def test_user_profile_order(hub: KnowledgeHub) -> None:
     ann = Principal.of("user:ann", ["project:p1", "team:t1"])
     other = Principal.of("user:zed", ["team:t1"])
     shared = hub.save(other, {"task": "团队偏好", "content": "团队统一用 4 空格缩进", "types": ["user_profile"],
-                              "scopes": ["team:t1"], "eval": {"confidence": 0.99, "helpful": 9}})
-    low = hub.save(ann, {"task": "偏好", "content": "喜欢简洁回答", "types": ["user_profile"],
-                         "eval": {"confidence": 0.4, "helpful": 1}})
+                              "scopes": ["team:t1"]})
+    tie = hub.save(ann, {"task": "背景", "content": "后端工程师", "types": ["user_profile", "usecase"]})
     high = hub.save(ann, {"task": "编码风格", "content": "偏好 TypeScript", "types": ["user_profile"],
-                          "scopes": ["user:ann", "project:p1"], "eval": {"confidence": 0.9, "helpful": 5}})
-    tie = hub.save(ann, {"task": "背景", "content": "后端工程师", "types": ["user_profile", "usecase"],
-                         "eval": {"confidence": 0.9, "helpful": 7}})
+                          "scopes": ["user:ann", "project:p1"]})
+    low = hub.save(ann, {"task": "偏好", "content": "喜欢简洁回答", "types": ["user_profile"]})
     hub.save(ann, {"task": "not a profile", "content": "x", "types": ["tool"]})
     hub.save(Principal.of("user:eve"), {"task": "eve", "content": "e", "types": ["user_profile"]})
+    # Counters come from feedback only: helpful tie 3, high 2, low 1, shared 9.
+    votes = [tie.id] * 3 + [high.id] * 2 + [low.id] + [shared.id] * 9
+    assert hub.batch_update(ann, [{"knowledge_id": v, "is_helpful": True} for v in votes])["updated"] == 15
     profile = hub.user_profile(ann)
     assert [k.id for k in profile] == [tie.id, high.id, low.id, shared.id]
     assert [k.id for k in hub.user_profile(ann, limit=2)] == [tie.id, high.id]

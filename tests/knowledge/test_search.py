@@ -55,7 +55,7 @@ def test_min_score_and_negative_quality_are_dropped(hub: KnowledgeHub, alice) ->
 
 
 def test_scope_priority_breaks_ties(hub: KnowledgeHub) -> None:
-    who = Principal.of("user:ann", ["project:p1", "agent:a1", "team:t1", "org:o1"])
+    who = Principal.of("user:ann", ["project:p1", "agent:a1", "team:t1", "org:o1"], publish=["public", "org:o1"])
     order = ["public", "org:o1", "team:t1", "agent:a1", "project:p1", "user:ann"]
     saved = {s: hub.save(who, {"task": "build pipeline cache", "content": "cache deps", "types": ["plan"],
                                "scopes": [s], "score": 4}) for s in order}

@@ -52,7 +52,8 @@ def test_apply_merges_and_undo_restores_as_one(hub: KnowledgeHub, alice, dupes) 
     assert survivor_id == dupes["a"].id
     survivor = hub.get(alice, survivor_id)
     assert survivor.helpful == 2 and survivor.harmful == 1 and survivor.score == 5
-    assert set(survivor.scopes) == {"user:alice", "team:red"}
+    # a is private, b in team:red, both alice's: the merge keeps the narrowest visibility.
+    assert survivor.scopes == ["user:alice"] and survivor.visibility == "private"
     assert set(survivor.resource_ids) == {"code/a", "code/b"}
     assert len(survivor.eval["helpful_history"]) == 2 and len(survivor.eval["harmful_history"]) == 1
     with pytest.raises(NotFoundError):
@@ -137,16 +138,53 @@ def test_slim_never_spreads_content_into_scopes_the_principal_cannot_write(hub: 
 
 def test_plan_is_rechecked_against_the_scopes_at_apply_time(hub: KnowledgeHub, alice) -> None:
     from knowhub.errors import PermissionDeniedError
-    from knowhub.scope import Principal
 
     _save(hub, alice, EN_A)
     _save(hub, alice, EN_B, scopes=["team:red", "org:acme"])
     plan = hub.slim(alice)
-    assert len(plan.clusters) == 1
-    left_red = Principal.of("user:alice", ["org:acme"])  # same id, no longer in team:red
+    assert len(plan.clusters) == 1 and plan.clusters[0].merged["scopes"] == ["user:alice"]
+    # A stored plan whose merge would widen (as plans made before this rule did) is refused.
+    widened = plan.to_dict()
+    widened["clusters"][0]["merged"]["scopes"] = ["user:alice", "team:red", "org:acme"]
+    widened["plan_id"] = "slim-widened"
+    hub.store.save_plan("slim-widened", alice.id, widened, plan.created_at)
     with pytest.raises(PermissionDeniedError):
-        hub.slim(left_red, apply=True, plan_id=plan.plan_id)
+        hub.slim(alice, apply=True, plan_id="slim-widened")
     assert len(hub.list(alice, limit=100)) == 2
+
+
+def test_merge_into_an_org_survivor_never_shows_a_private_item_to_the_org(hub: KnowledgeHub, alice, bob) -> None:
+    private = _save(hub, alice, EN_A, score=2, tags={"note": "PRIV-4411"})
+    public_to_org = _save(hub, alice, EN_B, score=5, scopes=["org:acme"])
+    before = {i.id for i in hub.list(bob, limit=100)}
+    assert before == {public_to_org.id}
+    plan = hub.slim(alice, apply=True)
+    assert plan.applied and plan.clusters[0].ids == [public_to_org.id, private.id]  # org survivor
+    survivor = hub.get(alice, public_to_org.id)
+    assert survivor.scopes == ["user:alice"] and survivor.visibility == "private"
+    assert survivor.tags.get("note") == "PRIV-4411"
+    assert hub.list(bob, limit=100) == []  # bob (in org:acme) sees nothing of the merge
+    assert hub.search(bob, "docker compose", min_score=-100) == []
+    with pytest.raises(NotFoundError):
+        hub.get(bob, public_to_org.id)
+
+
+def test_items_of_other_owners_merge_only_with_identical_owner_and_scopes(hub: KnowledgeHub, red_admin) -> None:
+    from knowhub.scope import Principal
+
+    dave = Principal.of("user:dave", ["team:red"])
+    erin = Principal.of("user:erin", ["team:red"])
+    first = _save(hub, dave, EN_A, scopes=["team:red"])
+    second = _save(hub, dave, EN_B, scopes=["team:red"])
+    erins = _save(hub, erin, EN_B, scopes=["team:red"])
+    plan = hub.slim(red_admin)  # admin of team:red: may modify all three
+    assert plan.scanned == 3
+    assert [sorted(c.ids) for c in plan.clusters] == [sorted([first.id, second.id])]
+    assert plan.clusters[0].merged["scopes"] == ["team:red"]
+    hub.slim(red_admin, apply=True, plan_id=plan.plan_id)
+    assert hub.get(erin, erins.id).version == 1
+    survivor = hub.get(dave, plan.clusters[0].ids[0])
+    assert survivor.owner == "user:dave" and survivor.scopes == ["team:red"]
 
 
 def test_history_shows_a_merged_private_item_only_to_who_could_see_each_version(tmp_path, alice) -> None:
@@ -158,13 +196,15 @@ def test_history_shows_a_merged_private_item_only_to_who_could_see_each_version(
         draft = hub.save(alice, {"task": EN_A[0], "content": "private draft QQQ-7731", "types": ["tool"],
                                  "score": 5})
         hub.update(alice, draft.id, evolve_feedback="rewrite")
-        _save(hub, alice, EN_B, scopes=["team:red"])
+        shared = _save(hub, alice, EN_B, scopes=["team:red"])
         plan = hub.slim(alice, apply=True)
         assert plan.applied and plan.clusters[0].ids[0] == draft.id  # the private item survives
         teammate = Principal.of("user:dave", ["team:red"])
-        survivor = hub.get(teammate, draft.id)  # now shared with team:red, as merged
-        assert "QQQ-7731" not in survivor.content
-        for version in hub.history(teammate, draft.id):
+        with pytest.raises(NotFoundError):  # the merge kept it private
+            hub.get(teammate, draft.id)
+        with pytest.raises(NotFoundError):
+            hub.history(teammate, draft.id)
+        for version in hub.history(teammate, shared.id):  # the merged-away item's history
             assert "QQQ-7731" not in str(version["snapshot"])
         assert any("QQQ-7731" in str(v["snapshot"]) for v in hub.history(alice, draft.id))
     finally:

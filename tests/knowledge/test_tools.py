@@ -21,7 +21,8 @@ from knowhub.knowledge.tools import KnowledgeToolsClient, ToolResult
 from knowhub.scope import Principal
 from knowhub.server import create_app
 
-AGENT = Principal.of("agent:research_agent", ["org:cybertogether", "org:acme"])
+AGENT = Principal.of("agent:research_agent", ["org:cybertogether", "org:acme"],
+                     publish=["org:cybertogether", "org:acme"])
 AGENT_KEY = "tools-test-agent-key-0123456789"
 OTHER = Principal.of("user:mallory", ["team:elsewhere"])
 OTHER_KEY = "tools-test-other-key-0123456789"
@@ -58,7 +59,8 @@ def make_client(request: pytest.FixtureRequest, tools_hub: KnowledgeHub, tmp_pat
         data_dir=tmp_path,
         auth={
             "keys": [
-                {"key": AGENT_KEY, "principal": AGENT.id, "memberships": list(AGENT.memberships)},
+                {"key": AGENT_KEY, "principal": AGENT.id, "memberships": list(AGENT.memberships),
+                 "publish": list(AGENT.publish)},
                 {"key": OTHER_KEY, "principal": OTHER.id, "memberships": list(OTHER.memberships)},
             ]
         },
@@ -168,6 +170,23 @@ def test_save_uses_seed_defaults_and_search_finds_it(make_client: ClientFactory)
             assert typed.metadata["count"] == 0
             as_text = await kt.knowledge_search("Selenium", types="tool,plan", client=client)  # type: ignore[arg-type]
             assert as_text.ok and as_text.metadata["count"] == 1
+
+    run(scenario())
+
+
+def test_client_save_cannot_set_feedback_counters_or_publish_without_the_right(
+    make_client: ClientFactory,
+) -> None:
+    async def scenario() -> None:
+        async with make_client() as client:
+            item = await client.save({"task": "t", "content": "c", "types": ["tool"], "score": 4,
+                                      "eval": {"helpful": 999_999, "harmful": 0, "confidence": 1.0}})
+            assert (item["eval"]["helpful"], item["eval"]["confidence"], item["eval"]["score"]) == (0, 0.5, 4)
+        async with make_client("other", owner_from_agent=False) as other:  # no publish right
+            denied = await kt.knowledge_save("t", "c", ["tool"], scopes=["public"], client=other)
+            assert not denied.ok and "publish" in denied.output
+            own = await _save(other, scopes=["user:mallory"])
+            assert own.ok and own.metadata["item"]["scopes"] == ["user:mallory"]
 
     run(scenario())
 

@@ -45,6 +45,12 @@ CONFIG = f"""
 key = "{AGENT_KEY}"
 principal = "agent:research_agent"
 memberships = ["org:cybertogether"]
+publish = ["org:cybertogether"]
+
+[[auth.keys]]
+key = "mcp-rita-key-0123456789"
+principal = "user:rita"
+tree = "read-only"
 
 [[auth.keys]]
 key = "mcp-bob-key-0123456789"
@@ -249,6 +255,14 @@ def test_streamable_http_with_keys(http_server: str) -> None:
         other = await as_key("mcp-bob-key-0123456789", search)  # bob is not in org:cybertogether
         assert other.structured_content["count"] == 0
 
+        async def write_tree(session: ClientSession) -> CallToolResult:
+            return await session.call_tool("tree_create_keyword", {"name": "部署", "auto_place": False})
+
+        refused = await as_key("mcp-rita-key-0123456789", write_tree)  # a read-only tree key
+        assert refused.is_error and refused.structured_content["error"] == "permission_denied"
+        allowed = await as_key(AGENT_KEY, write_tree)
+        assert not allowed.is_error, _text(allowed)
+
     _run(body)
 
 
@@ -280,7 +294,7 @@ def test_resolve_principal(tmp_path: Path) -> None:
     keys = [{"key": AGENT_KEY, "principal": "agent:research_agent", "memberships": ["org:cybertogether"],
              "admin_of": ["org:cybertogether"]}]
     settings = _settings(tmp_path, keys=keys)
-    assert resolve_principal(settings) == Principal.of("user:local", ["public"])
+    assert resolve_principal(settings) == Principal.of("user:local", ["public"], publish=["public"])
     by_key = resolve_principal(settings, key=AGENT_KEY)
     assert by_key.id == "agent:research_agent" and by_key.admin_of == ("org:cybertogether",)
     by_name = resolve_principal(settings, principal="agent:research_agent")

@@ -18,6 +18,16 @@ KEYS: dict[str, tuple[str, str, list[str], list[str]]] = {
     "carol": ("key-carol-0123456789", "user:carol", ["team:green"], []),
     "dave": ("key-dave-0123456789", "user:dave", ["team:red"], []),
     "agent": ("key-agent-0123456789", "agent:research_agent", ["org:cybertogether"], []),
+    "pat": ("key-pat-0123456789", "user:pat", ["org:acme"], []),
+    "olga": ("key-olga-0123456789", "user:olga", ["org:acme"], []),
+    "rita": ("key-rita-0123456789", "user:rita", ["team:red"], []),
+}
+#: name → further ``auth.keys`` fields. The agent and pat may publish (pat into public and
+#: org:acme); olga is in org:acme without the right; rita may only read the keyword tree.
+RIGHTS: dict[str, dict[str, Any]] = {
+    "agent": {"publish": ["org:cybertogether"]},
+    "pat": {"publish": ["public", "org:acme"]},
+    "rita": {"tree": "read-only"},
 }
 
 
@@ -26,8 +36,9 @@ def settings_for(data_dir: Path, *, with_keys: bool = True, **server: Any) -> Se
     auth: dict[str, Any] = {}
     if with_keys:
         auth["keys"] = [
-            {"key": key, "principal": principal, "memberships": members, "admin_of": admin}
-            for key, principal, members, admin in KEYS.values()
+            {"key": key, "principal": principal, "memberships": members, "admin_of": admin,
+             **RIGHTS.get(name, {})}
+            for name, (key, principal, members, admin) in KEYS.items()
         ]
     return Settings.load(None, data_dir=data_dir, auth=auth, server=server or None)
 

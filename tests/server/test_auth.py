@@ -90,6 +90,31 @@ def test_authenticator_unit() -> None:
         auth.authenticate("Bearer ünïcode-key")
 
 
+def test_keys_carry_publish_and_tree_rights() -> None:
+    auth = Authenticator.from_settings(settings_for(Path("/nonexistent")))
+    pat = auth.authenticate(f"Bearer {KEYS['pat'][0]}")
+    assert pat.publish == ("public", "org:acme") and pat.tree_write
+    rita = auth.authenticate(f"Bearer {KEYS['rita'][0]}")
+    assert rita.publish == () and not rita.tree_write
+    keyless = Authenticator.from_settings(settings_for(Path("/nonexistent"), with_keys=False))
+    assert keyless.authenticate(None).publish == ("public",)
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        ({"publish": ["team:red"]}, "membership"),
+        ({"publish": ["org:acme"]}, "not a member"),
+        ({"publish": ["nonsense"]}, "invalid scope"),
+        ({"tree": "readonly"}, "auth.keys"),
+    ],
+)
+def test_bad_rights_are_config_errors(extra: dict[str, Any], needle: str) -> None:
+    keys = [{"key": "k-0123456789", "principal": "user:a", "memberships": ["team:red"], **extra}]
+    with pytest.raises(ConfigError, match=needle):
+        Authenticator.from_settings(Settings.load(None, data_dir="/nonexistent", auth={"keys": keys}))
+
+
 # --------------------------------------------------------------------------- bind
 
 

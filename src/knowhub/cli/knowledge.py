@@ -2,8 +2,10 @@
 
 Every command opens the hub of ``--data`` (or the configured data dir), acts as
 ``--principal`` (default ``settings.auth.default_principal``) with ``--member`` scopes
-(default ``settings.auth.default_memberships``) and prints JSON or a table. Visibility and
-permissions are the engine's, exactly as over HTTP.
+(default: those of the configured key for that principal, else
+``settings.auth.default_memberships``) and prints JSON or a table. The publish right comes
+from the same key (else ``auth.default_publish``). Visibility and permissions are the
+engine's, exactly as over HTTP.
 """
 
 from __future__ import annotations
@@ -51,11 +53,10 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a t
 def _hub(config: Path | None, data: Path | None, principal: str | None, members: list[str] | None,
          admin_of: list[str] | None) -> Iterator[tuple[Any, Principal]]:
     from knowhub.knowledge import KnowledgeHub
+    from knowhub.server.auth import local_principal
 
     settings = load_settings(config, data)
-    auth = settings.auth
-    who = Principal.of(principal or auth.default_principal,
-                       members if members else auth.default_memberships, admin_of or [])
+    who = local_principal(settings, principal, members, admin_of)
     hub = KnowledgeHub.from_settings(settings)
     try:
         yield hub, who

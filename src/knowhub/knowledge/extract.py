@@ -18,7 +18,18 @@ from knowhub.providers.llm import LLMClient, build_task_messages
 from knowhub.providers.llm.local_knowledge import extract_knowledge as local_extract
 from knowhub.scope import Principal
 
-__all__ = ["EXTRACT_SCHEMA", "MAX_MESSAGES", "candidate_bodies", "check_messages", "run_extraction"]
+__all__ = [
+    "EXTRACT_SCHEMA",
+    "INITIAL_EVAL",
+    "MAX_MESSAGES",
+    "candidate_bodies",
+    "check_messages",
+    "run_extraction",
+]
+
+#: Seed 003's evaluation of a freshly extracted item. Save bodies cannot carry counters
+#: (``build_knowledge`` ignores them), so the engine passes this as ``initial_eval``.
+INITIAL_EVAL: dict[str, Any] = {"helpful": 1, "harmful": 0, "confidence": 0.5}
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +161,6 @@ def candidate_bodies(
                     "message_id": first,
                     "message_ids": ids,
                 },
-                "eval": {"helpful": 1, "harmful": 0, "confidence": 0.5},
                 "score": 3,
             }
         )

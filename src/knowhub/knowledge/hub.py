@@ -14,7 +14,6 @@ from __future__ import annotations
 import builtins
 import logging
 import math
-import secrets as _random
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,7 +30,7 @@ from knowhub.errors import (
     VersionConflictError,
 )
 from knowhub.knowledge import extract as extraction
-from knowhub.knowledge import slim as slimming
+from knowhub.knowledge import slim_plans
 from knowhub.knowledge.feedback import apply_update, evolve_content, parse_update
 from knowhub.knowledge.models import (
     Knowledge,
@@ -555,7 +554,8 @@ class KnowledgeHub:
             if found is None or not principal.can_see(found[0].scopes):
                 raise NotFoundError(f"knowledge not found: {knowledge_id}", id=knowledge_id)
             versions = self.store.history(conn, knowledge_id)
-        # A slim merge can widen an item's scopes: earlier versions stay with their readers.
+        # An undo can restore wider scopes than an earlier version had: each version stays
+        # with its own readers.
         return [v for v in versions if principal.can_see(v["snapshot"].get("scopes") or [])]
 
     def undo(self, principal: Principal, change_id: str) -> Knowledge:
@@ -623,111 +623,17 @@ class KnowledgeHub:
         apply: bool = False,
         plan_id: str | None = None,
     ) -> SlimPlan:
-        """Plan (default) or apply the merge of near-duplicates the principal may modify."""
+        """Plan (default) or apply the merge of near-duplicates the principal may modify.
+
+        A merge never widens visibility: see :mod:`knowhub.knowledge.slim_plans`."""
         principal = self._principal(principal)
         if plan_id is not None:
             if not apply:
-                return self._load_plan(principal, plan_id)
-            return self._apply_plan(principal, self._load_plan(principal, plan_id))
-        plan = self._make_plan(principal, model)
+                return slim_plans.load_plan(self, principal, plan_id)
+            return slim_plans.apply_plan(self, principal, slim_plans.load_plan(self, principal, plan_id))
+        plan = slim_plans.make_plan(self, principal, model)
         if apply:
-            return self._apply_plan(principal, plan)
-        return plan
-
-    def _make_plan(self, principal: Principal, model: str | None) -> SlimPlan:
-        self._sync()  # indexed vectors are reused: bring them up to date first
-        with self.store.read() as conn:
-            items = self.store.list_items(
-                conn,
-                visible=principal.visible_scopes,
-                limit=slimming.MAX_SCAN,
-                extra=[self.store.modifiable_clause(principal.id, principal.admin_of)],
-            )
-        # A merge unions scopes: only items whose every scope the principal may write into
-        # can take part, so a merge never spreads text into a scope it cannot write.
-        visible = principal.visible_scopes
-        items = [item for item in items if visible.issuperset(item.scopes)]
-        clusters = [
-            slimming.merge_cluster(self.llm, [items[i] for i in members], reason)
-            for members, reason in slimming.find_clusters(items, self.embedder, self._known_vector)
-        ]
-        plan = SlimPlan(
-            plan_id=f"slim-{_random.token_hex(8)}",
-            principal=principal.id,
-            clusters=clusters,
-            created_at=utc_now(),
-            model=model,
-            scanned=len(items),
-        )
-        self.store.save_plan(plan.plan_id, principal.id, plan.to_dict(), plan.created_at)
-        return plan
-
-    def _known_vector(self, knowledge_id: str) -> Any:
-        """The indexed vector of an item, if the vector index holds one."""
-        record = self._indexes.vectors.get(knowledge_id)
-        return None if record is None else record.vector
-
-    def _load_plan(self, principal: Principal, plan_id: Any) -> SlimPlan:
-        if not isinstance(plan_id, str) or len(plan_id) > 64:
-            raise NotFoundError("slim plan not found", plan_id=str(plan_id)[:80])
-        with self.store.read() as conn:
-            data = self.store.load_plan(conn, plan_id)
-        if data is None or data.get("principal") != principal.id:
-            raise NotFoundError(f"slim plan not found: {plan_id}", plan_id=plan_id)
-        return SlimPlan.from_dict(data)
-
-    def _apply_plan(self, principal: Principal, plan: SlimPlan) -> SlimPlan:
-        if plan.applied:
-            raise VersionConflictError(
-                f"slim plan {plan.plan_id} was already applied as {plan.change_id}",
-                plan_id=plan.plan_id,
-            )
-        change_id = self.store.new_change_id()
-        now = utc_now()
-        with self.store.write() as conn:
-            for cluster in plan.clusters:
-                members = []
-                for kid, version in zip(cluster.ids, cluster.versions, strict=True):
-                    item = self._load_visible(conn, principal, kid, for_update=True)
-                    self._require_modify(principal, item, "merge")
-                    if item.version != version:
-                        raise VersionConflictError(
-                            f"{kid} changed since slim plan {plan.plan_id} was made; make a new plan",
-                            id=kid,
-                            plan_id=plan.plan_id,
-                        )
-                    members.append(item)
-                survivor, *others = members
-                merged = Knowledge.from_dict({**survivor.to_dict(), **cluster.merged})
-                if not principal.visible_scopes.issuperset(merged.scopes):
-                    raise PermissionDeniedError(
-                        f"slim plan {plan.plan_id} would write into scopes you cannot write",
-                        plan_id=plan.plan_id,
-                    )
-                self._commit(
-                    conn,
-                    change_id=change_id,
-                    principal=principal,
-                    previous=survivor,
-                    new=merged,
-                    kind="slim",
-                    now=now,
-                )
-                for other in others:
-                    self._commit(
-                        conn,
-                        change_id=change_id,
-                        principal=principal,
-                        previous=other,
-                        new=Knowledge.from_dict(other.to_dict()),
-                        kind="slim",
-                        now=now,
-                        deleted=True,
-                    )
-            plan.applied = True
-            plan.change_id = change_id
-            self.store.mark_plan_applied(conn, plan.plan_id, plan.to_dict())
-        self._sync()
+            return slim_plans.apply_plan(self, principal, plan)
         return plan
 
     # ------------------------------------------------------------------ profile, extraction
@@ -771,7 +677,9 @@ class KnowledgeHub:
         items: builtins.list[Knowledge] = []
         for body in extraction.candidate_bodies(principal, candidates, clean):
             try:
-                items.append(build_knowledge(body, principal))
+                items.append(
+                    build_knowledge(body, principal, initial_eval=extraction.INITIAL_EVAL)
+                )
             except InvalidInputError as exc:
                 log.warning("extract: dropped an invalid candidate: %s", exc.message)
         saved: builtins.list[Knowledge] = []

@@ -47,6 +47,8 @@ MAX_LIST_ITEMS = 200
 MAX_TAGS = 64
 MAX_CASE_CHARS = 20_000
 MAX_RESOURCE_BODY_CHARS = 1_000_000
+#: Confidence of a new item that no extraction has judged.
+DEFAULT_CONFIDENCE = 0.5
 
 _RESOURCE_ID = re.compile(r"^[A-Za-z0-9_./\-\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{1,200}$")
 _KNOWLEDGE_ID = re.compile(r"^knowledge-\d{8}-[0-9a-f]{4,32}$")
@@ -309,7 +311,16 @@ def visibility_of(scopes: Iterable[str], owner: str) -> str:
 
 
 def check_scopes_for_write(value: Any, principal: Principal, default: str) -> list[str]:
-    """Scopes a principal may write into: valid, and each one visible to it."""
+    """Scopes a principal may write into: valid, each one visible to it, and ``public`` or
+    ``org:`` ones only with its publish right.
+
+    Every knowledge and resource write (save, batch save, extraction, resource patch) takes
+    its scopes from here, so the publish right is checked in this one place.
+
+    Raises:
+        InvalidInputError: an invalid scope, or one the principal cannot see (400).
+        PermissionDeniedError: a ``public``/``org:`` scope without the publish right (403).
+    """
     scopes = [normalize_scope(s) for s in _str_list(value, "scopes")] if value else [default]
     if not scopes:
         scopes = [default]
@@ -322,6 +333,7 @@ def check_scopes_for_write(value: Any, principal: Principal, default: str) -> li
                 field="scopes",
                 scope=scope,
             )
+    principal.check_publish(scopes)
     return scopes
 
 
@@ -431,11 +443,22 @@ def quality_score(score: int, helpful: int, harmful: int) -> float:
     return float(score) + float(helpful) - 2.0 * float(harmful)
 
 
-def build_knowledge(body: Any, principal: Principal, *, now: str | None = None) -> Knowledge:
+def build_knowledge(
+    body: Any,
+    principal: Principal,
+    *,
+    now: str | None = None,
+    initial_eval: Mapping[str, Any] | None = None,
+) -> Knowledge:
     """Validate a ``POST /api/knowledge`` body into a new :class:`Knowledge`.
+
+    ``eval.helpful``/``harmful``/``confidence`` of ``body`` are ignored (they start at 0, 0
+    and 0.5); ``initial_eval`` sets them instead, and only the engine passes it (seed
+    003's extraction starts an item at helpful 1).
 
     Raises:
         InvalidInputError: naming the first bad field.
+        PermissionDeniedError: a ``public``/``org:`` scope without the publish right.
     """
     if not isinstance(body, Mapping):
         raise InvalidInputError("knowledge body must be a JSON object")
@@ -456,16 +479,21 @@ def build_knowledge(body: Any, principal: Principal, *, now: str | None = None) 
     if raw_eval is not None and not isinstance(raw_eval, Mapping):
         raise InvalidInputError("eval must be a JSON object", field="eval")
     raw_eval = raw_eval or {}
-    score_value = body.get("score", raw_eval.get("score", 3))
-    confidence_value = body.get("confidence", raw_eval.get("confidence", 0.5))
+    # Only ``score`` is the author's (seed 002). helpful, harmful, their histories and
+    # confidence a client sends are ignored: they come from feedback and extraction only,
+    # or anyone could rank their item first in everybody's search.
     evaluation = {
-        "score": check_score(score_value),
-        "helpful": _count(raw_eval.get("helpful", 0), "eval.helpful"),
-        "harmful": _count(raw_eval.get("harmful", 0), "eval.harmful"),
-        "confidence": _confidence(confidence_value),
+        "score": check_score(body.get("score", raw_eval.get("score", 3))),
+        "helpful": 0,
+        "harmful": 0,
+        "confidence": DEFAULT_CONFIDENCE,
         "helpful_history": [],
         "harmful_history": [],
     }
+    if initial_eval is not None:
+        evaluation["helpful"] = _count(initial_eval.get("helpful", 0), "eval.helpful")
+        evaluation["harmful"] = _count(initial_eval.get("harmful", 0), "eval.harmful")
+        evaluation["confidence"] = _confidence(initial_eval.get("confidence", DEFAULT_CONFIDENCE))
     stamp = now or utc_now()
     return Knowledge(
         id=new_knowledge_id(),

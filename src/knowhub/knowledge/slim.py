@@ -6,18 +6,24 @@ similar (``knowhub.text.similarity`` >= ``LEXICAL_THRESHOLD``, computed only for
 whose cosine passes ``PREFILTER_COSINE``). Pairs are joined into clusters (union-find), and
 each cluster is merged by the LLM task ``merge_knowledge`` into its best item (highest
 quality, then oldest): summed helpful/harmful, the highest score and confidence, the union
-of scopes, resource ids and histories. The other items are soft-deleted.
+of resource ids and histories. The other items are soft-deleted.
+
+A merge never widens who can read a text. Two items may share a cluster only when they
+have the same owner and the same scopes, or when the caller owns both (:func:`merge_group`);
+the merged item then keeps the narrowest visibility (:func:`merged_scopes`): the scopes
+common to every member, else the caller's own scope. The LLM only writes task, content and
+types; scopes and owner are decided here, never by the model.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
 
-from knowhub.errors import KnowhubError
+from knowhub.errors import KnowhubError, PermissionDeniedError
 from knowhub.knowledge.models import KNOWLEDGE_TYPES, Knowledge, SlimCluster
 from knowhub.knowledge.search import embed_text
 from knowhub.providers.llm import LLMClient, build_task_messages
@@ -30,7 +36,9 @@ __all__ = [
     "MAX_SCAN",
     "find_clusters",
     "merge_cluster",
+    "merge_group",
     "merged_item",
+    "merged_scopes",
 ]
 
 log = logging.getLogger(__name__)
@@ -85,15 +93,50 @@ def _matrix(
     return matrix
 
 
+def merge_group(item: Knowledge, caller: str) -> Hashable:
+    """Key of the items ``item`` may be merged with by ``caller``.
+
+    Items the caller owns form one group (their merge keeps the narrowest visibility);
+    any other item only joins items with its exact owner and scopes.
+    """
+    if item.owner == caller:
+        return ("own", caller)
+    return ("same", item.owner, tuple(sorted(set(item.scopes))))
+
+
+def merged_scopes(members: Sequence[Knowledge], caller: str) -> list[str]:
+    """Scopes of the merged item: nobody may read it who could not read every member.
+
+    Identical owner and scopes keep those scopes. Items that all belong to ``caller`` keep
+    the scopes common to every member (in the survivor's order), else only the caller's
+    own scope.
+
+    Raises:
+        PermissionDeniedError: the members may not be merged by ``caller``.
+    """
+    first = members[0]
+    if all(m.owner == first.owner and set(m.scopes) == set(first.scopes) for m in members):
+        return list(first.scopes)
+    if all(m.owner == caller for m in members):
+        common = [s for s in first.scopes if all(s in m.scopes for m in members)]
+        return common or [caller]
+    raise PermissionDeniedError(
+        "only items with the same owner and scopes, or items that are all yours, may be merged",
+        ids=[m.id for m in members],
+    )
+
+
 def find_clusters(
     items: Sequence[Knowledge],
     embedder: Any,
     known_vector: Callable[[str], Any] | None = None,
+    group_of: Callable[[Knowledge], Hashable] | None = None,
 ) -> list[tuple[list[int], str]]:
     """Groups of indices into ``items`` that are near-duplicates, with the reason why.
 
     Each item is compared with at most ``MAX_NEIGHBORS`` nearest others (cosine >=
     ``PREFILTER_COSINE``), which bounds the lexical checks on stores full of similar text.
+    With ``group_of``, only items of the same group are joined (see :func:`merge_group`).
     """
     n = len(items)
     if n < 2:
@@ -102,6 +145,7 @@ def find_clusters(
     parent = list(range(n))
     reasons: dict[int, list[str]] = {}
     type_sets = [set(i.types) for i in items]
+    groups_of = [group_of(i) for i in items] if group_of is not None else [None] * n
     texts = [f"{i.task}\n{i.content}" for i in items]
     for start in range(0, n, _BLOCK):
         block = matrix[start : start + _BLOCK] @ matrix.T
@@ -113,7 +157,7 @@ def find_clusters(
             if cols.size > MAX_NEIGHBORS:
                 cols = cols[np.argsort(-scores[cols], kind="stable")[:MAX_NEIGHBORS]]
             for j in cols.tolist():
-                if type_sets[i].isdisjoint(type_sets[j]):
+                if type_sets[i].isdisjoint(type_sets[j]) or groups_of[i] != groups_of[j]:
                     continue
                 cosine = float(scores[j])
                 if cosine >= COSINE_THRESHOLD:
@@ -144,9 +188,17 @@ def _survivor_order(items: Sequence[Knowledge]) -> list[Knowledge]:
     return sorted(items, key=lambda i: (-i.quality_score, i.created_at, i.id))
 
 
-def merge_cluster(llm: LLMClient, members: Sequence[Knowledge], reason: str) -> SlimCluster:
-    """Ask the LLM for the merged task/content/types; the local merge is the fallback."""
+def merge_cluster(
+    llm: LLMClient, members: Sequence[Knowledge], reason: str, caller: str
+) -> SlimCluster:
+    """Ask the LLM for the merged task/content/types; the local merge is the fallback.
+
+    Raises:
+        PermissionDeniedError: ``caller`` may not merge these members (see
+            :func:`merged_scopes`).
+    """
     ordered = _survivor_order(members)
+    scopes = merged_scopes(ordered, caller)
     payload = {
         "items": [
             {
@@ -172,7 +224,7 @@ def merge_cluster(llm: LLMClient, members: Sequence[Knowledge], reason: str) -> 
     if answer is None:
         answer = _valid_merge(local_merge(payload, None))  # type: ignore[arg-type]
     assert answer is not None  # the local merge always yields task, content and types
-    merged = merged_item(ordered, answer)
+    merged = merged_item(ordered, answer, scopes)
     return SlimCluster(
         ids=[i.id for i in ordered],
         tasks=[i.task for i in ordered],
@@ -200,20 +252,21 @@ def _valid_merge(raw: Any) -> dict[str, Any] | None:
     return {"task": task.strip(), "content": content.strip(), "types": list(dict.fromkeys(kinds))}
 
 
-def merged_item(ordered: Sequence[Knowledge], answer: dict[str, Any]) -> dict[str, Any]:
-    """The survivor's new fields: merged text plus summed and unioned metadata."""
+def merged_item(
+    ordered: Sequence[Knowledge], answer: dict[str, Any], scopes: Sequence[str]
+) -> dict[str, Any]:
+    """The survivor's new fields: merged text, the given ``scopes`` (from
+    :func:`merged_scopes`) and summed or unioned metadata."""
     types = list(answer["types"])
     for item in ordered:  # never lose a type the LLM forgot
         for kind in item.types:
             if kind not in types:
                 types.append(kind)
-    scopes: list[str] = []
     resource_ids: list[str] = []
     tags: dict[str, Any] = {}
     helpful_history: list[Any] = []
     harmful_history: list[Any] = []
     for item in ordered:
-        scopes.extend(s for s in item.scopes if s not in scopes)
         resource_ids.extend(r for r in item.resource_ids if r not in resource_ids)
         for key, value in item.tags.items():
             tags.setdefault(key, value)
@@ -223,7 +276,7 @@ def merged_item(ordered: Sequence[Knowledge], answer: dict[str, Any]) -> dict[st
         "task": answer["task"],
         "content": answer["content"],
         "types": types,
-        "scopes": scopes,
+        "scopes": list(scopes),
         "resource_ids": resource_ids,
         "tags": tags,
         "eval": {

@@ -103,8 +103,7 @@ def register_tree_tools(server: MCPServer, env: ToolEnv) -> None:
         ctx: Context | None = None,
     ) -> CallToolResult:
         async def run() -> CallToolResult:
-            env.principal(ctx)
-            tree = await env.tree()
+            tree = await env.tree_for_write(ctx)
 
             def create() -> tuple[dict[str, Any], list[dict[str, Any]]]:
                 node = tree.create_keyword(name, parent_id=parent_id, aliases=aliases,
@@ -129,8 +128,7 @@ def register_tree_tools(server: MCPServer, env: ToolEnv) -> None:
         ctx: Context | None = None,
     ) -> CallToolResult:
         async def run() -> CallToolResult:
-            env.principal(ctx)
-            tree = await env.tree()
+            tree = await env.tree_for_write(ctx)
             link = (not keyword_ids) if auto_link is None else auto_link
 
             def create() -> tuple[dict[str, Any], list[dict[str, Any]]]:

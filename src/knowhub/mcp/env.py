@@ -35,17 +35,24 @@ class ToolEnv:
         """An in-process knowledge client acting for this call's principal.
 
         Seed 002's agent defaults (scope ``org:cybertogether``, owner ``agent:{agent_id}``)
-        only apply where the principal may use them: the scope when it is a member, and the
-        owner never by default (the item belongs to the principal unless ``owner`` is given),
-        so a default ``user:local`` can save without configuring scopes.
+        only apply where the principal may use them: the scope when it may write into it
+        (member with the publish right), and the owner never by default (the item belongs
+        to the principal unless ``owner`` is given), so a default ``user:local`` can save
+        without configuring scopes.
         """
         principal = self.principal(ctx)
         hub = await self.engine(KNOWLEDGE_HUB)
-        default_org = DEFAULT_ORG_SCOPE if DEFAULT_ORG_SCOPE in principal.memberships else None
+        default_org = DEFAULT_ORG_SCOPE if principal.may_write(DEFAULT_ORG_SCOPE) else None
         return KnowledgeToolsClient(hub=hub, principal=principal, default_org=default_org, owner_from_agent=False)
 
     async def tree(self) -> Any:
         """The shared KeywordTree."""
+        return await self.engine(KEYWORD_TREE)
+
+    async def tree_for_write(self, ctx: Any) -> Any:
+        """The shared KeywordTree for a write: PermissionDeniedError when this call's
+        principal has a read-only key for the tree."""
+        self.principal(ctx).check_tree_write()
         return await self.engine(KEYWORD_TREE)
 
     async def context(self, ctx: Any) -> tuple[Any, RequestContext]:

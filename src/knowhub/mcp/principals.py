@@ -2,9 +2,9 @@
 
 * **stdio** (a local process started by the MCP client): the configured principal, chosen
   once at start-up by :func:`resolve_principal`: ``--key`` (one of ``auth.keys``: that key's
-  principal, memberships and admin scopes), else ``--principal`` (with the memberships of a
-  configured key for the same principal, else ``auth.default_memberships``), else
-  ``auth.default_principal``. A local process can read the data directory anyway, so this
+  principal, memberships, admin scopes and rights), else ``--principal`` (with the
+  memberships and rights of a configured key for the same principal, else
+  ``auth.default_memberships`` and ``auth.default_publish``), else ``auth.default_principal``. A local process can read the data directory anyway, so this
   choice is a convenience, not a security boundary.
 * **streamable HTTP**: with ``auth.keys`` configured, every request must carry
   ``Authorization: Bearer <key>`` (401 otherwise, checked by :class:`BearerAuthMiddleware`
@@ -22,9 +22,9 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from knowhub.config import Settings
-from knowhub.errors import ConfigError, InvalidInputError
+from knowhub.errors import ConfigError
 from knowhub.scope import Principal
-from knowhub.server.auth import AuthenticationError, Authenticator
+from knowhub.server.auth import AuthenticationError, Authenticator, local_principal
 from knowhub.server.errors import error_body
 
 
@@ -45,20 +45,7 @@ def resolve_principal(settings: Settings, *, principal: str | None = None, key: 
             return authenticator.authenticate(f"Bearer {key}")
         except AuthenticationError as exc:
             raise ConfigError("--key matches none of the configured auth.keys") from exc
-    auth = settings.auth
-    if principal:
-        for entry in auth.keys:
-            if entry.principal == principal:
-                return _principal(principal, entry.memberships, entry.admin_of)
-        return _principal(principal, auth.default_memberships, [])
-    return _principal(auth.default_principal, auth.default_memberships, [])
-
-
-def _principal(ident: str, memberships: list[str], admin_of: list[str]) -> Principal:
-    try:
-        return Principal.of(ident, memberships, admin_of)
-    except InvalidInputError as exc:
-        raise ConfigError(f"invalid MCP principal {ident!r}: {exc.message}") from exc
+    return local_principal(settings, principal)
 
 
 class PrincipalResolver:

@@ -46,7 +46,7 @@ from sqlalchemy import select
 from knowhub import __version__
 from knowhub.errors import InvalidInputError, NotFoundError
 from knowhub.ops.engines import Engines
-from knowhub.scope import Principal, RequestContext
+from knowhub.scope import Principal, RequestContext, needs_publish_right
 from knowhub.storage import atomic_write_json, fsync_dir, restore_snapshot
 
 FORMAT = "knowhub-export"
@@ -418,7 +418,10 @@ def _import_knowledge(hub: Any, directory: Path, manifest: dict[str, Any], merge
     aead = _secrets_key(directory, manifest, passphrase)
     res_written = res_skipped = no_secret = 0
     for doc in resources:
-        owner = Principal.of(doc["owner"], doc.get("scopes") or [], doc.get("scopes") or [])
+        # The operator restores its own export: the owner keeps every scope it had,
+        # including public and org: ones (a publish right granted for this import only).
+        scopes = doc.get("scopes") or []
+        owner = Principal.of(doc["owner"], scopes, scopes, [s for s in scopes if needs_publish_right(s)])
         try:
             hub.get_resource(owner, doc["id"])
             res_skipped += 1

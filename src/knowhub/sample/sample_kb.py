@@ -120,8 +120,9 @@ def is_empty_data_dir(data_dir: Path) -> bool:
 
 
 def sample_principal(principal_id: str) -> Principal:
-    """The principal that writes the sample: the default one, member of the sample team."""
-    return Principal.of(principal_id, ["public", SAMPLE_TEAM], [SAMPLE_TEAM])
+    """The principal that writes the sample: the default one, member of the sample team,
+    with the right to publish the sample's public items (the operator loads it)."""
+    return Principal.of(principal_id, ["public", SAMPLE_TEAM], [SAMPLE_TEAM], ["public"])
 
 
 def load_tree(tree: Any) -> tuple[int, int]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from fastapi import Request
 
-from knowhub.config import Settings
+from knowhub.config import AuthKey, Settings
 from knowhub.errors import ConfigError, InvalidInputError, KnowhubError, PermissionDeniedError
 from knowhub.scope import Principal
 
@@ -65,15 +65,11 @@ class Authenticator:
                 raise ConfigError(f"auth.keys[{number}]: the same key is configured twice")
             seen.add(secret)
             try:
-                principal = Principal.of(key.principal, key.memberships, key.admin_of)
+                principal = key_principal(key)
             except InvalidInputError as exc:
                 raise ConfigError(f"auth.keys[{number}]: {exc.message}") from exc
             entries.append(_KeyEntry(secret, principal))
-        try:
-            default = Principal.of(auth.default_principal, auth.default_memberships)
-        except InvalidInputError as exc:
-            raise ConfigError(f"auth.default_principal: {exc.message}") from exc
-        return cls(entries, default)
+        return cls(entries, default_principal(settings))
 
     @property
     def keys_configured(self) -> bool:
@@ -100,6 +96,68 @@ class Authenticator:
         if found is None:
             raise AuthenticationError("invalid API key")
         return found
+
+
+def key_principal(key: AuthKey) -> Principal:
+    """The principal, memberships and rights that one configured key authenticates.
+
+    Raises:
+        InvalidInputError: a principal, membership or publish entry that is not valid.
+    """
+    return Principal.of(
+        key.principal,
+        key.memberships,
+        key.admin_of,
+        key.publish,
+        tree_write=key.tree == "read-write",
+    )
+
+
+def default_principal(settings: Settings) -> Principal:
+    """The keyless principal (``auth.default_principal``) with its memberships and
+    ``auth.default_publish`` right.
+
+    Raises:
+        ConfigError: the default principal or its memberships/publish are not valid.
+    """
+    auth = settings.auth
+    try:
+        return Principal.of(auth.default_principal, auth.default_memberships, (), auth.default_publish)
+    except InvalidInputError as exc:
+        raise ConfigError(f"auth.default_principal: {exc.message}") from exc
+
+
+def local_principal(
+    settings: Settings,
+    principal: str | None = None,
+    memberships: list[str] | None = None,
+    admin_of: list[str] | None = None,
+) -> Principal:
+    """Who a local process (CLI, stdio MCP) acts as when it names a principal, not a key.
+
+    The named principal gets the rights of a configured key for the same principal (its
+    memberships, admin scopes, publish right and tree access); one without a key gets the
+    default principal's memberships and publish right. ``memberships``/``admin_of`` given
+    explicitly replace those of the key.
+
+    Raises:
+        ConfigError: an invalid principal, membership or publish entry.
+    """
+    auth = settings.auth
+    ident = principal or auth.default_principal
+    entry = next((k for k in auth.keys if k.principal == ident), None)
+    try:
+        if entry is not None:
+            base = key_principal(entry)
+        else:
+            base = Principal.of(ident, auth.default_memberships, (), auth.default_publish)
+        members = tuple(memberships) if memberships else base.memberships
+        # A publish right on an org the caller no longer claims to be a member of lapses.
+        publish = tuple(s for s in base.publish if s == "public" or s in members)
+        return Principal.of(ident, members, admin_of if admin_of else base.admin_of, publish,
+                            tree_write=base.tree_write)
+    except InvalidInputError as exc:
+        raise ConfigError(f"invalid principal {ident!r}: {exc.message}") from exc
 
 
 def _bearer_token(authorization: str | None) -> str | None:
@@ -168,5 +226,8 @@ __all__ = [
     "Authenticator",
     "check_bind_allowed",
     "current_principal",
+    "default_principal",
     "is_loopback_host",
+    "key_principal",
+    "local_principal",
 ]

@@ -56,15 +56,25 @@ def clean_query(value: str, *, field: str) -> str:
     return value
 
 
+def tree_writer(principal: Annotated[Principal, Depends(current_principal)]) -> Principal:
+    """FastAPI dependency of every keyword-tree write: the principal, refused with 403 when
+    its key is read-only for the tree (the check itself is ``Principal.check_tree_write``)."""
+    principal.check_tree_write()
+    return principal
+
+
 PrincipalDep = Annotated[Principal, Depends(current_principal)]
+TreeWriterDep = Annotated[Principal, Depends(tree_writer)]
 HubDep = Annotated[KnowledgeHub, Depends(knowledge_hub)]
 
 __all__ = [
     "KNOWLEDGE_HUB",
     "HubDep",
     "PrincipalDep",
+    "TreeWriterDep",
     "clean_query",
     "engine",
     "knowledge_hub",
     "split_csv",
+    "tree_writer",
 ]

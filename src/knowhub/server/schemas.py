@@ -89,7 +89,9 @@ class SourceIn(RequestBody):
 
 
 class EvalIn(RequestBody):
-    """Optional initial ``eval`` (imports): counters and confidence; histories start empty."""
+    """Seed 002's ``eval`` on save: only ``score`` is used. ``helpful``, ``harmful`` and
+    ``confidence`` are accepted for compatibility and ignored: they come from feedback and
+    extraction only."""
 
     score: Annotated[int, Field(ge=1, le=5)] | None = None
     helpful: Annotated[int, Field(ge=0)] | None = None

@@ -7,8 +7,9 @@ versions) is the engine's, and its errors map through ``server/errors.py``
 
 Access: the tree is one shared tree per deployment. The seeds give it no owners and no
 scopes, so there is no per-principal visibility: every route needs an authenticated
-principal (a valid key when keys are configured), and any authenticated principal may read
-and write. Deployments that need a read-only tree give untrusted agents no key.
+principal (a valid key when keys are configured), and any authenticated principal may read.
+Writes (every POST, PATCH and DELETE here) take ``TreeWriterDep``: a key configured with
+``tree = "read-only"`` gets 403 ``permission_denied`` on them; read-write is the default.
 
 Writes that have no entity to return answer the engine's ``WriteResult``
 (``operation_id``, ``version``, ``ids``); the ``operation_id`` is what ``POST /undo`` takes.
@@ -25,7 +26,7 @@ from pydantic import Field
 
 from knowhub.config import Settings
 from knowhub.errors import NotFoundError
-from knowhub.server.deps import PrincipalDep, clean_query, engine
+from knowhub.server.deps import PrincipalDep, TreeWriterDep, clean_query, engine
 from knowhub.server.routers._json import results, to_json
 from knowhub.server.schemas import MAX_CONTENT_CHARS, MAX_QUERY_CHARS, RequestBody
 
@@ -210,7 +211,7 @@ def build_router() -> APIRouter:
         return results(tree.history(limit))
 
     @router.post("/undo")
-    def undo(_principal: PrincipalDep, tree: TreeDep, body: TreeUndoRequest) -> dict[str, Any]:
+    def undo(_writer: TreeWriterDep, tree: TreeDep, body: TreeUndoRequest) -> dict[str, Any]:
         """Revert one operation; 409 when what it wrote has changed since."""
         return dict(to_json(tree.undo(body.operation_id)))
 
@@ -226,7 +227,7 @@ def build_router() -> APIRouter:
         return results(tree.find_by_name(clean_query(name, field="name")))
 
     @router.post("/keywords", status_code=201)
-    def create_keyword(_principal: PrincipalDep, tree: TreeDep, body: KeywordCreate) -> dict[str, Any]:
+    def create_keyword(_writer: TreeWriterDep, tree: TreeDep, body: KeywordCreate) -> dict[str, Any]:
         """Create a keyword (or, on a name collision the agent judges a duplicate, return
         the existing keyword with the new name as an alias)."""
         node = tree.create_keyword(
@@ -247,7 +248,7 @@ def build_router() -> APIRouter:
 
     @router.patch("/keywords/{keyword_id}")
     def update_keyword(
-        _principal: PrincipalDep, tree: TreeDep, keyword_id: KeywordIdPath, body: KeywordPatch
+        _writer: TreeWriterDep, tree: TreeDep, keyword_id: KeywordIdPath, body: KeywordPatch
     ) -> dict[str, Any]:
         """Change name, aliases, description or metadata (conditional on ``version``)."""
         written = tree.update_keyword(keyword_id, _patch_of(body), version=body.version)
@@ -255,7 +256,7 @@ def build_router() -> APIRouter:
 
     @router.delete("/keywords/{keyword_id}")
     def delete_keyword(
-        _principal: PrincipalDep,
+        _writer: TreeWriterDep,
         tree: TreeDep,
         keyword_id: KeywordIdPath,
         cascade: bool = False,
@@ -266,7 +267,7 @@ def build_router() -> APIRouter:
 
     @router.post("/keywords/{keyword_id}/move")
     def move_keyword(
-        _principal: PrincipalDep, tree: TreeDep, keyword_id: KeywordIdPath, body: MoveRequest
+        _writer: TreeWriterDep, tree: TreeDep, keyword_id: KeywordIdPath, body: MoveRequest
     ) -> dict[str, Any]:
         """Re-parent a keyword (cycles and the root are refused with 400)."""
         written = tree.move_keyword(keyword_id, body.new_parent_id, version=body.version)
@@ -274,7 +275,7 @@ def build_router() -> APIRouter:
 
     @router.post("/keywords/{keyword_id}/merge")
     def merge_keyword(
-        _principal: PrincipalDep, tree: TreeDep, keyword_id: KeywordIdPath, body: MergeRequest
+        _writer: TreeWriterDep, tree: TreeDep, keyword_id: KeywordIdPath, body: MergeRequest
     ) -> dict[str, Any]:
         """Merge this keyword into ``into``: names become aliases, links and children move."""
         written = tree.merge_keywords(keyword_id, body.into, children_policy=body.children_policy)
@@ -282,7 +283,7 @@ def build_router() -> APIRouter:
 
     @router.post("/keywords/{keyword_id}/aliases")
     def add_alias(
-        _principal: PrincipalDep, tree: TreeDep, keyword_id: KeywordIdPath, body: AliasRequest
+        _writer: TreeWriterDep, tree: TreeDep, keyword_id: KeywordIdPath, body: AliasRequest
     ) -> dict[str, Any]:
         """Add an alias (400 when it already names this keyword)."""
         written = tree.add_alias(keyword_id, body.alias)
@@ -290,7 +291,7 @@ def build_router() -> APIRouter:
 
     @router.delete("/keywords/{keyword_id}/aliases")
     def remove_alias(
-        _principal: PrincipalDep,
+        _writer: TreeWriterDep,
         tree: TreeDep,
         keyword_id: KeywordIdPath,
         alias: Annotated[str, Query(min_length=1, max_length=MAX_NAME_CHARS)],
@@ -326,7 +327,7 @@ def build_router() -> APIRouter:
     # -- infos
 
     @router.post("/infos", status_code=201)
-    def create_info(_principal: PrincipalDep, tree: TreeDep, body: InfoCreate) -> dict[str, Any]:
+    def create_info(_writer: TreeWriterDep, tree: TreeDep, body: InfoCreate) -> dict[str, Any]:
         """Store an info and its links; the answer lists the keywords it was linked to."""
         info = tree.create_info(
             body.content,
@@ -344,14 +345,14 @@ def build_router() -> APIRouter:
 
     @router.patch("/infos/{info_id}")
     def update_info(
-        _principal: PrincipalDep, tree: TreeDep, info_id: InfoIdPath, body: InfoPatch
+        _writer: TreeWriterDep, tree: TreeDep, info_id: InfoIdPath, body: InfoPatch
     ) -> dict[str, Any]:
         """Change content, source or metadata (conditional on ``version``)."""
         written = tree.update_info(info_id, _patch_of(body), version=body.version)
         return {**to_json(written), "info": _info_or_404(tree, info_id)}
 
     @router.delete("/infos/{info_id}")
-    def delete_info(_principal: PrincipalDep, tree: TreeDep, info_id: InfoIdPath) -> dict[str, Any]:
+    def delete_info(_writer: TreeWriterDep, tree: TreeDep, info_id: InfoIdPath) -> dict[str, Any]:
         """Soft-delete an info and its links."""
         return dict(to_json(tree.delete_info(info_id)))
 
@@ -362,7 +363,7 @@ def build_router() -> APIRouter:
 
     @router.post("/infos/{info_id}/links")
     def link_info(
-        _principal: PrincipalDep, tree: TreeDep, info_id: InfoIdPath, body: LinkRequest
+        _writer: TreeWriterDep, tree: TreeDep, info_id: InfoIdPath, body: LinkRequest
     ) -> dict[str, Any]:
         """Link the info to a keyword (or change the relation of an existing link)."""
         written = tree.link_info(info_id, body.keyword_id, relation=body.relation, created_by=body.created_by)
@@ -370,7 +371,7 @@ def build_router() -> APIRouter:
 
     @router.delete("/infos/{info_id}/links")
     def unlink_info(
-        _principal: PrincipalDep,
+        _writer: TreeWriterDep,
         tree: TreeDep,
         info_id: InfoIdPath,
         keyword_id: Annotated[str, Query(min_length=1, max_length=MAX_TREE_ID_CHARS)],
