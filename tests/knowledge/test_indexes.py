@@ -1,4 +1,4 @@
-"""Derived indexes: the vector snapshot is a verified cache, never the truth."""
+"""Derived indexes: the persisted retrieval-index copy is a verified cache, never the truth."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def test_snapshot_is_saved_and_reused_with_catch_up(tmp_path: Path, alice) -> No
     hub = KnowledgeHub(data_dir, secret_key=bytes(32))
     ids = _fill(hub, alice, 8)
     hub.close()
-    assert (data_dir / "indexes" / "vectors.meta.json").exists()
+    assert (data_dir / "indexes" / "retrieval" / "manifest.json").exists()
     # Another process changes the store after the snapshot and exits without saving one.
     other = KnowledgeHub(data_dir, secret_key=bytes(32))
     other.delete(alice, ids[0])
@@ -33,7 +33,8 @@ def test_snapshot_is_saved_and_reused_with_catch_up(tmp_path: Path, alice) -> No
     other.store.close()
     again = KnowledgeHub(data_dir, secret_key=bytes(32))
     try:
-        assert again._indexes.vectors.count() == 8  # 8 - 1 deleted + 1 added
+        assert again._indexes.index.count() == 8  # 8 - 1 deleted + 1 added
+        assert again._indexes.index.get(added.id) is not None
         assert again.check()["ok"]
         assert [h.knowledge.id for h in again.search(alice, "zebra migration")] == [added.id]
         assert ids[0] not in {h.knowledge.id for h in again.search(alice, "docker", top_k=20)}
@@ -46,11 +47,11 @@ def test_corrupt_or_foreign_snapshot_is_ignored(tmp_path: Path, alice) -> None:
     hub = KnowledgeHub(data_dir, secret_key=bytes(32))
     _fill(hub, alice, 6)
     hub.close()
-    vectors = data_dir / "indexes" / "vectors" / "vectors.npy"
+    vectors = data_dir / "indexes" / "retrieval" / "vectors.npy"
     vectors.write_bytes(vectors.read_bytes()[:-16] + b"\x00" * 16)
     again = KnowledgeHub(data_dir, secret_key=bytes(32))
     try:
-        assert again.check()["ok"] and again._indexes.vectors.count() == 6
+        assert again.check()["ok"] and again._indexes.index.count() == 6
     finally:
         again.close()
     # A snapshot newer than the store (the database was replaced) is not trusted.
@@ -60,6 +61,6 @@ def test_corrupt_or_foreign_snapshot_is_ignored(tmp_path: Path, alice) -> None:
     fresh = KnowledgeHub(data_dir, secret_key=bytes(32))
     try:
         report = fresh.check()
-        assert report["ok"] and report["store_count"] == 0 and report["vector_count"] == 0
+        assert report["ok"] and report["store_count"] == 0 and report["index_count"] == 0
     finally:
         fresh.close()

@@ -29,6 +29,7 @@ from knowhub.errors import (
     PermissionDeniedError,
     VersionConflictError,
 )
+from knowhub.index import EmbeddedIndex
 from knowhub.knowledge import extract as extraction
 from knowhub.knowledge import slim_plans
 from knowhub.knowledge.feedback import apply_update, evolve_content, parse_update
@@ -46,7 +47,7 @@ from knowhub.knowledge.models import (
     visibility_of,
 )
 from knowhub.knowledge.resources import ResourceService
-from knowhub.knowledge.search import DerivedIndexes, rank_hits, route_candidates
+from knowhub.knowledge.search import NUMBER_FIELDS, DerivedIndexes, rank_hits, route_candidates
 from knowhub.knowledge.secrets import SecretBox, load_or_create_key, parse_key, read_key_file
 from knowhub.knowledge.store import KnowledgeStore, knowledge, knowledge_scopes
 from knowhub.providers.embedding import HashingEmbedder
@@ -103,7 +104,12 @@ class KnowledgeHub:
         self.route_token_budget = route_token_budget
         self.store = KnowledgeStore(self.data_dir, db_url)
         self.resources = ResourceService(self.store, SecretBox(key))
-        self._indexes = DerivedIndexes(self.embedder)
+        self._indexes = DerivedIndexes(
+            self.embedder,
+            EmbeddedIndex(
+                int(self.embedder.dim), self._index_dir / "retrieval", number_fields=NUMBER_FIELDS
+            ),
+        )
         self._sync_lock = threading.RLock()
         self._snapshot_seq = -1
         self._build_indexes(use_snapshot=True)
@@ -134,11 +140,9 @@ class KnowledgeHub:
 
     def close(self) -> None:
         """Save the vector snapshot when it is stale, then release database connections."""
-        if (
-            len(self._indexes.meta) >= SNAPSHOT_MIN_ITEMS
-            and self._indexes.seq != self._snapshot_seq
-        ):
+        if self._indexes.count() >= SNAPSHOT_MIN_ITEMS and self._indexes.seq != self._snapshot_seq:
             self._save_snapshot()
+        self._indexes.index.close()
         self.store.close()
 
     def __enter__(self) -> KnowledgeHub:
@@ -154,35 +158,35 @@ class KnowledgeHub:
         return self._build_indexes(use_snapshot=False)
 
     def _build_indexes(self, *, use_snapshot: bool) -> int:
-        """Index every live item; vectors come from a verified snapshot when allowed."""
+        """Open the persisted index copy and catch up from its ``seq``, or index every
+        live item from the store."""
         with self._sync_lock:
-            self._indexes.clear()
             seq = self.store.max_seq()
-            snapshot_seq = self._indexes.load_vectors(self._index_dir) if use_snapshot else None
+            snapshot_seq = self._indexes.checkpoint_seq() if use_snapshot else None
             if snapshot_seq is not None and snapshot_seq > seq:  # the store went back in time
-                self._indexes.vectors.clear()
                 snapshot_seq = None
             if snapshot_seq is not None:
+                # Changes after the checkpoint (deletes included) are applied by _sync.
+                self._indexes.seq = snapshot_seq
                 self._snapshot_seq = snapshot_seq
-            total = 0
-            with self.store.read() as conn:
-                for batch in self.store.iter_live(conn):
-                    if snapshot_seq is None:
+                total = self._indexes.count()
+            else:
+                self._indexes.clear()
+                total = 0
+                with self.store.read() as conn:
+                    for batch in self.store.iter_live(conn):
                         self._indexes.upsert(batch)
-                    else:
-                        self._indexes.index_lexical(batch)
-                    before = total
-                    total += len(batch)
-                    if total // PROGRESS_EVERY > before // PROGRESS_EVERY:
-                        log.info("knowledge indexes: %d items indexed", total)
-            # With a snapshot, changes after its seq (including deletes) are re-applied by
-            # _sync; without one, the store was read at (or after) ``seq``.
-            self._indexes.seq = seq if snapshot_seq is None else snapshot_seq
-            if total >= PROGRESS_EVERY:
-                log.info("knowledge indexes: built over %d items", total)
+                        before = total
+                        total += len(batch)
+                        if total // PROGRESS_EVERY > before // PROGRESS_EVERY:
+                            log.info("knowledge indexes: %d items indexed", total)
+                # The store was read at (or after) ``seq``.
+                self._indexes.seq = seq
+                if total >= PROGRESS_EVERY:
+                    log.info("knowledge indexes: built over %d items", total)
         self._sync()
-        if snapshot_seq is not None and not self._vectors_match_store():
-            log.warning("knowledge indexes: vector snapshot does not match the store; rebuilding")
+        if snapshot_seq is not None and not self._index_matches_store():
+            log.warning("knowledge indexes: the persisted copy does not match the store; rebuilding")
             return self._build_indexes(use_snapshot=False)
         if snapshot_seq is None and total >= SNAPSHOT_MIN_ITEMS:
             self._save_snapshot()
@@ -192,18 +196,19 @@ class KnowledgeHub:
     def _index_dir(self) -> Path:
         return self.data_dir / "indexes"
 
-    def _vectors_match_store(self) -> bool:
-        with self._sync_lock:
-            return set(self._indexes.vectors.ids()) == self._indexes.ids()
+    def _index_matches_store(self) -> bool:
+        with self.store.read() as conn:
+            store_ids = self.store.live_ids(conn)
+        return self._indexes.ids() == store_ids
 
     def _save_snapshot(self) -> None:
-        """Persist the vectors (a cache for the next open); failures are only logged."""
+        """Persist the index (a cache for the next open); failures are only logged."""
         try:
             with self._sync_lock:
-                self._indexes.save_vectors(self._index_dir)
+                self._indexes.checkpoint()
                 self._snapshot_seq = self._indexes.seq
         except (OSError, KnowhubError) as exc:
-            log.warning("knowledge indexes: could not save the vector snapshot: %s", exc)
+            log.warning("knowledge indexes: could not save the index copy: %s", exc)
 
     def _sync(self) -> None:
         """Apply every store change newer than the indexes (this or another process)."""
@@ -225,17 +230,13 @@ class KnowledgeHub:
         with self.store.read() as conn:
             store_ids = self.store.live_ids(conn)
         index_ids = self._indexes.ids()
-        vector_ids = set(self._indexes.vectors.ids())
-        lexical_ids = set(self._indexes.bm25.doc_ids())
         missing = sorted(store_ids - index_ids)
         extra = sorted(index_ids - store_ids)
-        ok = not missing and not extra and vector_ids == store_ids and lexical_ids == store_ids
+        ok = not missing and not extra
         report: dict[str, Any] = {
             "ok": ok,
             "store_count": len(store_ids),
             "index_count": len(index_ids),
-            "vector_count": len(vector_ids),
-            "lexical_count": len(lexical_ids),
             "missing": missing[:100],
             "extra": extra[:100],
             "fixed": False,
@@ -525,7 +526,7 @@ class KnowledgeHub:
         )
         if not recalled:
             return []
-        metas = self._indexes.meta
+        metas = self._indexes.metas([kid for kid, _ in recalled])
         candidates = [(kid, meta) for kid, _ in recalled if (meta := metas.get(kid)) is not None]
         routed = route_candidates(
             self.llm,

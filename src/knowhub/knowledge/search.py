@@ -2,9 +2,10 @@
 
 Seed 002's two stages, made to scale:
 
-0. **Recall** (not in the seed, which sends *all* knowledge to the LLM): visibility and type
-   filters, then BM25 over task + content and vector cosine, fused with reciprocal rank
-   fusion, keeping at most ``candidate_pool`` items. This bounds the routing prompt whatever
+0. **Recall** (not in the seed, which sends *all* knowledge to the LLM): one search of the
+   shared retrieval index (:mod:`knowhub.index`) with visibility, type and eligibility
+   filters applied inside it, giving BM25 over task + content and vector cosine per
+   candidate, fused with reciprocal rank fusion, keeping at most ``candidate_pool`` items. This bounds the routing prompt whatever
    the size of the knowledge base.
 1. **Semantic routing**: the LLM (task ``route_knowledge``) picks ``2 * top_k`` candidates
    from ``{idx, types, task[:100]}``; candidates are added in recall order until the prompt
@@ -17,29 +18,26 @@ Seed 002's two stages, made to scale:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from knowhub.errors import KnowhubError, LLMError
+from knowhub.index import EmbeddedIndex, IndexDocument, IndexHit, RetrievalIndex
 from knowhub.knowledge.models import Knowledge, SearchHit, quality_score
 from knowhub.providers.llm import LLMClient, build_task_messages, estimate_tokens
-from knowhub.providers.records import IndexRecord
-from knowhub.providers.vector import ExactVectorIndex
 from knowhub.scope import Principal, best_scope_priority
-from knowhub.storage import atomic_write_json
-from knowhub.text import BM25Index
+from knowhub.text import tokenize
 
 __all__ = [
     "ROUTE_INSTRUCTIONS",
     "ROUTE_SCHEMA",
     "DerivedIndexes",
     "ItemMeta",
+    "index_document",
     "rank_hits",
     "route_candidates",
 ]
@@ -52,6 +50,8 @@ VECTOR_MIN_SCORE = 0.15
 TASK_PREVIEW_CHARS = 100
 EMBED_CONTENT_CHARS = 1_000
 EMBED_BATCH = 256
+#: Numeric fields of knowledge documents (``min_numbers`` bounds of recall).
+NUMBER_FIELDS = ("score", "quality")
 
 ROUTE_INSTRUCTIONS = (
     "You route a knowledge search. The user message holds a query and candidate knowledge "
@@ -68,7 +68,7 @@ ROUTE_SCHEMA: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class ItemMeta:
-    """What recall filters on, kept in memory next to the lexical and vector indexes."""
+    """What routing shows of a candidate; kept as the payload of its index document."""
 
     types: frozenset[str]
     scopes: frozenset[str]
@@ -88,6 +88,27 @@ class ItemMeta:
             item.harmful,
         )
 
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> ItemMeta:
+        return cls(
+            frozenset(payload["types"]),
+            frozenset(payload["scopes"]),
+            str(payload["task"]),
+            int(payload["score"]),
+            int(payload["helpful"]),
+            int(payload["harmful"]),
+        )
+
+    def to_payload(self) -> dict[str, Any]:
+        return {
+            "types": sorted(self.types),
+            "scopes": sorted(self.scopes),
+            "task": self.task,
+            "score": self.score,
+            "helpful": self.helpful,
+            "harmful": self.harmful,
+        }
+
     @property
     def quality(self) -> float:
         return quality_score(self.score, self.helpful, self.harmful)
@@ -98,119 +119,133 @@ def index_text(item: Knowledge) -> str:
     return f"{item.task}\n{item.content}"
 
 
+def lexical_tokens(text: str) -> list[str]:
+    """The engine's lexical terms of a text (documents and queries alike)."""
+    return tokenize(text)
+
+
 def embed_text(item: Knowledge) -> str:
     """Text the embedder sees: task and the start of the content (long texts dilute)."""
     return f"{item.task}\n{item.content[:EMBED_CONTENT_CHARS]}"
 
 
-class DerivedIndexes:
-    """BM25 + vector index + filter metadata over the live items; rebuilt from the store.
+def index_document(item: Knowledge, vector: Any) -> IndexDocument:
+    """The retrieval-index document of a live item: filters on scopes and types, numbers
+    for the eligibility bounds, routing metadata as payload."""
+    meta = ItemMeta.of(item)
+    return IndexDocument(
+        id=item.id,
+        tokens=lexical_tokens(index_text(item)),
+        vector=vector,
+        filters={"scopes": sorted(item.scopes), "types": sorted(item.types)},
+        numbers={"score": float(item.score), "quality": float(meta.quality)},
+        payload=meta.to_payload(),
+    )
 
-    ``seq`` is the store change counter these indexes reflect; the hub applies
-    ``changes_since(seq)`` to catch up with writes of this and other processes.
+
+class DerivedIndexes:
+    """The knowledge items in a :class:`~knowhub.index.RetrievalIndex`; rebuilt from the store.
+
+    ``seq`` is the store change counter the index reflects; the hub applies
+    ``changes_since(seq)`` to catch up with writes of this and other processes. The
+    index's checkpoint stamp records ``seq`` and the embedder, so a persisted copy is only
+    reused with the embedder that made its vectors.
     """
 
-    def __init__(self, embedder: Any) -> None:
+    def __init__(self, embedder: Any, index: RetrievalIndex | None = None) -> None:
         self.embedder = embedder
         self.lock = threading.RLock()
-        self.bm25 = BM25Index()
-        self.vectors = ExactVectorIndex(int(embedder.dim))
-        self.meta: dict[str, ItemMeta] = {}
+        self.index: RetrievalIndex = (
+            index if index is not None
+            else EmbeddedIndex(int(embedder.dim), number_fields=NUMBER_FIELDS)
+        )
         self.seq = 0
 
     def clear(self) -> None:
         with self.lock:
-            self.bm25.clear()
-            self.vectors.clear()
-            self.meta.clear()
+            self.index.clear()
             self.seq = 0
 
     def upsert(self, items: Sequence[Knowledge]) -> None:
         """Index (or re-index) live items; embeddings are computed in batches."""
-        if not items:
-            return
         for start in range(0, len(items), EMBED_BATCH):
             chunk = items[start : start + EMBED_BATCH]
             matrix = self.embedder.embed_matrix([embed_text(i) for i in chunk])
-            records = [
-                IndexRecord(
-                    id=item.id,
-                    uri=item.id,
-                    context_type="knowledge",
-                    filters={"scopes": list(item.scopes), "types": list(item.types)},
-                    vector=matrix[row],
-                )
-                for row, item in enumerate(chunk)
-            ]
+            docs = [index_document(item, matrix[row]) for row, item in enumerate(chunk)]
             with self.lock:
-                for item in chunk:
-                    self.bm25.add(item.id, index_text(item))
-                    self.meta[item.id] = ItemMeta.of(item)
-                self.vectors.upsert(records)
+                self.index.upsert(docs)
 
     def remove(self, ids: Iterable[str]) -> None:
-        ids = list(ids)
         with self.lock:
-            for knowledge_id in ids:
-                self.bm25.remove(knowledge_id)
-                self.meta.pop(knowledge_id, None)
-            self.vectors.delete_ids(ids)
+            self.index.delete(list(ids))
 
     def ids(self) -> set[str]:
         with self.lock:
-            return set(self.meta)
+            return set(self.index.ids())
 
-    def index_lexical(self, items: Sequence[Knowledge]) -> None:
-        """BM25 and filter metadata only (vectors come from a snapshot)."""
-        with self.lock:
-            for item in items:
-                self.bm25.add(item.id, index_text(item))
-                self.meta[item.id] = ItemMeta.of(item)
+    def count(self) -> int:
+        return self.index.count()
 
-    def _embedder_key(self) -> str:
+    def metas(self, ids: Sequence[str]) -> dict[str, ItemMeta]:
+        """Routing metadata of indexed items."""
+        return {kid: ItemMeta.from_payload(p) for kid, p in self.index.payloads(ids).items()}
+
+    def vector(self, knowledge_id: str) -> Any:
+        """The indexed (unit) vector of an item, or None."""
+        doc = self.index.get(knowledge_id)
+        return None if doc is None else doc.vector
+
+    def embedder_key(self) -> str:
         return f"{getattr(self.embedder, 'name', type(self.embedder).__name__)}/{self.embedder.dim}"
 
-    def save_vectors(self, directory: Path) -> bool:
-        """Persist the vectors with the ``seq`` they reflect (speeds up the next open).
-
-        The snapshot is only a cache: its checksum, embedder and ``seq`` are verified on
-        load, and everything changed after ``seq`` is re-applied from the store.
-        """
+    def checkpoint(self) -> None:
+        """Persist the index with the ``seq`` it reflects (speeds up the next open)."""
         with self.lock:
-            self.vectors.path = directory / "vectors"
-            if not self.vectors.save():
-                return False
-            digest = hashlib.sha256(
-                (directory / "vectors" / "vectors.npy").read_bytes()
-            ).hexdigest()
-            meta = {
-                "seq": self.seq,
-                "embedder": self._embedder_key(),
-                "count": self.vectors.count(),
-                "vectors_sha256": digest,
-            }
-            atomic_write_json(directory / "vectors.meta.json", meta)
-            return True
+            stamp = json.dumps({"seq": self.seq, "embedder": self.embedder_key()})
+            self.index.checkpoint(stamp)
 
-    def load_vectors(self, directory: Path) -> int | None:
-        """Load a vector snapshot; returns its ``seq``, or None when it is unusable."""
+    def checkpoint_seq(self) -> int | None:
+        """``seq`` of the persisted copy the index was opened with, or None when there is
+        none or it was made with another embedder."""
+        stamp = self.index.stamp()
         try:
-            meta = json.loads((directory / "vectors.meta.json").read_text(encoding="utf-8"))
-            digest = hashlib.sha256(
-                (directory / "vectors" / "vectors.npy").read_bytes()
-            ).hexdigest()
-        except (OSError, ValueError):
+            meta = json.loads(stamp) if stamp else None
+        except ValueError:
             return None
-        if not isinstance(meta, dict) or meta.get("embedder") != self._embedder_key():
+        if not isinstance(meta, dict) or meta.get("embedder") != self.embedder_key():
             return None
-        if meta.get("vectors_sha256") != digest or not isinstance(meta.get("seq"), int):
-            return None
+        seq = meta.get("seq")
+        return seq if isinstance(seq, int) and not isinstance(seq, bool) else None
+
+    def signals(
+        self,
+        query: str,
+        principal: Principal,
+        *,
+        types: Sequence[str] | None,
+        min_score: float,
+        pool: int,
+    ) -> list[IndexHit]:
+        """The ``pool`` best lexical matches and ``pool`` nearest vectors among visible,
+        eligible items, each with its BM25 score and cosine (see :class:`IndexHit`).
+
+        Eligibility (visible, type, ``score >= min_score``, ``quality >= 0``) is a filter
+        inside the index search, so filtered items never take a slot in the pool.
+        """
+        filters: dict[str, Any] = {"scopes": sorted(principal.visible_scopes)}
+        if types:
+            filters["types"] = sorted(set(types))
+        bounds = {"score": float(min_score), "quality": 0.0}
+        query_vec = self.embedder.embed_matrix([query])[0]
         with self.lock:
-            self.vectors.path = directory / "vectors"
-            if not self.vectors.load() or self.vectors.count() != meta.get("count"):
-                self.vectors.clear()
-                return None
-        return int(meta["seq"])
+            return self.index.search(
+                tokens=lexical_tokens(query),
+                vector=query_vec,
+                filters=filters,
+                min_numbers=bounds,
+                top_k=pool,
+                vector_k=pool,
+            )
 
     def recall(
         self,
@@ -221,48 +256,19 @@ class DerivedIndexes:
         min_score: float,
         pool: int,
     ) -> list[tuple[str, float]]:
-        """At most ``pool`` visible, eligible candidates as ``(id, fused score)``, best first.
-
-        Eligibility (visible, type, ``score >= min_score``, ``quality >= 0``) is checked
-        before ranking, so filtered items never take a slot in the pool.
-        """
-        visible = principal.visible_scopes
-        wanted = frozenset(types) if types else None
-        meta = self.meta
-        # Many items share one (scopes, types) pair: decide each pair once per search.
-        verdicts: dict[tuple[frozenset[str], frozenset[str]], bool] = {}
-
-        def allowed(knowledge_id: str) -> bool:
-            info = meta.get(knowledge_id)
-            if info is None or info.score < min_score or info.quality < 0:
-                return False
-            key = (info.scopes, info.types)
-            verdict = verdicts.get(key)
-            if verdict is None:
-                verdict = not info.scopes.isdisjoint(visible) and (
-                    wanted is None or not info.types.isdisjoint(wanted)
-                )
-                verdicts[key] = verdict
-            return verdict
-
-        with self.lock:
-            lexical = self.bm25.search(query, top_k=pool, allowed=allowed)
-            vector_hits: list[str] = []
-            query_vec = self.embedder.embed_matrix([query])[0]
-            if float((query_vec * query_vec).sum()) > 0:
-                filters: dict[str, Any] = {"scopes": sorted(visible)}
-                if wanted is not None:
-                    filters["types"] = sorted(wanted)
-                for hit in self.vectors.search(query_vec, filters, top_k=pool * 2):
-                    if hit.score >= VECTOR_MIN_SCORE and allowed(hit.id):
-                        vector_hits.append(hit.id)
-                        if len(vector_hits) >= pool:
-                            break
+        """At most ``pool`` visible, eligible candidates as ``(id, fused score)``, best first:
+        reciprocal rank fusion of the lexical ranks and of the ranks of vector hits with a
+        cosine of at least ``VECTOR_MIN_SCORE``."""
+        hits = self.signals(query, principal, types=types, min_score=min_score, pool=pool)
         fused: dict[str, float] = {}
-        for rank, (knowledge_id, _score) in enumerate(lexical):
-            fused[knowledge_id] = fused.get(knowledge_id, 0.0) + 1.0 / (RRF_K + rank + 1)
-        for rank, knowledge_id in enumerate(vector_hits):
-            fused[knowledge_id] = fused.get(knowledge_id, 0.0) + 1.0 / (RRF_K + rank + 1)
+        for hit in hits:
+            score = 0.0
+            if hit.lexical_rank is not None:
+                score += 1.0 / (RRF_K + hit.lexical_rank)
+            if hit.vector_rank is not None and (hit.vector_score or 0.0) >= VECTOR_MIN_SCORE:
+                score += 1.0 / (RRF_K + hit.vector_rank)
+            if score > 0:
+                fused[hit.id] = score
         ordered = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
         return ordered[:pool]
 

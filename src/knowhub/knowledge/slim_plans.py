@@ -39,8 +39,7 @@ def make_plan(hub: KnowledgeHub, principal: Principal, model: str | None) -> Sli
     items = [item for item in items if visible.issuperset(item.scopes)]
 
     def known_vector(knowledge_id: str) -> Any:
-        record = hub._indexes.vectors.get(knowledge_id)
-        return None if record is None else record.vector
+        return hub._indexes.vector(knowledge_id)
 
     found = slimming.find_clusters(
         items,
