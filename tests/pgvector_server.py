@@ -31,7 +31,7 @@ def _start() -> tuple[str | None, str]:
     if given:
         return given, ""
     # platformdirs (used by pgserver) warns on every call without a runtime dir
-    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
+    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="knowhub-xdg-"))
     try:
         import pgserver  # type: ignore[import-untyped]
         from sqlalchemy import create_engine, text

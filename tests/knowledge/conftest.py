@@ -14,6 +14,7 @@ import os
 import secrets
 import shutil
 import subprocess
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -153,11 +154,14 @@ def pg_url() -> Iterator[str]:
 def _reset_pg(url: str) -> None:
     """Drop every table so each test starts from an empty schema."""
     from sqlalchemy import MetaData, create_engine
+    from sqlalchemy.exc import SAWarning
 
     engine = create_engine(url)
     try:
         meta = MetaData()
-        meta.reflect(engine)
+        with warnings.catch_warnings():  # pgvector's column type is unknown to SQLAlchemy
+            warnings.simplefilter("ignore", SAWarning)
+            meta.reflect(engine)
         meta.drop_all(engine)
     finally:
         engine.dispose()
