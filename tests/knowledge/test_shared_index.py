@@ -72,7 +72,7 @@ def test_a_failed_write_leaves_no_index_row(tmp_path: Path, db: str, monkeypatch
         original = KnowledgeStore.write_knowledge
 
         def fail_after(self: KnowledgeStore, conn: object, item: object, *, deleted: bool = False) -> int:
-            seq = original(self, conn, item, deleted=deleted)  # type: ignore[arg-type]
+            original(self, conn, item, deleted=deleted)  # type: ignore[arg-type]
             raise RuntimeError("crash after the index write, before commit")
 
         monkeypatch.setattr(KnowledgeStore, "write_knowledge", fail_after)
