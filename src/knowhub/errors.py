@@ -22,6 +22,9 @@ faces can map them to a clear one-line message or an HTTP status without parsing
 
 from __future__ import annotations
 
+import functools
+import os
+import re
 from typing import Any
 
 
@@ -48,6 +51,62 @@ class KnowhubError(Exception):
         """JSON-safe description for error bodies and CLI output."""
         detail = {k: v for k, v in self.context.items() if isinstance(v, (str, int, float, bool))}
         return {"error": self.code, "message": self.message, **({"detail": detail} if detail else {})}
+
+    def public_dict(self, root: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+        """:meth:`to_dict` as a face may show it: absolute paths in the message and the
+        context made relative to ``root`` (the data dir) or cut to their last part."""
+        doc = self.to_dict()
+        doc["message"] = redact_paths(doc["message"], root)
+        if "detail" in doc:
+            doc["detail"] = {
+                k: redact_paths(v, root) if isinstance(v, str) else v for k, v in doc["detail"].items()
+            }
+        return doc
+
+
+# An absolute path: a "/" not preceded by a name, URI or path character, then at least two
+# components. Only paths whose first component exists under "/" are rewritten, so text such
+# as a keyword path "/技术/编程" or a route "/api/x" stays as it is.
+_ABS_PATH_RE = re.compile(r"(?<![\w.:/~\\-])/[^\s'\"`,;()<>\[\]{}|]+(?:/[^\s'\"`,;()<>\[\]{}|]*)+")
+
+
+@functools.lru_cache(maxsize=256)
+def _is_root_dir(name: str) -> bool:
+    return os.path.isdir("/" + name)
+
+
+def redact_paths(text: str, root: str | os.PathLike[str] | None = None) -> str:
+    """``text`` without absolute server paths: those inside ``root`` become relative to it
+    (``.`` for ``root`` itself), any other becomes its last component.
+
+    The one rule behind every face's error output (HTTP and MCP error bodies, CLI lines):
+    a client never learns where the server keeps its files.
+    """
+    if "/" not in text:
+        return text
+    roots: list[str] = []
+    if root is not None:
+        for candidate in (os.path.abspath(root), os.path.realpath(root)):
+            if candidate not in roots:
+                roots.append(candidate.rstrip("/") or "/")
+
+    def replace(match: re.Match[str]) -> str:
+        path = match.group(0)
+        trailing = ""
+        while path and path[-1] in ".:!?":  # sentence punctuation after a path
+            trailing = path[-1] + trailing
+            path = path[:-1]
+        first = path.lstrip("/").split("/", 1)[0]
+        if not first or not _is_root_dir(first):
+            return match.group(0)
+        for base in roots:
+            if path == base:
+                return "." + trailing
+            if path.startswith(base + "/"):
+                return path[len(base) + 1 :] + trailing
+        return (os.path.basename(path.rstrip("/")) or ".") + trailing
+
+    return _ABS_PATH_RE.sub(replace, text)
 
 
 class NotFoundError(KnowhubError, KeyError):
@@ -139,4 +198,5 @@ __all__ = [
     "PermissionDeniedError",
     "StorageError",
     "VersionConflictError",
+    "redact_paths",
 ]

@@ -8,9 +8,10 @@ computed here, from the principal alone, and never from what a request claims.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from knowhub.errors import InvalidInputError, PermissionDeniedError
 
@@ -182,45 +183,99 @@ class Principal:
             )
 
 
+#: First characters of every private agent space id; an agent id configured by a deployment
+#: that starts with one of them is hashed by the faces, so it can never name a private space.
+PRIVATE_AGENT_PREFIXES: tuple[str, ...] = ("private-", "private.")
+_PRIVATE_DIRECT_MAX = 128 - len("private-")
+
+
+def private_agent_id(user_id: str) -> str:
+    """The agent space only ``user_id`` uses: ``private-{user_id}`` (``private.{hash}`` when too long).
+
+    One-to-one: two user ids never get the same private space, and no shared agent id the
+    faces accept starts with :data:`PRIVATE_AGENT_PREFIXES`.
+    """
+    if len(user_id) <= _PRIVATE_DIRECT_MAX:
+        return f"private-{user_id}"
+    return "private." + hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:40]
+
+
+def is_private_agent_id(agent_id: str) -> bool:
+    """True when ``agent_id`` has the form of a private agent space (anyone's)."""
+    return agent_id.startswith(PRIVATE_AGENT_PREFIXES)
+
+
 @dataclass(frozen=True)
 class RequestContext:
     """Who is asking, for the ContextEngine (seed 004 §4.1).
 
     ``account_id`` and ``user_id`` isolate data completely: nothing of one account or user
-    is reachable from another. ``agent_id`` selects the agent space for cases, patterns and
-    skills.
+    is reachable from another. ``agent_id`` selects the agent space for cases, patterns,
+    skills and tools. Left empty it is the user's *private* agent space
+    (:func:`private_agent_id`), which no other user reaches; naming another agent id is an
+    explicit choice to share that space with everyone who names it, and the commit
+    pipeline then writes only abstracted experience there (the verbatim memories stay in
+    the private space, which the request can always address too).
     """
 
     account_id: str
     user_id: str
-    agent_id: str = "default"
+    agent_id: str = ""
     session_id: str | None = None
     trace_id: str | None = None
     extra: dict[str, str] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
-        for name in ("account_id", "user_id", "agent_id"):
-            value = getattr(self, name)
-            if not isinstance(value, str) or not _SEGMENT.match(value):
-                raise InvalidInputError(
-                    f"{name} must be 1-128 characters of letters, digits, '-', '_' or '.', "
-                    f"and not '.' or '..': {value!r}",
-                    field=name,
-                )
+        for name in ("account_id", "user_id"):
+            self._check(name, getattr(self, name))
+        if self.agent_id == "":
+            object.__setattr__(self, "agent_id", private_agent_id(self.user_id))
+        self._check("agent_id", self.agent_id)
+
+    @staticmethod
+    def _check(name: str, value: object) -> None:
+        if not isinstance(value, str) or not _SEGMENT.match(value):
+            raise InvalidInputError(
+                f"{name} must be 1-128 characters of letters, digits, '-', '_' or '.', "
+                f"and not '.' or '..': {value!r}",
+                field=name,
+            )
+
+    @property
+    def private_agent_id(self) -> str:
+        """The agent space of this user alone."""
+        return private_agent_id(self.user_id)
+
+    @property
+    def shares_agent(self) -> bool:
+        """True when ``agent_id`` is a shared agent space (not the user's private one)."""
+        return self.agent_id != self.private_agent_id
+
+    @property
+    def agent_ids(self) -> tuple[str, ...]:
+        """Agent spaces this request may address: its agent and its private space."""
+        return (self.agent_id,) if not self.shares_agent else (self.agent_id, self.private_agent_id)
+
+    def private(self) -> RequestContext:
+        """The same request acting in its private agent space."""
+        return self if not self.shares_agent else replace(self, agent_id=self.private_agent_id)
 
 
 _SEGMENT = re.compile(r"^(?!\.{1,2}$)[\w.\-]{1,128}$")
 
 
 __all__ = [
+    "PRIVATE_AGENT_PREFIXES",
     "PUBLIC",
     "SCOPE_PRIORITY",
     "SCOPE_TYPES",
     "Principal",
     "RequestContext",
     "best_scope_priority",
+    "is_private_agent_id",
     "needs_publish_right",
     "normalize_scope",
     "parse_scope",
+    "private_agent_id",
     "scope_priority",
 ]

@@ -54,3 +54,25 @@ def test_commit_rejects_an_empty_file(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "no messages" in result.output
     missing = run("context", "commit", str(tmp_path / "nope.json"), "-d", str(tmp_path / "d"))
     assert missing.exit_code != 0
+
+
+def test_users_without_an_agent_never_share_one(tmp_path: Path) -> None:
+    """CLI face (issue 8 §1): --user alone gives a private agent space; another user's is refused."""
+    from tests.context.isolation_support import chat, secrets
+
+    data = str(tmp_path / "d")
+    chat_file = tmp_path / "alice.json"
+    chat_file.write_text(json.dumps({"session_id": "s1", "messages": chat("Alice")}), encoding="utf-8")
+    committed = run_json("context", "commit", str(chat_file), "-d", data, "--user", "alice")
+    agent_uris = [u for u in committed["memories"] if "/agents/" in u]
+    assert agent_uris and all(u.startswith("ctx://default/agents/private-alice/") for u in agent_uris)
+    for query in ("salary 123456", "diary password blue notebook", "overheating compressed air"):
+        found = run_json("context", "search", query, "-d", data, "--user", "bob", "--json")
+        text = json.dumps(found["blocks"])
+        assert not any(s in text for s in secrets("Alice")) and "/agents/" not in text, text
+    denied = run("context", "read", agent_uris[0], "-d", data, "-u", "bob")
+    assert denied.exit_code == 1 and "another agent" in denied.output
+    refused = run("context", "search", "salary", "-d", data, "-u", "bob", "--agent", "private-alice")
+    assert refused.exit_code == 1 and "private agent space" in refused.output
+    mine = run_json("context", "search", "diary password blue notebook", "-d", data, "--user", "alice", "--json")
+    assert any("blue notebook" in b["abstract"] for b in mine["blocks"])

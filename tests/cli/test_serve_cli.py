@@ -17,6 +17,8 @@ from knowhub.server import create_app
 from knowhub.server.lifecycle import JsonFormatter, configure_logging
 from tests.cli.cli_support import run
 
+#: A keyless server only answers requests addressed to loopback with its port.
+LOCAL = "http://127.0.0.1:8765"
 
 def _stub_uvicorn(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, dict[str, Any]]]:
     import uvicorn
@@ -61,10 +63,10 @@ def test_serve_with_a_broken_config_is_one_line(tmp_path: Path, monkeypatch: pyt
 def test_ready_is_503_until_the_engines_are_open_and_the_sample_loads_once(tmp_path: Path) -> None:
     settings = Settings.load(data_dir=tmp_path / "d")
     app = create_app(settings, load_sample=True)
-    outside = TestClient(app)  # no lifespan: nothing is open
+    outside = TestClient(app, base_url=LOCAL)  # no lifespan: nothing is open
     not_ready = outside.get("/ready")
     assert not_ready.status_code == 503 and "starting or stopping" in not_ready.json()["problems"]
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         assert client.get("/ready").status_code == 200
         hits = client.get("/api/knowledge/search", params={"q": "SQLite database is locked"}).json()["results"]
         assert any("WAL" in h["content"] for h in hits)
@@ -79,7 +81,7 @@ def test_ready_is_503_until_the_engines_are_open_and_the_sample_loads_once(tmp_p
     marker = json.loads((tmp_path / "d" / MARKER_NAME).read_text(encoding="utf-8"))
     assert marker["knowledge"] == 15 and marker["resources"] == 1 and marker["keywords"] == 96
     assert marker["context_memories"] > 0
-    with TestClient(create_app(settings, load_sample=True)) as client:  # second start: no second copy
+    with TestClient(create_app(settings, load_sample=True), base_url=LOCAL) as client:  # second start: no second copy
         listed = client.get("/api/knowledge", params={"limit": 100}).json()["results"]
         assert len(listed) == len({item["task"] for item in listed})
 
@@ -88,7 +90,7 @@ def test_a_non_empty_data_dir_gets_no_sample(tmp_path: Path) -> None:
     data = tmp_path / "d"
     data.mkdir()
     (data / "notes.txt").write_text("mine", encoding="utf-8")
-    with TestClient(create_app(Settings.load(data_dir=data), load_sample=True)) as client:
+    with TestClient(create_app(Settings.load(data_dir=data), load_sample=True), base_url=LOCAL) as client:
         assert client.get("/api/knowledge", params={"limit": 5}).json()["results"] == []
     assert not (data / MARKER_NAME).exists()
 

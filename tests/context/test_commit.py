@@ -186,8 +186,10 @@ def test_chinese_conversation_commit(coord: CommitCoordinator, fs: ContextFS, ct
     assert "北京市" in fs.read_node(ctx, "ctx://acme/users/alice/memories/profile").abstract
     pref = fs.read_node(ctx, "ctx://acme/users/alice/memories/preferences/韩梅梅-喝咖啡")
     assert "咖啡" in pref.abstract
-    cases = fs.list_children(ctx, "ctx://acme/agents/helper/memories/cases")
+    # the case quotes the user: it stays in her private agent space, never in the shared "helper"
+    cases = fs.list_children(ctx, "ctx://acme/agents/private-alice/memories/cases")
     assert len(cases) == 1 and "磁盘" in fs.read_node(ctx, cases[0].uri).content
+    assert not fs.exists(ctx, "ctx://acme/agents/helper/memories")
     assert coord.commit(ctx, msgs, options={"session_id": "会话一"}).status == "duplicate"
 
 

@@ -111,7 +111,11 @@ def test_request_context_mapping() -> None:
     assert (bot.user_id, bot.agent_id) == ("agent-bot", "bot")
     odd = request_context(Principal.of("user:ann@example.com"), None)
     assert odd.user_id.startswith("h-") and odd.user_id != request_context(Principal.of("user:bob@example.com"), None).user_id
-    assert request_context(Principal.of("user:carol"), None).agent_id == "default"
+    carol = request_context(Principal.of("user:carol", ["team:t1"]), None)
+    assert carol.agent_id == "private-carol" and not carol.shares_agent  # no agent membership: private
+    # a configured agent id can never name a private space (or alias a hashed id)
+    sneaky = request_context(Principal.of("user:mallory", ["agent:private-carol"]), None)
+    assert sneaky.agent_id.startswith("h-") and sneaky.agent_id not in carol.agent_ids
 
 
 def test_request_context_mapping_is_injective() -> None:

@@ -108,3 +108,55 @@ def test_agent_space_follows_agent_not_user(svc: ContextEngineService) -> None:
         svc.list_children(stranger, "ctx://acme/agents/helper")
     result = svc.search_memory(stranger, "vault code", top_k=50)
     assert all("/agents/helper/" not in b.uri for b in result.blocks)
+
+
+def test_default_contexts_never_share_an_agent_space(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Python face: two users without an agent id never meet in an agent space (issue 8 §1)."""
+    from tests.context.isolation_support import chat, secrets
+
+    svc = ContextEngineService(tmp_path / "ctx", durable=False)
+    try:
+        alice, bob = RequestContext("acme", "alice"), RequestContext("acme", "bob")
+        written = [w.uri for w in svc.commit_session(alice, chat("Alice"), options={"session_id": "s1"}).write_results]
+        svc.flush_index()
+        agent_uris = [u for u in written if "/agents/" in u]
+        assert {u.split("/")[-2] for u in agent_uris} == {"tools", "patterns", "cases"}
+        for query in ("salary 123456", "diary password blue notebook", "overheating fix compressed air"):
+            text = repr([b.to_dict() for b in svc.search_memory(bob, query, top_k=50).blocks])
+            assert not any(s in text for s in secrets("Alice")) and "/agents/" not in text, text
+        assert alice.agent_id == "private-alice" and bob.agent_id == "private-bob"
+        assert all(u.startswith("ctx://acme/agents/private-alice/") for u in agent_uris)
+        for uri in [*agent_uris, *(u.replace("/private-alice/", "/default/") for u in agent_uris)]:
+            with pytest.raises(PermissionDeniedError):
+                svc.read_memory(bob, uri, "L2")
+        assert [s.name for s in svc.list_children(bob, "ctx://acme/agents")] == []
+        # bob's own commit of the same tool never touches alice's nodes
+        before = {u: svc.get_node(alice, u).version for u in agent_uris}
+        svc.commit_session(bob, chat("Alice"), options={"session_id": "s1"})
+        assert {u: svc.get_node(alice, u).version for u in agent_uris} == before
+    finally:
+        svc.close()
+
+
+def test_explicit_agent_gets_only_abstracted_experience(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Python face: naming an agent shares it, and only tool usage without raw text lands there."""
+    from tests.context.isolation_support import chat, secrets
+
+    svc = ContextEngineService(tmp_path / "ctx", durable=False)
+    try:
+        carol, dave = RequestContext("acme", "carol", agent_id="helper"), RequestContext("acme", "dave", agent_id="helper")
+        svc.commit_session(carol, chat("Carol"), options={"session_id": "s1"})
+        shared = [s.uri for s in svc.list_children(dave, "ctx://acme/agents/helper", recursive=True) if s.is_node]
+        assert shared == ["ctx://acme/agents/helper/tools/lookup-salary"]
+        node = svc.get_node(dave, shared[0])
+        text = repr(node.to_dict())
+        assert not any(s in text for s in secrets("Carol")) and "carol" not in text.lower()
+        [entry] = node.metadata["provenance"]
+        assert set(entry) == {"session", "user", "at"} and entry["at"].startswith("2024-05-08")
+        # carol's verbatim memories are in her private space, which dave cannot reach
+        mine = [s.uri for s in svc.list_children(carol, "ctx://acme/agents/private-carol", recursive=True) if s.is_node]
+        assert {u.split("/")[-2] for u in mine} == {"tools", "patterns", "cases"}
+        with pytest.raises(PermissionDeniedError):
+            svc.list_children(dave, "ctx://acme/agents/private-carol")
+    finally:
+        svc.close()

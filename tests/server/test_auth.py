@@ -54,7 +54,7 @@ def test_health_needs_no_key(api: Api) -> None:
 
 def test_without_keys_every_request_is_the_default_principal(tmp_path: Path, hub: Any) -> None:
     settings = settings_for(tmp_path, with_keys=False)
-    with TestClient(create_app(settings, knowledge_hub=hub)) as client:
+    with TestClient(create_app(settings, knowledge_hub=hub), base_url="http://127.0.0.1:8765") as client:
         saved = client.post("/api/knowledge", json=knowledge_body())
         assert saved.status_code == 201, saved.text
         assert saved.json()["owner"] == settings.auth.default_principal == "user:local"

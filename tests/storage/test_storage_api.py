@@ -12,9 +12,12 @@ def test_public_names() -> None:
         "atomic_write_bytes",
         "atomic_write_json",
         "atomic_write_text",
+        "create_private_file",
         "create_snapshot",
+        "ensure_dir",
         "fsync_dir",
         "list_snapshots",
+        "open_private",
         "restore_snapshot",
         "safe_join",
     ]

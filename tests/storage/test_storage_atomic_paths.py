@@ -81,7 +81,8 @@ def test_safe_join_rejects_symlink_pointing_out(tmp_path: Path) -> None:
     (base / "filelink").symlink_to(outside / "secret.txt")
     with pytest.raises(InvalidInputError) as info:
         safe_join(base, "link", "x.json")
-    assert "link" in info.value.path
+    assert info.value.path == "link/x.json"  # the input, not the server's absolute path
+    assert str(tmp_path) not in str(info.value.to_dict())
     with pytest.raises(InvalidInputError):
         safe_join(base, "filelink")
     # A symlink that stays inside is fine.

@@ -17,6 +17,7 @@ from knowhub.storage import (
     list_snapshots,
     restore_snapshot,
 )
+from knowhub.storage.snapshot import MANIFEST_NAME
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -81,9 +82,9 @@ def test_list_is_sorted_and_include_selects(tmp_path: Path) -> None:
     assert list_snapshots(snaps, name_prefix="tree") == [listed[2]]
     assert list_snapshots(tmp_path / "none") == []
     with tarfile.open(first) as tar:
-        assert sorted(tar.getnames()) == ["keywords", "keywords/nodes.jsonl"]
+        assert sorted(tar.getnames()) == [MANIFEST_NAME, "keywords", "keywords/nodes.jsonl"]
     with tarfile.open(second) as tar:
-        assert tar.getnames() == ["说明.txt"]
+        assert tar.getnames() == ["说明.txt", MANIFEST_NAME]
     with pytest.raises(InvalidInputError):
         create_snapshot(data, snaps, include=["../outside"])
     with pytest.raises(InvalidInputError):

@@ -149,7 +149,8 @@ def compact(data: DataOpt = None, config: ConfigOpt = None, engine: EngineOpt = 
 @app.command("snapshot")
 @handle_errors
 def snapshot(data: DataOpt = None, config: ConfigOpt = None) -> None:
-    """Archive the whole data dir into <data>/snapshots/knowhub_<ts>.tar.gz.
+    """Archive the whole data dir into <data>/snapshots/knowhub_<ts>.tar.gz, with a manifest
+    of checksums; the secret key file is left out (back it up separately).
 
     Stop the server first (or use `admin export` for a live copy).
 
@@ -187,7 +188,8 @@ def restore(
     config: ConfigOpt = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
-    """Replace every engine's data with a snapshot (the snapshots dir is kept).
+    """Verify a snapshot, then replace every engine's data with it (the snapshots dir and
+    the secret key file are kept).
 
     Stop the server first. Example: knowhub admin restore 20261121T193700123456Z --yes
     """
@@ -198,8 +200,10 @@ def restore(
     archive = resolve_snapshot(settings, name)
     if not yes and not typer.confirm(f"replace the data in {settings.data_dir} with {archive.name}?"):
         raise fail("restore cancelled")
-    restore_all(settings, str(archive))
+    report = restore_all(settings, str(archive))
     console.print(f"restored {archive.name} into {settings.data_dir}")
+    for warning in report.warnings:
+        err_console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
 
 
 @app.command("export")

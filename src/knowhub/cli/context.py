@@ -1,8 +1,10 @@
 """``knowhub context``: the ContextEngine (seed 004 §10.1) on a local data dir.
 
-Calls act for ``--account``/``--user``/``--agent`` (defaults: account ``default``, the user
-part of ``settings.auth.default_principal``, agent ``default``), the same spaces the HTTP
-API gives the default principal. ``commit`` indexes before it returns, so a ``search``
+Calls act for ``--account``/``--user``/``--agent``. Without ``--user`` and ``--agent`` they
+act exactly as the HTTP API does for ``settings.auth.default_principal`` (with
+``auth.default_memberships``). ``--user`` alone gives that user with its private agent space
+(``agents/private-{user}``); ``--agent`` names a shared agent space explicitly (another
+user's private space is refused). ``commit`` indexes before it returns, so a ``search``
 right after finds the new memories.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,7 +23,7 @@ from rich.table import Table
 from knowhub.cli.admin import ConfigOpt, DataOpt, console, load_settings, print_json
 from knowhub.cli.errors import handle_errors
 from knowhub.errors import InvalidInputError
-from knowhub.scope import RequestContext, parse_scope
+from knowhub.scope import Principal, RequestContext, is_private_agent_id, parse_scope
 
 app = typer.Typer(
     name="context",
@@ -36,7 +39,7 @@ app = typer.Typer(
 
 AccountOpt = Annotated[str | None, typer.Option("--account", help="Account id (default: default).")]
 UserOpt = Annotated[str | None, typer.Option("--user", "-u", help="User id (default: from auth.default_principal).")]
-AgentOpt = Annotated[str, typer.Option("--agent", help="Agent id.")]
+AgentOpt = Annotated[str | None, typer.Option("--agent", help="Shared agent id (default: the user's private agent space).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
@@ -49,16 +52,34 @@ def _doc(value: Any) -> Any:
     return value
 
 
+def _context(settings: Any, account: str | None, user: str | None, agent: str | None) -> RequestContext:
+    """The request context of a CLI call (see the module doc).
+
+    Raises:
+        InvalidInputError: ``agent`` names another user's private agent space.
+    """
+    from knowhub.server.routers.context import request_context
+
+    if user is None and agent is None:
+        auth = settings.auth
+        default = request_context(Principal.of(auth.default_principal, auth.default_memberships), settings)
+        return replace(default, account_id=account) if account else default
+    if user is None:
+        kind, ident = parse_scope(settings.auth.default_principal)
+        user = request_context(Principal.of(f"{kind}:{ident}"), settings).user_id
+    ctx = RequestContext(account or "default", user, agent_id=agent or "")
+    if is_private_agent_id(ctx.agent_id) and ctx.shares_agent:
+        raise InvalidInputError(f"--agent {agent}: that is another user's private agent space", agent=str(agent))
+    return ctx
+
+
 @contextmanager
 def _service(config: Path | None, data: Path | None, account: str | None, user: str | None,
-             agent: str) -> Iterator[tuple[Any, RequestContext]]:
+             agent: str | None) -> Iterator[tuple[Any, RequestContext]]:
     from knowhub.context import ContextEngineService
 
     settings = load_settings(config, data)
-    if user is None:
-        kind, ident = parse_scope(settings.auth.default_principal)
-        user = ident if kind == "user" else f"{kind}-{ident}"
-    ctx = RequestContext(account or "default", user, agent_id=agent)
+    ctx = _context(settings, account, user, agent)
     service = ContextEngineService.from_settings(settings)
     try:
         yield service, ctx
@@ -71,7 +92,7 @@ def _service(config: Path | None, data: Path | None, account: str | None, user: 
 def commit(
     file: Annotated[Path, typer.Argument(help="JSON: a list of {role, content} messages or {\"messages\": [...], \"session_id\": ...}.")],
     session_id: Annotated[str | None, typer.Option("--session-id", help="Session id (default: from the file or new).")] = None,
-    account: AccountOpt = None, user: UserOpt = None, agent: AgentOpt = "default",
+    account: AccountOpt = None, user: UserOpt = None, agent: AgentOpt = None,
     data: DataOpt = None, config: ConfigOpt = None,
 ) -> None:
     """Commit a conversation: archive it, extract memories, index them.
@@ -106,7 +127,7 @@ def search(
     top_k: Annotated[int, typer.Option("--top-k", "-k", help="Most results.")] = 10,
     target_uri: Annotated[str | None, typer.Option("--target-uri", help="Search only below this URI.")] = None,
     categories: Annotated[list[str] | None, typer.Option("--category", help="Only this category; repeatable.")] = None,
-    account: AccountOpt = None, user: UserOpt = None, agent: AgentOpt = "default",
+    account: AccountOpt = None, user: UserOpt = None, agent: AgentOpt = None,
     data: DataOpt = None, config: ConfigOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Search memories (abstracts; read a URI for more). Example: knowhub context search Rust"""
@@ -137,7 +158,7 @@ def read(
     uri: Annotated[str, typer.Argument(help="ctx:// URI.")],
     level: Annotated[str, typer.Option("--level", "-l", help="L0, L1 or L2.")] = "L1",
     relations: Annotated[int, typer.Option("--relations", help="Also expand up to N relations.")] = 0,
-    account: AccountOpt = None, user: UserOpt = None, agent: AgentOpt = "default",
+    account: AccountOpt = None, user: UserOpt = None, agent: AgentOpt = None,
     data: DataOpt = None, config: ConfigOpt = None,
 ) -> None:
     """Read one memory at a level. Example: knowhub context read ctx://default/users/local/memories/entities/rust -l L2"""
@@ -150,7 +171,7 @@ def read(
 @handle_errors
 def node(
     uri: Annotated[str, typer.Argument(help="ctx:// URI.")],
-    account: AccountOpt = None, user: UserOpt = None, agent: AgentOpt = "default",
+    account: AccountOpt = None, user: UserOpt = None, agent: AgentOpt = None,
     data: DataOpt = None, config: ConfigOpt = None,
 ) -> None:
     """Print a whole node (every level and its metadata)."""
@@ -165,7 +186,7 @@ def children(
     uri: Annotated[str, typer.Argument(help="ctx:// URI of a node or directory.")],
     recursive: Annotated[bool, typer.Option("--recursive", "-r", help="The whole subtree.")] = False,
     depth: Annotated[int, typer.Option("--depth", help="Levels to list.")] = 1,
-    account: AccountOpt = None, user: UserOpt = None, agent: AgentOpt = "default",
+    account: AccountOpt = None, user: UserOpt = None, agent: AgentOpt = None,
     data: DataOpt = None, config: ConfigOpt = None,
 ) -> None:
     """List children. Example: knowhub context children ctx://default/users/local/memories -r"""

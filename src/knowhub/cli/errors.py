@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
-from knowhub.errors import KnowhubError
+from knowhub.errors import KnowhubError, redact_paths
 
 err_console = Console(stderr=True)
 
@@ -25,16 +26,18 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 
 
 def handle_errors(func: F) -> F:
-    """Decorator for commands: KnowhubError and OSError become one line, exit 1."""
+    """Decorator for commands: KnowhubError and OSError become one line, exit 1; absolute
+    paths are shown relative to the working directory or by their last part."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
         except KnowhubError as exc:
-            raise fail(str(exc) or type(exc).__name__) from None
+            raise fail(redact_paths(str(exc), Path.cwd()) or type(exc).__name__) from None
         except OSError as exc:
-            raise fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")) from None
+            line = f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")
+            raise fail(redact_paths(line, Path.cwd())) from None
         except KeyboardInterrupt:
             raise fail("interrupted", code=130) from None
 

@@ -102,7 +102,7 @@ class ContextIndexer:
         payload = event.payload or {}
         account = payload.get("account_id")
         user = payload.get("user_id") or INDEXER_USER
-        agent = payload.get("agent_id") or "default"
+        agent = payload.get("agent_id") or ""
         if not isinstance(account, str):
             raise InvalidInputError("outbox event payload has no account_id", event_id=event.event_id)
         ctx = RequestContext(account, str(user), agent_id=str(agent))

@@ -68,7 +68,7 @@ from knowhub.providers.embedding import Embedder, HashingEmbedder
 from knowhub.providers.graph import InMemoryGraphStore
 from knowhub.providers.llm import LLMClient
 from knowhub.providers.vector import ExactVectorIndex, VectorIndex
-from knowhub.storage import atomic_write_json
+from knowhub.storage import atomic_write_json, ensure_dir
 
 __all__ = ["ContextEngineService"]
 
@@ -131,7 +131,7 @@ class ContextEngineService:
         self.fs = ContextFS(self.data_dir, durable=durable)
         self.relations = RelationStore(self.fs)
         self.index_dir = self.data_dir / "index"
-        self.index_dir.mkdir(parents=True, exist_ok=True)
+        ensure_dir(self.index_dir)
         self.outbox = SQLiteOutboxStore(self.index_dir / "outbox.db", lease_s=lease_s, max_retries=max_retries,
                                         backoff_base_s=backoff_base_s)
         self.embedder: Embedder = embedder or HashingEmbedder()

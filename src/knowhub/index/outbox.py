@@ -42,6 +42,7 @@ import orjson
 
 from knowhub.errors import InvalidInputError, NotFoundError, StorageError
 from knowhub.index.events import OutboxEvent, OutboxStatus
+from knowhub.storage import create_private_file, ensure_dir
 
 __all__ = ["SQLiteOutboxStore"]
 
@@ -107,7 +108,8 @@ class SQLiteOutboxStore:
         self.clock = clock
         self._lock = threading.RLock()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            ensure_dir(self.path.parent)
+            create_private_file(self.path)  # SQLite's -wal and -shm copy its mode
             self._conn = sqlite3.connect(
                 str(self.path), timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
             )

@@ -55,6 +55,7 @@ from knowhub.knowledge.store import KnowledgeStore, knowledge, knowledge_scopes
 from knowhub.providers.embedding import HashingEmbedder
 from knowhub.providers.llm import LLMClient, LocalAgent
 from knowhub.scope import Principal
+from knowhub.storage import ensure_dir
 
 __all__ = ["KnowledgeHub"]
 
@@ -97,7 +98,7 @@ class KnowledgeHub:
         if not isinstance(candidate_pool, int) or candidate_pool < 1:
             raise InvalidInputError("candidate_pool must be a positive integer")
         self.data_dir = Path(data_dir)
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        ensure_dir(self.data_dir)
         key = parse_key(secret_key) if secret_key is not None else load_or_create_key(self.data_dir)
         self.embedder = embedder if embedder is not None else HashingEmbedder()
         # The LocalAgent routes lexically: recall has already ranked candidates by vector.

@@ -21,7 +21,8 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from knowhub.errors import ConfigError, StorageError
-from knowhub.storage import fsync_dir
+from knowhub.storage import ensure_dir, fsync_dir
+from knowhub.storage.modes import FILE_MODE
 
 __all__ = ["KEY_FILE_NAME", "SecretBox", "load_or_create_key", "parse_key", "read_key_file"]
 
@@ -68,11 +69,12 @@ def load_or_create_key(data_dir: Path) -> bytes:
     winner's file.
     """
     path = Path(data_dir) / KEY_FILE_NAME
-    path.parent.mkdir(parents=True, exist_ok=True)
+    ensure_dir(path.parent)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
     except FileExistsError:
         return read_key_file(path)
+    os.fchmod(fd, FILE_MODE)
     key = AESGCM.generate_key(bit_length=256)
     try:
         os.write(fd, base64.b64encode(key) + b"\n")

@@ -60,6 +60,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from knowhub.errors import StorageError
 from knowhub.knowledge.models import Knowledge
+from knowhub.storage import create_private_file, ensure_dir
 from knowhub.text import normalize
 
 __all__ = ["SCHEMA_VERSION", "KnowledgeStore", "content_hash"]
@@ -303,7 +304,9 @@ class KnowledgeStore:
         self.data_dir = Path(data_dir)
         try:
             if db_url is None:
-                self.data_dir.mkdir(parents=True, exist_ok=True)
+                ensure_dir(self.data_dir)
+                # SQLite gives its -wal and -shm files the database file's mode.
+                create_private_file(self.data_dir / "knowhub.db")
                 self.engine = _sqlite_engine(self.data_dir / "knowhub.db")
             else:
                 self.engine = create_engine(db_url, pool_pre_ping=True, hide_parameters=True)

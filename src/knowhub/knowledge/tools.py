@@ -31,6 +31,7 @@ from knowhub.errors import (
     PermissionDeniedError,
     StorageError,
     VersionConflictError,
+    redact_paths,
 )
 from knowhub.scope import Principal
 
@@ -360,17 +361,19 @@ async def _run_tool(
     except KnowhubError as exc:
         # the server's own code (e.g. "unauthorized") when the error came over HTTP
         code = exc.context.get("server_code") or exc.code
+        message = redact_paths(exc.message)
         return ToolResult(
             title=f"❌ {name} 失败 / failed",
-            output=f"{exc.message or type(exc).__name__}",
-            metadata={"error": code, "message": exc.message},
+            output=f"{message or type(exc).__name__}",
+            metadata={"error": code, "message": message},
         )
     except Exception as exc:  # the agent loop must survive any bug below
         logger.exception("tool %s failed unexpectedly", name)
+        message = redact_paths(str(exc))
         return ToolResult(
             title=f"❌ {name} 失败 / failed",
-            output=f"{type(exc).__name__}: {exc}",
-            metadata={"error": "internal_error", "message": str(exc)},
+            output=f"{type(exc).__name__}: {message}",
+            metadata={"error": "internal_error", "message": message},
         )
 
 

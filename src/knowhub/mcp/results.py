@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 from mcp.types import CallToolResult, TextContent
 
-from knowhub.errors import KnowhubError
+from knowhub.errors import KnowhubError, redact_paths
 from knowhub.knowledge.tools import ToolResult
 
 logger = logging.getLogger("knowhub.mcp")
@@ -47,7 +47,7 @@ def ok(title: str, output: str, data: Mapping[str, Any]) -> CallToolResult:
 def failure(tool: str, exc: BaseException) -> CallToolResult:
     """The error result of a failed call: the engine's code and message, no internals."""
     if isinstance(exc, KnowhubError):
-        code, message = exc.code, exc.message or type(exc).__name__
+        code, message = exc.code, redact_paths(exc.message) or type(exc).__name__
     else:
         logger.error("tool %s failed unexpectedly", tool, exc_info=exc)
         code, message = "internal_error", f"{type(exc).__name__}: internal error (see the server log)"

@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp
 
 from knowhub import __version__
@@ -25,6 +26,7 @@ from knowhub.mcp.knowledge_tools import KNOWLEDGE_TOOL_NAMES, register_knowledge
 from knowhub.mcp.principals import BearerAuthMiddleware, PrincipalResolver, resolve_principal
 from knowhub.scope import Principal
 from knowhub.server.auth import Authenticator, check_bind_allowed
+from knowhub.server.hostguard import HostGuard, HostGuardMiddleware
 
 #: Every tool the server offers, in registration order.
 TOOL_NAMES: tuple[str, ...] = (*KNOWLEDGE_TOOL_NAMES, *ENGINE_TOOL_NAMES)
@@ -87,14 +89,21 @@ def build_mcp_server(
 def build_http_app(server: MCPServer[Any], settings: Settings) -> ASGIApp:
     """The streamable-HTTP ASGI app at :data:`HTTP_PATH`, behind the bearer-key guard.
 
-    DNS-rebinding protection is on when ``settings.server.host`` is loopback.
+    Without API keys, DNS-rebinding protection checks ``Host`` and ``Origin`` with the
+    same :class:`~knowhub.server.hostguard.HostGuard` as the HTTP API (the SDK's own check
+    is turned off so that there is one rule: with keys, any proxy name is accepted).
 
     Raises:
         ConfigError: no API keys and a host that is not loopback.
     """
     check_bind_allowed(settings)
-    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=settings.server.host)
-    return BearerAuthMiddleware(app, Authenticator.from_settings(settings))
+    app = server.streamable_http_app(
+        streamable_http_path=HTTP_PATH,
+        host=settings.server.host,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    guarded = BearerAuthMiddleware(app, Authenticator.from_settings(settings))
+    return HostGuardMiddleware(guarded, HostGuard.from_settings(settings))
 
 
 __all__ = ["HTTP_PATH", "INSTRUCTIONS", "TOOL_NAMES", "build_http_app", "build_mcp_server"]

@@ -7,6 +7,7 @@ the engines keep their logic. See ``docs/operations.md``.
 
 from knowhub.ops.engines import ENGINE_NAMES, Engines, open_engines
 from knowhub.ops.maintenance import (
+    RestoreReport,
     check_all,
     compact_all,
     list_snapshots,
@@ -30,6 +31,7 @@ __all__ = [
     "VOLATILE_FIELDS",
     "Engines",
     "ExportOptions",
+    "RestoreReport",
     "check_all",
     "compact_all",
     "export_all",

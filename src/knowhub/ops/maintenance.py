@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
+from knowhub import __version__
 from knowhub.config import Settings
 from knowhub.errors import InvalidInputError, KnowhubError, NotFoundError, StorageError
+from knowhub.knowledge.secrets import KEY_FILE_NAME
 from knowhub.ops.engines import Engines
-from knowhub.storage import create_snapshot, restore_snapshot, safe_join
+from knowhub.storage import create_snapshot, ensure_dir, restore_snapshot, safe_join
 from knowhub.storage import list_snapshots as _list_snapshots
 
 log = logging.getLogger(__name__)
@@ -129,14 +132,34 @@ def snapshots_dir(settings: Settings) -> Path:
     return Path(settings.data_dir) / "snapshots"
 
 
+def _key_paths(settings: Settings) -> list[Path]:
+    """Secret key files of the knowledge engine that may lie inside the data dir."""
+    paths = [settings.engine_dir("knowledge") / KEY_FILE_NAME]
+    if settings.knowledge.secret_key_file:
+        paths.append(Path(settings.knowledge.secret_key_file))
+    return paths
+
+
+def _key_excludes(settings: Settings) -> list[str]:
+    """The key files as paths relative to the data dir (those outside it need nothing)."""
+    root = Path(settings.data_dir).resolve()
+    out: list[str] = []
+    for path in _key_paths(settings):
+        resolved = path.resolve()
+        if resolved.is_relative_to(root) and resolved != root:
+            out.append(resolved.relative_to(root).as_posix())
+    return out
+
+
 def snapshot_all(settings: Settings, engines: Engines | None = None) -> Path:
     """Archive the whole data dir into ``<data_dir>/snapshots/knowhub_<ts>.tar.gz``.
 
-    With ``engines`` open, the knowledge WAL is checkpointed and the context index saved
-    first so the archive holds everything in the main files."""
+    The secret key file is never archived (back it up separately). With ``engines`` open,
+    the knowledge WAL is checkpointed and the context index saved first so the archive
+    holds everything in the main files."""
     data_dir = Path(settings.data_dir)
     if not data_dir.is_dir():
-        raise NotFoundError(f"data dir not found: {data_dir}", path=str(data_dir))
+        raise NotFoundError("data dir not found", path=data_dir.name)
     if engines is not None:
         if engines.knowledge is not None:
             _checkpoint_sqlite(engines.knowledge)
@@ -144,7 +167,10 @@ def snapshot_all(settings: Settings, engines: Engines | None = None) -> Path:
             engines.context.flush_index()
             engines.context.save_index()
     include = [name for name in SNAPSHOT_INCLUDE if (data_dir / name).exists()]
-    return create_snapshot(data_dir, snapshots_dir(settings), include=include, name_prefix=SNAPSHOT_PREFIX)
+    return create_snapshot(
+        data_dir, snapshots_dir(settings), include=include, exclude=_key_excludes(settings),
+        name_prefix=SNAPSHOT_PREFIX, meta={"knowhub_version": __version__},
+    )
 
 
 def list_snapshots(settings: Settings) -> list[tuple[str, Path]]:
@@ -168,22 +194,49 @@ def resolve_snapshot(settings: Settings, name: str) -> Path:
     return path
 
 
-def restore_all(settings: Settings, name: str) -> Path:
-    """Replace the engines' directories with a snapshot; the ``snapshots`` dir is kept.
+@dataclass(frozen=True)
+class RestoreReport:
+    """What :func:`restore_all` restored, and what the operator must still do."""
 
-    Run it with no server on the data dir: open engines would keep stale state."""
+    archive: Path
+    warnings: list[str] = field(default_factory=list)
+
+
+def restore_all(settings: Settings, name: str) -> RestoreReport:
+    """Replace the engines' directories with a snapshot after verifying it.
+
+    The ``snapshots`` dir and the secret key file in place are kept. The archive is
+    checked against its manifest before anything in the data dir changes. Run it with no
+    server on the data dir: open engines would keep stale state."""
     archive = resolve_snapshot(settings, name)
     data_dir = Path(settings.data_dir)
-    data_dir.mkdir(parents=True, exist_ok=True)
+    ensure_dir(data_dir)
     keep = [p.name for p in data_dir.iterdir() if p.name not in SNAPSHOT_INCLUDE]
+    keep += [rel for rel in _key_excludes(settings) if rel.split("/")[0] in SNAPSHOT_INCLUDE]
     restore_snapshot(archive, data_dir, keep=keep)
-    log.info("restored %s into %s", archive, data_dir)
-    return archive
+    log.info("restored snapshot %s", archive.name)
+    warnings: list[str] = []
+    if (settings.engine_dir("knowledge") / "knowhub.db").exists() and not _key_in_place(settings):
+        warnings.append(
+            "no secret key is in place (knowledge/secret.key, knowledge.secret_key or "
+            "knowledge.secret_key_file): resource secrets cannot be read until the key "
+            "they were encrypted with is restored; put it back before starting the server"
+        )
+    for warning in warnings:
+        log.warning(warning)
+    return RestoreReport(archive, warnings)
+
+
+def _key_in_place(settings: Settings) -> bool:
+    if settings.knowledge.secret_key is not None:
+        return True
+    return any(path.is_file() for path in _key_paths(settings))
 
 
 __all__ = [
     "SNAPSHOT_INCLUDE",
     "SNAPSHOT_PREFIX",
+    "RestoreReport",
     "check_all",
     "check_data_dir",
     "compact_all",

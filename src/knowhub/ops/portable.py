@@ -47,7 +47,7 @@ from knowhub import __version__
 from knowhub.errors import InvalidInputError, NotFoundError
 from knowhub.ops.engines import Engines
 from knowhub.scope import Principal, RequestContext, needs_publish_right
-from knowhub.storage import atomic_write_json, fsync_dir, restore_snapshot
+from knowhub.storage import atomic_write_json, ensure_dir, fsync_dir, open_private, restore_snapshot
 
 FORMAT = "knowhub-export"
 FORMAT_VERSION = 1
@@ -116,7 +116,8 @@ class _JsonlWriter:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.count = 0
-        self._fh = path.open("w", encoding="utf-8")
+        fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC)
+        self._fh = os.fdopen(fd, "w", encoding="utf-8")
 
     def write(self, record: dict[str, Any]) -> None:
         self._fh.write(json.dumps(record, ensure_ascii=False, sort_keys=True))
@@ -223,12 +224,12 @@ def export_all(engines: Engines, dest: str | os.PathLike[str], options: ExportOp
     if archive:
         if target.exists():
             raise InvalidInputError(f"export archive already exists: {target}", path=str(target))
-        target.parent.mkdir(parents=True, exist_ok=True)
+        ensure_dir(target.parent)
         work = Path(tempfile.mkdtemp(prefix=".knowhub-export-", dir=target.parent))
     else:
         if target.exists() and (not target.is_dir() or any(target.iterdir())):
             raise InvalidInputError(f"export directory is not empty: {target}", path=str(target))
-        target.mkdir(parents=True, exist_ok=True)
+        ensure_dir(target)
         work = target
     try:
         salt = secrets.token_bytes(16)
@@ -262,11 +263,12 @@ def export_all(engines: Engines, dest: str | os.PathLike[str], options: ExportOp
         fsync_dir(work)
         if archive:
             partial = target.with_name(target.name + ".partial")
-            with tarfile.open(partial, "w:gz") as tar:
-                for name in ("manifest.json", *EXPORT_FILES):
-                    tar.add(work / name, arcname=name)
-            with partial.open("rb") as fh:
-                os.fsync(fh.fileno())
+            with os.fdopen(open_private(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC), "wb") as raw:
+                with tarfile.open(fileobj=raw, mode="w:gz") as tar:
+                    for name in ("manifest.json", *EXPORT_FILES):
+                        tar.add(work / name, arcname=name)
+                raw.flush()
+                os.fsync(raw.fileno())
             os.replace(partial, target)
             fsync_dir(target.parent)
         return manifest
@@ -314,7 +316,8 @@ class read_export:
             raise NotFoundError(f"export not found: {self.source}", path=str(self.source))
         if self.source.is_file():
             self._tmp = Path(tempfile.mkdtemp(prefix=".knowhub-import-"))
-            directory = restore_snapshot(self.source, self._tmp / "export")
+            # An export carries its own manifest.json (checked below), not a snapshot's.
+            directory = restore_snapshot(self.source, self._tmp / "export", verify=False)
         else:
             directory = self.source
         manifest_path = directory / "manifest.json"

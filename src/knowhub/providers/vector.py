@@ -22,7 +22,7 @@ import orjson
 
 from knowhub.errors import InvalidInputError, StorageError
 from knowhub.providers.records import IndexRecord, VectorHit, stable_record_id
-from knowhub.storage import atomic_write_bytes
+from knowhub.storage import atomic_write_bytes, ensure_dir
 
 #: Filter key that matches a URI and everything under it.
 URI_PREFIX = "uri_prefix"
@@ -669,7 +669,7 @@ class ExactVectorIndex:
                     "index record cannot be serialized", path=str(self.path)
                 ) from exc
             try:
-                self.path.mkdir(parents=True, exist_ok=True)
+                ensure_dir(self.path)
                 atomic_write_bytes(self.path / _VECTORS_FILE, vector_bytes)
                 atomic_write_bytes(self.path / _RECORDS_FILE, b"\n".join(lines) + b"\n")
             except OSError as exc:

@@ -22,6 +22,7 @@ from knowhub.knowledge import KnowledgeHub
 from knowhub.server.auth import Authenticator
 from knowhub.server.deps import KNOWLEDGE_HUB
 from knowhub.server.errors import DEFAULT_MAX_BODY_BYTES, GuardMiddleware, install_error_handlers
+from knowhub.server.hostguard import HostGuard, HostGuardMiddleware
 from knowhub.server.lifecycle import AccessLogMiddleware, Lifecycle
 from knowhub.server.lifecycle import install as install_lifecycle
 from knowhub.server.routers import context as context_router
@@ -114,6 +115,7 @@ def create_app(
     install_error_handlers(app)
     install_lifecycle(app, lifecycle)
     app.add_middleware(GuardMiddleware, max_body_bytes=max_body_bytes)
+    app.add_middleware(HostGuardMiddleware, guard=HostGuard.from_settings(settings))  # keyless: loopback Host only
     app.add_middleware(AccessLogMiddleware)  # outermost: rejected requests are logged too
 
     @app.get("/health", tags=["meta"])

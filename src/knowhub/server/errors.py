@@ -3,7 +3,8 @@
 Every error response has the same shape, ``{"error": code, "message": text, "detail": {...}}``,
 so that clients (and the agent tools) can branch on ``error`` without parsing prose:
 
-- :class:`~knowhub.errors.KnowhubError` → its ``http_status`` and ``code``;
+- :class:`~knowhub.errors.KnowhubError` → its ``http_status`` and ``code``; absolute paths
+  in its message and context are made relative to the data dir (never sent as they are);
 - request validation failures → 422 with one readable line per problem (inputs are never
   echoed back: a rejected body may hold a secret);
 - Starlette HTTP errors (unknown route, wrong method, unparsable body) → their status;
@@ -15,6 +16,7 @@ so that clients (and the agent tools) can branch on ``error`` without parsing pr
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,6 +43,7 @@ _STATUS_CODES: dict[int, str] = {
     409: "conflict",
     413: "payload_too_large",
     415: "unsupported_media_type",
+    421: "misdirected_request",
     422: "validation_error",
     429: "too_many_requests",
 }
@@ -51,10 +54,11 @@ def error_body(code: str, message: str, detail: dict[str, Any] | None = None) ->
     return {"error": code, "message": message, "detail": detail or {}}
 
 
-def knowhub_error_response(exc: KnowhubError) -> JSONResponse:
-    """Response for an engine error: its status, code, message and scalar context."""
-    payload = exc.to_dict()
-    body = error_body(exc.code, exc.message or type(exc).__name__, payload.get("detail"))
+def knowhub_error_response(exc: KnowhubError, data_dir: str | os.PathLike[str] | None = None) -> JSONResponse:
+    """Response for an engine error: its status, code, message and scalar context, with
+    absolute paths made relative to ``data_dir`` (or cut to their last part)."""
+    payload = exc.public_dict(data_dir)
+    body = error_body(exc.code, payload["message"] or type(exc).__name__, payload.get("detail"))
     headers = {"WWW-Authenticate": "Bearer"} if exc.http_status == 401 else None
     if exc.http_status >= 500:
         logger.error("request failed with %s: %s", exc.code, exc.message)
@@ -93,9 +97,10 @@ def http_error_response(exc: StarletteHTTPException) -> JSONResponse:
 def install_error_handlers(app: FastAPI) -> None:
     """Register the handlers above on ``app``."""
 
-    async def on_knowhub_error(_request: Request, exc: Exception) -> JSONResponse:
+    async def on_knowhub_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, KnowhubError)
-        return knowhub_error_response(exc)
+        settings = getattr(request.app.state, "settings", None)
+        return knowhub_error_response(exc, getattr(settings, "data_dir", None))
 
     async def on_validation_error(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)

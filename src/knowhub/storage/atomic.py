@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from knowhub.errors import InvalidInputError, StorageError
+from knowhub.storage.modes import FILE_MODE
 
 #: Prefix of every temporary file the storage layer creates; snapshots skip such files.
 TMP_PREFIX = ".tmp-"
@@ -39,11 +40,11 @@ def fsync_dir(path: str | os.PathLike[str]) -> None:
 
 
 def _new_file_mode(target: Path) -> int:
-    """Keep the permissions of the file being replaced; new files get 0o644."""
+    """Keep the permissions of the file being replaced; new files get ``0600``."""
     try:
         return os.stat(target).st_mode & 0o7777
     except OSError:
-        return 0o644
+        return FILE_MODE
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, durable: bool = True) -> None:

@@ -26,6 +26,7 @@ import orjson
 
 from knowhub.errors import CorruptStoreError, InvalidInputError, StorageError
 from knowhub.storage.atomic import atomic_write_bytes, fsync_dir
+from knowhub.storage.modes import open_private
 
 _log = logging.getLogger("knowhub.storage")
 
@@ -109,7 +110,7 @@ class JsonlLog:
         """Open (or reopen) the append descriptor; fsync the directory for a new file."""
         existed = self.path.exists()
         try:
-            fd = os.open(self.path, _OPEN_FLAGS, 0o644)
+            fd = open_private(self.path, _OPEN_FLAGS)
         except OSError as exc:
             raise StorageError(f"cannot open log: {exc}", path=str(self.path)) from exc
         try:

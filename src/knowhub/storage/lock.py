@@ -22,6 +22,7 @@ from pathlib import Path
 from types import TracebackType
 
 from knowhub.errors import InvalidInputError, LockTimeoutError, StorageError
+from knowhub.storage.modes import ensure_dir, open_private
 
 
 class FileLock:
@@ -114,8 +115,8 @@ class FileLock:
 
     def _open(self) -> int:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            ensure_dir(self.path.parent)
+            return open_private(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC)
         except OSError as exc:
             raise StorageError(f"cannot open lock file: {exc}", path=str(self.path)) from exc
 

@@ -22,7 +22,7 @@ def safe_join(base: str | os.PathLike[str], *parts: str | os.PathLike[str]) -> P
     pointing outside is rejected too.
 
     Raises:
-        InvalidInputError: with ``path`` set to the offending input.
+        InvalidInputError: with ``path`` set to the offending input (relative, as given).
     """
     base_resolved = Path(base).resolve()
     clean: list[str] = []
@@ -43,12 +43,13 @@ def safe_join(base: str | os.PathLike[str], *parts: str | os.PathLike[str]) -> P
             raise InvalidInputError("'..' not allowed in a path part", path=part)
         clean.extend(pure.parts)
     joined = base_resolved.joinpath(*clean)
+    shown = "/".join(clean)  # the caller's input: never the server's absolute path
     try:
         resolved = joined.resolve(strict=False)
     except (OSError, RuntimeError) as exc:  # symlink loops
-        raise InvalidInputError(f"cannot resolve path: {exc}", path=str(joined)) from exc
+        raise InvalidInputError("cannot resolve path (symlink loop)", path=shown) from exc
     if resolved != base_resolved and not resolved.is_relative_to(base_resolved):
-        raise InvalidInputError("path leaves the data directory", path=str(joined))
+        raise InvalidInputError("path leaves the data directory", path=shown)
     return resolved
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from knowhub.errors import InvalidInputError, NotFoundError
 from knowhub.providers.llm import LLMClient, LocalAgent
+from knowhub.storage import ensure_dir
 from knowhub.text import BM25Index, DefaultNormalizer, MultiPatternMatcher, Normalizer
 from knowhub.tree.caches import MRUCache, TreeCaches
 from knowhub.tree.indexes import TreeState
@@ -99,7 +100,7 @@ class TreeCore:
         self.reorganize_chunk = int(_opt(settings, "reorganize_chunk", 300))
         self.freeze_gc = bool(_opt(settings, "freeze_gc", True))
         self._lock = threading.RLock()
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        ensure_dir(self.data_dir)
         self.store = TreeStore(self.data_dir, lock_timeout_s)
         self.state = TreeState()
         self.caches = TreeCaches(

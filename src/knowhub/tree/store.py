@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 
 from knowhub.errors import CorruptStoreError, StorageError
-from knowhub.storage import FileLock, JsonlLog, atomic_write_json, fsync_dir
+from knowhub.storage import FileLock, JsonlLog, atomic_write_json, ensure_dir, fsync_dir
 
 _log = logging.getLogger("knowhub.tree")
 
@@ -64,7 +64,7 @@ class TreeStore:
         created = False
         for sub in SUBDIRS:
             if not (data_dir / sub).is_dir():
-                (data_dir / sub).mkdir(parents=True, exist_ok=True)
+                ensure_dir(data_dir / sub)
                 created = True
         if created:
             # new directory entries must be durable before the first acknowledged write
@@ -119,7 +119,7 @@ class TreeStore:
         """Reopen every handle (after a restore replaced the files)."""
         self.close()
         for sub in SUBDIRS:
-            (self.data_dir / sub).mkdir(parents=True, exist_ok=True)
+            ensure_dir(self.data_dir / sub)
         self.change_log = JsonlLog(self.change_log_path)
         self.entity = {
             kind: JsonlLog(self.data_dir.joinpath(*parts), durable=False) for kind, parts in ENTITY_PATHS.items()

@@ -3,7 +3,9 @@
 ``commit`` = normalize messages → fingerprint (duplicate check) → ArchiveBuilder →
 CandidatePipeline (concurrent extractors, outside the lock) → under the account's write
 lock: archive node, PolicyRouter/MergePolicy plans applied one by one by ContextWriter,
-RelationWriter edges → OutboxStore ``append_batch`` (only after every node is durably on
+RelationWriter edges (agent-category candidates of a request in a shared agent space go
+to its private space, and only abstracted experience to the shared one, see
+:mod:`~knowhub.context.commit.sharing`) → OutboxStore ``append_batch`` (only after every node is durably on
 disk) → audit file ``accounts/{account}/.audit/commits/{commit_id}.json`` (atomic) →
 return. A returned CommitResult is durable.
 
@@ -28,6 +30,7 @@ from knowhub.context.commit.candidate_pipeline import CandidatePipeline
 from knowhub.context.commit.context_writer import ContextWriter
 from knowhub.context.commit.policy_router import PolicyRouter
 from knowhub.context.commit.relation_writer import RelationWriter
+from knowhub.context.commit.sharing import ProvenanceKey, route_candidates
 from knowhub.context.core.enums import MemoryCategory, OutboxEventType, WriteAction
 from knowhub.context.core.objects import (
     CandidateMemory,
@@ -44,7 +47,7 @@ from knowhub.context.fs.context_fs import ContextFS, read_json_file
 from knowhub.context.fs.relations import RelationStore
 from knowhub.errors import CorruptStoreError, InvalidInputError, KnowhubError, VersionConflictError
 from knowhub.providers.llm import LLMClient
-from knowhub.storage import atomic_write_json
+from knowhub.storage import atomic_write_json, ensure_dir
 
 __all__ = ["CommitCoordinator"]
 
@@ -107,9 +110,13 @@ class CommitCoordinator:
             return None
         return CommitResult.from_dict(data) if isinstance(data, dict) else None
 
+    def provenance_key(self, ctx: CtxLike) -> ProvenanceKey:
+        """The account's key for the provenance hashes of shared agent spaces."""
+        return ProvenanceKey(self.fs.account_dir(ctx) / ".audit" / "provenance.key", durable=self.fs.durable)
+
     def _save_audit(self, ctx: CtxLike, result: CommitResult) -> None:
         path = self.audit_path(ctx, result.commit_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        ensure_dir(path.parent)
         atomic_write_json(path, result.to_dict(), durable=self.fs.durable)
 
     # ------------------------------------------------------------------ commit
@@ -185,9 +192,10 @@ class CommitCoordinator:
             if retry:
                 written[archive_result.uri] = archive_result
             try:
-                for candidate in candidates:
+                for routed in route_candidates(ctx, candidates, self.provenance_key(ctx)):
+                    candidate, target = routed.candidate, routed.ctx
                     try:
-                        plan, result = self._plan_and_apply(ctx, candidate)
+                        plan, result = self._plan_and_apply(target, candidate)
                     except KnowhubError as exc:
                         log.warning("commit %s: candidate %s/%s failed: %s", commit_id, candidate.category, candidate.routing_key, exc)
                         write_errors.append({"category": candidate.category, "routing_key": candidate.routing_key, "error": str(exc)})
@@ -198,7 +206,7 @@ class CommitCoordinator:
                     if result.action != WriteAction.SKIP.value:
                         written[result.uri] = result
                         if plan.relation_ops:
-                            self.relations.apply_edges(ctx, result.uri, plan.relation_ops)
+                            self.relations.apply_edges(target, result.uri, plan.relation_ops)
                             relation_uris.append(result.uri)
                     elif retry and result.node_version > 0:
                         written.setdefault(result.uri, result)

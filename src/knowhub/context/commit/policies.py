@@ -17,7 +17,8 @@ Metadata written on every memory node: ``source_refs`` (message ids, union over 
 ``session_ids``, ``routing_key``, ``speakers``, ``confidence`` (max), ``extractors``; plus
 ``facts`` (profile: key → fact with its own ``source_refs``), ``mentions`` (aggregates:
 one entry per merged candidate with its ``source_refs``), ``entries`` (append-only
-nodes), ``usage``/``usage_keys`` (skills and tools).
+nodes), ``usage``/``usage_keys`` (skills and tools), ``provenance`` (tools and skills of a shared
+agent space: ``{session, user, at}`` with keyed-hash ids).
 """
 
 from __future__ import annotations
@@ -419,6 +420,9 @@ class SkillToolPolicy(MergePolicy):
         meta["usage"] = usage
         meta["usage_keys"] = [*keys, key][-_MAX_USAGE_KEYS:]
         meta["name"] = name
+        provenance = candidate.metadata.get("provenance")
+        if isinstance(provenance, dict):  # a shared agent space: who and when, as keyed hashes
+            meta["provenance"] = [*(old.get("provenance") or []), provenance][-_MAX_USAGE_KEYS:]
         description = str(candidate.metadata.get("description") or old.get("description") or "")
         if description:
             meta["description"] = description
@@ -429,7 +433,11 @@ class SkillToolPolicy(MergePolicy):
         abstract += f", last used {usage['last_used']}"
         if description:
             abstract += f". {description}"
-        log_line = f"- {used_at}: {candidate.abstract} [{', '.join(candidate.source_refs)}]"
+        log_line = f"- {used_at}: {candidate.abstract}"
+        if candidate.source_refs:
+            log_line += f" [{', '.join(candidate.source_refs)}]"
+        if isinstance(provenance, dict):
+            log_line += f" (user {provenance.get('user')}, session {provenance.get('session')})"
         if candidate.content:
             log_line += f"\n  {candidate.content.strip()[:500]}"
         content = f"{existing_node.content.rstrip()}\n{log_line}" if existing_node is not None else f"# {label} {name}\n\n{log_line}"

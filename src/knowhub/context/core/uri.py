@@ -14,7 +14,8 @@ input can name a path outside its account:
   at most 128 characters and 200 UTF-8 bytes. Chinese is fine: ``ctx://a/users/u/memories/entities/北京``.
 
 Spaces under an account: ``users/{user_id}/...`` (only the request's own user),
-``agents/{agent_id}/...`` (only the request's own agent) and ``resources/...`` (shared by
+``agents/{agent_id}/...`` (only the request's own agent and its user's private agent space
+``agents/private-{user_id}``, see :func:`agent_spaces`) and ``resources/...`` (shared by
 the account). A URI of another account, user or agent raises
 :class:`~knowhub.errors.PermissionDeniedError`; a malformed one
 :class:`~knowhub.errors.InvalidInputError`.
@@ -32,6 +33,7 @@ from typing import Any, Protocol
 
 from knowhub.context.core.enums import MemoryCategory
 from knowhub.errors import InvalidInputError, PermissionDeniedError
+from knowhub.scope import private_agent_id
 
 __all__ = [
     "NODE_FILES",
@@ -41,6 +43,7 @@ __all__ = [
     "ContextURI",
     "CtxLike",
     "agent_root_uri",
+    "agent_spaces",
     "build_uri",
     "category_root_uri",
     "check_access",
@@ -188,12 +191,21 @@ def build_uri(account: str, *segments: str) -> str:
     return ContextURI(account, tuple(segments)).uri
 
 
+def agent_spaces(ctx: CtxLike) -> tuple[str, ...]:
+    """Agent spaces ``ctx`` may address: ``ctx.agent_id`` and the user's private agent space.
+
+    The two are the same unless the request names a shared agent; the private one stays
+    reachable then, because the verbatim procedural memories of a commit land there.
+    """
+    return tuple(dict.fromkeys((ctx.agent_id, private_agent_id(ctx.user_id))))
+
+
 def check_access(ctx: CtxLike, uri: str | ContextURI) -> ContextURI:
     """Parse ``uri`` and make sure ``ctx`` may address it.
 
     Allowed: the account root, the ``users``/``agents``/``resources`` containers (their
     listings are filtered to the caller), ``users/{ctx.user_id}/**``,
-    ``agents/{ctx.agent_id}/**`` and ``resources/**``.
+    ``agents/{a}/**`` for ``a`` in :func:`agent_spaces` and ``resources/**``.
 
     Raises:
         InvalidInputError: malformed URI or unknown space.
@@ -215,7 +227,7 @@ def check_access(ctx: CtxLike, uri: str | ContextURI) -> ContextURI:
     if len(segs) >= 2:
         if space == "users" and segs[1] != ctx.user_id:
             raise PermissionDeniedError("URI belongs to another user", uri=parsed.uri)
-        if space == "agents" and segs[1] != ctx.agent_id:
+        if space == "agents" and segs[1] not in agent_spaces(ctx):
             raise PermissionDeniedError("URI belongs to another agent", uri=parsed.uri)
     return parsed
 

@@ -57,6 +57,7 @@ from knowhub.context.core.uri import (
     SPACES,
     ContextURI,
     CtxLike,
+    agent_spaces,
     check_access,
     is_valid_segment,
     owner_space_of,
@@ -76,8 +77,9 @@ from knowhub.errors import (
     NotFoundError,
     StorageError,
 )
-from knowhub.storage import FileLock, atomic_write_bytes, fsync_dir
+from knowhub.storage import FileLock, atomic_write_bytes, ensure_dir, fsync_dir
 from knowhub.storage.atomic import TMP_PREFIX
+from knowhub.storage.modes import DIR_MODE, FILE_MODE
 from knowhub.storage.paths import safe_join
 
 __all__ = ["META_FILE", "RELATIONS_FILE", "ContextFS", "encode_edges", "read_json_file", "upsert_encoded"]
@@ -112,7 +114,7 @@ class ContextFS:
     def __init__(self, data_dir: str | os.PathLike[str], *, durable: bool = True, lock_timeout_s: float = 30.0) -> None:
         self.data_dir = Path(data_dir)
         self.accounts_dir = self.data_dir / "accounts"
-        self.accounts_dir.mkdir(parents=True, exist_ok=True)
+        ensure_dir(self.accounts_dir)
         self.durable = durable
         self.lock_timeout_s = lock_timeout_s
         self._locks: dict[str, FileLock] = {}
@@ -137,7 +139,7 @@ class ContextFS:
         if (self.accounts_dir / ctx.account_id).is_symlink():  # would alias another account
             raise InvalidInputError("account directory is a symlink", account_id=ctx.account_id)
         path = safe_join(self.accounts_dir, ctx.account_id)
-        path.mkdir(parents=True, exist_ok=True)
+        ensure_dir(path)
         self._account_dirs[ctx.account_id] = path
         return path
 
@@ -212,7 +214,8 @@ class ContextFS:
             current = current.parent
         for directory in reversed(missing):
             try:
-                directory.mkdir()
+                directory.mkdir(DIR_MODE)
+                os.chmod(directory, DIR_MODE)
             except FileExistsError:
                 pass
             except OSError as exc:
@@ -462,7 +465,8 @@ class ContextFS:
         self._makedirs(path.parent)
         tmp = path.parent / f"{_TMP_NODE_PREFIX}{uuid.uuid4().hex}"
         try:
-            tmp.mkdir()
+            tmp.mkdir(DIR_MODE)
+            os.chmod(tmp, DIR_MODE)
             unique: list[dict[str, Any]] = []
             upsert_encoded(unique, edges)
             files = [*levels, (RELATIONS_FILE, _dumps({"edges": unique})), (META_FILE, meta)]
@@ -484,7 +488,12 @@ class ContextFS:
     @staticmethod
     def _write_fd(path: Path, data: bytes) -> int:
         """Create ``path`` exclusively and write ``data``; returns the open descriptor."""
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+        try:
+            os.fchmod(fd, FILE_MODE)
+        except OSError:
+            os.close(fd)
+            raise
         try:
             view = memoryview(data)
             while view:
@@ -647,7 +656,7 @@ class ContextFS:
                 continue
             if len(parent.segments) == 1 and (
                 (parent.segments[0] == "users" and name != ctx.user_id)
-                or (parent.segments[0] == "agents" and name != ctx.agent_id)
+                or (parent.segments[0] == "agents" and name not in agent_spaces(ctx))
             ):
                 continue
             if not self._visible(child):

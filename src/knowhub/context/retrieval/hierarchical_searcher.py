@@ -70,15 +70,17 @@ class HierarchicalSearcher:
         for name in names:
             try:
                 cat = MemoryCategory.parse(name)
-                root = category_root_uri(ctx, cat)
+                # agent categories live in the shared agent space and in the private one
+                views = [ctx, ctx.private()] if cat in AGENT_CATEGORIES and getattr(ctx, "shares_agent", False) else [ctx]
+                cat_roots = [category_root_uri(view, cat) for view in views]
             except KnowhubError:
                 continue
-            if cat is MemoryCategory.PROFILE:
-                root = _parent(root)  # the profile node lives directly in memories/
-            if typed_query.target_uri and not (root == typed_query.target_uri or root.startswith(typed_query.target_uri + "/")
-                                               or typed_query.target_uri.startswith(root + "/")):
-                continue
-            if cat in AGENT_CATEGORIES or root not in roots:
+            for root in cat_roots:
+                if cat is MemoryCategory.PROFILE:
+                    root = _parent(root)  # the profile node lives directly in memories/
+                if typed_query.target_uri and not (root == typed_query.target_uri or root.startswith(typed_query.target_uri + "/")
+                                                   or typed_query.target_uri.startswith(root + "/")):
+                    continue
                 roots.append(root)
         return list(dict.fromkeys(roots))
 

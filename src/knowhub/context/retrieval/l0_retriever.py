@@ -33,7 +33,7 @@ import numpy as np
 
 from knowhub.context.core.enums import ContextType
 from knowhub.context.core.query import SeedHit, TypedQuery
-from knowhub.context.core.uri import check_access
+from knowhub.context.core.uri import agent_spaces, check_access
 from knowhub.index.lexical import LexicalDoc, LexicalIndex, partition_key
 from knowhub.providers.embedding import Embedder
 from knowhub.providers.vector import URI_PREFIX, VectorIndex
@@ -45,8 +45,8 @@ DEFAULT_CONTEXT_TYPES: tuple[str, ...] = (ContextType.MEMORY.value, ContextType.
 
 
 def visible_owner_spaces(ctx: Any) -> list[str]:
-    """Owner spaces a request may read: its user, its agent, the account's resources."""
-    return [f"user:{ctx.user_id}", f"agent:{ctx.agent_id}", f"account:{ctx.account_id}"]
+    """Owner spaces a request may read: its user, its agent spaces, the account's resources."""
+    return [f"user:{ctx.user_id}", *(f"agent:{a}" for a in agent_spaces(ctx)), f"account:{ctx.account_id}"]
 
 
 def visibility_filters(ctx: Any) -> dict[str, Any]:

@@ -11,11 +11,15 @@ principal only (:func:`request_context`), never from request fields:
   ``project-``, ``team-``, ``org-``, ``public``) is hashed too, so ``user:agent-bot`` never
   shares ``agent:bot``'s space;
 * ``agent_id``: the optional ``X-Context-Agent`` header, accepted only when the principal
-  is that agent or a member of ``agent:<id>`` (403 otherwise); without the header the
-  principal's first ``agent:`` membership, its own id for an agent principal, or
-  ``"default"``. A header can therefore only *select* among agent spaces the principal
-  already belongs to, never widen access; the agent space (cases, patterns, skills) is
-  shared by the users of one account that act through the same agent (seed 004 §5.1).
+  is that agent or a member of ``agent:<id>`` (403 otherwise); without the header its own
+  id for an agent principal or the principal's first ``agent:`` membership. A principal
+  with neither gets its *private* agent space (``private-{user_id}``,
+  :func:`knowhub.scope.private_agent_id`), which no other principal can reach: sharing
+  an agent space is always configured, never a default. A header can only *select*
+  among agent spaces the principal already belongs to, never widen access. A shared
+  space receives only abstracted experience (:mod:`knowhub.context.commit.sharing`).
+  Configured agent ids that start with ``h-``, ``private-`` or ``private.`` are hashed, so no
+  configuration can name a private space or alias a hashed id.
 
 Handlers are plain ``def`` (the engine is synchronous; FastAPI runs them in its threadpool).
 """
@@ -31,7 +35,14 @@ from pydantic import ConfigDict, Field
 
 from knowhub.config import Settings
 from knowhub.errors import PermissionDeniedError
-from knowhub.scope import PUBLIC, SCOPE_TYPES, Principal, RequestContext, parse_scope
+from knowhub.scope import (
+    PRIVATE_AGENT_PREFIXES,
+    PUBLIC,
+    SCOPE_TYPES,
+    Principal,
+    RequestContext,
+    parse_scope,
+)
 from knowhub.server.deps import PrincipalDep, clean_query, engine, split_csv
 from knowhub.server.routers._json import results, to_json
 from knowhub.server.schemas import MAX_MESSAGES, MAX_QUERY_CHARS, RequestBody
@@ -97,9 +108,16 @@ def request_context(principal: Principal, settings: Settings | None, agent_heade
             raise PermissionDeniedError("X-Context-Agent names an agent this key does not belong to", agent_id=wanted[:128])
         agent_id = wanted
     else:
-        agent_id = allowed_agents[0] if allowed_agents else "default"
+        agent_id = allowed_agents[0] if allowed_agents else ""
     account = getattr(getattr(settings, "context", None), "account_id", None) or "default"
-    return RequestContext(_safe_id(str(account)), user_id, agent_id=_safe_id(agent_id, f"agent:{agent_id}"))
+    return RequestContext(_safe_id(str(account)), user_id, agent_id=_agent_space_id(agent_id) if agent_id else "")
+
+
+def _agent_space_id(agent: str) -> str:
+    """A configured agent id as a space name; never a private space's or a hash's form."""
+    if _plain(agent) and not agent.startswith(("h-", *PRIVATE_AGENT_PREFIXES)):
+        return agent
+    return "h-" + hashlib.sha256(f"agent:{agent}".encode()).hexdigest()[:24]
 
 
 def _ctx(
