@@ -180,7 +180,9 @@ def build_knowledge(data: dict[str, Any], workdir: Path) -> tuple[Searcher, Call
     from knowhub import KnowledgeHub, Principal
 
     spec = data["principal"]
-    principal = Principal.of(spec["id"], list(spec["memberships"]))
+    # the set's items sit in public and org: scopes too: the writer holds the publish right
+    publishable = ["public", *(m for m in spec["memberships"] if m.startswith("org:"))]
+    principal = Principal.of(spec["id"], list(spec["memberships"]), publish=publishable)
     hub = KnowledgeHub(workdir / "knowledge")
     items = data["items"]
     saved = hub.save_many(principal, [knowledge_body(it) for it in items])

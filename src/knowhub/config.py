@@ -8,20 +8,42 @@ The defaults run fully offline: the ``local`` LLM provider is :class:`LocalAgent
 
 Each engine reads only its own section, and derives its directory from ``data_dir``:
 ``<data_dir>/tree``, ``<data_dir>/knowledge``, ``<data_dir>/context``.
+
+Configuration is strict: a key of the TOML file, of the keyword overrides or of a
+``KNOWHUB_*`` variable that names no setting raises :class:`~knowhub.errors.ConfigError`
+naming the key and the closest valid one, so that a typo (``provdier``, ``[server] prot``)
+never silently falls back to a default. ``KNOWHUB_*`` variables that are not settings are
+listed in :data:`NON_SETTING_ENV`.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
+from collections.abc import Mapping
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from knowhub.errors import ConfigError
+
+#: ``KNOWHUB_*`` environment variables that are read but are not settings: the config file
+#: (``Settings.load``), the MCP face's acting principal or key (``knowhub mcp``), and the
+#: PostgreSQL URL of the test suite. Every other ``KNOWHUB_*`` variable must name a setting.
+NON_SETTING_ENV = frozenset({
+    "KNOWHUB_CONFIG",
+    "KNOWHUB_MCP_KEY",
+    "KNOWHUB_MCP_PRINCIPAL",
+    "KNOWHUB_TEST_PG_URL",
+    "KNOWHUB_TEST_PGVECTOR_URL",
+    "KNOWHUB_KILL_RESULTS",
+})
+ENV_PREFIX = "KNOWHUB_"
+ENV_NESTED_DELIMITER = "__"
 
 # Values of the TOML file being loaded; read by the lowest-priority settings source.
 _FILE_VALUES: ContextVar[dict[str, Any] | None] = ContextVar("knowhub_file_values", default=None)
@@ -40,6 +62,8 @@ class _TomlFileSource(PydanticBaseSettingsSource):
 class LLMSettings(BaseModel):
     """Which LLM answers agent decisions. ``local`` is the offline LocalAgent."""
 
+    model_config = ConfigDict(extra="forbid")
+
     provider: Literal["local", "openai"] = "local"
     base_url: str | None = None
     model: str = "gpt-4o-mini"
@@ -52,6 +76,8 @@ class LLMSettings(BaseModel):
 class EmbeddingSettings(BaseModel):
     """Which embedder vectorizes text. ``hashing`` is offline and handles Chinese."""
 
+    model_config = ConfigDict(extra="forbid")
+
     provider: Literal["hashing", "openai"] = "hashing"
     base_url: str | None = None
     model: str = "text-embedding-3-small"
@@ -61,16 +87,29 @@ class EmbeddingSettings(BaseModel):
 
 
 class TreeSettings(BaseModel):
-    """KeywordTree knobs (seed 001 §7 constructor arguments)."""
+    """KeywordTree knobs: seed 001 §7 constructor arguments, then storage and cache knobs
+    read by :class:`~knowhub.tree.core.TreeCore` (the defaults are the engine's own)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     mru_capacity: int = 128
     max_candidates: int = 50
     descend_max_rounds: int = 6
     lock_timeout_s: float = 30.0
+    oversized_subtree: int = 500
+    checkpoint_every_ops: int = 1000
+    persist_every_ops: int = 5000
+    reorganize_chunk: int = 300
+    freeze_gc: bool = True
+    exact_cache_ttl_s: float = 3600.0
+    descend_cache_ttl_s: float = 3600.0
+    agent_cache_ttl_s: float = 6 * 3600.0
 
 
 class KnowledgeSettings(BaseModel):
     """KnowHub store and secrets. ``db_url`` None means SQLite under the data dir."""
+
+    model_config = ConfigDict(extra="forbid")
 
     db_url: str | None = None
     secret_key: SecretStr | None = None
@@ -79,8 +118,12 @@ class KnowledgeSettings(BaseModel):
 
 
 class ContextSettings(BaseModel):
-    """ContextEngine knobs."""
+    """ContextEngine knobs. ``account_id`` is the account every HTTP/MCP/CLI context request
+    of this deployment addresses (``ctx://{account_id}/...``)."""
 
+    model_config = ConfigDict(extra="forbid")
+
+    account_id: str = Field(default="default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
     extractor_concurrency: int = 4
     index_batch_size: int = 100
     index_poll_interval_s: float = 0.5
@@ -90,6 +133,8 @@ class ContextSettings(BaseModel):
 
 class AuthKey(BaseModel):
     """One API key and the principal it authenticates (``[[auth.keys]]`` in TOML)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     key: SecretStr
     principal: str
@@ -102,17 +147,37 @@ class AuthKey(BaseModel):
     tree: Literal["read-write", "read-only"] = "read-write"
 
 
+#: Seed 002's defaults for an agent's ``knowledge_save``: ``scopes=[SEED_ORG_SCOPE]`` and
+#: ``owner=agent:{agent_id}`` with ``agent_id="research_agent"``.
+SEED_ORG_SCOPE = "org:cybertogether"
+SEED_AGENT_SCOPE = "agent:research_agent"
+
+
 class AuthSettings(BaseModel):
-    """Bearer keys. With none configured the server only binds to loopback."""
+    """Bearer keys. With none configured the server only binds to loopback.
+
+    The keyless default principal (one user on loopback, or a local process without a key)
+    is a member of seed 002's default org and agent scopes and may publish into that org,
+    so the seed's agent flow (``knowledge_save`` with its defaults) works out of the box.
+    Keyed principals get exactly the rights of their key.
+    """
+
+    model_config = ConfigDict(extra="forbid")
 
     keys: list[AuthKey] = Field(default_factory=list)
     default_principal: str = "user:local"
-    default_memberships: list[str] = Field(default_factory=lambda: ["public"])
+    default_memberships: list[str] = Field(
+        default_factory=lambda: ["public", SEED_ORG_SCOPE, SEED_AGENT_SCOPE]
+    )
     #: Publish right of the default principal (used only while no keys are configured).
-    default_publish: list[str] = Field(default_factory=lambda: ["public"])
+    default_publish: list[str] = Field(default_factory=lambda: ["public", SEED_ORG_SCOPE])
 
 
 class ServerSettings(BaseModel):
+    """Where ``knowhub serve`` (and ``knowhub mcp --transport http``) listens."""
+
+    model_config = ConfigDict(extra="forbid")
+
     host: str = "127.0.0.1"
     port: int = 8765
     load_sample: bool = True
@@ -123,9 +188,9 @@ class Settings(BaseSettings):
     """All knowhub settings. Build with :meth:`load` to include a TOML file."""
 
     model_config = SettingsConfigDict(
-        env_prefix="KNOWHUB_",
-        env_nested_delimiter="__",
-        extra="ignore",
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter=ENV_NESTED_DELIMITER,
+        extra="forbid",
     )
 
     data_dir: Path = Path("./knowhub-data")
@@ -154,13 +219,19 @@ class Settings(BaseSettings):
         """Settings from an optional TOML file, the environment and explicit overrides.
 
         Raises:
-            ConfigError: the file is missing, not TOML, or has values of the wrong type.
+            ConfigError: the file is missing or not TOML; a key of the file, of
+                ``overrides`` or of a ``KNOWHUB_*`` variable names no setting; or a value
+                has the wrong type.
         """
         path = config_file or os.environ.get("KNOWHUB_CONFIG")
         file_values = read_toml(Path(path)) if path else {}
+        given = {k: v for k, v in overrides.items() if v is not None}
+        check_keys(file_values, cls, origin=f"in {path}")
+        check_keys(given, cls, origin="in the arguments")
+        check_env(os.environ)
         token = _FILE_VALUES.set(file_values)
         try:
-            return cls(**{k: v for k, v in overrides.items() if v is not None})
+            return cls(**given)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first.get("loc", ()))
@@ -171,6 +242,84 @@ class Settings(BaseSettings):
     def engine_dir(self, engine: str) -> Path:
         """Directory of one engine inside the data dir, e.g. ``<data_dir>/tree``."""
         return Path(self.data_dir) / engine
+
+
+def _nested_model(annotation: Any) -> type[BaseModel] | None:
+    """The settings model a field holds directly or as list items (``list[AuthKey]``)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _nested_model(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _unknown(key: str, known: list[str], shown: str, prefix: str, origin: str) -> ConfigError:
+    """ConfigError naming the unknown key and the closest valid one (difflib)."""
+    close = difflib.get_close_matches(key.lower(), known, n=1, cutoff=0.6)
+    hint = f"; did you mean {prefix + close[0]!r}?" if close else f"; valid keys: {', '.join(sorted(known))}"
+    return ConfigError(f"unknown setting {shown!r} {origin}{hint}", key=shown)
+
+
+def check_keys(values: Mapping[str, Any], model: type[BaseModel], *, origin: str, where: str = "") -> None:
+    """Refuse keys of ``values`` (a TOML table or overrides) that name no field of ``model``.
+
+    Sections and arrays of tables (``[[auth.keys]]``) are checked recursively.
+
+    Raises:
+        ConfigError: naming the dotted key and the closest valid key.
+    """
+    fields = model.model_fields
+    for key, value in values.items():
+        field = fields.get(key)
+        if field is None:
+            raise _unknown(str(key), list(fields), f"{where}{key}", where, origin)
+        sub = _nested_model(field.annotation)
+        if sub is None:
+            continue
+        if isinstance(value, Mapping):
+            check_keys(value, sub, origin=origin, where=f"{where}{key}.")
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                if isinstance(item, Mapping):
+                    check_keys(item, sub, origin=origin, where=f"{where}{key}[{i}].")
+
+
+def check_env(environ: Mapping[str, str]) -> None:
+    """Refuse ``KNOWHUB_*`` variables that name no setting (and are not in NON_SETTING_ENV).
+
+    Names are matched case-insensitively, nested sections joined with ``__``, as
+    pydantic-settings reads them. A section may also be given whole as JSON
+    (``KNOWHUB_LLM='{"model": ...}'``); its keys are then checked by the model itself.
+
+    Raises:
+        ConfigError: naming the variable and the closest valid variable name.
+    """
+    for name in sorted(environ):
+        upper = name.upper()
+        if not upper.startswith(ENV_PREFIX) or upper in NON_SETTING_ENV:
+            continue
+        model: type[BaseModel] | None = Settings
+        walked: list[str] = []
+        for part in upper[len(ENV_PREFIX):].lower().split(ENV_NESTED_DELIMITER):
+            if model is None:
+                raise ConfigError(
+                    f"unknown setting {name!r} in the environment: {'.'.join(walked)} has no sub-keys",
+                    key=name,
+                )
+            field = model.model_fields.get(part)
+            if field is None:
+                stem = ENV_PREFIX + "".join(f"{w.upper()}{ENV_NESTED_DELIMITER}" for w in walked)
+                close = difflib.get_close_matches(part, list(model.model_fields), n=1, cutoff=0.6)
+                hint = f"; did you mean {stem + close[0].upper()!r}?" if close else (
+                    f"; valid names: {', '.join(stem + k.upper() for k in sorted(model.model_fields))}"
+                )
+                raise ConfigError(f"unknown setting {name!r} in the environment{hint}", key=name)
+            walked.append(part)
+            # Only sections have sub-keys; a list of tables (auth.keys) is settable whole, as JSON.
+            annotation = field.annotation
+            model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
 
 
 def read_toml(path: Path) -> dict[str, Any]:
@@ -185,6 +334,9 @@ def read_toml(path: Path) -> dict[str, Any]:
 
 
 __all__ = [
+    "NON_SETTING_ENV",
+    "SEED_AGENT_SCOPE",
+    "SEED_ORG_SCOPE",
     "AuthKey",
     "AuthSettings",
     "ContextSettings",
@@ -194,5 +346,7 @@ __all__ = [
     "ServerSettings",
     "Settings",
     "TreeSettings",
+    "check_env",
+    "check_keys",
     "read_toml",
 ]

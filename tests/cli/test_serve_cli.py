@@ -21,10 +21,17 @@ from tests.cli.cli_support import run
 LOCAL = "http://127.0.0.1:8765"
 
 def _stub_uvicorn(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, dict[str, Any]]]:
+    """Replace uvicorn's server loop: record (app, config fields) instead of serving."""
     import uvicorn
 
     calls: list[tuple[Any, dict[str, Any]]] = []
-    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: calls.append((a, k)))
+
+    def fake_run(self: uvicorn.Server, sockets: Any = None) -> None:
+        config = self.config
+        calls.append(((config.app,), {"log_config": config.log_config, "access_log": config.access_log,
+                                      "bound": [sock.getsockname()[0] for sock in sockets or []]}))
+
+    monkeypatch.setattr(uvicorn.Server, "run", fake_run)
     return calls
 
 
@@ -33,19 +40,20 @@ def test_serve_passes_the_sample_choice_and_prints_urls(tmp_path: Path, monkeypa
     root = logging.getLogger()
     before = list(root.handlers)
     try:
-        result = run("serve", "--data", str(tmp_path / "d"), "--port", "8111")
+        result = run("serve", "--data", str(tmp_path / "d"), "--port", "0")
         assert result.exit_code == 0, result.output
-        assert "/api/knowledge/search?q=" in result.stdout and "/api/context/search?q=" in result.stdout
+        assert "listening" not in result.stdout  # the (stubbed) server never started serving
         (app,), kwargs = calls[-1]
-        assert app.state.lifecycle.load_sample is True
+        assert app.state.lifecycle.sample_report["loaded"] is True and (tmp_path / "d" / MARKER_NAME).is_file()
         assert kwargs["log_config"] is None and kwargs["access_log"] is False
-        result = run("serve", "--data", str(tmp_path / "d"), "--no-sample")
+        assert kwargs["bound"] == ["127.0.0.1"]  # bound before the engines opened
+        result = run("serve", "--data", str(tmp_path / "e"), "--port", "0", "--no-sample")
         assert result.exit_code == 0, result.output
-        assert calls[-1][0][0].state.lifecycle.load_sample is False
+        assert calls[-1][0][0].state.lifecycle.sample_report is None and not (tmp_path / "e" / MARKER_NAME).exists()
         config = tmp_path / "k.toml"
         config.write_text("[server]\nload_sample = false\n", encoding="utf-8")
-        assert run("serve", "--config", str(config), "--data", str(tmp_path / "d")).exit_code == 0
-        assert calls[-1][0][0].state.lifecycle.load_sample is False
+        assert run("serve", "--config", str(config), "--data", str(tmp_path / "f"), "--port", "0").exit_code == 0
+        assert calls[-1][0][0].state.lifecycle.sample_report is None and not (tmp_path / "f" / MARKER_NAME).exists()
     finally:
         for handler in list(root.handlers):
             if handler not in before:
@@ -118,3 +126,25 @@ def test_outline_specs_follow_the_indentation() -> None:
     assert ids[by_name["Python"]["parent_id"]]["name"] == "编程语言"
     assert by_name["大语言模型"]["aliases"] == ["Large language model", "LLM", "大模型"]
     assert len(specs) == 96
+
+
+def test_engines_handed_over_by_serve_are_closed_by_the_app_shutdown(tmp_path: Path) -> None:
+    """uvicorn ends the process right after the lifespan on SIGTERM, so the engines that
+    ``knowhub serve`` opened before it must be closed by the app's own shutdown."""
+    from knowhub.server.app import ENGINE_BUILDERS
+    from knowhub.server.lifecycle import open_engines
+
+    settings = Settings.load(data_dir=tmp_path / "d")
+    opened = open_engines(settings, ENGINE_BUILDERS, load_sample=False)
+    app = create_app(settings, engines=opened.engines, own_engines=True)
+    with TestClient(app, base_url="http://127.0.0.1:8765") as client:  # keyless: loopback Host
+        assert client.get("/ready").status_code == 200
+    assert opened.engines["context_engine"]._closed and opened.engines["keyword_tree"]._closed
+    kept = open_engines(settings, ENGINE_BUILDERS, load_sample=False)
+    try:
+        with TestClient(create_app(settings, engines=kept.engines)):
+            pass
+        assert not kept.engines["context_engine"]._closed  # injected without own_engines: the owner closes
+    finally:
+        for _, engine in kept.owned:
+            engine.close()

@@ -11,7 +11,6 @@ import pytest
 from knowhub.context.core import ContextNode, memory_uri
 from knowhub.context.fs import ContextFS
 from knowhub.errors import (
-    CorruptStoreError,
     InvalidInputError,
     NotFoundError,
     PermissionDeniedError,
@@ -104,12 +103,14 @@ def test_half_written_directory_is_invisible(fs: ContextFS, ctx: RequestContext)
     assert fs.read_node(ctx, uri).abstract == "A whole"
 
 
-def test_corrupt_meta_is_reported(fs: ContextFS, ctx: RequestContext) -> None:
+def test_corrupt_meta_is_quarantined_on_read(fs: ContextFS, ctx: RequestContext) -> None:
     uri = memory_uri(ctx, "entities", "c")
     fs.write_node(ctx, _node(uri))
     (Path(fs.resolve_path(ctx, uri)) / ".meta.json").write_text("{nope")
-    with pytest.raises(CorruptStoreError):
+    with pytest.raises(NotFoundError, match="quarantined"):
         fs.read_node(ctx, uri)
+    (entry,) = fs.quarantine.entries()
+    assert entry["kind"] == "node" and (fs.quarantine.root / entry["id"] / ".meta.json").read_text() == "{nope"
 
 
 def test_list_children_depth_and_recursion(fs: ContextFS, ctx: RequestContext) -> None:
@@ -292,8 +293,10 @@ def test_check_reports_and_fixes(fs: ContextFS, ctx: RequestContext) -> None:
     report = fs.check()
     assert report["nodes"] == 2 and report["corrupt"] == [str(Path(fs.resolve_path(ctx, bad)))]
     assert report["half_written"] == [str(half)] and report["leftovers"] == 1
+    assert fs.quarantine.entries() == []  # a check without fix moves nothing
     fixed = fs.check(fix=True)
-    assert fixed["half_written"] == [str(half)]
+    assert fixed["half_written"] == [str(half)] and fixed["quarantined_now"] == 1
     after = fs.check()
-    assert after["half_written"] == [] and after["leftovers"] == 0 and len(after["corrupt"]) == 1
+    assert after["half_written"] == [] and after["leftovers"] == 0 and after["corrupt"] == []
+    assert [e["origin"] for e in after["quarantined"]] == ["accounts/acme/users/alice/memories/entities/bad"]
     assert fs.read_node(ctx, good).abstract == "A x"

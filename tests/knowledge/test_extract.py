@@ -142,3 +142,13 @@ def test_merge_handler_unions_and_dedupes() -> None:
     assert answer["task"] == "更长的任务描述"
     assert answer["types"] == ["tool", "strategy", "plan"]
     assert answer["content"] == "第一句。第二句。\n第三句。\nUse uv."
+
+
+def test_merge_handler_keeps_lines_and_code_as_written() -> None:
+    code = "Install it:\n```\npip install -e .[dev]\n    pytest -q\n```"
+    answer = merge_knowledge(
+        {"items": [{"id": "a", "task": "t", "content": code, "types": ["tool"]},
+                   {"id": "b", "task": "t", "content": code + "\nThen run the tests.", "types": ["tool"]}]},
+        LocalAgent(),
+    )
+    assert answer["content"] == code + "\nThen run the tests."

@@ -209,3 +209,39 @@ def test_history_shows_a_merged_private_item_only_to_who_could_see_each_version(
         assert any("QQQ-7731" in str(v["snapshot"]) for v in hub.history(alice, draft.id))
     finally:
         hub.close()
+
+
+LONG = " ".join(f"Step {n}: check the shard {n} replica lag and its disk usage before moving on." for n in range(120))
+
+
+def _long_pair(hub, alice):
+    hub.save(alice, {"task": "Shard maintenance", "content": LONG + "\nTAIL-A: page the DBA on lag over 5s.", "types": ["plan"]})
+    hub.save(alice, {"task": "Shard maintenance", "content": LONG + "\nTAIL-B: never resize during backups.", "types": ["plan"]})
+
+
+def test_slim_offline_keeps_long_contents_whole(hub: KnowledgeHub, alice) -> None:
+    """Issue 10 a2: contents over 6,000 characters used to be cut before the merge."""
+    assert len(LONG) > 8_000
+    _long_pair(hub, alice)
+    plan = hub.slim(alice, apply=True)
+    merged = plan.clusters[0].merged["content"]
+    assert "Step 119:" in merged and "TAIL-A" in merged and "TAIL-B" in merged
+    assert merged.count("Step 60:") == 1  # duplicate sentences are still kept once
+    survivor = hub.get(alice, plan.clusters[0].ids[0])
+    assert survivor.content == merged
+
+
+def test_slim_online_never_takes_content_from_a_cut_prompt(tmp_path, alice) -> None:
+    stub = StubLLMClient([{"task": "Shard upkeep", "content": "Check the shards.", "types": ["plan"]}])
+    hub = KnowledgeHub(tmp_path / "kh", llm=stub, secret_key=bytes(32))
+    try:
+        _long_pair(hub, alice)
+        plan = hub.slim(alice)
+        cluster = plan.clusters[0]
+        assert cluster.merged["task"] == "Shard upkeep"  # the model's task and types are kept
+        assert "TAIL-A" in cluster.merged["content"] and "TAIL-B" in cluster.merged["content"]
+        assert "content merged locally" in cluster.reason
+        _task, payload = parse_task_message(stub.calls[-1][0])
+        assert all(len(i["content"]) <= 6_000 for i in payload["items"])  # the prompt stays bounded
+    finally:
+        hub.close()

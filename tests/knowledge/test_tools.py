@@ -107,8 +107,9 @@ def test_signatures_and_defaults_follow_seed_002() -> None:
     save = defaults(kt.knowledge_save)
     assert list(save) == [
         "task", "content", "types", "tags", "scopes", "owner", "source_name", "source_category",
-        "urls", "agent_id", "submitted_by", "score", "message_id",
-    ]
+        "urls", "agent_id", "submitted_by", "score", "message_id", "resource_ids",
+    ]  # seed 002's parameters in its order, then resource_ids (issue 10 a4)
+    assert save["resource_ids"] is None
     assert save["source_category"] == "exp" and save["agent_id"] == "research_agent"
     assert save["score"] == 3 and save["message_id"] == "" and save["scopes"] is None
     assert list(defaults(kt.knowledge_update)) == [

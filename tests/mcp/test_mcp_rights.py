@@ -67,14 +67,20 @@ def test_knowledge_save_needs_the_publish_right(tmp_path: Path, engines: dict[st
     olga, pat = "mcp-olga-key-0123456789", "mcp-pat-key-0123456789"
     body = {"task": "部署 KnowHub", "content": "先 staging 再生产", "types": ["plan"]}
     for scopes in (["public"], ["org:cybertogether"]):
-        refused = _call(settings, engines, olga, "knowledge_save", {**body, "scopes": scopes})
+        refused = _call(settings, engines, olga, "knowledge_save",
+                        {**body, "scopes": scopes, "owner": "user:olga"})
         assert refused.is_error and refused.structured_content["error"] == "permission_denied"
-    # without scopes, seed 002's default org applies only where the key may publish into it
-    own = _call(settings, engines, olga, "knowledge_save", body)
+    # seed 002's defaults (org scope, agent owner) are refused where the key lacks the
+    # rights, as on every face; explicit scopes and owner work
+    refused_default = _call(settings, engines, olga, "knowledge_save", body)
+    assert refused_default.is_error
+    assert refused_default.structured_content["error"] in {"permission_denied", "invalid_input"}
+    own = _call(settings, engines, olga, "knowledge_save",
+                {**body, "scopes": ["user:olga"], "owner": "user:olga"})
     assert not own.is_error and own.structured_content["item"]["scopes"] == ["user:olga"]
-    published = _call(settings, engines, pat, "knowledge_save", body)
+    published = _call(settings, engines, pat, "knowledge_save", {**body, "owner": "user:pat"})
     assert published.structured_content["item"]["scopes"] == ["org:cybertogether"]
-    public = _call(settings, engines, pat, "knowledge_save", {**body, "scopes": ["public"]})
+    public = _call(settings, engines, pat, "knowledge_save", {**body, "scopes": ["public"], "owner": "user:pat"})
     assert not public.is_error and public.structured_content["item"]["visibility"] == "public"
     refused_resource = _call(settings, engines, olga, "resource_save",
                              {"id": "code/x", "title": "t", "body": "b", "scopes": ["public"]})

@@ -102,7 +102,8 @@ def test_stdio_server_end_to_end(tmp_path: Path) -> None:
             })
             assert not saved.is_error, _text(saved)
             item = saved.structured_content["item"]
-            assert item["owner"] == "user:local"  # the configured default principal
+            # the default principal may use seed 002's defaults: org scope, agent owner
+            assert item["owner"] == "agent:research_agent" and item["scopes"] == ["org:cybertogether"]
             found = await session.call_tool("knowledge_search", {"query": "Selenium 登录"})
             assert not found.is_error
             assert [i["id"] for i in found.structured_content["items"]] == [item["id"]]
@@ -294,12 +295,18 @@ def test_resolve_principal(tmp_path: Path) -> None:
     keys = [{"key": AGENT_KEY, "principal": "agent:research_agent", "memberships": ["org:cybertogether"],
              "admin_of": ["org:cybertogether"]}]
     settings = _settings(tmp_path, keys=keys)
-    assert resolve_principal(settings) == Principal.of("user:local", ["public"], publish=["public"])
+    assert resolve_principal(settings) == Principal.of(
+        "user:local", ["public", "org:cybertogether", "agent:research_agent"],
+        publish=["public", "org:cybertogether"],
+    )
     by_key = resolve_principal(settings, key=AGENT_KEY)
     assert by_key.id == "agent:research_agent" and by_key.admin_of == ("org:cybertogether",)
     by_name = resolve_principal(settings, principal="agent:research_agent")
     assert by_name.memberships == ("org:cybertogether",)
-    assert resolve_principal(settings, principal="user:zoe").memberships == ("public",)
+    # a named principal without a key gets the default principal's memberships
+    assert resolve_principal(settings, principal="user:zoe").memberships == (
+        "public", "org:cybertogether", "agent:research_agent",
+    )
     with pytest.raises(ConfigError):
         resolve_principal(settings, key="wrong-key")
     with pytest.raises(ConfigError):
@@ -319,10 +326,14 @@ def test_injected_engines_stay_open_and_lazy_ones_close(tmp_path: Path) -> None:
 
     async def body() -> None:
         async with Client(server) as client:
-            saved = await client.call_tool("knowledge_save", {"task": "缓存策略", "content": "热点数据放 Redis",
-                                                              "types": ["strategy"]})
+            body = {"task": "缓存策略", "content": "热点数据放 Redis", "types": ["strategy"]}
+            # carol is not in org:cybertogether: seed 002's defaults are refused, with a hint,
+            # exactly as the Python tool and the HTTP API refuse them (no silent fallback)
+            refused = await client.call_tool("knowledge_save", body)
+            assert refused.is_error and "seed 002 defaults" in _text(refused)
+            saved = await client.call_tool("knowledge_save", {**body, "scopes": ["user:carol"],
+                                                              "owner": "user:carol"})
             assert saved.structured_content["item"]["owner"] == "user:carol"
-            # carol is not in org:cybertogether: the item gets her own scope, not the seed's org
             assert saved.structured_content["item"]["scopes"] == ["user:carol"]
             made = await client.call_tool("tree_create_keyword", {"name": "缓存", "auto_place": False})
             assert not made.is_error

@@ -108,6 +108,17 @@ def test_subclass_overriding_only_chat_works_through_Chat_and_complete_json() ->
     assert client.complete_json("hello", SCHEMA) == {"action": "missing", "echo": "hello"}
 
 
+def test_seed_style_answers_are_fitted_to_the_schema() -> None:
+    class Sloppy(LLMClient):
+        def Chat(self, messages: list[dict[str, Any]], json_schema: dict[str, Any]) -> Any:
+            return {"action": "match", "node_id": ["u1"], "moves": "none"}
+
+    schema = {"type": "object", "properties": {"action": {"type": "string"},
+                                               "node_id": {"type": ["integer", "string", "null"]},
+                                               "moves": {"type": "array", "items": {"type": "object"}}}}
+    assert Sloppy().chat(MESSAGES, schema) == {"action": "match", "node_id": "u1"}  # list read as text
+
+
 def test_subclass_overriding_neither_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="chat"):
 

@@ -63,7 +63,8 @@ def test_publishing_into_public_or_an_org_needs_the_right(api: Api) -> None:
 
 
 def test_keyless_default_principal_may_publish_on_loopback(tmp_path: Path, hub: KnowledgeHub) -> None:
-    with TestClient(create_app(settings_for(tmp_path, with_keys=False), knowledge_hub=hub)) as client:
+    app = create_app(settings_for(tmp_path, with_keys=False), knowledge_hub=hub)
+    with TestClient(app, base_url="http://127.0.0.1:8765") as client:  # keyless: a loopback Host
         saved = client.post("/api/knowledge", json=knowledge_body(scopes=["public"]))
         assert saved.status_code == 201, saved.text
         assert saved.json()["owner"] == "user:local" and saved.json()["scopes"] == ["public"]

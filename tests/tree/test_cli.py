@@ -9,7 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from knowhub.cli.app import app as root_app
-from knowhub.cli.tree import app, parse_json_tree, parse_jsonl_tree, parse_outline
+from knowhub.cli.tree import app
+from knowhub.cli.tree_io import parse_json_tree, parse_jsonl_tree, parse_outline
 from knowhub.errors import InvalidInputError
 from knowhub.tree import KeywordTree
 

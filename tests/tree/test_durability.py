@@ -344,36 +344,18 @@ def test_undo_of_operation_committed_after_a_torn_change_log_tail(tmp_path: Path
     tree.close()
 
 
-def _assert_offset_index(data: Path, kind: str) -> None:
-    """``<dir>/index.json`` maps every id to the byte offset of its newest row."""
-    sub, name = ENTITY[kind].split("/")
-    raw = (data / sub / name).read_bytes()
-    newest: dict[str, int] = {}
-    for line in raw.splitlines():
-        row = json.loads(line)
-        newest[row["id"]] = max(newest.get(row["id"], 0), row["version"])
-    index = json.loads((data / sub / "index.json").read_text())["data"]
-    assert set(index) == set(newest)
-    for key, offset in index.items():
-        row = json.loads(raw[offset : raw.index(b"\n", offset)])
-        assert row["id"] == key and row["version"] == newest[key]
-
-
-def test_offset_indexes_follow_own_and_foreign_writes(tmp_path: Path) -> None:
+def test_no_offset_index_files(tmp_path: Path) -> None:
+    """The id->offset ``index.json`` files of earlier versions were never read: none is
+    written, and a stale one left by an earlier version is removed at the next persist."""
     data = tmp_path / "kt"
     tree = KeywordTree(data, llm_client=StubLLMClient())
-    other = KeywordTree(data, llm_client=StubLLMClient())
     a = tree.create_keyword("A", llm_auto_place=False)
-    tree.update_keyword(a.id, {"description": "v2"})
     tree.create_info("x", keyword_ids=[a.id])
+    (data / "keywords" / "index.json").write_text('{"fingerprint": {}, "data": {}}')
     tree.flush()
-    _assert_offset_index(data, "node")
-    _assert_offset_index(data, "info")
-    other.create_keyword("B", llm_auto_place=False)
-    other.compact_storage()
-    other.create_info("y", keyword_ids=[a.id])
-    tree.update_keyword(a.id, {"description": "v3"})
-    tree.close()  # this instance saw the other's writes and compaction
-    _assert_offset_index(data, "node")
-    _assert_offset_index(data, "info")
-    other.close()
+    assert not (data / "keywords" / "index.json").exists()
+    assert not (data / "infos" / "index.json").exists()
+    tree.close()
+    reopened = KeywordTree(data, llm_client=StubLLMClient())
+    assert reopened.get_keyword(a.id) is not None
+    reopened.close()

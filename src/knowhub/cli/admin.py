@@ -113,9 +113,12 @@ def check(
     data: DataOpt = None,
     config: ConfigOpt = None,
     engine: EngineOpt = None,
-    fix: Annotated[bool, typer.Option("--fix", help="Repair what can be repaired (rebuild indexes, drop leftovers).")] = False,
+    fix: Annotated[bool, typer.Option("--fix", help="Repair in place what can be repaired (cut torn tails, quarantine damaged records, rebuild indexes, drop leftovers).")] = False,
 ) -> None:
     """Check every engine's store against its indexes; exit 1 when something is wrong.
+
+    Without --fix nothing in the data dir is written (a temporary copy is checked); the
+    report lists damaged records found and those already in quarantine.
 
     Example: knowhub admin check --fix
     """

@@ -32,6 +32,7 @@ def root(
 def _register() -> None:
     from knowhub.cli import admin as admin_cli
     from knowhub.cli import context as context_cli
+    from knowhub.cli import doctor as doctor_cli
     from knowhub.cli import knowledge as knowledge_cli
     from knowhub.cli import mcp as mcp_cli
     from knowhub.cli import serve as serve_cli
@@ -43,6 +44,7 @@ def _register() -> None:
     app.add_typer(admin_cli.app, name="admin")
     app.command("serve")(serve_cli.serve)
     app.command("mcp")(mcp_cli.mcp)
+    app.command("doctor")(doctor_cli.doctor)
 
 
 _register()

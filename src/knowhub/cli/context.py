@@ -37,7 +37,7 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-AccountOpt = Annotated[str | None, typer.Option("--account", help="Account id (default: default).")]
+AccountOpt = Annotated[str | None, typer.Option("--account", help="Account id (default: context.account_id of the settings).")]
 UserOpt = Annotated[str | None, typer.Option("--user", "-u", help="User id (default: from auth.default_principal).")]
 AgentOpt = Annotated[str | None, typer.Option("--agent", help="Shared agent id (default: the user's private agent space).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
@@ -67,7 +67,7 @@ def _context(settings: Any, account: str | None, user: str | None, agent: str | 
     if user is None:
         kind, ident = parse_scope(settings.auth.default_principal)
         user = request_context(Principal.of(f"{kind}:{ident}"), settings).user_id
-    ctx = RequestContext(account or "default", user, agent_id=agent or "")
+    ctx = RequestContext(account or settings.context.account_id, user, agent_id=agent or "")
     if is_private_agent_id(ctx.agent_id) and ctx.shares_agent:
         raise InvalidInputError(f"--agent {agent}: that is another user's private agent space", agent=str(agent))
     return ctx

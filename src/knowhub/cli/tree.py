@@ -3,19 +3,8 @@
 A thin client of :class:`knowhub.tree.KeywordTree`: every command parses its input, calls
 the engine and prints the result with Rich. The data directory comes from ``--data``
 (given to ``knowhub tree`` or to the command itself), else ``<Settings.data_dir>/tree``;
-``--config`` names a TOML settings file (LLM provider, tree knobs).
-
-Import formats (``knowhub tree import``):
-
-* ``json``: one node ``{name, aliases, description, metadata, children: [...]}`` or a list.
-* ``jsonl``: one node per line with ``id``, ``name``, ``parent_id`` (or ``parent``) and the
-  optional ``aliases``, ``description``, ``metadata``; parents may appear after children.
-* ``outline``: indented text, one name per line, indentation = depth (spaces or tabs),
-  optional columns ``name | alias1, alias2 | description``; ``#`` starts a comment line.
-
-Imported nodes get fresh ids (the file's own id goes to ``metadata.source_id``) unless
-``--keep-ids`` is given. Imports are written with ``batch_create_keywords`` in chunks: each
-chunk is one durable, undoable operation.
+``--config`` names a TOML settings file (LLM provider, tree knobs). File formats and the
+idempotent import behind ``knowhub tree import`` live in :mod:`knowhub.cli.tree_io`.
 """
 
 from __future__ import annotations
@@ -23,10 +12,9 @@ from __future__ import annotations
 import json
 import re
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
@@ -34,11 +22,17 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.tree import Tree as RichTree
 
 from knowhub.cli.errors import handle_errors
+from knowhub.cli.tree_io import (
+    DEFAULT_CHUNK,
+    ON_CONFLICT,
+    import_nodes,
+    parse_outline,
+    read_import_file,
+)
 from knowhub.config import Settings
 from knowhub.errors import InvalidInputError, NotFoundError
 from knowhub.providers.llm import build_llm
@@ -58,9 +52,7 @@ app = typer.Typer(
     add_completion=False,
 )
 
-FORMATS = ("json", "jsonl", "outline")
 SAMPLE_MARK = "knowhub-tree-demo"
-DEFAULT_CHUNK = 5000
 SHORT_ID = 8
 
 DataOpt = Annotated[
@@ -156,217 +148,6 @@ def _resolve_path(tree: KeywordTree, path: str) -> str:
         current = match[0].id
         walked.append(match[0].name)
     return current
-
-
-# -- import parsing --------------------------------------------------------------------
-
-
-@dataclass
-class ParsedNode:
-    """One node read from an import file; ``key``/``parent_key`` are file-local ids."""
-
-    key: str
-    name: str
-    parent_key: str | None = None
-    aliases: list[str] = field(default_factory=list)
-    description: str = ""
-    metadata: dict[str, Any] = field(default_factory=dict)
-    source_id: str | None = None
-
-
-def _str_list(value: Any, where: str) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise InvalidInputError(f"{where}: aliases must be a list of strings")
-    return list(value)
-
-
-def _node_fields(obj: Any, where: str) -> tuple[str, list[str], str, dict[str, Any]]:
-    if not isinstance(obj, dict):
-        raise InvalidInputError(f"{where}: a node must be an object")
-    name = obj.get("name")
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidInputError(f"{where}: missing 'name'")
-    description = obj.get("description") or ""
-    metadata = obj.get("metadata") or {}
-    if not isinstance(description, str) or not isinstance(metadata, dict):
-        raise InvalidInputError(f"{where}: description must be a string and metadata an object")
-    return name.strip(), _str_list(obj.get("aliases"), where), description, dict(metadata)
-
-
-def parse_json_tree(text: str) -> list[ParsedNode]:
-    """Nested JSON (an object or a list of objects with ``children``), parents first."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"not valid JSON: {exc.msg} at line {exc.lineno}") from exc
-    roots = data if isinstance(data, list) else [data]
-    out: list[ParsedNode] = []
-    stack: list[tuple[Any, str | None, str]] = [(n, None, f"node {i}") for i, n in reversed(list(enumerate(roots)))]
-    while stack:
-        obj, parent_key, where = stack.pop()
-        name, aliases, description, metadata = _node_fields(obj, where)
-        key = f"n{len(out)}"
-        raw_id = obj.get("id")
-        out.append(ParsedNode(key, name, parent_key, aliases, description, metadata, str(raw_id) if raw_id is not None else None))
-        children = obj.get("children") or []
-        if not isinstance(children, list):
-            raise InvalidInputError(f"{where} ({name}): children must be a list")
-        for i in range(len(children) - 1, -1, -1):
-            stack.append((children[i], key, f"{where}.children[{i}]"))
-    return out
-
-
-def parse_jsonl_tree(text: str) -> list[ParsedNode]:
-    """One node per line (``id``, ``name``, ``parent_id``/``parent``); sorted parents first."""
-    rows: list[ParsedNode] = []
-    keys: set[str] = set()
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidInputError(f"line {lineno}: not valid JSON ({exc.msg})") from exc
-        name, aliases, description, metadata = _node_fields(obj, f"line {lineno}")
-        raw_id = obj.get("id")
-        key = str(raw_id) if raw_id is not None else f"line{lineno}"
-        if key in keys:
-            raise InvalidInputError(f"line {lineno}: duplicate id {key!r}")
-        keys.add(key)
-        parent = obj.get("parent_id", obj.get("parent"))
-        rows.append(ParsedNode(key, name, str(parent) if parent not in (None, "") else None, aliases, description, metadata, key if raw_id is not None else None))
-    return _parents_first(rows)
-
-
-def _parents_first(rows: list[ParsedNode]) -> list[ParsedNode]:
-    """Order rows so that a parent in the file precedes its children (refuses cycles)."""
-    by_key = {r.key: r for r in rows}
-    children: dict[str | None, list[ParsedNode]] = {}
-    for row in rows:
-        parent = row.parent_key if row.parent_key in by_key else None
-        children.setdefault(parent, []).append(row)
-    out: list[ParsedNode] = []
-    queue = list(children.get(None, []))
-    i = 0
-    while i < len(queue):
-        row = queue[i]
-        i += 1
-        out.append(row)
-        queue.extend(children.get(row.key, []))
-    if len(out) != len(rows):
-        placed = {r.key for r in out}
-        stuck = next(r for r in rows if r.key not in placed)
-        raise InvalidInputError(f"parent cycle in the file involving id {stuck.key!r}")
-    return out
-
-
-_ALIAS_SPLIT = re.compile(r"\s*[,，]\s*")
-
-
-def parse_outline(text: str) -> list[ParsedNode]:
-    """Indented outline, indentation = depth; ``name | aliases | description`` columns."""
-    lines = [raw.rstrip().replace("\u3000", "  ") for raw in text.splitlines()]
-    # A tab is one indentation step: as wide as the narrowest space indentation in the file.
-    space_indents = [len(ln) - len(ln.lstrip(" ")) for ln in lines if ln.startswith(" ") and ln.strip()]
-    unit = min(space_indents) if space_indents else 4
-    out: list[ParsedNode] = []
-    stack: list[tuple[int, str]] = []  # (indent width, key) of the open ancestors
-    for lineno, line in enumerate(lines, 1):
-        body = line.lstrip(" \t")
-        if not body or body.startswith("#"):
-            continue
-        indent = len(line[: len(line) - len(body)].replace("\t", " " * unit))
-        dedented = False
-        while stack and stack[-1][0] > indent:
-            stack.pop()
-            dedented = True
-        if stack and stack[-1][0] == indent:
-            stack.pop()  # a sibling of the previous node at this depth
-        elif stack and dedented:
-            raise InvalidInputError(f"line {lineno}: indentation does not match any outer level")
-        cols = [c.strip() for c in body.split("|", 2)]
-        name = cols[0]
-        if not name:
-            raise InvalidInputError(f"line {lineno}: empty name")
-        aliases = [a for a in _ALIAS_SPLIT.split(cols[1]) if a] if len(cols) > 1 else []
-        description = cols[2] if len(cols) > 2 else ""
-        key = f"l{lineno}"
-        out.append(ParsedNode(key, name, stack[-1][1] if stack else None, aliases, description))
-        stack.append((indent, key))
-    return out
-
-
-def parse_import(text: str, fmt: str) -> list[ParsedNode]:
-    """Dispatch on the import format; InvalidInputError on anything malformed."""
-    if fmt == "json":
-        return parse_json_tree(text)
-    if fmt == "jsonl":
-        return parse_jsonl_tree(text)
-    if fmt == "outline":
-        return parse_outline(text)
-    raise InvalidInputError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
-
-
-def _guess_format(path: Path) -> str:
-    suffix = path.suffix.lower()
-    return {".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl"}.get(suffix, "outline")
-
-
-def import_nodes(
-    tree: KeywordTree,
-    parsed: list[ParsedNode],
-    parent_id: str,
-    *,
-    keep_ids: bool = False,
-    chunk: int = DEFAULT_CHUNK,
-    extra_metadata: dict[str, Any] | None = None,
-    console: Console | None = None,
-) -> dict[str, Any]:
-    """Write parsed nodes with ``batch_create_keywords`` in chunks; returns counts and time.
-
-    A parent key that is not in the file may name an existing keyword id (so a JSONL file
-    can hang nodes under the current tree); otherwise the import is refused before writing.
-    """
-    ids: dict[str, str] = {}
-    specs: list[dict[str, Any]] = []
-    for node in parsed:
-        node_id = node.key if keep_ids and node.source_id else str(uuid.uuid4())
-        ids[node.key] = node_id
-    for node in parsed:
-        if node.parent_key is None:
-            parent = parent_id
-        elif node.parent_key in ids:
-            parent = ids[node.parent_key]
-        elif tree.get_keyword(node.parent_key) is not None:
-            parent = node.parent_key
-        else:
-            raise NotFoundError(f"node {node.name!r}: parent {node.parent_key!r} is neither in the file nor in the tree")
-        metadata = {**node.metadata, **(extra_metadata or {})}
-        if node.source_id and not keep_ids:
-            metadata.setdefault("source_id", node.source_id)
-        specs.append(
-            {"id": ids[node.key], "name": node.name, "parent_id": parent, "aliases": node.aliases, "description": node.description, "metadata": metadata}
-        )
-    started = time.perf_counter()
-    operations: list[str] = []
-    show = console is not None and len(specs) > chunk
-    with Progress(
-        TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=console, disable=not show, transient=True,
-    ) as progress:
-        task = progress.add_task("import", total=len(specs))
-        for start in range(0, len(specs), max(1, chunk)):
-            part = specs[start : start + chunk]
-            tree.batch_create_keywords(part)
-            if tree.last_operation_id:
-                operations.append(tree.last_operation_id)
-            progress.advance(task, len(part))
-    seconds = time.perf_counter() - started
-    return {"nodes": len(specs), "operations": operations, "seconds": seconds, "ids": ids}
 
 
 # -- printing --------------------------------------------------------------------------
@@ -537,38 +318,42 @@ def import_file(
     file: Annotated[Path, typer.Argument(help="File to import.")],
     fmt: Annotated[str | None, typer.Option("--format", "-f", help="json | jsonl | outline (default: by extension).")] = None,
     parent: Annotated[str | None, typer.Option("--parent", "-p", help="Keyword id the top-level nodes go under.")] = None,
-    keep_ids: Annotated[bool, typer.Option("--keep-ids", help="Use the file's ids as keyword ids.")] = False,
+    keep_ids: Annotated[bool, typer.Option("--keep-ids", help="Use the file's ids as keyword ids (path-like ids are refused).")] = False,
+    on_conflict: Annotated[str, typer.Option(
+        "--on-conflict",
+        help="A name that already exists under the same parent (or a kept id that exists): "
+        "skip it, merge the file's aliases/description/metadata into it, or error before writing.",
+    )] = "skip",
     chunk: Annotated[int, typer.Option("--chunk", min=1, help="Nodes per operation.")] = DEFAULT_CHUNK,
     data: DataOpt = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Import keywords from JSON, JSONL or an indented outline.
+    """Import keywords from JSON, JSONL or an indented outline; importing again adds nothing.
 
     Examples:
 
       knowhub tree import topics.txt --format outline
 
-      knowhub tree import nodes.jsonl --parent 3f2a9c1d
+      knowhub tree import nodes.jsonl --parent 3f2a9c1d --on-conflict merge
     """
-    fmt = (fmt or _guess_format(file)).lower()
-    if fmt not in FORMATS:
-        raise InvalidInputError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
-    try:
-        text = file.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InvalidInputError(f"{file} is not UTF-8 text") from exc
-    parsed = parse_import(text, fmt)
-    if not parsed:
-        raise InvalidInputError(f"{file} holds no nodes")
+    if on_conflict not in ON_CONFLICT:
+        raise InvalidInputError(f"unknown --on-conflict {on_conflict!r}; use one of {', '.join(ON_CONFLICT)}")
+    parsed, fmt = read_import_file(file, fmt)
     console = _console()
     with _open(ctx, data, config) as tree:
         parent_id = _resolve_id(tree, parent) if parent else ROOT_ID
-        report = import_nodes(tree, parsed, parent_id, keep_ids=keep_ids, chunk=chunk, console=console)
+        report = import_nodes(tree, parsed, parent_id, keep_ids=keep_ids, chunk=chunk, on_conflict=on_conflict, console=console)
         rate = report["nodes"] / report["seconds"] if report["seconds"] > 0 else float("inf")
-        console.print(
+        line = (
             f"imported {report['nodes']} keyword(s) from {escape(str(file))} ({fmt}) in {report['seconds']:.2f}s "
             f"({rate:,.0f} nodes/s), {len(report['operations'])} operation(s)"
         )
+        if report["existing"]:
+            settled = f"{report['merged']} merged" if on_conflict == "merge" else "skipped"
+            line += f"; {report['existing']} already present ({settled})"
+        if report["folded"]:
+            line += f"; {report['folded']} repeated name(s) folded into their first occurrence"
+        console.print(line)
 
 
 @app.command("metrics")
@@ -800,14 +585,4 @@ def demo(ctx: typer.Context, data: DataOpt = None, config: ConfigOpt = None) -> 
         console.print(f"LLM ({type(tree.llm).__name__}): {usage['calls']} call(s), {usage['prompt_tokens']} prompt tokens")
 
 
-__all__ = [
-    "FORMATS",
-    "ParsedNode",
-    "app",
-    "build_sample",
-    "import_nodes",
-    "parse_import",
-    "parse_json_tree",
-    "parse_jsonl_tree",
-    "parse_outline",
-]
+__all__ = ["app", "build_sample"]

@@ -133,7 +133,7 @@ class ContextEngineService:
         self.index_dir = self.data_dir / "index"
         ensure_dir(self.index_dir)
         self.outbox = SQLiteOutboxStore(self.index_dir / "outbox.db", lease_s=lease_s, max_retries=max_retries,
-                                        backoff_base_s=backoff_base_s)
+                                        backoff_base_s=backoff_base_s, quarantine=self.fs.quarantine)
         self.embedder: Embedder = embedder or HashingEmbedder()
         self.vectors: VectorIndex = vectors if vectors is not None else ExactVectorIndex(self.embedder.dim, self.index_dir / "vectors")
         self.lexical = LexicalIndex(bm25_k1, bm25_b)
@@ -206,9 +206,19 @@ class ContextEngineService:
         manifest_path = self.index_dir / "manifest.json"
         try:
             saved = orjson.loads(manifest_path.read_bytes())
-        except (OSError, orjson.JSONDecodeError):
+        except FileNotFoundError:
+            saved = None
+        except (OSError, orjson.JSONDecodeError) as exc:
+            self.fs.quarantine.move([manifest_path], f"unreadable index manifest: {exc}", kind="index file")
             saved = None
         loaded = saved == self._manifest() and bool(self.vectors.load())
+        saved_copy = getattr(self.vectors, "path", None)
+        if saved == self._manifest() and not loaded and isinstance(saved_copy, Path) and saved_copy.is_dir():
+            # the manifest says the saved copy fits, yet it does not load: it is damaged
+            files = sorted(saved_copy.iterdir())
+            if files:
+                self.fs.quarantine.move(files, "saved vector index does not load", kind="index file",
+                                        origin=saved_copy)
         if loaded:
             report: dict[str, Any] = {"mode": "reconcile", **self.indexer.reconcile()}
         else:

@@ -23,6 +23,10 @@ Row columns: ``seq`` (append order), ``event_id`` (unique, so a replayed append 
 ``next_attempt_at``, ``lease_owner``, ``lease_until``, ``last_error``, ``created_at``,
 ``updated_at`` (epoch seconds), ``done_by`` (the worker that completed the event).
 
+A row that cannot be decoded (a damaged payload or column) is moved into quarantine
+(:class:`~knowhub.storage.quarantine.Quarantine`: kept as JSON, removed from the table)
+by whichever read meets it, so one bad row never stops the worker or a listing.
+
 Each event is *claimed* by one worker, but an engine whose index copy lives in the memory of
 each process needs every event in every process: :meth:`events_after` lets a worker follow
 the events others completed (:meth:`knowhub.index.IndexWorker.follow`).
@@ -43,6 +47,7 @@ import orjson
 from knowhub.errors import InvalidInputError, NotFoundError, StorageError
 from knowhub.index.events import OutboxEvent, OutboxStatus
 from knowhub.storage import create_private_file, ensure_dir
+from knowhub.storage.quarantine import Quarantine
 
 __all__ = ["SQLiteOutboxStore"]
 
@@ -83,6 +88,7 @@ class SQLiteOutboxStore:
         backoff_base_s / backoff_max_s: first retry delay and its cap.
         clock: time source (tests pass a fake one).
         busy_timeout_s: how long to wait for another process's write transaction.
+        quarantine: where undecodable rows go (default: ``quarantine/`` next to ``path``).
     """
 
     def __init__(
@@ -95,6 +101,7 @@ class SQLiteOutboxStore:
         backoff_max_s: float = 300.0,
         clock: Callable[[], float] = time.time,
         busy_timeout_s: float = 30.0,
+        quarantine: Quarantine | None = None,
     ) -> None:
         if lease_s <= 0 or max_retries < 0 or backoff_base_s < 0 or backoff_max_s < backoff_base_s:
             raise InvalidInputError(
@@ -106,6 +113,7 @@ class SQLiteOutboxStore:
         self.backoff_base_s = float(backoff_base_s)
         self.backoff_max_s = float(backoff_max_s)
         self.clock = clock
+        self.quarantine = quarantine if quarantine is not None else Quarantine(self.path.parent, "outbox")
         self._lock = threading.RLock()
         try:
             ensure_dir(self.path.parent)
@@ -172,6 +180,25 @@ class SQLiteOutboxStore:
             created_at=float(row[10]),
             updated_at=float(row[11]),
         )
+
+    def _decoded(self, rows: Sequence[Sequence[Any]], skip: int = 0) -> list[tuple[Sequence[Any], OutboxEvent]]:
+        """``(row, event)`` of the rows that decode (event columns start at ``skip``); the
+        others are moved into quarantine."""
+        good: list[tuple[Sequence[Any], OutboxEvent]] = []
+        for row in rows:
+            try:
+                good.append((row, self._event(row[skip:])))
+            except (orjson.JSONDecodeError, TypeError, ValueError) as exc:
+                self._quarantine_row(row[skip:], f"{type(exc).__name__}: {exc}"[:300])
+        return good
+
+    def _quarantine_row(self, row: Sequence[Any], reason: str) -> None:
+        names = [name.strip() for name in _COLUMNS.split(",")]
+        raw = orjson.dumps(dict(zip(names, row, strict=False)), default=repr)
+        self.quarantine.keep(f"outbox-{str(row[0])[:80]}.json", raw, reason, kind="outbox row",
+                             origin=f"{self.path.name}, event {row[0]}")
+        with self._tx() as conn:
+            conn.execute("DELETE FROM outbox WHERE event_id IS ?", (row[0],))
 
     def backoff_s(self, retry_count: int) -> float:
         """Delay before retry number ``retry_count`` (1-based)."""
@@ -246,7 +273,7 @@ class SQLiteOutboxStore:
                     "WHERE event_id = ?",
                     [(OutboxStatus.PROCESSING.value, worker_id, until, now, row[0]) for row in rows],
                 )
-        events = [self._event(row) for row in rows]
+        events = [event for _, event in self._decoded(rows)]
         for event in events:
             event.status = OutboxStatus.PROCESSING.value
             event.lease_owner = worker_id
@@ -345,9 +372,10 @@ class SQLiteOutboxStore:
             NotFoundError: no event with that id.
         """
         rows = self._query(f"SELECT {_COLUMNS} FROM outbox WHERE event_id = ?", (event_id,))
-        if not rows:
+        decoded = self._decoded(rows)
+        if not decoded:
             raise NotFoundError(f"no outbox event {event_id}", event_id=event_id)
-        return self._event(rows[0])
+        return decoded[0][1]
 
     def list_events(self, status: str | None = None, limit: int = 100) -> list[OutboxEvent]:
         """Events in append order, optionally of one status."""
@@ -357,7 +385,7 @@ class SQLiteOutboxStore:
             rows = self._query(
                 f"SELECT {_COLUMNS} FROM outbox WHERE status = ? ORDER BY seq LIMIT ?", (str(status), int(limit))
             )
-        return [self._event(row) for row in rows]
+        return [event for _, event in self._decoded(rows)]
 
     def last_seq(self) -> int:
         """The append position of the newest event ever stored (0 for a new outbox)."""
@@ -373,7 +401,7 @@ class SQLiteOutboxStore:
         """
         rows = self._query(f"SELECT seq, done_by, {_COLUMNS} FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?",
                            (int(seq), int(limit)))
-        return [(int(row[0]), row[1], self._event(row[2:])) for row in rows]
+        return [(int(row[0]), row[1], event) for row, event in self._decoded(rows, skip=2)]
 
     def pending_count(self) -> int:
         """Events not finished yet: pending, failed (waiting to retry) or processing."""

@@ -127,7 +127,7 @@ def run_extraction(llm: LLMClient, messages: list[dict[str, str]]) -> list[dict[
         log.warning("extract_knowledge answer has no items list; using local rules")
     except KnowhubError as exc:
         log.warning("extract_knowledge failed (%s); using local rules", exc.code)
-    return list(local_extract(payload, None)["items"])  # type: ignore[arg-type]
+    return list(local_extract(payload, None)["items"])
 
 
 def candidate_bodies(

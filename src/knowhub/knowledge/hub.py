@@ -33,7 +33,7 @@ from knowhub.index import EmbeddedIndex
 from knowhub.index.postgres import PostgresIndex
 from knowhub.knowledge import extract as extraction
 from knowhub.knowledge import slim_plans
-from knowhub.knowledge.feedback import apply_update, evolve_content, parse_update
+from knowhub.knowledge.feedback import add_evidence, apply_update, evolve_content, parse_update
 from knowhub.knowledge.models import (
     Knowledge,
     Resource,
@@ -236,6 +236,9 @@ class KnowledgeHub:
         with self._sync_lock:
             with self.store.read() as conn:
                 changes = self.store.changes_since(conn, self._indexes.seq)
+            quarantined = self.store.damaged.take_moved()
+            if quarantined:
+                self._indexes.remove(quarantined)
             if not changes:
                 return
             latest: dict[str, tuple[bool, Knowledge]] = {}
@@ -690,7 +693,13 @@ class KnowledgeHub:
         return own + rest
 
     def extract(self, principal: Principal, messages: Any) -> builtins.list[Knowledge]:
-        """Turn a conversation into saved knowledge (seed 003 extraction); skips duplicates."""
+        """Turn a conversation into saved knowledge (seed 003 extraction).
+
+        Returns the new items. A candidate that duplicates a visible item is not saved
+        again; when that item is the caller's own and the candidate comes from messages it
+        does not record yet, it is new evidence and raises the item's confidence one step
+        (:func:`~knowhub.knowledge.feedback.add_evidence`, change kind ``evidence``).
+        """
         principal = self._principal(principal)
         clean = extraction.check_messages(messages)
         if not clean:
@@ -705,14 +714,32 @@ class KnowledgeHub:
             except InvalidInputError as exc:
                 log.warning("extract: dropped an invalid candidate: %s", exc.message)
         saved: builtins.list[Knowledge] = []
+        now = utc_now()
         with self.store.write() as conn:
             for item in items:
-                if self.store.find_duplicate(
+                duplicate = self.store.find_duplicate(
                     conn, item.task, item.content, principal.visible_scopes
-                ):
+                )
+                if duplicate is None:
+                    self._insert_new(conn, item)
+                    saved.append(item)
                     continue
-                self._insert_new(conn, item)
-                saved.append(item)
+                # Seen again: the caller's own item gains confidence from new evidence.
+                current = self._load_visible(conn, principal, duplicate, for_update=True)
+                if current.owner != principal.id:
+                    continue
+                ids = list(item.source.get("message_ids") or [])
+                evidenced = add_evidence(current, ids, now=now)
+                if evidenced is not None:
+                    self._commit(
+                        conn,
+                        change_id=self.store.new_change_id(),
+                        principal=principal,
+                        previous=current,
+                        new=evidenced,
+                        kind="evidence",
+                        now=now,
+                    )
         self._sync()
         return saved
 

@@ -48,6 +48,8 @@ LEXICAL_THRESHOLD = 0.8
 PREFILTER_COSINE = 0.6
 MAX_NEIGHBORS = 10  # nearest others checked per item
 MAX_SCAN = 20_000  # most recently changed items considered in one slim run
+#: Characters of each member's content shown to the LLM. A longer member cannot be merged
+#: by a model that saw only part of it, so its cluster's content is merged locally (in full).
 MERGE_CONTENT_CHARS = 6_000
 _BLOCK = 1024
 
@@ -199,21 +201,22 @@ def merge_cluster(
     """
     ordered = _survivor_order(members)
     scopes = merged_scopes(ordered, caller)
-    payload = {
+    full = {
         "items": [
-            {
-                "id": item.id,
-                "task": item.task,
-                "content": item.content[:MERGE_CONTENT_CHARS],
-                "types": list(item.types),
-            }
-            for item in ordered
+            {"id": i.id, "task": i.task, "content": i.content, "types": list(i.types)}
+            for i in ordered
+        ]
+    }
+    cut = any(len(i.content) > MERGE_CONTENT_CHARS for i in ordered)
+    prompt = {
+        "items": [
+            {**entry, "content": entry["content"][:MERGE_CONTENT_CHARS]} for entry in full["items"]
         ]
     }
     answer: dict[str, Any] | None = None
     try:
         raw = llm.chat(
-            build_task_messages("merge_knowledge", MERGE_INSTRUCTIONS, payload, MERGE_SCHEMA),
+            build_task_messages("merge_knowledge", MERGE_INSTRUCTIONS, prompt, MERGE_SCHEMA),
             MERGE_SCHEMA,
         )
         answer = _valid_merge(raw)
@@ -221,9 +224,16 @@ def merge_cluster(
             log.warning("merge_knowledge answer unusable; using the local merge")
     except KnowhubError as exc:
         log.warning("merge_knowledge failed (%s); using the local merge", exc.code)
+    local = _valid_merge(local_merge(full, None))  # type: ignore[arg-type]
+    assert local is not None  # the local merge always yields task, content and types
     if answer is None:
-        answer = _valid_merge(local_merge(payload, None))  # type: ignore[arg-type]
-    assert answer is not None  # the local merge always yields task, content and types
+        answer = local
+    elif cut:
+        # The model saw a cut member: keep its task and types, never its content.
+        answer = {**answer, "content": local["content"]}
+        reason = (
+            f"{reason}; content merged locally (a member exceeds {MERGE_CONTENT_CHARS} characters)"
+        )
     merged = merged_item(ordered, answer, scopes)
     return SlimCluster(
         ids=[i.id for i in ordered],

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -59,8 +60,10 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from knowhub.errors import StorageError
+from knowhub.knowledge.damage import DamagedRows
 from knowhub.knowledge.models import Knowledge
 from knowhub.storage import create_private_file, ensure_dir
+from knowhub.storage.quarantine import Quarantine
 from knowhub.text import normalize
 
 __all__ = ["SCHEMA_VERSION", "KnowledgeStore", "content_hash"]
@@ -302,6 +305,8 @@ class KnowledgeStore:
         self, data_dir: Path, db_url: str | None = None, *, migrate_to: int = SCHEMA_VERSION
     ) -> None:
         self.data_dir = Path(data_dir)
+        self.damaged = DamagedRows(Quarantine(self.data_dir, "knowledge"), knowledge, [knowledge_scopes, knowledge_types])
+        self._writing = threading.local()
         try:
             if db_url is None:
                 ensure_dir(self.data_dir)
@@ -331,7 +336,10 @@ class KnowledgeStore:
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
-        """A write transaction (``BEGIN IMMEDIATE`` on SQLite); commits (fsync) on exit."""
+        """A write transaction (``BEGIN IMMEDIATE`` on SQLite); commits (fsync) on exit.
+        Rows that readers found undecodable are moved into quarantine in it."""
+        depth = getattr(self._writing, "depth", 0)
+        self._writing.depth = depth + 1
         try:
             with (
                 self.engine.connect().execution_options(knowhub_write=True) as conn,
@@ -341,17 +349,28 @@ class KnowledgeStore:
                     # One writer at a time keeps ``seq`` in commit order.
                     conn.execute(text("SELECT pg_advisory_xact_lock(7342001)"))
                 yield conn
+                if self.damaged.pending:
+                    self.damaged.move_out(conn)
         except SQLAlchemyError as exc:
             raise StorageError(f"knowledge store write failed: {exc}", url=self.safe_url) from exc
+        finally:
+            self._writing.depth = depth
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
-        """A read transaction with a consistent snapshot."""
+        """A read transaction with a consistent snapshot; undecodable rows it met are moved
+        into quarantine right after it (by a write of their own)."""
         try:
             with self.engine.connect() as conn, conn.begin():
                 yield conn
         except SQLAlchemyError as exc:
             raise StorageError(f"knowledge store read failed: {exc}", url=self.safe_url) from exc
+        if self.damaged.pending and not getattr(self._writing, "depth", 0):
+            try:
+                with self.write():
+                    pass
+            except StorageError as exc:  # the read itself succeeded; the next one retries
+                log.warning("could not move damaged knowledge rows into quarantine: %s", exc)
 
     # ------------------------------------------------------------------ migrations
 
@@ -476,9 +495,10 @@ class KnowledgeStore:
         if for_update and self.dialect == "postgresql":
             query = query.with_for_update()
         row = conn.execute(query).first()
-        if row is None:
+        item = None if row is None else self.damaged.decode(knowledge_id, row.doc)
+        if row is None or item is None:
             return None
-        return Knowledge.from_dict(json.loads(row.doc)), bool(row.deleted)
+        return item, bool(row.deleted)
 
     def fetch_visible(
         self, conn: Connection, ids: Sequence[str], visible: Iterable[str]
@@ -494,11 +514,11 @@ class KnowledgeStore:
         for start in range(0, len(ids), 500):
             chunk = list(ids[start : start + 500])
             rows = conn.execute(
-                select(knowledge.c.doc).where(knowledge.c.id.in_(chunk), knowledge.c.deleted == 0)
+                select(knowledge.c.id, knowledge.c.doc).where(knowledge.c.id.in_(chunk), knowledge.c.deleted == 0)
             )
             for row in rows:
-                item = Knowledge.from_dict(json.loads(row.doc))
-                if allowed.intersection(item.scopes):
+                item = self.damaged.decode(row.id, row.doc)
+                if item is not None and allowed.intersection(item.scopes):
                     out[item.id] = item
         return out
 
@@ -517,12 +537,13 @@ class KnowledgeStore:
         if types:
             conditions.append(self.types_clause(types))
         query = (
-            select(knowledge.c.doc)
+            select(knowledge.c.id, knowledge.c.doc)
             .where(and_(*conditions))
             .order_by(*(order if order is not None else (knowledge.c.seq.desc(),)))
             .limit(limit)
         )
-        return [Knowledge.from_dict(json.loads(row.doc)) for row in conn.execute(query)]
+        items = (self.damaged.decode(row.id, row.doc) for row in conn.execute(query))
+        return [item for item in items if item is not None]
 
     def find_duplicate(
         self, conn: Connection, task: str, content: str, visible: Iterable[str]
@@ -540,11 +561,16 @@ class KnowledgeStore:
     def changes_since(self, conn: Connection, seq: int) -> list[tuple[int, bool, Knowledge]]:
         """Items changed after ``seq`` (including soft deletes), in seq order."""
         rows = conn.execute(
-            select(knowledge.c.seq, knowledge.c.deleted, knowledge.c.doc)
+            select(knowledge.c.id, knowledge.c.seq, knowledge.c.deleted, knowledge.c.doc)
             .where(knowledge.c.seq > seq)
             .order_by(knowledge.c.seq)
         )
-        return [(int(r.seq), bool(r.deleted), Knowledge.from_dict(json.loads(r.doc))) for r in rows]
+        out: list[tuple[int, bool, Knowledge]] = []
+        for r in rows:
+            item = self.damaged.decode(r.id, r.doc)
+            if item is not None:
+                out.append((int(r.seq), bool(r.deleted), item))
+        return out
 
     def iter_live(self, conn: Connection, batch: int = 2000) -> Iterator[list[Knowledge]]:
         """All live items in id order, ``batch`` at a time (index builds)."""
@@ -559,7 +585,8 @@ class KnowledgeStore:
             if not rows:
                 return
             last = rows[-1].id
-            yield [Knowledge.from_dict(json.loads(r.doc)) for r in rows]
+            items = (self.damaged.decode(r.id, r.doc) for r in rows)
+            yield [item for item in items if item is not None]
 
     def live_ids(self, conn: Connection) -> set[str]:
         return {r.id for r in conn.execute(select(knowledge.c.id).where(knowledge.c.deleted == 0))}

@@ -23,6 +23,7 @@ from urllib.parse import quote
 
 import httpx
 
+from knowhub.config import SEED_ORG_SCOPE
 from knowhub.errors import (
     InvalidInputError,
     KnowhubError,
@@ -41,8 +42,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Seed 002's default scope for knowledge saved by agents.
-DEFAULT_ORG_SCOPE = "org:cybertogether"
+#: Seed 002's default scope for knowledge saved by agents (the keyless default principal
+#: may write into it: ``auth.default_memberships`` / ``default_publish``).
+DEFAULT_ORG_SCOPE = SEED_ORG_SCOPE
 #: Seed 002's default model name for ``knowledge_slim``.
 DEFAULT_SLIM_MODEL = "google/gemini-2.0-flash-001"
 _EXCERPT_CHARS = 300
@@ -457,10 +459,17 @@ async def knowledge_save(
     submitted_by: str = "",
     score: int = 3,
     message_id: str = "",
+    resource_ids: list[str] | None = None,
     *,
     client: KnowledgeToolsClient | None = None,
 ) -> ToolResult:
-    """Save new knowledge (``POST /api/knowledge``) with seed 002's agent-side defaults."""
+    """Save new knowledge (``POST /api/knowledge``) with seed 002's agent-side defaults.
+
+    Without ``scopes``/``owner`` the item goes to ``[client.default_org]`` owned by
+    ``agent:{agent_id}`` (seed 002). A caller without the rights for a default gets the
+    server's refusal with a hint naming the default, never a silent change of scope or
+    owner. ``resource_ids`` references resources saved with ``resource_save``.
+    """
 
     async def run(active: KnowledgeToolsClient) -> ToolResult:
         body: dict[str, Any] = {
@@ -470,14 +479,21 @@ async def knowledge_save(
             "tags": dict(tags or {}),
             "score": score,
         }
-        chosen_scopes = list(scopes) if scopes else (
-            [active.default_org] if active.default_org else None
-        )
+        defaulted: dict[str, str] = {}  # refused-default hint -> the value it sent
+        chosen_scopes = list(scopes) if scopes else None
+        if chosen_scopes is None and active.default_org:
+            chosen_scopes = [active.default_org]
+            defaulted[f"scopes={chosen_scopes}"] = active.default_org
         if chosen_scopes:
             body["scopes"] = chosen_scopes
-        chosen_owner = owner or (f"agent:{agent_id}" if active.owner_from_agent and agent_id else None)
+        chosen_owner = owner
+        if not chosen_owner and active.owner_from_agent and agent_id:
+            chosen_owner = f"agent:{agent_id}"
+            defaulted[f"owner={chosen_owner!r}"] = chosen_owner
         if chosen_owner:
             body["owner"] = chosen_owner
+        if resource_ids:
+            body["resource_ids"] = list(resource_ids)
         source: dict[str, Any] = {
             "name": source_name,
             "category": source_category,
@@ -490,7 +506,17 @@ async def knowledge_save(
             source["message_id"] = message_id
             body["message_id"] = message_id
         body["source"] = source
-        item = await active.save(body)
+        try:
+            item = await active.save(body)
+        except (PermissionDeniedError, InvalidInputError) as exc:
+            refused = [label for label, value in defaulted.items() if value in exc.message]
+            if not refused:
+                raise
+            hint = (
+                f"{exc.message} (seed 002 defaults {', '.join(refused)}: pass scopes/owner "
+                "explicitly, or give this principal membership and the publish right there)"
+            )
+            raise type(exc)(hint, **exc.context) from exc
         return ToolResult(
             "✅ 知识已保存 / knowledge saved",
             f"id: {item.get('id')}\ntask: {item.get('task')}\nscopes: "

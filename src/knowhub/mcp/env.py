@@ -35,15 +35,13 @@ class ToolEnv:
         """An in-process knowledge client acting for this call's principal.
 
         Seed 002's agent defaults (scope ``org:cybertogether``, owner ``agent:{agent_id}``)
-        only apply where the principal may use them: the scope when it may write into it
-        (member with the publish right), and the owner never by default (the item belongs
-        to the principal unless ``owner`` is given), so a default ``user:local`` can save
-        without configuring scopes.
+        are those of the Python tools and the HTTP face: a principal without the rights
+        for them gets the same refusal (with a hint) there and here. The keyless default
+        principal has those rights (``auth.default_memberships`` / ``default_publish``).
         """
         principal = self.principal(ctx)
         hub = await self.engine(KNOWLEDGE_HUB)
-        default_org = DEFAULT_ORG_SCOPE if principal.may_write(DEFAULT_ORG_SCOPE) else None
-        return KnowledgeToolsClient(hub=hub, principal=principal, default_org=default_org, owner_from_agent=False)
+        return KnowledgeToolsClient(hub=hub, principal=principal, default_org=DEFAULT_ORG_SCOPE)
 
     async def tree(self) -> Any:
         """The shared KeywordTree."""

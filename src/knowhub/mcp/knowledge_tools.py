@@ -78,13 +78,9 @@ def register_knowledge_tools(server: MCPServer, env: ToolEnv) -> None:
     ) -> CallToolResult:
         async def run() -> CallToolResult:
             client = await env.knowledge_client(ctx)
-            if resource_ids:
-                return await _save_with_resources(client, task, content, types, tags, scopes, owner,
-                                                  source_name, source_category, urls, agent_id,
-                                                  submitted_by, score, message_id, resource_ids)
             return tool_result(await kt.knowledge_save(
                 task, content, types, tags, scopes, owner, source_name, source_category, urls,
-                agent_id, submitted_by, score, message_id, client=client,
+                agent_id, submitted_by, score, message_id, resource_ids, client=client,
             ))
 
         return await guarded("knowledge_save", run)
@@ -178,46 +174,6 @@ def register_knowledge_tools(server: MCPServer, env: ToolEnv) -> None:
             return tool_result(await kt.resource_get(id, include_secure, client=client))
 
         return await guarded("resource_get", run)
-
-
-async def _save_with_resources(
-    client: kt.KnowledgeToolsClient,
-    task: str,
-    content: str,
-    types: list[str],
-    tags: dict[str, str] | None,
-    scopes: list[str] | None,
-    owner: str | None,
-    source_name: str,
-    source_category: str,
-    urls: list[str] | None,
-    agent_id: str,
-    submitted_by: str,
-    score: int,
-    message_id: str,
-    resource_ids: list[str],
-) -> CallToolResult:
-    """``knowledge_save`` with ``resource_ids`` (seed 002's resource reference), which the
-    seed's tool signature lacks: the same body, sent through a client that adds the ids."""
-    wrapped = _ResourceIdsClient(client, resource_ids)
-    result = await kt.knowledge_save(
-        task, content, types, tags, scopes, owner, source_name, source_category, urls,
-        agent_id, submitted_by, score, message_id, client=wrapped,  # type: ignore[arg-type]
-    )
-    return tool_result(result)
-
-
-class _ResourceIdsClient:
-    """Delegates to a KnowledgeToolsClient, adding ``resource_ids`` to the saved body."""
-
-    def __init__(self, inner: kt.KnowledgeToolsClient, resource_ids: list[str]) -> None:
-        self._inner = inner
-        self._resource_ids = list(resource_ids)
-        self.default_org = inner.default_org
-        self.owner_from_agent = inner.owner_from_agent
-
-    async def save(self, body: dict[str, Any]) -> dict[str, Any]:
-        return await self._inner.save({**body, "resource_ids": self._resource_ids})
 
 
 __all__ = ["KNOWLEDGE_TOOL_NAMES", "register_knowledge_tools"]

@@ -1,7 +1,10 @@
 """check, compact, snapshot and restore over every engine of a data dir.
 
 Each function calls the engines' own maintenance methods; what is added here is only the
-loop over engines and one report. Snapshots archive the whole data dir (every engine plus
+loop over engines and one report. :func:`check_data_dir` without ``fix`` never writes to
+the data dir: it checks a private copy (opening an engine repairs torn tails and moves
+damaged records into quarantine, which is exactly what must not happen to the original),
+and reports what it found there, with the original paths. Snapshots archive the whole data dir (every engine plus
 the sample marker) with :func:`knowhub.storage.create_snapshot`; take them while no server
 writes (``docs/operations.md``), or use export for a live copy.
 """
@@ -9,6 +12,8 @@ writes (``docs/operations.md``), or use export for a live copy.
 from __future__ import annotations
 
 import logging
+import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,10 +25,12 @@ from sqlalchemy.exc import SQLAlchemyError
 from knowhub import __version__
 from knowhub.config import Settings
 from knowhub.errors import InvalidInputError, KnowhubError, NotFoundError, StorageError
+from knowhub.knowledge.damage import report_only
 from knowhub.knowledge.secrets import KEY_FILE_NAME
 from knowhub.ops.engines import Engines
 from knowhub.storage import create_snapshot, ensure_dir, restore_snapshot, safe_join
 from knowhub.storage import list_snapshots as _list_snapshots
+from knowhub.storage.quarantine import Quarantine
 
 log = logging.getLogger(__name__)
 
@@ -48,16 +55,26 @@ def check_all(engines: Engines, *, fix: bool = False, progress: Progress = _noop
         ok = bool(tree_report.get("ok"))
         if fix and not ok:
             ok = bool(tree_report.get("after_fix", {}).get("ok"))
-        report["tree"] = {"ok": ok, **tree_report}
+        # torn tails (an interrupted append) are cut when the tree opens: in place with
+        # fix, in the private copy without it (then the next open of the data dir will)
+        torn = {k: v for k, v in (engines.tree.load_report.get("repaired_bytes") or {}).items() if v}
+        report["tree"] = {"ok": ok and (fix or not torn), **tree_report, "torn_tail_bytes": torn}
     if engines.knowledge is not None:
         progress("knowledge")
+        store = engines.knowledge.store
+        with store.read() as conn:  # decode every live row once: damaged ones are noted
+            for _ in store.iter_live(conn):
+                pass
         knowledge_report = engines.knowledge.check(fix=fix)
-        report["knowledge"] = {**knowledge_report, "ok": bool(knowledge_report.get("ok") or knowledge_report.get("fixed"))}
+        damaged_rows = engines.knowledge.store.damaged.found  # met but left in place (report only)
+        ok = bool(knowledge_report.get("ok") or knowledge_report.get("fixed")) and not damaged_rows
+        report["knowledge"] = {**knowledge_report, "damaged_rows": damaged_rows, "ok": ok}
     if engines.context is not None:
         progress("context")
         service = engines.context
         fs_report = service.fs.check(fix=fix)
-        problems = bool(fs_report["corrupt"]) or (bool(fs_report["half_written"]) and not fix)
+        damaged = fs_report["corrupt"] or fs_report["bad_relations"] or fs_report["half_written"]
+        problems = bool(damaged) and not fix  # fix moved them into quarantine or removed them
         outbox = service.outbox.stats()
         report["context"] = {
             "ok": not problems,
@@ -73,8 +90,64 @@ def check_data_dir(settings: Settings, names: list[str] | None = None, *, fix: b
                    progress: Progress = _noop) -> dict[str, Any]:
     """:func:`check_all` on each engine of a data dir, opened one at a time, so that an
     engine that cannot even open is reported (``open_error``) instead of hiding the others.
-    For the context engine the filesystem check still runs without the service."""
+    For the context engine the filesystem check still runs without the service.
+
+    Every engine's part lists ``quarantined`` (all quarantine entries so far) and
+    ``found_damaged`` (records this run found unreadable: quarantined now with ``fix``,
+    would be quarantined by the next open without it). Without ``fix`` the data dir is
+    not written: the check runs on a temporary copy (snapshot archives are not copied).
+    A knowledge store in an external database (``knowledge.db_url``) is read in place."""
+    if fix:
+        return _check_in_place(settings, names, fix=True, progress=progress)
+    from knowhub.ops.engines import ENGINE_NAMES, check_names
+
+    data_dir = Path(settings.data_dir)
+    if not data_dir.is_dir():
+        raise NotFoundError(f"data dir not found: {data_dir}", path=str(data_dir))
+    unchecked = set(ENGINE_NAMES) - set(check_names(names))
+
+    def skip(directory: str, entries: list[str]) -> list[str]:
+        """Snapshot archives (large, read by no engine) and engines not checked stay behind."""
+        top = Path(directory) == data_dir
+        return [name for name in entries if name == "snapshots" or (top and name in unchecked)]
+
+    with tempfile.TemporaryDirectory(prefix="knowhub-check-") as tmp, report_only():
+        copy = Path(tmp) / "data"
+        shutil.copytree(data_dir, copy, symlinks=True, ignore=skip)
+        # repairs and moves made in the copy are not news: the report says what was found
+        loggers = [logging.getLogger(name) for name in _REPAIR_LOGGERS]
+        states = [logger.disabled for logger in loggers]
+        for logger in loggers:
+            logger.disabled = True
+        try:
+            report = _check_in_place(settings.model_copy(update={"data_dir": copy}), names, fix=False,
+                                     progress=progress)
+        finally:
+            for logger, state in zip(loggers, states, strict=True):
+                logger.disabled = state
+        return _relocated(report, str(copy), str(data_dir))
+
+
+#: Loggers of the repairs an engine makes when it opens (silenced while checking a copy).
+_REPAIR_LOGGERS = ("knowhub.storage", "knowhub.storage.quarantine", "knowhub.tree")
+
+
+def _relocated(value: Any, old: str, new: str) -> Any:
+    """``value`` with every string naming a path under ``old`` rewritten to ``new``."""
+    if isinstance(value, str):
+        return value.replace(old, new)
+    if isinstance(value, list):
+        return [_relocated(item, old, new) for item in value]
+    if isinstance(value, dict):
+        return {key: _relocated(item, old, new) for key, item in value.items()}
+    return value
+
+
+def _check_in_place(settings: Settings, names: list[str] | None, *, fix: bool, progress: Progress) -> dict[str, Any]:
+    """The engines' checks on ``settings.data_dir`` itself, with their quarantine entries."""
     from knowhub.ops.engines import check_names, open_engines
+
+    before = {name: _quarantine_ids(settings, name) for name in check_names(names)}
 
     report: dict[str, Any] = {}
     for name in check_names(names):
@@ -88,8 +161,20 @@ def check_data_dir(settings: Settings, names: list[str] | None = None, *, fix: b
 
                 part.update(ContextFS(settings.engine_dir("context")).check(fix=fix))
             report[name] = part
+    for name, known in before.items():
+        entries = Quarantine(settings.engine_dir(name), name).entries()
+        found = [entry for entry in entries if entry.get("id") not in known]
+        part = report.setdefault(name, {"ok": True})
+        part["quarantined"] = entries if fix else [entry for entry in entries if entry.get("id") in known]
+        part["found_damaged"] = found
+        if found and not fix:
+            part["ok"] = False
     report["ok"] = all(part["ok"] for part in report.values() if isinstance(part, dict))
     return report
+
+
+def _quarantine_ids(settings: Settings, name: str) -> set[str]:
+    return {str(entry.get("id")) for entry in Quarantine(settings.engine_dir(name), name).entries()}
 
 
 def _checkpoint_sqlite(hub: Any) -> dict[str, Any]:

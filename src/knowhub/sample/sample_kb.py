@@ -12,8 +12,14 @@ engines' own public write APIs so that nothing here knows a storage format:
 * ContextEngine: the conversation of ``context_sample.json`` committed as one session and
   indexed (``flush_index``).
 
-Loading is idempotent through a marker file (:data:`MARKER_NAME` in the data dir) written
-only after every part succeeded.
+All or nothing across restarts: :func:`begin` writes a pending marker
+(:data:`PENDING_NAME`) into the still empty data dir before any engine opens; the done
+marker (:data:`MARKER_NAME`) is written only after every engine's part is durable, and only
+then is the pending marker removed. A start that dies in between (kill, exception) leaves
+the pending marker, and the next start loads the sample again: every step first looks for
+what an earlier attempt already wrote (the tree outline and the infos by their ``sample``
+mark, the knowledge items by their source, the resource by its fixed id, the conversation
+by the context engine's commit id), so the finished load holds exactly one copy.
 """
 
 from __future__ import annotations
@@ -28,12 +34,16 @@ from typing import Any
 
 from knowhub.errors import InvalidInputError
 from knowhub.scope import Principal
-from knowhub.storage import atomic_write_json
+from knowhub.storage import atomic_write_json, fsync_dir
 
 log = logging.getLogger(__name__)
 
 #: Marker written into the data dir once the sample is loaded.
 MARKER_NAME = ".sample_loaded"
+#: Marker of a sample load that started and has not finished yet.
+PENDING_NAME = ".sample_pending"
+#: ``source.name`` of the sample's knowledge items.
+SAMPLE_SOURCE = "knowhub sample"
 #: ``metadata["sample"]`` of sample keywords (shared with ``knowhub tree demo``).
 TREE_SAMPLE_MARK = "knowhub-tree-demo"
 #: The team scope the sample's team items live in.
@@ -113,6 +123,31 @@ def is_loaded(data_dir: Path) -> bool:
     return (Path(data_dir) / MARKER_NAME).is_file()
 
 
+def is_pending(data_dir: Path) -> bool:
+    """True when a sample load started in ``data_dir`` and did not finish."""
+    return (Path(data_dir) / PENDING_NAME).is_file() and not is_loaded(data_dir)
+
+
+def begin(data_dir: Path) -> bool:
+    """Decide, before any engine opens, whether the sample is to be loaded; True if so.
+
+    An empty (or missing) data dir gets the pending marker now, durably, so that a load
+    interrupted later is recognised; a data dir whose earlier load was interrupted is due
+    again. Any other data dir holds someone's data and never gets the sample.
+    """
+    path = Path(data_dir)
+    if is_loaded(path):
+        return False
+    if is_pending(path):
+        log.warning("the sample load of an earlier start did not finish; finishing it now")
+        return True
+    if not is_empty_data_dir(path):
+        return False
+    path.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path / PENDING_NAME, {"started": True})
+    return True
+
+
 def is_empty_data_dir(data_dir: Path) -> bool:
     """True for a missing data dir or one without any entry (checked before engines open)."""
     path = Path(data_dir)
@@ -126,10 +161,15 @@ def sample_principal(principal_id: str) -> Principal:
 
 
 def load_tree(tree: Any) -> tuple[int, int]:
-    """Write the sample outline and infos into a KeywordTree; returns (keywords, infos)."""
-    if any(c.metadata.get("sample") == TREE_SAMPLE_MARK for c in tree.get_children("root")):
-        return 0, 0
-    keywords = tree.batch_create_keywords(outline_specs(sample_text("tree_sample.txt")))
+    """Write the sample outline and infos into a KeywordTree; returns (keywords, infos).
+
+    Each of the two batches is one tree operation (all or nothing) and is skipped when an
+    earlier attempt already wrote it."""
+    written_keywords = written_infos = 0
+    if not any(c.metadata.get("sample") == TREE_SAMPLE_MARK for c in tree.get_children("root")):
+        written_keywords = len(tree.batch_create_keywords(outline_specs(sample_text("tree_sample.txt"))))
+    if any(info.metadata.get("sample") == TREE_SAMPLE_MARK for info in tree.state.infos.values()):
+        return written_keywords, written_infos
     lines = [
         line.strip()
         for line in sample_text("tree_sample_infos.txt").splitlines()
@@ -137,23 +177,28 @@ def load_tree(tree: Any) -> tuple[int, int]:
     ]
     infos = tree.batch_create_infos(
         [
-            {"content": line, "source": "knowhub sample", "auto_link": True,
+            {"content": line, "source": SAMPLE_SOURCE, "auto_link": True,
              "metadata": {"sample": TREE_SAMPLE_MARK}}
             for line in lines
         ]
     )
-    return len(keywords), len(infos)
+    return written_keywords, len(infos)
 
 
 def load_knowledge(hub: Any, principal: Principal) -> tuple[int, int]:
-    """Save the sample resources and items as ``principal``; returns (items, resources)."""
+    """Save the sample resources and items as ``principal``; returns (items, resources).
+
+    Resources have fixed ids (saving one again replaces it); the items are one
+    transaction, skipped when an earlier attempt already saved them."""
     data = sample_json("knowledge_sample.json")
     saved_resources = 0
     for body in data.get("resources", []):
         hub.save_resource(principal, {**body, "owner": principal.id})
         saved_resources += 1
+    if any(item.source.get("name") == SAMPLE_SOURCE for item in hub.list(principal, limit=1000)):
+        return 0, saved_resources
     items = [
-        {**body, "source": {"name": "knowhub sample", "category": "sample"}}
+        {**body, "source": {"name": SAMPLE_SOURCE, "category": "sample"}}
         for body in data.get("items", [])
     ]
     saved = hub.save_many(principal, items)
@@ -161,7 +206,10 @@ def load_knowledge(hub: Any, principal: Principal) -> tuple[int, int]:
 
 
 def load_context(service: Any, ctx: Any) -> int:
-    """Commit the sample conversation and index it; returns the memories written."""
+    """Commit the sample conversation and index it; returns the memories written.
+
+    Committing the same conversation again writes nothing (the commit id is a hash of the
+    messages), so a resumed load never doubles the memories."""
     data = sample_json("context_sample.json")
     options = {k: data[k] for k in ("session_id", "session_time") if data.get(k)}
     result = service.commit_session(ctx, data["messages"], None, None, options)
@@ -178,7 +226,7 @@ def load_sample(
     principal_id: str,
     context_ctx: Any | None = None,
 ) -> SampleReport:
-    """Load the sample into every given engine and write the marker.
+    """Load the sample into every given engine, write the done marker, drop the pending one.
 
     Args:
         data_dir: the knowhub data dir (where the marker goes).
@@ -196,19 +244,29 @@ def load_sample(
         report.knowledge, report.resources = load_knowledge(hub, principal)
     if context is not None and context_ctx is not None:
         report.context_memories = load_context(context, context_ctx)
+    # every write above is durable when its call returns (tree change log, SQLite
+    # transaction, context commit), so the done marker never claims more than the disk holds
     report.loaded = True
     atomic_write_json(Path(data_dir) / MARKER_NAME, {**report.to_dict(), "principal": principal_id})
+    pending = Path(data_dir) / PENDING_NAME
+    if pending.exists():
+        pending.unlink()
+        fsync_dir(Path(data_dir))
     log.info("sample knowledge base loaded: %s", report.to_dict())
     return report
 
 
 __all__ = [
     "MARKER_NAME",
+    "PENDING_NAME",
+    "SAMPLE_SOURCE",
     "SAMPLE_TEAM",
     "TREE_SAMPLE_MARK",
     "SampleReport",
+    "begin",
     "is_empty_data_dir",
     "is_loaded",
+    "is_pending",
     "load_context",
     "load_knowledge",
     "load_sample",

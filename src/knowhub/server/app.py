@@ -23,8 +23,9 @@ from knowhub.server.auth import Authenticator
 from knowhub.server.deps import KNOWLEDGE_HUB
 from knowhub.server.errors import DEFAULT_MAX_BODY_BYTES, GuardMiddleware, install_error_handlers
 from knowhub.server.hostguard import HostGuard, HostGuardMiddleware
-from knowhub.server.lifecycle import AccessLogMiddleware, Lifecycle
+from knowhub.server.lifecycle import AccessLogMiddleware, EngineBuilder, Lifecycle, close_engines
 from knowhub.server.lifecycle import install as install_lifecycle
+from knowhub.server.responses import install_error_docs
 from knowhub.server.routers import context as context_router
 from knowhub.server.routers import knowledge as knowledge_router
 from knowhub.server.routers import resource as resource_router
@@ -33,7 +34,6 @@ from knowhub.server.routers import tree as tree_router
 logger = logging.getLogger("knowhub.server")
 
 RouterFactory = Callable[[], APIRouter]
-EngineBuilder = Callable[[Settings], Any]
 
 
 def _build_knowledge_hub(settings: Settings) -> KnowledgeHub:
@@ -63,6 +63,7 @@ def create_app(
     engines: Mapping[str, Any] | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     load_sample: bool = False,
+    own_engines: bool = False,
 ) -> FastAPI:
     """Build the knowhub HTTP app.
 
@@ -72,8 +73,10 @@ def create_app(
             instead of opening one from ``settings`` (the caller keeps ownership).
         engines: other already open engines by name (same ownership rule).
         max_body_bytes: largest request body accepted; larger ones get 413.
-        load_sample: load the sample knowledge base into an empty data dir on startup
-            (``knowhub serve`` passes ``settings.server.load_sample``).
+        load_sample: load the sample knowledge base into an empty data dir on startup.
+        own_engines: close the injected engines too when the app shuts down (``knowhub
+            serve`` opens them before uvicorn starts and hands them over: uvicorn ends the
+            process right after the lifespan on SIGTERM).
 
     Raises:
         ConfigError: the configured API keys or default principal are invalid.
@@ -87,16 +90,11 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
-            lifecycle.before_open()
-            opened: dict[str, Any] = dict(injected)
-            for name, build in ENGINE_BUILDERS.items():
-                if name in opened:
-                    continue
-                instance = build(settings)
-                stack.callback(_close_quietly, name, instance)
-                opened[name] = instance
+            result = lifecycle.open(ENGINE_BUILDERS, injected)
+            stack.callback(close_engines, [*(injected.items() if own_engines else ()), *result.owned])
+            opened = result.engines
             app.state.engines = opened
-            lifecycle.after_open(opened)
+            lifecycle.mark_ready()
             try:
                 yield
             finally:
@@ -125,18 +123,8 @@ def create_app(
 
     for factory in ROUTER_FACTORIES:
         app.include_router(factory())
+    install_error_docs(app)
     return app
-
-
-def _close_quietly(name: str, instance: Any) -> None:
-    """Close an engine on shutdown; a failure is logged so the others still close."""
-    close = getattr(instance, "close", None)
-    if not callable(close):
-        return
-    try:
-        close()
-    except Exception:
-        logger.exception("closing engine %s failed", name)
 
 
 __all__ = ["ENGINE_BUILDERS", "ROUTER_FACTORIES", "create_app"]

@@ -1,8 +1,13 @@
 """Operations around the app: readiness, structured logs, sample loading, graceful drain.
 
-* :class:`Lifecycle` is called by the app's lifespan: :meth:`Lifecycle.before_open` looks at
-  the data dir before any engine creates files in it (only an empty dir gets the sample),
-  :meth:`Lifecycle.after_open` loads the sample and marks the app ready,
+* :func:`open_engines` opens every engine and loads the sample before anything serves:
+  ``knowhub serve`` calls it before uvicorn starts (so an engine that cannot open is one
+  clear error line, never a traceback after "listening"), the app's lifespan calls it for
+  engines that were not injected. The sample decision is taken before any engine creates
+  files (:func:`knowhub.sample.sample_kb.begin`: only an empty data dir, or one whose
+  earlier sample load was interrupted, gets it).
+* :class:`Lifecycle` is called by the app's lifespan: :meth:`Lifecycle.open` opens the
+  engines, :meth:`Lifecycle.mark_ready` marks the app ready,
   :meth:`Lifecycle.before_close` marks it not ready and drains the context outbox before
   the engines close.
 * ``GET /ready`` answers 200 only while every engine is open and, for the context engine,
@@ -20,7 +25,8 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,10 +37,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from knowhub import __version__
 from knowhub.config import Settings
+from knowhub.errors import KnowhubError, StorageError
 from knowhub.sample import sample_kb
 from knowhub.scope import Principal
 
 log = logging.getLogger("knowhub.server.lifecycle")
+#: Builds one engine from the settings (``knowhub.server.app.ENGINE_BUILDERS``).
+EngineBuilder = Callable[[Settings], Any]
+#: Names of the engines in messages to operators.
+ENGINE_LABELS = {"knowledge_hub": "knowledge", "context_engine": "context", "keyword_tree": "tree"}
 access_log = logging.getLogger("knowhub.access")
 
 #: Fields of a LogRecord that are not "extra" context.
@@ -147,6 +158,95 @@ def engine_problems(engines: Mapping[str, Any], expected: list[str]) -> list[str
     return problems
 
 
+@dataclass
+class OpenedEngines:
+    """What :func:`open_engines` returns: every engine by name, those it opened itself
+    (the caller closes them, :func:`close_engines`) and the sample report (None: no sample)."""
+
+    engines: dict[str, Any]
+    owned: list[tuple[str, Any]] = field(default_factory=list)
+    sample_report: dict[str, Any] | None = None
+
+
+def _build(name: str, build: EngineBuilder, settings: Settings) -> Any:
+    """Open one engine; any failure becomes one StorageError naming the engine."""
+    label = ENGINE_LABELS.get(name, name)
+    try:
+        return build(settings)
+    except Exception as exc:
+        why = str(exc) if isinstance(exc, KnowhubError) else f"{type(exc).__name__}: {exc}"
+        why = " ".join(why.split())  # one line, even for multi-line driver messages
+        raise StorageError(f"cannot open the {label} engine: {why}", engine=label) from exc
+
+
+def open_engines(
+    settings: Settings,
+    builders: Mapping[str, EngineBuilder],
+    *,
+    load_sample: bool,
+    injected: Mapping[str, Any] | None = None,
+) -> OpenedEngines:
+    """Open every engine of ``builders`` not in ``injected``, then load the sample if due.
+
+    All or nothing: when an engine cannot open or the sample fails, the engines opened
+    here are closed again before the error propagates.
+
+    Raises:
+        StorageError: "cannot open the <name> engine: <why>", or the sample load failed
+            (its pending marker stays, so the next start finishes it).
+    """
+    data_dir = Path(settings.data_dir)
+    sample_due = load_sample and sample_kb.begin(data_dir)
+    opened: dict[str, Any] = dict(injected or {})
+    owned: list[tuple[str, Any]] = []
+    try:
+        for name, build in builders.items():
+            if name in opened:
+                continue
+            instance = _build(name, build, settings)
+            opened[name] = instance
+            owned.append((name, instance))
+        report = _load_sample(settings, opened) if sample_due else None
+    except BaseException:
+        close_engines(owned)
+        raise
+    return OpenedEngines(opened, owned, report)
+
+
+def _load_sample(settings: Settings, engines: Mapping[str, Any]) -> dict[str, Any]:
+    from knowhub.server.deps import KNOWLEDGE_HUB
+    from knowhub.server.routers.context import CONTEXT_ENGINE, request_context
+    from knowhub.server.routers.tree import TREE_ENGINE
+
+    auth = settings.auth
+    principal = Principal.of(auth.default_principal, auth.default_memberships)
+    context = engines.get(CONTEXT_ENGINE)
+    try:
+        report = sample_kb.load_sample(
+            Path(settings.data_dir),
+            tree=engines.get(TREE_ENGINE),
+            hub=engines.get(KNOWLEDGE_HUB),
+            context=context,
+            principal_id=principal.id,
+            context_ctx=request_context(principal, settings) if context is not None else None,
+        )
+    except KnowhubError as exc:
+        raise StorageError(f"loading the sample failed (the next start finishes it): {exc}") from exc
+    return report.to_dict()
+
+
+def close_engines(owned: list[tuple[str, Any]]) -> None:
+    """Close engines in reverse opening order; a failure is logged so the others still close."""
+    for name, instance in reversed(owned):
+        close = getattr(instance, "close", None)
+        if not callable(close):
+            continue
+        try:
+            close()
+        except Exception:
+            log.exception("closing engine %s failed", name)
+
+
 class Lifecycle:
     """Startup and shutdown work of one app (see the module doc).
 
@@ -161,46 +261,22 @@ class Lifecycle:
         self.load_sample = load_sample
         self.expected = list(expected)
         self.ready = False
-        self.sample_pending = False
         self.sample_report: dict[str, Any] | None = None
 
     @property
     def data_dir(self) -> Path:
         return Path(self.settings.data_dir)
 
-    def before_open(self) -> None:
-        """Decide on the sample before the engines create their directories."""
-        self.sample_pending = (
-            self.load_sample
-            and sample_kb.is_empty_data_dir(self.data_dir)
-            and not sample_kb.is_loaded(self.data_dir)
-        )
+    def open(self, builders: Mapping[str, EngineBuilder], injected: Mapping[str, Any]) -> OpenedEngines:
+        """:func:`open_engines` with this app's settings and sample choice."""
+        result = open_engines(self.settings, builders, load_sample=self.load_sample, injected=injected)
+        self.sample_report = result.sample_report
+        return result
 
-    def after_open(self, engines: Mapping[str, Any]) -> None:
-        """Load the sample when decided, then report ready."""
-        if self.sample_pending:
-            self._load_sample(engines)
-            self.sample_pending = False
+    def mark_ready(self) -> None:
+        """Report ready (after every engine opened and the sample, if any, loaded)."""
         self.ready = True
         log.info("knowhub ready", extra={"data_dir": str(self.data_dir.resolve()), "version": __version__})
-
-    def _load_sample(self, engines: Mapping[str, Any]) -> None:
-        from knowhub.server.deps import KNOWLEDGE_HUB
-        from knowhub.server.routers.context import CONTEXT_ENGINE, request_context
-        from knowhub.server.routers.tree import TREE_ENGINE
-
-        auth = self.settings.auth
-        principal = Principal.of(auth.default_principal, auth.default_memberships)
-        context = engines.get(CONTEXT_ENGINE)
-        report = sample_kb.load_sample(
-            self.data_dir,
-            tree=engines.get(TREE_ENGINE),
-            hub=engines.get(KNOWLEDGE_HUB),
-            context=context,
-            principal_id=principal.id,
-            context_ctx=request_context(principal, self.settings) if context is not None else None,
-        )
-        self.sample_report = report.to_dict()
 
     def before_close(self, engines: Mapping[str, Any]) -> None:
         """Stop reporting ready and apply every pending context index event."""
@@ -248,11 +324,16 @@ def try_urls(base: str) -> list[str]:
 
 
 __all__ = [
+    "ENGINE_LABELS",
     "AccessLogMiddleware",
+    "EngineBuilder",
     "JsonFormatter",
     "Lifecycle",
+    "OpenedEngines",
+    "close_engines",
     "configure_logging",
     "engine_problems",
     "install",
+    "open_engines",
     "try_urls",
 ]

@@ -159,8 +159,10 @@ def render_reference(schema: Mapping[str, Any], auth: Mapping[tuple[str, str], b
         "**Auth**: *key* — when `auth.keys` are configured the request needs "
         "`Authorization: Bearer <key>` (401 otherwise) and the key decides the principal; "
         "without keys it runs as `auth.default_principal`. *none* — no key needed. "
-        "Besides the statuses listed, any route may answer the errors of "
-        "[http-api.md → Errors](http-api.md#errors) (400, 403, 404, 405, 409, 413, 500, 502).",
+        "Each operation lists the error statuses it may answer with the body the server "
+        "sends ([`ErrorBody`](#errorbody); a 422 [`ValidationErrorBody`](#validationerrorbody)); "
+        "besides those, a wrong method answers 405, and 500, 502 and 503 mean a bug, a failed "
+        "LLM and a lock timeout ([http-api.md → Errors](http-api.md#errors)).",
         "",
         "## Contents",
         "",
@@ -267,7 +269,7 @@ def _render_operation(
     body = op.get("requestBody")
     if body:
         out += _render_body(body, components, used)
-    out += _render_responses(op.get("responses", {}), needs_key)
+    out += _render_responses(op.get("responses", {}), needs_key, components, used)
     return out
 
 
@@ -298,24 +300,37 @@ def _render_body(body: Mapping[str, Any], components: Mapping[str, Any], used: l
     return out
 
 
-def _render_responses(responses: Mapping[str, Any], needs_key: bool) -> list[str]:
+def _render_responses(
+    responses: Mapping[str, Any], needs_key: bool, components: Mapping[str, Any], used: list[str]
+) -> list[str]:
+    """Success answers with their description; error statuses grouped by their body schema
+    (what each status means is said once, in the schema's descriptions and http-api.md)."""
     items: list[tuple[str, str]] = []
+    errors: dict[str, list[str]] = {}
     for code in sorted(responses):
         resp = responses[code]
-        text = _md(resp.get("description", "")).rstrip(".")
         media = sorted(resp.get("content", {}))
-        if media:
-            # Error bodies follow the server's own shape (http-api.md#errors), not
-            # FastAPI's HTTPValidationError, so only success types are named.
-            rschema = resp["content"][media[0]].get("schema", {})
-            if rschema.get("type") and code.startswith("2"):
-                text += f", JSON {rschema['type']}"
+        rschema = resp["content"][media[0]].get("schema", {}) if media else {}
+        name = _ref_name(rschema)
+        if name and not code.startswith("2"):
+            _note_used(name, components, used)
+            errors.setdefault(name, []).append(code)
+            continue
+        text = _md(resp.get("description", "")).rstrip(".")
+        if rschema.get("type") and code.startswith("2"):
+            text += f", JSON {rschema['type']}"
         items.append((code, text))
     if needs_key and _AUTH_STATUS not in responses:
         items.append((_AUTH_STATUS, "Unauthorized (keys configured, key missing or wrong)"))
         items.sort()
     rendered = "; ".join(f"`{code}` {text}" for code, text in items)
-    return [f"Responses: {rendered}.", ""]
+    out = f"Responses: {rendered}."
+    if errors:
+        groups = sorted(errors.items(), key=lambda kv: kv[1][0])
+        out += " Errors: " + "; ".join(
+            ", ".join(f"`{code}`" for code in codes) + f" ([`{name}`](#{_anchor(name)}))" for name, codes in groups
+        ) + "."
+    return [out, ""]
 
 
 def _field_table(

@@ -5,13 +5,23 @@ so that the OpenAPI page documents every field. Business rules (which scopes a p
 write, allowed types, score semantics) stay in the engine; the limits here only bound sizes
 and types. Every string anywhere in a body must be valid Unicode text without NUL
 characters, which keeps lone surrogates and NULs out of the store.
+
+Input is strict where the docs promise a 422: bodies are validated in pydantic's strict
+mode (``"5"`` is not an integer, ``"yes"`` not a boolean), integer and boolean query
+parameters accept only digits and ``true``/``false`` (:data:`QUERY_INT`,
+:data:`QUERY_BOOL`), times must be dates the engines can read, message roles are the
+OpenAI chat roles, and feedback cases are non-empty objects.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from knowhub.knowledge.models import parse_timestamp
+from knowhub.providers.llm.local_context_text import parse_when
 
 #: Longest search query accepted (characters).
 MAX_QUERY_CHARS = 2_000
@@ -25,13 +35,83 @@ MAX_BATCH_ITEMS = 1_000
 MAX_MESSAGES = 1_000
 MAX_JSON_DEPTH = 32
 
+_DIGITS = re.compile(r"-?[0-9]+")
+
+
+def _query_int(value: Any) -> Any:
+    """Digits only: ``5.0``, ``+5`` or `` 5`` are not integers in a query string."""
+    if isinstance(value, str):
+        if not _DIGITS.fullmatch(value):
+            raise ValueError("must be a whole number written in digits")
+        return int(value)
+    return value
+
+
+def _query_bool(value: Any) -> Any:
+    """``true`` or ``false`` only (not ``yes``, ``1`` or ``on``)."""
+    if isinstance(value, str):
+        if value not in ("true", "false"):
+            raise ValueError("must be true or false")
+        return value == "true"
+    return value
+
+
+def _json_int(value: Any) -> Any:
+    """A JSON number without a fraction is an integer (JSON Schema's rule): ``5.0`` is 5.
+    Strings and booleans are still refused by strict mode."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+#: Put in an ``Annotated`` integer body field: ``5`` or ``5.0``, never ``"5"`` or ``true``
+#: (beside ``Field(...)``, not nested, so that the schema keeps its bounds).
+JSON_INT = BeforeValidator(_json_int)
+
+#: Put next to ``Query(...)`` in an ``Annotated`` integer query parameter.
+QUERY_INT = BeforeValidator(_query_int)
+#: Put in an ``Annotated`` boolean query parameter.
+QUERY_BOOL = BeforeValidator(_query_bool)
+
+
+def _iso_time(value: str) -> str:
+    if parse_timestamp(value) is None:
+        raise ValueError("must be an ISO 8601 time such as 2026-03-05T12:00:00Z")
+    return value
+
+
+def _readable_time(value: str) -> str:
+    """A time the context engine can read: ISO 8601, or a written date (``8 May, 2023``)."""
+    if parse_when(value) is None:
+        raise ValueError("must be a date or time: ISO 8601 such as 2026-03-05T12:00:00Z, or a written date such as 8 May, 2023")
+    return value
+
+
+def _case(value: dict[str, Any]) -> dict[str, Any]:
+    """A feedback case is a non-empty object; its ``timestamp``, when given, an ISO time."""
+    if not value:
+        raise ValueError("a case must not be empty: describe the task and the outcome")
+    if "timestamp" in value and (not isinstance(value["timestamp"], str) or parse_timestamp(value["timestamp"]) is None):
+        raise ValueError("case timestamp must be an ISO 8601 time such as 2026-03-05T12:00:00Z")
+    return value
+
+
 ShortText = Annotated[str, Field(max_length=MAX_SHORT_CHARS)]
 IdText = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
 Label = Annotated[str, Field(max_length=256)]
 Url = Annotated[str, Field(max_length=4_096)]
-Case = Annotated[dict[str, Any], Field(max_length=64)]
-#: Tag values: seed 002 shows strings; numbers, booleans and string lists are kept too.
-TagValue = ShortText | int | float | bool | list[ShortText] | None
+Case = Annotated[dict[str, Any], Field(min_length=1, max_length=64), AfterValidator(_case)]
+#: seed 002 timestamps (``source.timestamp``).
+IsoTime = Annotated[str, Field(max_length=100), AfterValidator(_iso_time)]
+#: Message and session times of a conversation (the context engine's date reader).
+MessageTime = Annotated[str, Field(max_length=100), AfterValidator(_readable_time)]
+#: Roles of the OpenAI chat format (context commits).
+MessageRole = Literal["system", "developer", "user", "assistant", "tool", "function"]
+#: Roles knowledge extraction reads (``knowhub.knowledge.extract.ROLES``).
+ExtractRole = Literal["user", "assistant", "system", "tool"]
+#: Tag values: seed 002 shows strings; numbers, booleans and string lists are kept too
+#: (integers within 64 bits: the store keeps JSON that every reader can parse).
+TagValue = ShortText | Annotated[int, Field(ge=-(2**63), le=2**63 - 1)] | float | bool | list[ShortText] | None
 
 
 def check_json_text(value: Any, depth: int = 0) -> None:
@@ -59,9 +139,10 @@ def check_json_text(value: Any, depth: int = 0) -> None:
 
 
 class RequestBody(BaseModel):
-    """Base of every request body: unknown fields are an error, strings are clean text."""
+    """Base of every request body: unknown fields are an error, strings are clean text,
+    and values are never coerced (strict mode)."""
 
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False, strict=True)
 
     @model_validator(mode="before")
     @classmethod
@@ -82,7 +163,7 @@ class SourceIn(RequestBody):
     urls: Annotated[list[Url], Field(max_length=MAX_LIST_ITEMS)] | None = None
     agent_id: Label | None = None
     submitted_by: Label | None = None
-    timestamp: Label | None = None
+    timestamp: IsoTime | None = None
     message_id: Label | None = None
     message_ids: Annotated[list[Label], Field(max_length=MAX_LIST_ITEMS)] | None = None
     trace_id: Label | None = None
@@ -93,9 +174,9 @@ class EvalIn(RequestBody):
     ``confidence`` are accepted for compatibility and ignored: they come from feedback and
     extraction only."""
 
-    score: Annotated[int, Field(ge=1, le=5)] | None = None
-    helpful: Annotated[int, Field(ge=0)] | None = None
-    harmful: Annotated[int, Field(ge=0)] | None = None
+    score: Annotated[int, Field(ge=1, le=5), JSON_INT] | None = None
+    helpful: Annotated[int, Field(ge=0), JSON_INT] | None = None
+    harmful: Annotated[int, Field(ge=0), JSON_INT] | None = None
     confidence: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
 
 
@@ -111,7 +192,7 @@ class KnowledgeCreate(RequestBody):
     owner: Label | None = None
     source: SourceIn | None = None
     eval: EvalIn | None = None
-    score: Annotated[int, Field(ge=1, le=5)] | None = None
+    score: Annotated[int, Field(ge=1, le=5), JSON_INT] | None = None
     confidence: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
     message_id: Label | None = None
     resource_ids: Annotated[list[IdText], Field(max_length=MAX_LIST_ITEMS)] | None = None
@@ -122,7 +203,7 @@ class KnowledgeUpdate(RequestBody):
 
     add_helpful_case: Case | None = None
     add_harmful_case: Case | None = None
-    update_score: Annotated[int, Field(ge=1, le=5)] | None = None
+    update_score: Annotated[int, Field(ge=1, le=5), JSON_INT] | None = None
     evolve_feedback: Annotated[str, Field(max_length=MAX_TASK_CHARS)] | None = None
 
 
@@ -157,9 +238,9 @@ class UndoRequest(RequestBody):
 class ChatMessage(BaseModel):
     """One conversation message for extraction (extra keys such as ``name`` are kept)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
-    role: Label
+    role: ExtractRole
     content: Annotated[str, Field(max_length=MAX_CONTENT_CHARS)]
 
 
@@ -194,14 +275,21 @@ class ResourceUpdate(RequestBody):
 
 
 __all__ = [
+    "JSON_INT",
     "MAX_QUERY_CHARS",
+    "QUERY_BOOL",
+    "QUERY_INT",
     "BatchUpdate",
     "ChatMessage",
     "EvalIn",
     "ExtractRequest",
+    "ExtractRole",
     "FeedbackItem",
+    "IsoTime",
     "KnowledgeCreate",
     "KnowledgeUpdate",
+    "MessageRole",
+    "MessageTime",
     "ResourceCreate",
     "ResourceUpdate",
     "SlimRequest",

@@ -288,6 +288,59 @@ class JsonlLog:
                 self._own = [(s, e) for s, e in self._own if e <= good_end]
             return max(removed, 0)
 
+    def damaged_lines(self) -> list[tuple[int, bytes]]:
+        """Complete lines that are not JSON objects but are followed by a valid record
+        (damage inside the file, which :meth:`repair` refuses to cut): ``(offset, bytes)``.
+        Reads only."""
+        bad: list[tuple[int, bytes]] = []
+        pending: list[tuple[int, bytes]] = []
+        pos = 0
+        try:
+            with open(self.path, "rb") as fh:
+                for line in fh:
+                    if not line.endswith(b"\n"):
+                        break
+                    if _parse(line) is None:
+                        pending.append((pos, line))
+                    else:
+                        bad.extend(pending)
+                        pending = []
+                    pos += len(line)
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise StorageError(f"cannot read log: {exc}", path=str(self.path)) from exc
+        return bad
+
+    def remove_lines(self, offsets: Iterable[int]) -> int:
+        """Replace the file atomically by a copy without the complete lines that start at
+        ``offsets`` (every other byte kept as it is); returns the bytes removed. The read
+        position restarts at 0. Call it while holding the data directory lock, after the
+        removed lines were saved elsewhere (quarantine)."""
+        cut = set(offsets)
+        with self._sync_lock, self._write_lock, self._read_lock:
+            self._reopen_locked()
+            try:
+                data = self.path.read_bytes()
+            except OSError as exc:
+                raise StorageError(f"cannot read log: {exc}", path=str(self.path)) from exc
+            kept: list[bytes] = []
+            pos = 0
+            while pos < len(data):
+                newline = data.find(b"\n", pos)
+                end = len(data) if newline < 0 else newline + 1
+                if pos not in cut or newline < 0:
+                    kept.append(data[pos:end])
+                pos = end
+            buf = b"".join(kept)
+            atomic_write_bytes(self.path, buf, durable=self.durable)
+            self._open_fd()
+            self.offset = 0
+            self._own.clear()
+            self.generation += 1
+            self._synced_seq = self._written_seq
+        return len(data) - len(buf)
+
     # -- reading -----------------------------------------------------------------------
 
     def scan(self, start: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -133,8 +133,23 @@ class DefaultNormalizer:
         return to_pinyin(text)
 
     def keys(self, text: str) -> list[str]:
-        """``[direct, "py:" + pinyin_or_latin]``, deduplicated; ``[]`` for empty text."""
+        """``[direct, "py:" + pinyin_or_latin]``, deduplicated; ``[]`` for empty text.
+
+        These are *query* keys: a Latin query also probes the pinyin tier, so ``beijing``
+        reaches ``北京``.
+        """
         return list(self._keys_tuple(text))
+
+    def index_keys(self, text: str) -> list[str]:
+        """Keys to *store* for a name: the pinyin tier only for text with Han characters.
+
+        A Latin name such as ``Li`` must not own the key ``py:li``, or the queries ``李``,
+        ``力`` and ``里`` (whose pinyin is ``li``) would match it.
+        """
+        keys = self._keys_tuple(text)
+        if len(keys) > 1 and keys[1] == PINYIN_PREFIX + keys[0]:  # no Han: the Latin echo
+            return [keys[0]]
+        return list(keys)
 
     def direct_key(self, text: str) -> str:
         """Only the direct tier's key ("" when the text normalizes to nothing)."""

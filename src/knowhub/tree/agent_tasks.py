@@ -94,7 +94,9 @@ INSTRUCTIONS = {
     "dedup_check": (
         "A new keyword collides with existing ones by name or alias. Decide whether it is "
         "an alias of one (alias_of, target=idx), the same concept whose description should "
-        "be merged (merge, target=idx), or a different concept (create_new)."
+        "be merged (merge, target=idx), or a different concept (create_new). parent_path, "
+        "when given, is where the caller wants the new keyword: an existing keyword in "
+        "another branch with nothing else in common is a homonym (create_new)."
     ),
     "disambiguate": (
         "Several keywords share the queried name. Pick the one the query means (pick, idx) "
@@ -189,9 +191,14 @@ class AgentTasksMixin(TreeCore):
     # -- dedup_check ---------------------------------------------------------------------
 
     def _dedup_check(
-        self, name: str, aliases: list[str], description: str, existing: list[str]
+        self, name: str, aliases: list[str], description: str, existing: list[str], parent_id: str | None = None
     ) -> tuple[str, str | None, dict[str, Any]]:
-        """``(action, target id, io)``; anything but a valid alias_of/merge is create_new."""
+        """``(action, target id, io)``; anything but a valid alias_of/merge is create_new.
+
+        With an explicit ``parent_id`` the payload carries ``parent_path`` (names from the
+        top down to that parent), so the agent can tell a homonym in another branch
+        ("Python" under 编程 vs under 动物) from a duplicate.
+        """
         view = [
             {
                 "idx": i,
@@ -202,7 +209,9 @@ class AgentTasksMixin(TreeCore):
             }
             for i, n in enumerate(existing)
         ]
-        payload = {"name": name, "aliases": aliases, "description": description, "existing": view}
+        payload: dict[str, Any] = {"name": name, "aliases": aliases, "description": description, "existing": view}
+        if parent_id is not None:
+            payload["parent_path"] = self._full_path(parent_id)
         answer, io = self._ask("dedup_check", payload)
         if not answer:
             return "create_new", None, io
@@ -242,7 +251,12 @@ class AgentTasksMixin(TreeCore):
     def _link_decision(
         self, content: str, hits: dict[str, str]
     ) -> tuple[dict[str, RelationType], dict[str, Any]]:
-        """Relations for auto_link; falls back to RELATED for every exact hit."""
+        """Relations for auto_link.
+
+        An answer with a ``links`` list is a decision, an empty one included (link
+        nothing). Only a failed call, an answer without a list, or a non-empty list in which
+        no entry names a shown candidate falls back to RELATED for every exact hit.
+        """
         ids = list(hits)
         view = [
             {"idx": i, "name": self.state.nodes[n].name, "path": self._path_names(n), "matched": hits[n]}
@@ -250,7 +264,8 @@ class AgentTasksMixin(TreeCore):
         ]
         answer, io = self._ask("link_info", {"content": content[:2000], "candidates": view})
         chosen: dict[str, RelationType] = {}
-        if answer and isinstance(answer.get("links"), list):
+        decided = bool(answer) and isinstance(answer.get("links"), list)
+        if decided:
             for item in answer["links"]:
                 if not isinstance(item, dict):
                     continue
@@ -261,6 +276,8 @@ class AgentTasksMixin(TreeCore):
                     continue
                 if target is not None:
                     chosen[target] = relation
+        if decided and not answer["links"]:
+            return chosen, io
         if not chosen:
             io["fallback"] = "related_for_exact_hits"
             chosen = dict.fromkeys(ids, RelationType.RELATED)

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from knowhub.errors import InvalidInputError, NotFoundError
+from knowhub.errors import CorruptStoreError, InvalidInputError, NotFoundError
 from knowhub.providers.llm import LLMClient, LocalAgent
 from knowhub.storage import ensure_dir
 from knowhub.text import BM25Index, DefaultNormalizer, MultiPatternMatcher, Normalizer
@@ -119,7 +119,6 @@ class TreeCore:
         self._ops_since_ckpt = 0
         self._ops_since_persist = 0
         self._foreign_since_ckpt = False
-        self._offsets_stale = False
         self._op_offsets: dict[str, int] = {}
         self._closed = False
         self.state.node_hooks.append(self._on_node)
@@ -130,67 +129,90 @@ class TreeCore:
     # -- opening -----------------------------------------------------------------------
 
     def _open(self) -> None:
-        """Repair, load, roll forward, adopt or rebuild indexes, ensure root (under lock)."""
+        """Repair, load, roll forward, adopt or rebuild indexes, ensure root (under lock).
+
+        Damage inside a JSONL file (not a torn tail) does not stop the open: the damaged
+        lines go into quarantine and the load starts again without them."""
         started = time.perf_counter()
         with self.store.lock, gc_paused(self.freeze_gc):
-            repaired = self.store.repair_all()
-            self.state.dead_versions.update(self.store.read_tombstones())
-            ckpt = self.store.read_checkpoint()
-            records = list(self.store.scan_change_log(ckpt["offset"]))
-            committed = {rec.get("operation_id") for _, rec in records}
-            dropped = 0
-            for kind in KINDS:
-                limit = ckpt["sizes"].get(kind, 0)
-                kept: list[tuple[int, dict[str, Any]]] = []
-                dropped_here = 0
-                for offset, row in self.store.scan_entity(kind):
-                    if offset < limit or row.get("op") is None or row.get("op") in committed:
-                        kept.append((offset, row))
-                    else:
-                        dropped_here += 1
-                if dropped_here:
-                    # rows of operations the change log does not hold (only possible at a
-                    # tail): physically drop them so that the files agree with the log
-                    _log.warning("dropping %d uncommitted %s row(s)", dropped_here, kind)
-                    rows = [row for _, row in kept]
-                    kept = list(zip(self.store.entity[kind].rewrite(rows), rows, strict=True))
-                    dropped += dropped_here
-                self.state.bulk_load(kind, kept)
-            rolled = self._roll_forward(records)
-            for off, rec in records:
-                if rec.get("operation_id"):
-                    self._op_offsets[rec["operation_id"]] = off
-            size = self.store.change_log_size()
-            fp = self._fingerprint(size)
-            persisted_fp, maps = TreeState.read_persisted(self.data_dir)
-            if persisted_fp == fp and maps:
-                self.state.adopt_maps(maps)
-                adopted = True
-            else:
-                self.state.rebuild_maps()
-                adopted = False
-            self.store.change_log.offset = size
-            self._known_size = size
-            self._ckpt = ckpt
-            if ROOT_ID not in self.state.nodes:
-                txn = Txn(self.state)
-                txn.put_node(KeywordNode(id=ROOT_ID, name="root", level=0, parent_id=None).to_row())
-                self._commit(txn, "init_root", "create root node")
-            if rolled or dropped or (records and ckpt["offset"] == 0):
-                self._checkpoint()
-                if not adopted:
-                    self._persist_indexes()
-            elif TreeState.persist_interrupted(self.data_dir):
-                # a crash in the middle of persisting left files of different moments
-                self._persist_indexes()
+            try:
+                report = self._load_locked()
+            except CorruptStoreError:
+                if not self.store.quarantine_damaged_lines():
+                    raise
+                self._fresh_state()
+                report = self._load_locked()
         self.caches.load(lambda node_id: node_id in self.state.nodes, self._known_size)
-        self.load_report = {
+        self.load_report = {**report, "seconds": round(time.perf_counter() - started, 4)}
+
+    def _fresh_state(self) -> None:
+        """Empty in-memory state (before a load starts again)."""
+        self.state = TreeState()
+        self.state.node_hooks.append(self._on_node)
+        self.state.info_hooks.append(self._on_info)
+        self.state.link_hooks.append(self._on_link)
+        self._op_offsets.clear()
+
+    def _load_locked(self) -> dict[str, Any]:
+        """The body of :meth:`_open`; returns the load report (without timing)."""
+        repaired = self.store.repair_all()
+        self.state.dead_versions.update(self.store.read_tombstones())
+        ckpt = self.store.read_checkpoint()
+        records = list(self.store.scan_change_log(ckpt["offset"]))
+        committed = {rec.get("operation_id") for _, rec in records}
+        dropped = 0
+        for kind in KINDS:
+            limit = ckpt["sizes"].get(kind, 0)
+            kept: list[tuple[int, dict[str, Any]]] = []
+            uncommitted: list[dict[str, Any]] = []
+            for offset, row in self.store.scan_entity(kind):
+                if offset < limit or row.get("op") is None or row.get("op") in committed:
+                    kept.append((offset, row))
+                else:
+                    uncommitted.append(row)
+            if uncommitted:
+                # rows of operations the change log does not hold (a tail, or the rows of
+                # a quarantined change-log line): kept in quarantine, dropped from the file
+                # so that the files agree with the log
+                _log.warning("dropping %d uncommitted %s row(s) into quarantine", len(uncommitted), kind)
+                self.store.quarantine_rows(kind, uncommitted, "entity rows of an operation the change log does not hold")
+                rows = [row for _, row in kept]
+                kept = list(zip(self.store.entity[kind].rewrite(rows), rows, strict=True))
+                dropped += len(uncommitted)
+            self.state.bulk_load(kind, kept)
+        rolled = self._roll_forward(records)
+        for off, rec in records:
+            if rec.get("operation_id"):
+                self._op_offsets[rec["operation_id"]] = off
+        size = self.store.change_log_size()
+        fp = self._fingerprint(size)
+        persisted_fp, maps = TreeState.read_persisted(self.data_dir)
+        if persisted_fp == fp and maps:
+            self.state.adopt_maps(maps)
+            adopted = True
+        else:
+            self.state.rebuild_maps()
+            adopted = False
+        self.store.change_log.offset = size
+        self._known_size = size
+        self._ckpt = ckpt
+        if ROOT_ID not in self.state.nodes:
+            txn = Txn(self.state)
+            txn.put_node(KeywordNode(id=ROOT_ID, name="root", level=0, parent_id=None).to_row())
+            self._commit(txn, "init_root", "create root node")
+        if rolled or dropped or (records and ckpt["offset"] == 0):
+            self._checkpoint()
+            if not adopted:
+                self._persist_indexes()
+        elif TreeState.persist_interrupted(self.data_dir):
+            # a crash in the middle of persisting left files of different moments
+            self._persist_indexes()
+        return {
             "repaired_bytes": repaired,
             "replayed_ops": len(records),
             "rolled_forward_rows": rolled,
             "dropped_uncommitted_rows": dropped,
             "adopted_persisted_indexes": adopted,
-            "seconds": round(time.perf_counter() - started, 4),
         }
 
     def _fingerprint(self, change_log_offset: int) -> dict[str, Any]:
@@ -236,7 +258,6 @@ class TreeCore:
                 if op_id:
                     self._op_offsets[op_id] = offset
                 self._foreign_since_ckpt = True
-                self._offsets_stale = True
             self._known_size = self.store.change_log.offset
 
     def _apply_record(self, record: dict[str, Any]) -> None:
@@ -248,16 +269,11 @@ class TreeCore:
     def _reload(self) -> None:
         """Drop everything in memory and open the directory again (after a restore)."""
         self.store.reopen()
-        self.state = TreeState()
-        self.state.node_hooks.append(self._on_node)
-        self.state.info_hooks.append(self._on_info)
-        self.state.link_hooks.append(self._on_link)
+        self._fresh_state()
         self.caches.clear()
         self.mru.clear()
         self._bm25 = None
         self._matcher = None
-        self._op_offsets.clear()
-        self._offsets_stale = False
         self._open()
 
     # -- write skeleton ------------------------------------------------------------------
@@ -272,6 +288,19 @@ class TreeCore:
                     self._reload()
                 self._sync()
                 yield
+
+    def _log_decisions(self, op: str, summary: str, ios: list[dict[str, Any]]) -> str | None:
+        """Record agent decisions made by a read (search) in the change log (seed 000 §7:
+        every agent decision lands there, for replay and offline evaluation).
+
+        The record changes no entity and cannot be undone; decisions served from the
+        decision cache are not logged again. Returns the operation id, or None.
+        """
+        fresh = [io for io in ios if not io.get("cached")]
+        if not fresh:
+            return None
+        with self._writing():
+            return self._commit(Txn(self.state), op, summary, agent_io=self._public_io(fresh))
 
     def _check_open(self) -> None:
         if self._closed:
@@ -318,7 +347,7 @@ class TreeCore:
                 for row in after.get(AFTER_KEYS[kind]) or ():
                     self.state.apply(kind, row)
         self.last_operation_id = op_id
-        self._note_offsets(after, self.store.append_entities(after, op_id))
+        self.store.append_entities(after, op_id)
         self._ops_since_ckpt += 1
         self._ops_since_persist += 1
         if (
@@ -393,31 +422,8 @@ class TreeCore:
         self.caches.save(self._known_size)
 
     def _persist_indexes(self) -> None:
-        if self._offsets_stale:
-            self._rescan_offsets()
         self.state.persist(self.data_dir, self._fingerprint(self._known_size))
         self._ops_since_persist = 0
-
-    def _note_offsets(self, after: dict[str, list[dict[str, Any]]], offsets: dict[str, list[int]]) -> None:
-        """Keep ``{id -> offset of the newest row}`` (keywords/ and infos/ ``index.json``)."""
-        for kind in ("node", "info"):
-            rows = after.get(AFTER_KEYS[kind]) or []
-            known = self.state.offsets[kind]
-            for row, offset in zip(rows, offsets.get(kind, ()), strict=False):
-                known[row["id"]] = offset
-
-    def _rescan_offsets(self) -> None:
-        """Row offsets after other processes appended or compacted (they are not in their
-        change-log rows): read them from the entity files (only before a persist)."""
-        for kind in ("node", "info"):
-            best: dict[str, tuple[int, int]] = {}
-            for offset, row in self.store.scan_entity(kind):
-                version = int(row.get("version", 1))
-                cur = best.get(row["id"])
-                if cur is None or version >= cur[0]:
-                    best[row["id"]] = (version, offset)
-            self.state.offsets[kind] = {key: off for key, (_v, off) in best.items()}
-        self._offsets_stale = False
 
     def flush(self) -> None:
         """Checkpoint and persist indexes and caches now (close() does this too)."""
@@ -538,10 +544,16 @@ class TreeCore:
             dirty.discard(node.id)
         return node
 
+    def _index_keys(self, text: str) -> list[str]:
+        """Keys stored for a name or alias; a replaceable normalizer without
+        ``index_keys`` stores its query keys."""
+        index_keys = getattr(self.normalizer, "index_keys", None)
+        return list(index_keys(text)) if callable(index_keys) else self.normalizer.keys(text)
+
     def _keys_for(self, texts: list[str]) -> list[str]:
         out: dict[str, None] = {}
         for text in texts:
-            for key in self.normalizer.keys(text):
+            for key in self._index_keys(text):
                 out[key] = None
         return list(out)
 

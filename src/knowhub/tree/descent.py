@@ -90,7 +90,11 @@ class DescentMixin(AgentTasksMixin):
                     break
                 if doc_id in nodes:
                     chosen[doc_id] = None
-        queue = [s for s in start_ids if s in nodes and s != ROOT_ID]
+        # BFS starts from the MRU entries (seed 001 §6.2 step 1: "priority entry points"),
+        # reduced by _dedup_ancestors to independent subtree roots, then the start ids. The
+        # start ids are listed before any MRU child, so the first level stays in view.
+        mru_roots = self._dedup_ancestors([m for m in self.mru.snapshot() if m in nodes and m != ROOT_ID and in_scope(m)])
+        queue = list(dict.fromkeys([*mru_roots, *(s for s in start_ids if s in nodes and s != ROOT_ID)]))
         i = 0
         while i < len(queue) and len(chosen) < cap:
             node_id = queue[i]
@@ -116,6 +120,12 @@ class DescentMixin(AgentTasksMixin):
                 cand["has_children"] = True
             out.append(cand)
         return out
+
+    def _dedup_ancestors(self, ids: list[str]) -> list[str]:
+        """``ids`` without those lying under another listed id (seed 001 §6.2), order kept:
+        what remains are independent subtree roots, so BFS visits no subtree twice."""
+        listed = dict.fromkeys(ids)
+        return [i for i in listed if not any(a in listed for a in self.state.ancestors(i))]
 
     def _lexical_query(self, query: str) -> str:
         """The query, without its most common words when they would make BM25 slow.
@@ -147,17 +157,19 @@ class DescentMixin(AgentTasksMixin):
             total += df
         return " ".join(word for _, word in sorted(kept))
 
-    def _resolve_target(self, raw: Any, by_idx: dict[int, str], scope: set[str] | None) -> str | None:
-        """Map a decision target (idx int, digit string or node id) to a live node id."""
+    def _resolve_target(self, raw: Any, by_idx: dict[int, str]) -> str | None:
+        """Map a decision target (idx int, digit string or node id) to a shown candidate.
+
+        Only the candidates of this round count: an id the agent was not shown (a guess,
+        or a node from an earlier prompt) is no decision about this view.
+        """
         if isinstance(raw, bool) or raw is None:
             return None
         if isinstance(raw, int):
             return by_idx.get(raw)
         if isinstance(raw, str):
-            if raw in self.state.nodes and raw != ROOT_ID:
-                if scope is None or self.state.is_within(raw, scope):
-                    return raw
-                return None
+            if raw in by_idx.values():
+                return raw
             text = raw.strip()
             if text.isdigit():
                 return by_idx.get(int(text))
@@ -224,7 +236,7 @@ class DescentMixin(AgentTasksMixin):
                 io["error"] = f"agent_failure: {exc}"
                 return missing("agent_failure")
             raw_targets = decision.targets
-            targets = [self._resolve_target(t, by_idx, scope) for t in raw_targets]
+            targets = [self._resolve_target(t, by_idx) for t in raw_targets]
             if decision.action in ("jump", "match") and any(t is None for t in targets):
                 if decision.action == "jump":
                     return missing("invalid_jump")
@@ -258,7 +270,7 @@ class DescentMixin(AgentTasksMixin):
                 start_ids = [c for t in valid for c in self.state.children.get(t, ())]
                 continue
             if decision.action == "ambiguous":
-                picked = [self._resolve_target(t, by_idx, scope) for t in decision.candidate_ids]
+                picked = [self._resolve_target(t, by_idx) for t in decision.candidate_ids]
                 ids = list(dict.fromkeys(p for p in picked if p is not None))
                 self._remember(io)
                 return result("ambiguous", decision.reason, candidates=ids or last)
@@ -274,6 +286,9 @@ class DescentMixin(AgentTasksMixin):
         """:meth:`_suggest_parent` plus the descent record (for ``agent_io``)."""
         desc = self._agent_descend(name, "suggest_parent")
         if desc["outcome"] == "matched" and desc["node_id"] in self.state.nodes:
+            for node_id in desc["path"]:  # seed 001 §6.2: a match touches its path in the MRU
+                if node_id != ROOT_ID:
+                    self.mru.touch(node_id)
             return desc["node_id"], desc
         if desc["outcome"] == "missing":
             parent = desc.get("suggested_parent_id") or ROOT_ID

@@ -6,8 +6,7 @@ loader, this process's own commits and the follower path that replays other proc
 change-log entries, so the three can never disagree. Tombstone versions are remembered so
 that versions stay monotonic per id (undo of a delete continues the numbering).
 
-The derived maps are persisted under ``indexes/`` (plus ``keywords/index.json`` and
-``infos/index.json``) with a *fingerprint* (byte sizes of the JSONL files and the change-log
+The derived maps are persisted under ``indexes/`` with a *fingerprint* (byte sizes of the JSONL files and the change-log
 offset they reflect). A copy whose fingerprint does not match the files is stale and is
 rebuilt from the rows instead of trusted.
 """
@@ -43,7 +42,6 @@ class TreeState:
         self.children: dict[str, dict[str, None]] = {}
         self.info_by_kw: dict[str, dict[str, None]] = {}
         self.kw_by_info: dict[str, dict[str, None]] = {}
-        self.offsets: dict[str, dict[str, int]] = {"node": {}, "info": {}}
         # nodes whose ``children`` list must be refreshed from the index before handing out
         self.children_dirty: set[str] = set()
         self.node_hooks: list[NodeHook] = []
@@ -78,15 +76,15 @@ class TreeState:
 
     # -- applying rows -----------------------------------------------------------------
 
-    def apply(self, kind: str, row: dict[str, Any], offset: int | None = None) -> bool:
+    def apply(self, kind: str, row: dict[str, Any]) -> bool:
         """Apply one after-image if it is newer than what we hold; True when applied."""
         if kind == "node":
-            return self.apply_node(row, offset)
+            return self.apply_node(row)
         if kind == "info":
-            return self.apply_info(row, offset)
+            return self.apply_info(row)
         return self.apply_link(row)
 
-    def apply_node(self, row: dict[str, Any], offset: int | None = None, hooks: bool = True) -> bool:
+    def apply_node(self, row: dict[str, Any], hooks: bool = True) -> bool:
         node_id = row["id"]
         version = int(row.get("version", 1))
         if version <= self.version_of("node", node_id):
@@ -104,8 +102,6 @@ class TreeState:
                 if siblings is not None:
                     siblings.pop(node_id, None)
                     self.children_dirty.add(old.parent_id)
-        if offset is not None:
-            self.offsets["node"][node_id] = offset
         if row.get("deleted"):
             self.nodes.pop(node_id, None)
             self.dead_versions[("node", node_id)] = version
@@ -169,14 +165,12 @@ class TreeState:
             dirty.add(parent)  # type: ignore[arg-type]
             dirty.add(node_id)
 
-    def apply_info(self, row: dict[str, Any], offset: int | None = None) -> bool:
+    def apply_info(self, row: dict[str, Any]) -> bool:
         info_id = row["id"]
         version = int(row.get("version", 1))
         if version <= self.version_of("info", info_id):
             return False
         old = self.infos.get(info_id)
-        if offset is not None:
-            self.offsets["info"][info_id] = offset
         if row.get("deleted"):
             self.infos.pop(info_id, None)
             self.dead_versions[("info", info_id)] = version
@@ -306,7 +300,7 @@ class TreeState:
         }
 
     def persist(self, base: Path, fingerprint: dict[str, Any]) -> None:
-        """Write the derived maps and id→offset indexes atomically, tagged with ``fingerprint``.
+        """Write the derived maps atomically, tagged with ``fingerprint``.
 
         The files are replaced one by one; a marker file present for the duration tells the
         next open that a mixed set is an interrupted persist (rewritten quietly), not damage.
@@ -316,8 +310,8 @@ class TreeState:
         atomic_write_json(marker, fingerprint, durable=False)
         for name in INDEX_FILES:
             atomic_write_json(base / "indexes" / f"{name}.json", {"fingerprint": fingerprint, "data": maps[name]}, durable=False)
-        atomic_write_json(base / "keywords" / "index.json", {"fingerprint": fingerprint, "data": self.offsets["node"]}, durable=False)
-        atomic_write_json(base / "infos" / "index.json", {"fingerprint": fingerprint, "data": self.offsets["info"]}, durable=False)
+        for stale in ("keywords", "infos"):  # id->offset files of earlier versions: never read
+            (base / stale / "index.json").unlink(missing_ok=True)
         marker.unlink()
 
     @staticmethod
@@ -365,26 +359,24 @@ class TreeState:
         """Load rows from an entity file without maintaining maps (call rebuild/adopt after)."""
         if kind == "node":
             nodes = self.nodes
-            for offset, row in rows:
+            for _offset, row in rows:
                 node_id = row["id"]
                 version = int(row.get("version", 1))
                 cur = nodes.get(node_id)
                 cur_v = cur.version if cur is not None else self.dead_versions.get(("node", node_id), 0)
                 if version <= cur_v:
                     continue
-                self.offsets["node"][node_id] = offset
                 if row.get("deleted"):
                     nodes.pop(node_id, None)
                     self.dead_versions[("node", node_id)] = version
                 else:
                     nodes[node_id] = KeywordNode.from_row(row)
         elif kind == "info":
-            for offset, row in rows:
+            for _offset, row in rows:
                 info_id = row["id"]
                 version = int(row.get("version", 1))
                 if version <= self.version_of("info", info_id):
                     continue
-                self.offsets["info"][info_id] = offset
                 if row.get("deleted"):
                     self.infos.pop(info_id, None)
                     self.dead_versions[("info", info_id)] = version

@@ -10,11 +10,20 @@ output go into the change log as ``agent_io``.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from knowhub.errors import InvalidInputError, NotFoundError, VersionConflictError
 from knowhub.tree.core import gc_paused
-from knowhub.tree.models import ROOT_ID, KeywordNode, RelationType, WriteResult, new_id
+from knowhub.tree.models import (
+    ROOT_ID,
+    KeywordNode,
+    RelationType,
+    WriteResult,
+    check_keyword_id,
+    check_keyword_name,
+    new_id,
+)
 from knowhub.tree.reads import ReadsMixin
 from knowhub.tree.txn import Txn
 
@@ -32,9 +41,7 @@ class KeywordWritesMixin(ReadsMixin):
     # -- validation helpers --------------------------------------------------------------
 
     def _clean_name(self, name: Any, what: str = "name") -> str:
-        if not isinstance(name, str) or not name.strip():
-            raise InvalidInputError(f"keyword {what} must be a non-empty string")
-        name = name.strip()
+        name = check_keyword_name(name, what).strip()
         if not self.normalizer.keys(name):
             raise InvalidInputError(f"keyword {what} {name!r} has no letters or digits", name=name)
         return name
@@ -255,7 +262,7 @@ class KeywordWritesMixin(ReadsMixin):
                 existing = self._collisions(name, aliases) if dedup else []
                 action, target = "create_new", None
                 if existing:
-                    action, target, io = self._dedup_check(name, aliases, description, existing)
+                    action, target, io = self._dedup_check(name, aliases, description, existing, parent_id)
                     ios.append(io)
                 suggested = None
                 if action == "create_new" and parent_id is None and llm_auto_place:
@@ -289,6 +296,10 @@ class KeywordWritesMixin(ReadsMixin):
             new_desc = dst["description"]
             if action == "merge" and description and description not in new_desc:
                 new_desc = f"{new_desc}\n{description}".strip()
+            new_meta = {**metadata, **dst.get("metadata", {})}
+            if merged == dst["aliases"] and new_desc == dst["description"] and new_meta == dst.get("metadata", {}):
+                # nothing to record: the keyword already says all of it (no new version)
+                return self._out(self.state.nodes[target])
             txn.put_node({**dst, "aliases": merged, "normalized": self._normalized_of(dst["name"], merged), "description": new_desc, "metadata": {**metadata, **dst.get("metadata", {})}})
             self._commit(txn, "create_keyword", f"'{name}' recorded as {action} of '{dst['name']}'", agent_io=self._public_io(ios), extra={"dedup": action})
             return self._out(self.state.nodes[target])
@@ -406,7 +417,7 @@ class KeywordWritesMixin(ReadsMixin):
         with self._writing(), gc_paused(self.freeze_gc and len(specs) >= 1000):
             nodes = self.state.nodes
             dead = self.state.dead_versions
-            keys_of = self.normalizer.keys
+            keys_of = self._index_keys
             batch: dict[str, dict[str, Any]] = {}
             by_name: dict[str, str] = {}
             by_path: dict[tuple[str, ...], str] = {}
@@ -417,22 +428,18 @@ class KeywordWritesMixin(ReadsMixin):
                 try:
                     if not isinstance(spec, dict):
                         raise InvalidInputError("spec is not a dict")
-                    name = spec.get("name")
-                    if not isinstance(name, str) or not name.strip():
-                        raise InvalidInputError("keyword name must be a non-empty string")
-                    name = name.strip()
+                    name = check_keyword_name(spec.get("name")).strip()
                     name_keys = keys_of(name)
                     if not name_keys:
                         raise InvalidInputError(f"keyword name {name!r} has no letters or digits")
-                    aliases = self._clean_aliases(spec["aliases"], name) if spec.get("aliases") else []
+                    aliases, normalized = self._batch_aliases(spec.get("aliases"), name_keys, keys_of)
                     description = spec.get("description") or ""
                     if not isinstance(description, str):
                         raise InvalidInputError("description must be a string")
                     metadata = self._clean_metadata(spec.get("metadata"))
                     node_id = spec.get("id")
                     if node_id is not None:
-                        if not isinstance(node_id, str) or not node_id.strip() or "|" in node_id:
-                            raise InvalidInputError("id must be a non-empty string without '|'")
+                        check_keyword_id(node_id)
                         if node_id in nodes or node_id in batch:
                             raise InvalidInputError(f"id {node_id!r} already exists")
                     else:
@@ -448,7 +455,6 @@ class KeywordWritesMixin(ReadsMixin):
                     raise type(exc)(f"spec {i}: {exc.message}", **{**exc.context, "index": i}) from exc
                 parent_row = batch.get(parent)
                 level = (parent_row["level"] if parent_row is not None else nodes[parent].level) + 1
-                normalized = list(dict.fromkeys([*name_keys, *self._keys_for(aliases)])) if aliases else list(name_keys)
                 batch[node_id] = {
                     "id": node_id,
                     "name": name,
@@ -476,6 +482,36 @@ class KeywordWritesMixin(ReadsMixin):
             txn.staged["node"] = batch
             self._commit(txn, "batch_create_keywords", f"create {len(batch)} keyword(s)", agent_io=self._public_io(ios) or None, bulk=True)
             return [self._out(nodes[i]) for i in batch]
+
+    @staticmethod
+    def _batch_aliases(
+        raw: Any, name_keys: list[str], keys_of: Callable[[str], list[str]]
+    ) -> tuple[list[str], list[str]]:
+        """``(aliases, normalized keys of name + aliases)`` for one batch spec.
+
+        The same rules as :meth:`_clean_aliases`, but each text is normalized once: in a
+        bulk import normalization is the largest cost.
+        """
+        normalized = list(name_keys)
+        if not raw:
+            return [], normalized
+        if isinstance(raw, str) or not isinstance(raw, (list, tuple)):
+            raise InvalidInputError("aliases must be a list of strings")
+        seen = {name_keys[0]}
+        aliases: list[str] = []
+        for alias in raw:
+            if not isinstance(alias, str) or not alias.strip():
+                raise InvalidInputError("keyword alias must be a non-empty string")
+            alias = alias.strip()
+            keys = keys_of(alias)
+            if not keys:
+                raise InvalidInputError(f"keyword alias {alias!r} has no letters or digits", name=alias)
+            if keys[0] in seen:
+                continue
+            seen.add(keys[0])
+            aliases.append(alias)
+            normalized.extend(k for k in keys if k not in normalized)
+        return aliases, normalized
 
     def _path_key(self, node_id: str) -> tuple[str, ...]:
         """Direct keys of the names from the top down to ``node_id`` (root left out)."""

@@ -366,7 +366,60 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
+#: Longest keyword name or alias (characters); the HTTP schema and the CLI use the same bound.
+MAX_NAME_CHARS = 500
+#: Longest keyword id (characters), for ids given by the caller (imports with kept ids).
+MAX_ID_CHARS = 256
+_CONTROL = {chr(c) for c in range(32)} | {chr(127)}
+
+
+def check_keyword_name(name: Any, what: str = "name") -> str:
+    """The one validation of a keyword name or alias text, shared by every face.
+
+    Refuses what no face may store: a non-string, text without visible characters, NUL or
+    other unreadable text (lone surrogates), or more than :data:`MAX_NAME_CHARS`
+    characters. Whether a name has letters or digits is decided by the engine's normalizer.
+
+    Raises:
+        InvalidInputError: naming the problem (a ``ValueError``: pydantic answers 422).
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidInputError(f"keyword {what} must be a non-empty string")
+    if "\x00" in name:
+        raise InvalidInputError(f"keyword {what} must not contain NUL characters")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(f"keyword {what} must be valid Unicode (no lone surrogates)") from exc
+    if len(name) > MAX_NAME_CHARS:
+        raise InvalidInputError(f"keyword {what} is longer than {MAX_NAME_CHARS} characters", length=len(name))
+    return name
+
+
+def check_keyword_id(node_id: Any) -> str:
+    """A caller-chosen keyword id: readable text that can never be taken for a path.
+
+    Raises:
+        InvalidInputError: empty, longer than :data:`MAX_ID_CHARS`, surrounded by spaces, or
+            holding ``/``, ``\\``, ``..``, ``|`` or a control character.
+    """
+    if not isinstance(node_id, str) or not node_id.strip():
+        raise InvalidInputError("id must be a non-empty string")
+    if len(node_id) > MAX_ID_CHARS:
+        raise InvalidInputError(f"id is longer than {MAX_ID_CHARS} characters", length=len(node_id))
+    if node_id != node_id.strip():
+        raise InvalidInputError(f"id {node_id!r} must not start or end with spaces", id=node_id)
+    if "/" in node_id or "\\" in node_id or ".." in node_id or "|" in node_id or _CONTROL.intersection(node_id):
+        raise InvalidInputError(
+            f"id {node_id!r} looks like a path: ids must not contain '/', '\\', '..', '|' or control characters",
+            id=node_id,
+        )
+    return node_id
+
+
 __all__ = [
+    "MAX_ID_CHARS",
+    "MAX_NAME_CHARS",
     "ROOT_ID",
     "AgentDecision",
     "Info",
@@ -377,6 +430,8 @@ __all__ = [
     "SearchResult",
     "SearchStatus",
     "WriteResult",
+    "check_keyword_id",
+    "check_keyword_name",
     "link_key",
     "new_id",
 ]

@@ -27,7 +27,7 @@ from knowhub.tree.models import ROOT_ID, WriteResult
 from knowhub.tree.store import AFTER_KEYS, KINDS, row_key
 from knowhub.tree.txn import Txn
 
-NOT_UNDOABLE = frozenset({"init_root", "compact_storage", "check_fix"})
+NOT_UNDOABLE = frozenset({"init_root", "compact_storage", "check_fix", "search_decision"})
 SNAPSHOT_INCLUDE = ["keywords", "infos", "links", "indexes", "logs", "cache"]
 
 
@@ -131,9 +131,7 @@ class OperationsMixin(InfoWritesMixin):
                 "link": [link.to_row() for link in self.state.links.values()],
             }
             for kind in KINDS:
-                offsets = self.store.entity[kind].rewrite(rows[kind])
-                if kind in ("node", "info"):
-                    self.state.offsets[kind] = {r["id"]: o for r, o in zip(rows[kind], offsets, strict=True)}
+                self.store.entity[kind].rewrite(rows[kind])
             self.store.sync_entities()
             for kind in KINDS:
                 fsync_dir(self.store.entity_path(kind).parent)

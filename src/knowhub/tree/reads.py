@@ -55,6 +55,7 @@ class ReadsMixin(DescentMixin):
             if len(hits) > 1:
                 if use_agent:
                     picked, io = self._disambiguate(query, hits)
+                    self._log_decisions("search_decision", f"disambiguate {query[:80]!r}", [io])
                     if picked is not None:
                         return self._matched(picked, "disambiguated")
                     reason = "same_name_" + (io.get("error") or "undecided")
@@ -72,6 +73,7 @@ class ReadsMixin(DescentMixin):
             if cached and all(n in self.state.nodes for n in cached):
                 return self._matched(cached[-1], "descend_cache")
             desc = self._agent_descend(query, "search")
+            self._log_decisions("search_decision", f"descend {query[:80]!r}: {desc['outcome']}", desc["agent_io"])
             return self._descent_result(desc, q_norm)
 
     def _descent_result(self, desc: dict[str, Any], q_norm: str) -> SearchResult:

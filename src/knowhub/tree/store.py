@@ -12,6 +12,9 @@ Durability design (documented in ``docs/tree.md``):
 * ``logs/checkpoint.json`` (atomic) records the change-log offset up to which the entity
   files are known complete and durable, and the entity file sizes at that moment. It is
   written after fsyncing the entity files (on close, every N operations, after compaction).
+* A line that is not a JSON record *inside* a file (not a torn tail) is moved into the
+  quarantine (``<data_dir>/quarantine``) with :meth:`TreeStore.quarantine_damaged_lines`
+  when the load meets it, and the rest loads; see ``docs/operations.md``.
 * On open (under the data-dir lock): repair torn tails of every JSONL file, load the entity
   files, then *roll forward*: scan the change log from the checkpoint offset; for every id
   touched there, if the entity files hold an older version than the newest after-image,
@@ -37,6 +40,7 @@ import orjson
 
 from knowhub.errors import CorruptStoreError, StorageError
 from knowhub.storage import FileLock, JsonlLog, atomic_write_json, ensure_dir, fsync_dir
+from knowhub.storage.quarantine import Quarantine
 
 _log = logging.getLogger("knowhub.tree")
 
@@ -72,6 +76,7 @@ class TreeStore:
             fsync_dir(data_dir)
             fsync_dir(data_dir.parent)
         self.lock = FileLock(data_dir / ".lock", timeout_s=lock_timeout_s)
+        self.quarantine = Quarantine(data_dir, "tree")
         self.change_log_path = data_dir / "logs" / "change_log.jsonl"
         self.checkpoint_path = data_dir / "logs" / "checkpoint.json"
         self.tombstones_path = data_dir / "logs" / "tombstones.json"
@@ -140,6 +145,49 @@ class TreeStore:
         for kind in KINDS:
             removed[kind] = 0 if _tail_ok(self.entity_path(kind)) else self.entity[kind].repair()
         return removed
+
+    def quarantine_damaged_lines(self) -> int:
+        """Move every damaged line (not a JSON record, followed by valid ones) of every
+        JSONL file into quarantine, then rewrite the files without them; returns how many.
+        Caller holds the lock.
+
+        A removed entity row is harmless (the entity files are a view of the change log):
+        the checkpoint is reset so the next load replays the whole log and re-appends it.
+        A removed change-log row loses that one operation; the checkpoint offset is moved
+        back by the bytes removed before it so it still points between records.
+        """
+        checkpoint = self.read_checkpoint()
+        logs: dict[str, JsonlLog] = {"change_log": self.change_log, **self.entity}
+        removed = 0
+        shift = 0
+        entity_changed = False
+        for name, log in logs.items():
+            bad = log.damaged_lines()
+            if not bad:
+                continue
+            origin = log.path.relative_to(self.data_dir).as_posix()
+            for offset, data in bad:
+                self.quarantine.keep(f"{log.path.stem}-{offset}.line", data, "line is not a JSON record",
+                                     kind="jsonl line", origin=f"{origin}@{offset}")
+            log.remove_lines(offset for offset, _ in bad)
+            removed += len(bad)
+            if name == "change_log":
+                shift = sum(len(data) for offset, data in bad if offset < checkpoint["offset"])
+            else:
+                entity_changed = True
+        if entity_changed:
+            self.reset_checkpoint()
+        elif shift:
+            atomic_write_json(self.checkpoint_path, {"offset": checkpoint["offset"] - shift, "sizes": checkpoint["sizes"]})
+        if removed:
+            self.reopen()
+        return removed
+
+    def quarantine_rows(self, kind: str, rows: list[dict[str, Any]], reason: str) -> None:
+        """Keep entity rows that are about to be dropped from their file in quarantine."""
+        data = b"".join(orjson.dumps(row) + b"\n" for row in rows)
+        origin = self.entity_path(kind).relative_to(self.data_dir).as_posix()
+        self.quarantine.keep(f"{kind}-rows.jsonl", data, reason, kind="jsonl rows", origin=origin)
 
     def read_checkpoint(self) -> dict[str, Any]:
         """Checkpoint dict; ``{"offset": 0, "sizes": {}}`` when missing or implausible."""

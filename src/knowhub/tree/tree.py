@@ -75,7 +75,11 @@ class KeywordTree(MaintenanceMixin):
                     raise InvalidInputError("cannot move a keyword under itself or its descendant (cycle)", id=node.id)
                 row["level"] = int(parent["level"]) + 1
             staged = txn.put_node(row)
-            if not row.get("deleted"):
+            if row.get("deleted"):
+                # a deleted keyword keeps no live links (check() would report them broken)
+                for link in txn.links_of_keyword(node.id):
+                    txn.delete("link", f"{link['info_id']}|{link['keyword_id']}")
+            else:
                 self._stage_relevel(txn, node.id, row["level"])
             self._validate_structure(txn)
             op = self._commit(txn, "append_node_version", f"append version {staged['version']} of '{row['name']}'")

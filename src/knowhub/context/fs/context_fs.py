@@ -26,6 +26,9 @@ Crash safety (the commit marker is ``.meta.json``):
 Leftover ``.tmp-node-*``/``.trash-*`` directories are invisible (dot names are never valid
 URI segments) and :meth:`ContextFS.cleanup` removes them.
 
+Damaged node files never stop a reader: they go into ``<data_dir>/quarantine``
+(:mod:`knowhub.context.fs.damage`), the node reads as absent, the rest is served.
+
 Writers of one account are serialized by an inter-process :class:`~knowhub.storage.FileLock`
 (``accounts/{account}/.locks/write.lock``), re-entrant so a commit can hold it across many
 writes (:meth:`ContextFS.locked`). Readers take no lock.
@@ -62,6 +65,18 @@ from knowhub.context.core.uri import (
     is_valid_segment,
     owner_space_of,
 )
+from knowhub.context.fs.damage import (
+    META_FILE,
+    RELATIONS_FILE,
+    TMP_NODE_PREFIX,
+    TRASH_PREFIX,
+    TXN_FILE,
+    check_tree,
+    node_files_in,
+    node_problem,
+    relations_problem,
+    remove_uncommitted_files,
+)
 from knowhub.context.fs.files import (
     _current_bytes,
     _dumps,
@@ -81,18 +96,12 @@ from knowhub.storage import FileLock, atomic_write_bytes, ensure_dir, fsync_dir
 from knowhub.storage.atomic import TMP_PREFIX
 from knowhub.storage.modes import DIR_MODE, FILE_MODE
 from knowhub.storage.paths import safe_join
+from knowhub.storage.quarantine import Quarantine
 
 __all__ = ["META_FILE", "RELATIONS_FILE", "ContextFS", "encode_edges", "read_json_file", "upsert_encoded"]
 
-META_FILE = ".meta.json"
-RELATIONS_FILE = ".relations.json"
-_TMP_NODE_PREFIX = ".tmp-node-"
-#: Intent of an in-place multi-file update (``[[temp name, target name], ...]``).
-TXN_FILE = ".txn.json"
 _READ_ATTEMPTS = 40
-_TRASH_PREFIX = ".trash-"
 _META_FORMAT = 1
-_LEVEL_FILES = tuple(level.filename for level in Level)
 
 
 def _is_root(uri: ContextURI) -> bool:
@@ -121,6 +130,7 @@ class ContextFS:
         self._locks_guard = threading.Lock()
         self._fsync_pool: ThreadPoolExecutor | None = None
         self._account_dirs: dict[str, Path] = {}
+        self.quarantine = Quarantine(self.data_dir, "context", durable=durable)
 
     @classmethod
     def from_settings(cls, settings: Any) -> ContextFS:
@@ -145,13 +155,58 @@ class ContextFS:
 
     def lock(self, ctx: CtxLike) -> FileLock:
         """The account's write lock (inter-process, re-entrant)."""
-        base = self.account_dir(ctx)
+        return self._account_lock(ctx.account_id, self.account_dir(ctx))
+
+    def _account_lock(self, account_id: str, base: Path) -> FileLock:
         with self._locks_guard:
-            lock = self._locks.get(ctx.account_id)
+            lock = self._locks.get(account_id)
             if lock is None:
                 lock = FileLock(base / ".locks" / "write.lock", timeout_s=self.lock_timeout_s)
-                self._locks[ctx.account_id] = lock
+                self._locks[account_id] = lock
             return lock
+
+    # ------------------------------------------------------------------ quarantine
+
+    def _lock_of_path(self, path: Path) -> FileLock:
+        """The write lock of the account that ``path`` (a directory inside it) belongs to."""
+        account = path.relative_to(self.accounts_dir).parts[0]
+        return self._account_lock(account, self.accounts_dir / account)
+
+    def quarantine_node(self, path: Path, found_by: str) -> bool:
+        """Move the files of the damaged node in ``path`` into quarantine (under the
+        account's lock, after finishing an interrupted update and looking again); True
+        when something was moved. The directory stays as a container of its children."""
+        with self._lock_of_path(path):
+            self._roll_forward(path)
+            problem = node_problem(path)
+            if problem is None:
+                return False
+            files = node_files_in(path)
+            if not files:
+                return False
+            self.quarantine.move(files, f"{problem} (found by {found_by})", kind="node", origin=path)
+            return True
+
+    def quarantine_relations(self, path: Path, found_by: str) -> bool:
+        """Move an unreadable ``.relations.json`` aside (the node keeps its text); True if moved."""
+        with self._lock_of_path(path):
+            problem = relations_problem(path)
+            if problem is None:
+                return False
+            self.quarantine.move([path / RELATIONS_FILE], f"{problem} (found by {found_by})", kind="relations",
+                                 origin=path)
+            return True
+
+    @contextlib.contextmanager
+    def _served_or_quarantined(self, path: Path, uri: str) -> Iterator[None]:
+        """Turn damage met while reading the node at ``path`` into quarantine + NotFoundError."""
+        try:
+            yield
+        except CorruptStoreError as exc:
+            if node_problem(path) is None:
+                raise  # not damage of this node's files (it may have been rewritten meanwhile)
+            self.quarantine_node(path, "a read")
+            raise NotFoundError(f"no node at {uri} (it was damaged and is quarantined)", uri=uri) from exc
 
     @contextlib.contextmanager
     def locked(self, ctx: CtxLike) -> Iterator[None]:
@@ -196,7 +251,8 @@ class ContextFS:
         parsed, path = self._path(ctx, uri)
         if not self._is_node(path):
             raise NotFoundError(f"no node at {parsed.uri}", uri=parsed.uri)
-        return parsed, path, self._load_meta(path, parsed.uri)
+        with self._served_or_quarantined(path, parsed.uri):
+            return parsed, path, self._load_meta(path, parsed.uri)
 
     def _write_file(self, path: Path, data: bytes) -> None:
         atomic_write_bytes(path, data, durable=self.durable)
@@ -315,7 +371,11 @@ class ContextFS:
         parsed, path = self._path(ctx, uri)
         if not self._is_node(path):
             return NodeStat(uri=parsed.uri, exists=False)
-        meta = self._load_meta(path, parsed.uri)
+        try:
+            with self._served_or_quarantined(path, parsed.uri):
+                meta = self._load_meta(path, parsed.uri)
+        except NotFoundError:
+            return NodeStat(uri=parsed.uri, exists=False)
         size = 0
         for name in NODE_FILES:
             with contextlib.suppress(OSError):
@@ -337,7 +397,8 @@ class ContextFS:
             NotFoundError: no node at ``uri``.
         """
         parsed, path = self._path(ctx, uri)
-        return self._stable_read(ctx, path, lambda: self._read_node_files(parsed, path, include_content))
+        with self._served_or_quarantined(path, parsed.uri):
+            return self._stable_read(ctx, path, lambda: self._read_node_files(parsed, path, include_content))
 
     def _read_node_files(self, parsed: ContextURI, path: Path, include_content: bool) -> ContextNode:
         if not self._is_node(path):
@@ -362,8 +423,9 @@ class ContextFS:
     def read_level(self, ctx: CtxLike, uri: str, level: str | int | Level) -> str:
         """Text of one level (``L0``/``L1``/``L2``) of a node."""
         lvl = Level.parse(level)
-        _, path, _ = self._require_node(ctx, uri)
-        return _read_text(path / lvl.filename)
+        parsed, path, _ = self._require_node(ctx, uri)
+        with self._served_or_quarantined(path, parsed.uri):
+            return _read_text(path / lvl.filename)
 
     def read_metadata(self, ctx: CtxLike, uri: str) -> dict[str, Any]:
         """The node's ``metadata`` dict (from ``.meta.json``)."""
@@ -393,6 +455,8 @@ class ContextFS:
         with self.lock(ctx):
             self._roll_forward(path)
             now = utc_now_iso()
+            if self._is_node(path) and node_problem(path) is not None:
+                self.quarantine_node(path, "a write over it")
             if self._is_node(path):
                 old = self._load_meta(path, parsed.uri)
                 version = int(old.get("version", 0)) + 1
@@ -412,6 +476,8 @@ class ContextFS:
         if not path.is_dir():
             raise StorageError("node path exists and is not a directory", path=str(path))
         changed = [(name, data) for name, data in levels if _current_bytes(path / name) != data]
+        if relations_problem(path) is not None:
+            self.quarantine_relations(path, "a write over it")
         try:
             doc = read_json_file(path / RELATIONS_FILE)
             current = list(doc.get("edges") or []) if isinstance(doc, dict) else []
@@ -463,7 +529,7 @@ class ContextFS:
 
     def _write_new_dir(self, path: Path, levels: list[tuple[str, bytes]], meta: bytes, edges: list[dict[str, Any]]) -> None:
         self._makedirs(path.parent)
-        tmp = path.parent / f"{_TMP_NODE_PREFIX}{uuid.uuid4().hex}"
+        tmp = path.parent / f"{TMP_NODE_PREFIX}{uuid.uuid4().hex}"
         try:
             tmp.mkdir(DIR_MODE)
             os.chmod(tmp, DIR_MODE)
@@ -593,7 +659,7 @@ class ContextFS:
                 raise InvalidInputError(
                     f"{parsed.uri} has child nodes; pass recursive=True", uri=parsed.uri
                 )
-            trash = path.parent / f"{_TRASH_PREFIX}{uuid.uuid4().hex}"
+            trash = path.parent / f"{TRASH_PREFIX}{uuid.uuid4().hex}"
             try:
                 os.rename(path, trash)
             except OSError as exc:
@@ -661,7 +727,10 @@ class ContextFS:
                 continue
             if not self._visible(child):
                 continue
-            out.append(self._summary(child_uri, child, level))
+            summary = self._summary(child_uri, child, level)
+            if not summary.is_node and not summary.has_children:
+                continue  # a leaf node quarantined just now
+            out.append(summary)
             if max_depth is None or level < max_depth:
                 self._list_into(ctx, child_uri, child, level + 1, max_depth, out)
 
@@ -671,9 +740,12 @@ class ContextFS:
             return NodeSummary(uri=uri.uri, name=uri.name, is_dir=True, has_children=has_children,
                                is_node=False, depth=level)
         try:
-            meta = self._load_meta(path, uri.uri)
-        except NotFoundError:  # deleted between the check and the read
-            meta = {}
+            with self._served_or_quarantined(path, uri.uri):
+                meta = self._load_meta(path, uri.uri)
+                abstract = _read_text(path / Level.L0.filename)
+        except NotFoundError:  # deleted between the check and the read, or quarantined
+            return NodeSummary(uri=uri.uri, name=uri.name, is_dir=True, has_children=has_children,
+                               is_node=False, depth=level)
         return NodeSummary(
             uri=uri.uri,
             name=uri.name,
@@ -683,7 +755,7 @@ class ContextFS:
             updated_at=meta.get("updated_at"),
             is_node=True,
             context_type=meta.get("context_type"),
-            abstract=_read_text(path / Level.L0.filename),
+            abstract=abstract,
             depth=level,
         )
 
@@ -699,12 +771,12 @@ class ContextFS:
             if TXN_FILE in files and self._roll_forward(Path(root)):
                 files = os.listdir(root)
             for name in files:
-                if name.startswith(TMP_PREFIX) and not name.startswith(_TMP_NODE_PREFIX):
+                if name.startswith(TMP_PREFIX) and not name.startswith(TMP_NODE_PREFIX):
                     with contextlib.suppress(OSError):
                         os.unlink(os.path.join(root, name))
                         removed += 1
             for name in list(dirs):
-                if name.startswith((_TMP_NODE_PREFIX, _TRASH_PREFIX)):
+                if name.startswith((TMP_NODE_PREFIX, TRASH_PREFIX)):
                     shutil.rmtree(os.path.join(root, name), ignore_errors=True)
                     dirs.remove(name)
                     removed += 1
@@ -713,43 +785,20 @@ class ContextFS:
         return removed
 
     def check(self, fix: bool = False) -> dict[str, Any]:
-        """Verify every node directory of every account.
-
-        Reports ``nodes`` (count), ``corrupt`` (paths whose ``.meta.json`` or relations file
-        is unreadable, or whose level files are not UTF-8), ``half_written`` (directories
-        holding node files but no ``.meta.json`` — invisible to readers) and ``leftovers``
-        (temp and trash entries). ``fix=True`` removes the leftovers and the stray files of
-        half-written directories; corrupt nodes are reported, never guessed at.
+        """:func:`~knowhub.context.fs.damage.check_tree` plus ``quarantined`` (every entry);
+        writes nothing. ``fix=True`` quarantines corrupt nodes and bad relation files
+        (``quarantined_now``), removes stray files of half-written directories and leftovers.
         """
-        report: dict[str, Any] = {"nodes": 0, "corrupt": [], "half_written": [], "leftovers": 0}
-        node_files = set(_LEVEL_FILES) | {RELATIONS_FILE}
-        for root, dirs, files in os.walk(self.accounts_dir):
-            path = Path(root)
-            report["leftovers"] += sum(1 for d in dirs if d.startswith((_TMP_NODE_PREFIX, _TRASH_PREFIX)))
-            report["leftovers"] += sum(1 for f in files if f.startswith(TMP_PREFIX))
-            dirs[:] = [d for d in dirs if not d.startswith(".")]
-            if path.parent == self.accounts_dir or path == self.accounts_dir:
-                continue
-            if META_FILE in files:
-                report["nodes"] += 1
-                try:
-                    meta = read_json_file(path / META_FILE)
-                    if not isinstance(meta, dict) or not isinstance(meta.get("version"), int):
-                        raise CorruptStoreError("bad meta", path=str(path))
-                    if RELATIONS_FILE in files:
-                        read_json_file(path / RELATIONS_FILE)
-                    for name in _LEVEL_FILES:
-                        _read_text(path / name)
-                except (CorruptStoreError, StorageError, InvalidInputError):  # unreadable or a symlink
-                    report["corrupt"].append(str(path))
-            elif node_files & set(files):
-                report["half_written"].append(str(path))
-                if fix:
-                    for name in node_files & set(files):
-                        with contextlib.suppress(OSError):
-                            os.unlink(path / name)
+        report = check_tree(self.accounts_dir)
         if fix:
+            moved = sum(self.quarantine_node(Path(p), "check --fix") for p in report["corrupt"])
+            moved += sum(self.quarantine_relations(Path(p), "check --fix") for p in report["bad_relations"])
+            for path in map(Path, report["half_written"]):
+                with self._lock_of_path(path):
+                    remove_uncommitted_files(path)
             self.cleanup()
+            report["quarantined_now"] = moved
+        report["quarantined"] = self.quarantine.entries()
         return report
 
     def iter_nodes(self, ctx: CtxLike, uri: str) -> Iterator[str]:

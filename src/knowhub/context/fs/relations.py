@@ -48,13 +48,19 @@ class RelationStore:
         return parsed.uri, path
 
     def _load(self, path: Path) -> list[dict[str, Any]]:
+        """The node's edges; an unreadable ``.relations.json`` is moved into quarantine and
+        reads as no edges (the node itself stays served)."""
         try:
             data = read_json_file(path / RELATIONS_FILE)
         except FileNotFoundError:
             return []
+        except CorruptStoreError:
+            self.fs.quarantine_relations(path, "a relation read")
+            return []
         edges = data.get("edges") if isinstance(data, dict) else None
         if not isinstance(edges, list):
-            raise CorruptStoreError(".relations.json has no edge list", path=str(path / RELATIONS_FILE))
+            self.fs.quarantine_relations(path, "a relation read")
+            return []
         return [e for e in edges if isinstance(e, dict) and e.get("to_uri") and e.get("relation_type")]
 
     def _save(self, path: Path, edges: list[dict[str, Any]]) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from knowhub.errors import LLMError
+from knowhub.providers.llm.conform import conform
 
 __all__ = ["LLMClient", "LLMUsage", "estimate_tokens", "is_cjk", "messages_tokens"]
 
@@ -154,8 +155,9 @@ class LLMClient(ABC):  # noqa: B024 - abstractness is checked in __init_subclass
     def chat(self, messages: list[dict[str, Any]], json_schema: dict[str, Any]) -> dict[str, Any]:
         """Answer ``messages`` with a dict matching ``json_schema``.
 
-        The default delegates to a subclass's ``Chat`` and records estimated usage, since a
-        seed-001 style client knows nothing about token accounting.
+        The default delegates to a subclass's ``Chat``, records estimated usage (a seed-001
+        style client knows nothing about token accounting) and fits the answer to
+        ``json_schema`` (:func:`~knowhub.providers.llm.conform.conform`).
         """
         prompt_tokens = messages_tokens(messages)
         try:
@@ -168,7 +170,8 @@ class LLMClient(ABC):  # noqa: B024 - abstractness is checked in __init_subclass
             raise LLMError(f"{type(self).__name__}.Chat returned {type(result).__name__}, not a dict")
         completion = estimate_tokens(json.dumps(result, ensure_ascii=False))
         self.usage.add(prompt_tokens, completion)
-        return result
+        # A user's client may hand back anything: fit it to the schema like a server answer.
+        return conform(result, json_schema).value
 
     def Chat(self, messages: list[dict[str, Any]], json_schema: dict[str, Any]) -> dict[str, Any]:
         """Seed 001 name of :meth:`chat`."""

@@ -484,25 +484,65 @@ def extract_procedures(payload: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _tool_usage(payload: dict[str, Any], turns: list[Turn]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for turn in turns:
-        if turn.role != "tool":
-            continue
-        name = turn.speaker if turn.speaker != "Tool" else ""
-        if not name:
-            continue
-        failed = bool(re.search(r"\b(error|exception|failed|traceback|not found)\b|错误|失败", turn.text, re.I))
-        out.append(_candidate(
-            "tools", name, f"Tool {name} was used ({'failed' if failed else 'succeeded'}){' on ' + turn.date if turn.date else ''}",
-            f"- last output: {truncate(turn.text, 200)}", turn.cite(), 0.6, [turn.id], owner_scope="agent",
-            tool=name, success=not failed, used_at=turn.when.isoformat() if turn.when else "",
-        ))
+def _used_tool_entries(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """``used_tools`` as ``{name, ...}`` dicts (a bare string is a name)."""
+    entries = []
     for item in payload.get("used_tools") or []:
         if isinstance(item, str):
             item = {"name": item}
-        if not isinstance(item, dict) or not item.get("name"):
-            continue
+        if isinstance(item, dict) and item.get("name"):
+            entries.append(item)
+    return entries
+
+
+def _pair_used_tools(
+    entries: list[dict[str, Any]], tool_turns: list[Turn]
+) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    """Which ``used_tools`` entry describes which ``role: tool`` message.
+
+    One use is one count: an entry (not a skill) names the same tool as a tool message of
+    the session that no other entry describes, and when it gives ``source_refs`` the
+    message is among them. Paired entries add their outcome and description to that
+    message's use; the others are uses of their own.
+    """
+    paired: dict[str, dict[str, Any]] = {}
+    unpaired: list[dict[str, Any]] = []
+    for entry in entries:
+        name = str(entry["name"]).casefold()
+        refs = {str(r) for r in entry.get("source_refs") or []}
+        turn = None
+        if entry.get("kind") != "skill":
+            turn = next(
+                (t for t in tool_turns if t.id not in paired and t.speaker.casefold() == name
+                 and (not refs or t.id in refs)),
+                None,
+            )
+        if turn is None:
+            unpaired.append(entry)
+        else:
+            paired[turn.id] = entry
+    return paired, unpaired
+
+
+def _tool_usage(payload: dict[str, Any], turns: list[Turn]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    tool_turns = [t for t in turns if t.role == "tool" and t.speaker != "Tool"]
+    paired, unpaired = _pair_used_tools(_used_tool_entries(payload), tool_turns)
+    for turn in tool_turns:
+        name = turn.speaker
+        entry = paired.get(turn.id, {})
+        failed = bool(re.search(r"\b(error|exception|failed|traceback|not found)\b|错误|失败", turn.text, re.I))
+        success = entry.get("success") if entry.get("success") is not None else not failed
+        description = str(entry.get("description") or "")
+        overview = [f"- {description}"] if description else []
+        overview.append(f"- last output: {truncate(turn.text, 200)}")
+        out.append(_candidate(
+            "tools", name, f"Tool {name} was used ({'succeeded' if success else 'failed'}){' on ' + turn.date if turn.date else ''}",
+            "\n".join(overview), turn.cite(), 0.7 if entry else 0.6,
+            [turn.id], owner_scope="agent", tool=name, success=success, description=description,
+            used_at=turn.when.isoformat() if turn.when else "", usage_key=str(entry.get("usage_key") or ""),
+        ))
+    for item in unpaired:
         name = str(item["name"])
         kind = "skills" if item.get("kind") == "skill" else "tools"
         success = item.get("success")

@@ -16,17 +16,16 @@ Deterministic heuristics, not a language model:
     types, the longest task, contents merged sentence by sentence without duplicates.
 ``extract_knowledge``
     payload ``{messages: [{id, role, content}]}`` → ``{"items": [{types, task, content,
-    tags, message_ids}]}``: rules for Chinese and English: preferences / habits /
-    constraints and background (user_profile), tool usage with commands or code (tool),
-    fixes and causes (strategy), definitions (definition), numbered steps (plan).
+    tags, message_ids}]}``: the rules of ``local_knowledge_extract`` (profile, tool,
+    strategy, definition, plan and use-case cues, Chinese and English).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from knowhub.providers.llm.local_knowledge_extract import extract_knowledge, split_sentences
 from knowhub.text import has_han, normalize, similarity, tokenize
 
 if TYPE_CHECKING:
@@ -108,26 +107,6 @@ def route_knowledge(payload: dict[str, Any], agent: LocalAgent) -> dict[str, Any
 
 # --------------------------------------------------------------------------- evolve, merge
 
-_SENTENCE = re.compile(r"[^。！？!?；;\n]+(?:[。！？!?；;]+|\n|$)")
-
-
-_LATIN_STOP = re.compile(r"(?<=[a-z0-9)\"'][.!?])\s+(?=[A-Z\"'\u4e00-\u9fff])")
-
-
-def _sentences(text: str) -> list[str]:
-    """Sentences with their closing punctuation (Chinese and Latin), blanks dropped.
-
-    Latin periods end a sentence only before whitespace and a capital or Han character,
-    so ``e.g.``, ``v1.2`` and ``.[dev]`` stay inside their sentence.
-    """
-    out = []
-    for match in _SENTENCE.finditer(text):
-        for sentence in _LATIN_STOP.split(match.group(0)):
-            sentence = sentence.strip()
-            if sentence:
-                out.append(sentence)
-    return out
-
 
 def evolve_knowledge(payload: dict[str, Any], agent: LocalAgent) -> dict[str, Any]:
     """Append the feedback to the content as a marked revision note; nothing is lost."""
@@ -143,21 +122,73 @@ def evolve_knowledge(payload: dict[str, Any], agent: LocalAgent) -> dict[str, An
 
 
 def merge_contents(contents: list[str]) -> str:
-    """Contents joined in order, each sentence kept once (compared normalized)."""
+    """Contents joined in order, each sentence and each fenced code block kept once.
+
+    Nothing else is dropped: a line is kept as written (indentation and line breaks
+    included) unless some of its sentences were already seen, and then its new sentences
+    are kept; a code block is kept whole or, when an identical one was seen, not at all.
+    No length limit: slimming must not lose text.
+    """
     seen: set[str] = set()
     parts: list[str] = []
     for content in contents:
-        kept: list[str] = []
-        for sentence in _sentences(content):
-            key = normalize(sentence) or sentence
-            if key in seen:
+        lines: list[str] = []
+        for block, is_code in _blocks(content):
+            if is_code:
+                key = "\x00code:" + (normalize(block) or block)
+                if key not in seen:
+                    seen.add(key)
+                    lines.extend(block.splitlines())
                 continue
-            seen.add(key)
-            kept.append(sentence)
-        if kept:
-            joiner = "" if all(has_han(s[-1:]) or s[-1:] in "。！？；" for s in kept) else " "
-            parts.append(joiner.join(kept))
+            for line in block.splitlines():
+                kept = _new_sentences(line, seen)
+                if kept is not None:
+                    lines.append(kept)
+                elif lines and lines[-1] and not line.strip():
+                    lines.append("")  # one blank line between paragraphs
+        text = "\n".join(lines).strip("\n")
+        if text.strip():
+            parts.append(text)
     return "\n".join(parts)
+
+
+def _blocks(content: str) -> list[tuple[str, bool]]:
+    """``(text, is_code)`` runs of a content; a code block includes its ``` fences."""
+    out: list[tuple[str, bool]] = []
+    current: list[str] = []
+    in_code = False
+    for line in content.splitlines():
+        fence = line.lstrip().startswith("```")
+        if fence and not in_code:
+            if current:
+                out.append(("\n".join(current), False))
+            current, in_code = [line], True
+        elif fence and in_code:
+            current.append(line)
+            out.append(("\n".join(current), True))
+            current, in_code = [], False
+        else:
+            current.append(line)
+    if current:
+        out.append(("\n".join(current), in_code))
+    return out
+
+
+def _new_sentences(line: str, seen: set[str]) -> str | None:
+    """The line as written when all its sentences are new, else only its new sentences."""
+    sentences = split_sentences(line)
+    fresh: list[str] = []
+    for sentence in sentences:
+        key = normalize(sentence) or sentence
+        if key not in seen:
+            seen.add(key)
+            fresh.append(sentence)
+    if not fresh:
+        return None
+    if len(fresh) == len(sentences):
+        return line.rstrip()
+    joiner = "" if all(has_han(x[-1:]) or x[-1:] in "。！？；" for x in fresh) else " "
+    return joiner.join(fresh)
 
 
 def merge_knowledge(payload: dict[str, Any], agent: LocalAgent) -> dict[str, Any]:
@@ -179,239 +210,6 @@ def merge_knowledge(payload: dict[str, Any], agent: LocalAgent) -> dict[str, Any
         "types": types,
         "reason": f"merged {len(items)} items: longest task, union of types, unique sentences",
     }
-
-
-# --------------------------------------------------------------------------- extraction
-
-_PREF_EN = [
-    (
-        re.compile(
-            r"\bI\s+(?:really\s+|generally\s+)?(?:prefer|like|love|enjoy|hate|dislike|want)\b", re.I
-        ),
-        "preference",
-    ),
-    (re.compile(r"\bI\s+(?:always|usually|normally|often|tend to|typically)\b", re.I), "habit"),
-    (
-        re.compile(
-            r"\b(?:I\s+never|I\s+(?:don't|do not|won't|can't|cannot)|(?:please\s+)?(?:don't|do not|never)\s+\w+|I\s+must|must not|avoid)\b",
-            re.I,
-        ),
-        "constraint",
-    ),
-]
-_PREF_ZH = [
-    (
-        re.compile(r"我(?:比较|更|很|最|非常)?(?:喜欢|偏好|偏爱|倾向于|讨厌|不喜欢|希望)"),
-        "preference",
-    ),
-    (re.compile(r"我(?:一般|通常|总是|习惯|经常|一向|每次)"), "habit"),
-    (re.compile(r"(?:不要|别|禁止|不能|不允许|必须|务必|千万不要|请勿)"), "constraint"),
-]
-_BACKGROUND = [
-    re.compile(r"\bI(?:\s+am|'m)\s+(?:a|an|the)\s+\w+", re.I),
-    re.compile(r"\bI\s+work\s+(?:as|at|for|in|on)\b", re.I),
-    re.compile(r"\bmy\s+(?:role|job|background)\s+is\b", re.I),
-    re.compile(r"我是(?:一名|一个|一位)?[^，。,.!?！？]{1,30}"),
-    re.compile(r"我在[^，。,.!?！？]{1,30}(?:工作|上班|任职|实习)"),
-    re.compile(r"我(?:负责|从事)[^，。,.!?！？]{1,30}"),
-]
-_STRATEGY = re.compile(
-    r"(?:\bthe\s+fix\s+(?:was|is)\b|\bfixed\s+(?:it\s+)?by\b|\bsolved\s+(?:it\s+)?by\b|"
-    r"\bthe\s+solution\s+(?:was|is)\b|\broot\s+cause\b|\bwas\s+caused\s+by\b|\bthe\s+trick\s+is\b|"
-    r"\bworkaround\b|解决方法|解决办法|解决方案是|原因是|根本原因|问题在于|修复方法|办法是)",
-    re.I,
-)
-_DEFINITION_EN = re.compile(
-    r"^\s*(?P<term>[A-Z][\w+#.\- ]{0,40}?)\s+(?:is\s+(?:a|an|the)|refers\s+to|means)\s+(?P<rest>.+)",
-)
-_DEFINITION_ZH = re.compile(
-    r"^\s*(?:所谓)?(?P<term>[^，。,\s]{1,20}?)(?:是指|指的是|是一种|是一个|就是)(?P<rest>.+)"
-)
-_STEP = re.compile(
-    r"^\s*(?:\d{1,2}[.)、]|第[一二三四五六七八九十\d]+步|步骤\s*\d+|Step\s+\d+[:.]?)\s*\S", re.I
-)
-_COMMAND = re.compile(
-    r"(?:```|^\s*\$\s+\S|(?<![\w-])(?:pip3?|npm|npx|yarn|pnpm|git|docker|kubectl|helm|curl|wget|"
-    r"brew|apt-get|conda|poetry|cargo|terraform|ffmpeg)\s+-{0,2}[A-Za-z][\w.\-]*|"
-    r"(?<![\w-])python3?\s+(?:-m\s+)?[\w.\-/]+\.?\w*|(?<![\w-])go\s+(?:build|run|test|get|mod)\b|"
-    r"(?<![\w-])node\s+[\w./\-]+\.js\b)",
-    re.M | re.ASCII,
-)
-_CODING = re.compile(
-    r"(?:code|coding|python|typescript|javascript|java\b|rust|golang|indent|tabs|spaces|type[- ]?safe|"
-    r"代码|编程|缩进|类型|函数|变量|注释)",
-    re.I,
-)
-
-
-def _lang(text: str) -> str:
-    return "zh" if has_han(text) else "en"
-
-
-def _label(kind: str, text: str) -> str:
-    labels = {
-        "preference": ("用户偏好", "User preference"),
-        "habit": ("用户习惯", "User habit"),
-        "constraint": ("用户约束", "User constraint"),
-        "background": ("用户背景", "User background"),
-        "definition": ("概念定义", "Definition"),
-    }
-    zh, en = labels[kind]
-    return zh if _lang(text) == "zh" else en
-
-
-def _short(text: str, limit: int = 80) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def _profile_item(sentence: str, category: str, message_id: str) -> dict[str, Any]:
-    tags: dict[str, Any] = {"category": category}
-    if _CODING.search(sentence):
-        tags["domain"] = "coding_style"
-    sep = "：" if _lang(sentence) == "zh" else ": "
-    return {
-        "types": ["user_profile"],
-        "task": f"{_label(category, sentence)}{sep}{_short(sentence, 60)}",
-        "content": sentence.strip(),
-        "tags": tags,
-        "message_ids": [message_id],
-    }
-
-
-def _profile_category(sentence: str) -> str | None:
-    for pattern in _BACKGROUND:
-        if pattern.search(sentence):
-            return "background"
-    for pattern, category in (*_PREF_ZH, *_PREF_EN):
-        if pattern.search(sentence):
-            return category
-    return None
-
-
-def _context_task(question: tuple[str, str] | None, fallback: str) -> tuple[str, list[str]]:
-    """Task from the user question that preceded an answer (and that message's id)."""
-    if question is not None and question[1].strip():
-        return _short(question[1], 100), [question[0]]
-    return _short(fallback, 100), []
-
-
-def _steps(text: str) -> list[str]:
-    return [line.strip() for line in text.splitlines() if _STEP.match(line)]
-
-
-def extract_knowledge(payload: dict[str, Any], agent: LocalAgent) -> dict[str, Any]:
-    """Rule-based extraction of typed knowledge candidates from a conversation."""
-    messages = [m for m in payload.get("messages") or [] if isinstance(m, dict)]
-    items: list[dict[str, Any]] = []
-    last_question: tuple[str, str] | None = None
-    for pos, message in enumerate(messages):
-        content = message.get("content")
-        if not isinstance(content, str) or not content.strip():
-            continue
-        message_id = str(message.get("id") or f"msg-{pos}")
-        role = str(message.get("role") or "user")
-        if role == "user":
-            for sentence in _sentences(content):
-                category = _profile_category(sentence)
-                if category is not None:
-                    items.append(_profile_item(sentence, category, message_id))
-        items.extend(_extract_expertise(content, message_id, role, last_question))
-        if role == "user":
-            last_question = (message_id, content)
-    return {
-        "items": _dedupe(items),
-        "reason": f"rule-based extraction from {len(messages)} messages",
-    }
-
-
-def _extract_expertise(
-    content: str, message_id: str, role: str, question: tuple[str, str] | None
-) -> list[dict[str, Any]]:
-    """Tool usage, strategies, definitions and plans found in one message."""
-    found: list[dict[str, Any]] = []
-    asked = question if role != "user" else None
-    first_line = content.strip().splitlines()[0]
-    if _COMMAND.search(content) and (role != "user" or "```" in content):
-        task, extra = _context_task(asked, first_line)
-        found.append(
-            {
-                "types": ["tool"],
-                "task": task,
-                "content": content.strip()[:4000],
-                "tags": {"category": "tool_usage"},
-                "message_ids": [*extra, message_id],
-            }
-        )
-    steps = _steps(content)
-    if len(steps) >= 2:
-        task, extra = _context_task(asked, first_line)
-        found.append(
-            {
-                "types": ["plan"],
-                "task": task,
-                "content": "\n".join(steps),
-                "tags": {"category": "steps"},
-                "message_ids": [*extra, message_id],
-            }
-        )
-    for sentence in _sentences(content):
-        if _STRATEGY.search(sentence):
-            task, extra = _context_task(asked, sentence)
-            found.append(
-                {
-                    "types": ["strategy"],
-                    "task": task,
-                    "content": sentence,
-                    "tags": {"category": "fix"},
-                    "message_ids": [*extra, message_id],
-                }
-            )
-            continue
-        match = (
-            _DEFINITION_ZH.match(sentence) if has_han(sentence) else _DEFINITION_EN.match(sentence)
-        )
-        if match and not _profile_category(sentence) and not _STEP.match(sentence):
-            term = match.group("term").strip()
-            if term.lower() in {
-                "it",
-                "this",
-                "that",
-                "there",
-                "he",
-                "she",
-                "i",
-                "我",
-                "这",
-                "那",
-                "它",
-            }:
-                continue
-            sep = "：" if _lang(sentence) == "zh" else ": "
-            found.append(
-                {
-                    "types": ["definition"],
-                    "task": f"{_label('definition', sentence)}{sep}{term}",
-                    "content": sentence,
-                    "tags": {"category": "definition", "term": term},
-                    "message_ids": [message_id],
-                }
-            )
-    return found
-
-
-def _dedupe(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One item per (types, normalized content); message ids of duplicates are merged."""
-    out: dict[tuple[tuple[str, ...], str], dict[str, Any]] = {}
-    for item in items:
-        key = (tuple(item["types"]), normalize(item["content"]) or item["content"])
-        if key in out:
-            ids = out[key]["message_ids"]
-            ids.extend(i for i in item["message_ids"] if i not in ids)
-            continue
-        item["message_ids"] = list(dict.fromkeys(item["message_ids"]))
-        out[key] = item
-    return list(out.values())
 
 
 HANDLERS: dict[str, Callable[[dict[str, Any], Any], dict[str, Any]]] = {

@@ -4,7 +4,9 @@ Uses the official ``openai`` SDK with its own retries switched off, because the 
 policy here has to know about knowhub's errors, the structured-output fallback and the
 concurrency cap. Structured output is requested as ``json_schema``; servers that reject
 it get ``json_object`` (and, failing that, no ``response_format`` at all, relying on the
-schema in the system prompt). The answer is parsed tolerantly with :func:`extract_json`.
+schema in the system prompt). The answer is parsed tolerantly with :func:`extract_json`
+and then fitted to the schema by :func:`~knowhub.providers.llm.conform.conform` (a field
+of the wrong type is repaired or dropped, never the whole answer).
 The API key is never logged and is scrubbed from every error message.
 """
 
@@ -22,6 +24,7 @@ import openai
 
 from knowhub.errors import LLMError, LLMResponseError, LLMTimeoutError
 from knowhub.providers.llm.base import LLMClient, estimate_tokens, messages_tokens
+from knowhub.providers.llm.conform import conform
 from knowhub.providers.llm.messages import extract_json
 
 __all__ = ["OpenAICompatibleLLM"]
@@ -75,6 +78,8 @@ class OpenAICompatibleLLM(LLMClient):
         self._semaphore = threading.BoundedSemaphore(self.max_concurrency)
         self._mode_lock = threading.Lock()
         self._mode_index = 0
+        #: Answers that needed a field dropped or retyped to fit their schema.
+        self.repaired_answers = 0
         self._client = openai.OpenAI(
             base_url=base_url, api_key=self._api_key, timeout=self.timeout_s, max_retries=0
         )
@@ -123,7 +128,7 @@ class OpenAICompatibleLLM(LLMClient):
         try:
             response = self._create_with_retries(messages, json_schema)
             content = self._content_of(response)
-            answer = extract_json(content)
+            conformed = conform(extract_json(content), json_schema)
         except Exception:
             self.usage.record_failure(prompt_estimate)
             raise
@@ -134,7 +139,10 @@ class OpenAICompatibleLLM(LLMClient):
             prompt_tokens if isinstance(prompt_tokens, int) else prompt_estimate,
             completion_tokens if isinstance(completion_tokens, int) else estimate_tokens(content),
         )
-        return answer
+        if conformed.repaired:
+            self.repaired_answers += 1
+            logger.info("LLM answer repaired to fit its schema: %s", "; ".join(conformed.repairs[:5]))
+        return conformed.value
 
     def _response_format(self, mode: str, schema: dict[str, Any]) -> dict[str, Any] | None:
         if mode == "json_schema":

@@ -45,7 +45,15 @@ from knowhub.scope import (
 )
 from knowhub.server.deps import PrincipalDep, clean_query, engine, split_csv
 from knowhub.server.routers._json import results, to_json
-from knowhub.server.schemas import MAX_MESSAGES, MAX_QUERY_CHARS, RequestBody
+from knowhub.server.schemas import (
+    MAX_MESSAGES,
+    MAX_QUERY_CHARS,
+    QUERY_BOOL,
+    QUERY_INT,
+    MessageRole,
+    MessageTime,
+    RequestBody,
+)
 
 #: Name under which the context engine is kept in ``app.state.engines``.
 CONTEXT_ENGINE = "context_engine"
@@ -138,7 +146,8 @@ UriParam = Annotated[str, Query(min_length=1, max_length=MAX_URI_CHARS, descript
 
 
 class ContextMessage(RequestBody):
-    """One OpenAI-style message (``id``, ``name`` and ``timestamp`` optional).
+    """One OpenAI-style message: a known ``role`` is required (``id``, ``name`` and
+    ``timestamp`` optional; a timestamp must be a date the engine can read).
 
     A chat history as the OpenAI API returns it is accepted unchanged: ``content`` may be a
     string, a list of content parts (``{"type": "text", "text": ...}``) or null (an
@@ -148,11 +157,11 @@ class ContextMessage(RequestBody):
 
     model_config = ConfigDict(extra="allow", str_strip_whitespace=False)
 
-    role: Annotated[str, Field(min_length=1, max_length=32)] = "user"
+    role: MessageRole
     content: Annotated[str, Field(max_length=200_000)] | Annotated[list[dict[str, Any]], Field(max_length=1_000)] | None = ""
     id: Annotated[str, Field(max_length=200)] | None = None
     name: Annotated[str, Field(max_length=200)] | None = None
-    timestamp: Annotated[str, Field(max_length=100)] | None = None
+    timestamp: MessageTime | None = None
 
 
 class CommitRequest(RequestBody):
@@ -160,7 +169,7 @@ class CommitRequest(RequestBody):
 
     messages: Annotated[list[ContextMessage], Field(min_length=1, max_length=MAX_MESSAGES)]
     session_id: Annotated[str, Field(max_length=128)] | None = None
-    session_time: Annotated[str, Field(max_length=100)] | None = None
+    session_time: MessageTime | None = None
     used_contexts: Annotated[list[str], Field(max_length=100)] | None = None
     used_tools: Annotated[list[str], Field(max_length=100)] | None = None
 
@@ -188,7 +197,7 @@ def build_router() -> APIRouter:
         q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS, description="query")],
         target_uri: Annotated[str | None, Query(max_length=MAX_URI_CHARS)] = None,
         categories: Annotated[str | None, Query(max_length=1_000, description="comma-separated")] = None,
-        top_k: Annotated[int, Query(ge=1, le=100)] = 10,
+        top_k: Annotated[int, Query(ge=1, le=100), QUERY_INT] = 10,
     ) -> dict[str, Any]:
         """Plan → L0 retrieval → hierarchical search → blocks (abstracts; read for more)."""
         result = svc.search_memory(ctx, clean_query(q, field="q"), target_uri=target_uri or None,
@@ -201,8 +210,8 @@ def build_router() -> APIRouter:
         svc: EngineDep,
         uri: UriParam,
         level: Annotated[str, Query(pattern="^(L0|L1|L2)$")] = "L1",
-        expand_relations: bool = False,
-        max_relations: Annotated[int, Query(ge=0, le=1_000)] = 0,
+        expand_relations: Annotated[bool, QUERY_BOOL] = False,
+        max_relations: Annotated[int, Query(ge=0, le=1_000), QUERY_INT] = 0,
     ) -> dict[str, Any]:
         """One node at level L0, L1 or L2, optionally with its relations."""
         return dict(to_json(svc.read_memory(ctx, clean_query(uri, field="uri"), level, expand_relations, max_relations)))
@@ -217,8 +226,8 @@ def build_router() -> APIRouter:
         ctx: CtxDep,
         svc: EngineDep,
         uri: UriParam,
-        recursive: bool = False,
-        depth: Annotated[int, Query(ge=1, le=32)] = 1,
+        recursive: Annotated[bool, QUERY_BOOL] = False,
+        depth: Annotated[int, Query(ge=1, le=32), QUERY_INT] = 1,
     ) -> dict[str, Any]:
         """Children of a node or directory (only the caller's own spaces are listed)."""
         return results(svc.list_children(ctx, clean_query(uri, field="uri"), recursive=recursive, depth=depth))

@@ -18,6 +18,7 @@ from knowhub.server.deps import HubDep, PrincipalDep, clean_query, split_csv
 from knowhub.server.routers._json import results, to_json
 from knowhub.server.schemas import (
     MAX_QUERY_CHARS,
+    QUERY_INT,
     BatchUpdate,
     ExtractRequest,
     KnowledgeCreate,
@@ -39,8 +40,8 @@ def build_router() -> APIRouter:
         principal: PrincipalDep,
         hub: HubDep,
         q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS, description="query")],
-        top_k: Annotated[int, Query(ge=1, le=100)] = 5,
-        min_score: Annotated[int, Query(ge=0, le=5)] = 3,
+        top_k: Annotated[int, Query(ge=1, le=100), QUERY_INT] = 5,
+        min_score: Annotated[int, Query(ge=0, le=5), QUERY_INT] = 3,
         types: CsvParam = None,
     ) -> dict[str, Any]:
         """Two-stage retrieval (semantic routing, then quality ranking) over visible items."""
@@ -84,7 +85,7 @@ def build_router() -> APIRouter:
     def user_profile(
         principal: PrincipalDep,
         hub: HubDep,
-        limit: Annotated[int, Query(ge=1, le=1_000)] = 20,
+        limit: Annotated[int, Query(ge=1, le=1_000), QUERY_INT] = 20,
     ) -> dict[str, Any]:
         """The caller's ``user_profile`` knowledge, best first (seed 003)."""
         return results(hub.user_profile(principal, limit=limit))
@@ -93,7 +94,7 @@ def build_router() -> APIRouter:
     def list_knowledge(
         principal: PrincipalDep,
         hub: HubDep,
-        limit: Annotated[int, Query(ge=1, le=1_000)] = 10,
+        limit: Annotated[int, Query(ge=1, le=1_000), QUERY_INT] = 10,
         types: CsvParam = None,
         scopes: CsvParam = None,
     ) -> dict[str, Any]:

@@ -15,7 +15,13 @@ from fastapi import APIRouter, Path, Query
 
 from knowhub.server.deps import HubDep, PrincipalDep, clean_query
 from knowhub.server.routers._json import results, to_json
-from knowhub.server.schemas import ResourceCreate, ResourceUpdate, UndoRequest
+from knowhub.server.schemas import (
+    QUERY_BOOL,
+    QUERY_INT,
+    ResourceCreate,
+    ResourceUpdate,
+    UndoRequest,
+)
 
 ResourceId = Annotated[
     str, Path(min_length=1, max_length=512, description="resource id, may contain '/'")
@@ -36,7 +42,7 @@ def build_router() -> APIRouter:
     def list_resources(
         principal: PrincipalDep,
         hub: HubDep,
-        limit: Annotated[int, Query(ge=1, le=1_000)] = 50,
+        limit: Annotated[int, Query(ge=1, le=1_000), QUERY_INT] = 50,
         content_type: Annotated[str | None, Query(max_length=256)] = None,
     ) -> dict[str, Any]:
         """Visible resources without their secrets."""
@@ -63,8 +69,8 @@ def build_router() -> APIRouter:
         principal: PrincipalDep,
         hub: HubDep,
         resource_id: ResourceId,
-        include_secure: bool = False,
-        history: bool = False,
+        include_secure: Annotated[bool, QUERY_BOOL] = False,
+        history: Annotated[bool, QUERY_BOOL] = False,
     ) -> dict[str, Any]:
         """One resource; ``include_secure=true`` adds the decrypted ``secure_body``;
         ``history=true`` lists its previous versions instead (never with secrets)."""

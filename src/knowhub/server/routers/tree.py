@@ -22,26 +22,34 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from knowhub.config import Settings
 from knowhub.errors import NotFoundError
 from knowhub.server.deps import PrincipalDep, TreeWriterDep, clean_query, engine
 from knowhub.server.routers._json import results, to_json
-from knowhub.server.schemas import MAX_CONTENT_CHARS, MAX_QUERY_CHARS, RequestBody
+from knowhub.server.schemas import (
+    JSON_INT,
+    MAX_CONTENT_CHARS,
+    MAX_QUERY_CHARS,
+    QUERY_BOOL,
+    QUERY_INT,
+    RequestBody,
+)
+from knowhub.tree.models import MAX_NAME_CHARS, check_keyword_name
 
 #: Name under which the keyword tree is kept in ``app.state.engines``.
 TREE_ENGINE = "keyword_tree"
-MAX_NAME_CHARS = 500
 MAX_DESCRIPTION_CHARS = 20_000
 MAX_TREE_ID_CHARS = 256
 MAX_ALIASES = 200
 
 TreeId = Annotated[str, Field(min_length=1, max_length=MAX_TREE_ID_CHARS)]
-Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
+#: The engine's own name check (NUL, unreadable text, length), so HTTP and CLI agree.
+Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS), AfterValidator(check_keyword_name)]
 Description = Annotated[str, Field(max_length=MAX_DESCRIPTION_CHARS)]
 Metadata = Annotated[dict[str, Any], Field(max_length=64)]
-Version = Annotated[int, Field(ge=1)]
+Version = Annotated[int, Field(ge=1), JSON_INT]
 Relation = Annotated[str, Field(pattern="^(?i:primary|related|example|source)$")]
 KeywordIdPath = Annotated[str, Path(min_length=1, max_length=MAX_TREE_ID_CHARS, description="keyword id")]
 InfoIdPath = Annotated[str, Path(min_length=1, max_length=MAX_TREE_ID_CHARS, description="info id")]
@@ -187,7 +195,7 @@ def build_router() -> APIRouter:
         _principal: PrincipalDep,
         tree: TreeDep,
         q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS, description="query")],
-        use_agent: Annotated[bool, Query(description="agent disambiguation and descent")] = True,
+        use_agent: Annotated[bool, Query(description="agent disambiguation and descent"), QUERY_BOOL] = True,
     ) -> dict[str, Any]:
         """Exact lookup (names, aliases, pinyin); the agent disambiguates or descends."""
         return dict(to_json(tree.search(clean_query(q, field="q"), use_agent=use_agent)))
@@ -196,7 +204,7 @@ def build_router() -> APIRouter:
     def metrics(
         _principal: PrincipalDep,
         tree: TreeDep,
-        oversized_threshold: Annotated[int | None, Query(ge=1, le=10_000_000)] = None,
+        oversized_threshold: Annotated[int | None, Query(ge=1, le=10_000_000), QUERY_INT] = None,
     ) -> dict[str, Any]:
         """Tree health: counts, orphans, depth and branching, oversized subtrees."""
         return dict(tree.tree_metrics(oversized_threshold))
@@ -205,7 +213,7 @@ def build_router() -> APIRouter:
     def history(
         _principal: PrincipalDep,
         tree: TreeDep,
-        limit: Annotated[int, Query(ge=1, le=1_000)] = 50,
+        limit: Annotated[int, Query(ge=1, le=1_000), QUERY_INT] = 50,
     ) -> dict[str, Any]:
         """Operations, newest first (ids for ``POST /undo``)."""
         return results(tree.history(limit))
@@ -259,7 +267,7 @@ def build_router() -> APIRouter:
         _writer: TreeWriterDep,
         tree: TreeDep,
         keyword_id: KeywordIdPath,
-        cascade: bool = False,
+        cascade: Annotated[bool, QUERY_BOOL] = False,
         info_policy: Annotated[str, Query(pattern="^(reattach|forbid|unlink)$")] = "reattach",
     ) -> dict[str, Any]:
         """Soft-delete a keyword (its subtree with ``cascade``); links follow ``info_policy``."""
@@ -316,8 +324,8 @@ def build_router() -> APIRouter:
         tree: TreeDep,
         keyword_id: KeywordIdPath,
         relation: Annotated[str | None, Query(pattern="^(?i:primary|related|example|source)$")] = None,
-        page: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
-        size: Annotated[int, Query(ge=1, le=500)] = 50,
+        page: Annotated[int, Query(ge=0, le=1_000_000), QUERY_INT] = 0,
+        size: Annotated[int, Query(ge=1, le=500), QUERY_INT] = 50,
         order: Annotated[str, Query(pattern="^(newest|oldest)$")] = "newest",
     ) -> dict[str, Any]:
         """Infos linked to the keyword, filtered by relation, paged (``page`` from 0)."""
