@@ -1,7 +1,8 @@
 """Fixtures for the knowledge engine: principals, hubs on SQLite and on a real PostgreSQL.
 
 PostgreSQL: ``KNOWHUB_TEST_PG_URL`` (a ``postgresql+psycopg://`` URL of a database the
-tests may fill) is used when set. Otherwise the session fixture starts the local cluster
+tests may fill) is used when set. Otherwise the server of the ``pgserver`` wheel
+(:mod:`tests.pgvector_server`, shared with the index tests), else the session fixture starts the local cluster
 (``pg_ctlcluster 15 main start``), creates a throwaway role and database as the
 ``postgres`` OS user and drops the database at the end. When none of that works the
 postgres tests skip with the reason.
@@ -13,6 +14,7 @@ import os
 import secrets
 import shutil
 import subprocess
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -20,6 +22,7 @@ import pytest
 
 from knowhub.knowledge import KnowledgeHub
 from knowhub.scope import Principal
+from tests.pgvector_server import pgvector_url
 
 TEST_KEY = bytes(range(32))
 
@@ -116,6 +119,10 @@ def pg_url() -> Iterator[str]:
         import psycopg  # noqa: F401
     except ImportError:
         pytest.skip("psycopg is not installed")
+    bundled, _reason = pgvector_url()
+    if bundled is not None:  # the pgserver wheel: PostgreSQL + pgvector, no system install
+        yield bundled
+        return
     try:
         reason = _start_cluster()
     except (OSError, subprocess.SubprocessError) as exc:
@@ -147,11 +154,14 @@ def pg_url() -> Iterator[str]:
 def _reset_pg(url: str) -> None:
     """Drop every table so each test starts from an empty schema."""
     from sqlalchemy import MetaData, create_engine
+    from sqlalchemy.exc import SAWarning
 
     engine = create_engine(url)
     try:
         meta = MetaData()
-        meta.reflect(engine)
+        with warnings.catch_warnings():  # pgvector's column type is unknown to SQLAlchemy
+            warnings.simplefilter("ignore", SAWarning)
+            meta.reflect(engine)
         meta.drop_all(engine)
     finally:
         engine.dispose()

@@ -31,6 +31,7 @@ from knowhub.errors import (
     VersionConflictError,
 )
 from knowhub.index import EmbeddedIndex
+from knowhub.index.postgres import PostgresIndex
 from knowhub.knowledge import extract as extraction
 from knowhub.knowledge import slim_plans
 from knowhub.knowledge.feedback import add_evidence, apply_update, evolve_content, parse_update
@@ -50,6 +51,7 @@ from knowhub.knowledge.models import (
 from knowhub.knowledge.resources import ResourceService
 from knowhub.knowledge.search import NUMBER_FIELDS, DerivedIndexes, rank_hits, route_candidates
 from knowhub.knowledge.secrets import SecretBox, load_or_create_key, parse_key, read_key_file
+from knowhub.knowledge.shared_index import SharedIndex
 from knowhub.knowledge.store import KnowledgeStore, knowledge, knowledge_scopes
 from knowhub.providers.embedding import HashingEmbedder
 from knowhub.providers.llm import LLMClient, LocalAgent
@@ -106,15 +108,23 @@ class KnowledgeHub:
         self.route_token_budget = route_token_budget
         self.store = KnowledgeStore(self.data_dir, db_url)
         self.resources = ResourceService(self.store, SecretBox(key))
-        self._indexes = DerivedIndexes(
-            self.embedder,
-            EmbeddedIndex(
-                int(self.embedder.dim), self._index_dir / "retrieval", number_fields=NUMBER_FIELDS
-            ),
-        )
         self._sync_lock = threading.RLock()
         self._snapshot_seq = -1
-        self._build_indexes(use_snapshot=True)
+        self._shared: SharedIndex | None = None
+        dim = int(self.embedder.dim)
+        if self.store.dialect == "postgresql":
+            # many servers, one database: the index lives there too, written in each
+            # item's own transaction (no per-process copy, constant-time open)
+            self._indexes = DerivedIndexes(
+                self.embedder, PostgresIndex(self.store.engine, "knowledge", dim, number_fields=NUMBER_FIELDS)
+            )
+            self._shared = SharedIndex(self.store, self._indexes)
+            self._shared.open()
+        else:
+            self._indexes = DerivedIndexes(
+                self.embedder, EmbeddedIndex(dim, self._index_dir / "retrieval", number_fields=NUMBER_FIELDS)
+            )
+            self._build_indexes(use_snapshot=True)
 
     @classmethod
     def from_settings(cls, settings: Any, **overrides: Any) -> KnowledgeHub:
@@ -142,7 +152,11 @@ class KnowledgeHub:
 
     def close(self) -> None:
         """Checkpoint the retrieval index when it is stale, then release database connections."""
-        if self._indexes.count() >= SNAPSHOT_MIN_ITEMS and self._indexes.seq != self._snapshot_seq:
+        if (
+            self._shared is None
+            and self._indexes.count() >= SNAPSHOT_MIN_ITEMS
+            and self._indexes.seq != self._snapshot_seq
+        ):
             self._save_snapshot()
         self._indexes.index.close()
         self.store.close()
@@ -157,6 +171,8 @@ class KnowledgeHub:
 
     def rebuild_indexes(self) -> int:
         """Rebuild the lexical and vector indexes from the store; returns items indexed."""
+        if self._shared is not None:
+            return self._shared.rebuild()
         return self._build_indexes(use_snapshot=False)
 
     def _build_indexes(self, *, use_snapshot: bool) -> int:
@@ -213,7 +229,11 @@ class KnowledgeHub:
             log.warning("knowledge indexes: could not save the index copy: %s", exc)
 
     def _sync(self) -> None:
-        """Apply every store change newer than the indexes (this or another process)."""
+        """Apply every store change newer than the indexes (this or another process).
+
+        Nothing to do with a database-resident index: each write indexed itself."""
+        if self._shared is not None:
+            return
         with self._sync_lock:
             with self.store.read() as conn:
                 changes = self.store.changes_since(conn, self._indexes.seq)

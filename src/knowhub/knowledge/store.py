@@ -316,6 +316,9 @@ class KnowledgeStore:
             else:
                 self.engine = create_engine(db_url, pool_pre_ping=True, hide_parameters=True)
             self.dialect = self.engine.dialect.name
+            #: Called as ``index_writer(conn, item, deleted)`` inside every item write, when
+            #: the index lives in this database (see knowledge/shared_index.py).
+            self.index_writer: Callable[[Connection, Knowledge, bool], None] | None = None
             self.migrate(migrate_to)
         except SQLAlchemyError as exc:
             raise StorageError(f"cannot open knowledge store: {exc}", url=self.safe_url) from exc
@@ -475,6 +478,8 @@ class KnowledgeStore:
             conn.execute(_DELETE_TYPES, {"kid": item.id})
         conn.execute(_INSERT_SCOPE, [{"kid": item.id, "scope": s} for s in item.scopes])
         conn.execute(_INSERT_TYPE, [{"kid": item.id, "type": t} for t in item.types])
+        if self.index_writer is not None:
+            self.index_writer(conn, item, deleted)
         return seq
 
     def id_taken(self, conn: Connection, knowledge_id: str) -> bool:

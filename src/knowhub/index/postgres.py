@@ -1,0 +1,506 @@
+"""PostgresIndex: the :class:`~knowhub.index.protocol.RetrievalIndex` backend that lives in
+PostgreSQL (full text over the engine's own tokens + pgvector), for scale-out deployments.
+
+Every ``knowhub serve`` process on one database reads and writes the same tables, so no
+process holds a copy of the corpus, opening costs the same at any corpus size, and a write
+committed by one process is seen by the next search of every other.
+
+Storage (per index ``name``, tables prefixed ``kx_<name>_``):
+
+- ``docs``: id, the engine's tokens (space-joined; tokens never contain whitespace), token
+  count, the unit vector (``vector(dim)``, NULL when the document has none), filters
+  (JSONB, for :meth:`get`) and their terms ``field\\x1fvalue`` (``text[]`` with a GIN index:
+  a filter is an array-overlap test), numbers and payload (JSONB);
+- ``postings``: ``(term, id, tf)``: lexical scoring is BM25 (k1 1.2, b 0.75, the idf of
+  Lucene/tantivy) computed in SQL over the postings of the query terms, so the engine's
+  tokenization (Chinese bigrams, stemming, ``C++``) is used as is — PostgreSQL's text search
+  parsers never re-analyze it;
+- ``stats``: document count and total length, updated in the writing transaction;
+- ``meta``: format, dimension, number fields and the checkpoint stamp.
+
+Vectors are searched exactly (``ORDER BY vec <#> q``, inner product of unit vectors = cosine)
+with the filters in the same ``WHERE``: results are exact whatever the filter selects. An
+HNSW index would make unfiltered searches sub-linear but can return fewer than ``k`` rows
+under a selective filter on pgvector < 0.8; exactness is what the conformance suite and the
+visibility rules need, so it is not used (see docs/retrieval.md for the measured cost).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import orjson
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+from knowhub.errors import ConfigError, InvalidInputError, StorageError
+from knowhub.index.documents import (
+    PreparedDocument,
+    clean_tokens,
+    filter_values,
+    prepare_document,
+    unit_vector,
+)
+from knowhub.index.protocol import FilterValue, IndexDocument, IndexHit, check_field_name
+
+__all__ = ["PostgresIndex"]
+
+_FORMAT = "knowhub-postgres-index-1"
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
+_SEP = "\x1f"  # field/value separator of filter terms
+_TERM_SEP = "\x1e"  # separator of a document's filter terms in a bulk insert
+K1 = 1.2
+B = 0.75
+
+
+def _has_nul(value: str) -> bool:
+    return "\x00" in value
+
+
+def _vector_literal(vector: np.ndarray) -> str:
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+class PostgresIndex:
+    """A retrieval index stored in PostgreSQL tables (see the module docstring).
+
+    Args:
+        db: a SQLAlchemy ``Engine`` (shared with the engine's store) or a database URL
+            (``postgresql+psycopg://...``).
+        name: index name (lower-case identifier); tables are ``kx_<name>_*``.
+        dim: vector dimension; an existing index of another dimension is refused.
+        number_fields: numeric fields documents may carry (``min_numbers`` filters).
+
+    Raises:
+        ConfigError: the name is invalid, or the stored index has another dimension.
+        StorageError: the database is unreachable or lacks the pgvector extension.
+    """
+
+    def __init__(
+        self,
+        db: Engine | str,
+        name: str,
+        dim: int,
+        *,
+        number_fields: Sequence[str] = (),
+    ) -> None:
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
+            raise InvalidInputError("vector dimension must be a positive integer", dim=dim)
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ConfigError(f"invalid index name {name!r}: use a lower-case identifier")
+        self._dim = dim
+        self.name = name
+        self.number_fields = tuple(check_field_name(f) for f in number_fields)
+        self._owns_engine = isinstance(db, str)
+        self._engine: Engine = create_engine(db, pool_pre_ping=True) if isinstance(db, str) else db
+        self._t = f"kx_{name}"
+        self._lock = threading.Lock()
+        self._create_schema()
+
+    # ------------------------------------------------------------------ plumbing
+
+    @property
+    def dim(self) -> int:
+        """Vector dimension."""
+        return self._dim
+
+    @contextmanager
+    def _tx(self) -> Iterator[Connection]:
+        """One transaction; database errors become knowhub errors."""
+        try:
+            with self._engine.begin() as conn:
+                yield conn
+        except DBAPIError as exc:
+            sqlstate = getattr(getattr(exc, "orig", None), "sqlstate", None) or ""
+            if sqlstate.startswith("22"):  # data exception: the input, not the database
+                raise InvalidInputError(f"index {self.name}: value refused by PostgreSQL: {exc.orig}") from exc
+            raise StorageError(f"index {self.name}: PostgreSQL error: {exc.orig}") from exc
+        except SQLAlchemyError as exc:
+            raise StorageError(f"index {self.name}: database error: {exc}") from exc
+
+    def _create_schema(self) -> None:
+        t = self._t
+        statements = [
+            f"CREATE TABLE IF NOT EXISTS {t}_meta (key text PRIMARY KEY, value text NOT NULL)",
+            f"""CREATE TABLE IF NOT EXISTS {t}_docs (
+                id text PRIMARY KEY,
+                tokens text NOT NULL,
+                doc_len integer NOT NULL,
+                vec vector({self._dim}),
+                filters jsonb NOT NULL,
+                fterms text[] NOT NULL,
+                numbers jsonb NOT NULL,
+                payload jsonb NOT NULL)""",
+            f"CREATE INDEX IF NOT EXISTS {t}_docs_fterms ON {t}_docs USING gin (fterms)",
+            f"""CREATE TABLE IF NOT EXISTS {t}_postings (
+                term text NOT NULL,
+                id text NOT NULL REFERENCES {t}_docs(id) ON DELETE CASCADE,
+                tf integer NOT NULL,
+                PRIMARY KEY (term, id))""",
+            f"CREATE INDEX IF NOT EXISTS {t}_postings_id ON {t}_postings (id)",
+            f"""CREATE TABLE IF NOT EXISTS {t}_stats (
+                one integer PRIMARY KEY DEFAULT 1 CHECK (one = 1),
+                n bigint NOT NULL, total bigint NOT NULL)""",
+            f"INSERT INTO {t}_stats (one, n, total) VALUES (1, 0, 0) ON CONFLICT DO NOTHING",
+        ]
+        try:
+            with self._tx() as conn:
+                # serialize schema creation between processes opening the same index
+                conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:n))"), {"n": t})
+                conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+                for sql in statements:
+                    conn.execute(text(sql))
+                meta = dict(conn.execute(text(f"SELECT key, value FROM {t}_meta")).all())
+                if not meta:
+                    conn.execute(
+                        text(f"INSERT INTO {t}_meta (key, value) VALUES ('format', :f), ('dim', :d)"),
+                        {"f": _FORMAT, "d": str(self._dim)},
+                    )
+                elif meta.get("format") != _FORMAT or meta.get("dim") != str(self._dim):
+                    raise ConfigError(
+                        f"index {self.name} in the database has dimension {meta.get('dim')} "
+                        f"(format {meta.get('format')}), not {self._dim}: rebuild it with "
+                        "`knowhub admin reindex`",
+                        index=self.name,
+                    )
+        except StorageError as exc:
+            if "vector" in str(exc).lower() and "extension" in str(exc).lower():
+                raise StorageError(
+                    f"the PostgreSQL server has no pgvector extension ({exc.message}); install "
+                    "pgvector (e.g. the official pgvector image) or use the embedded index"
+                ) from exc
+            raise
+
+    def close(self) -> None:
+        """Release the connection pool when this index created it (no implicit checkpoint)."""
+        if self._owns_engine:
+            self._engine.dispose()
+
+    # ------------------------------------------------------------------ writes
+
+    @contextmanager
+    def _on(self, connection: Connection | None) -> Iterator[Connection]:
+        """The caller's transaction when given (the write joins it), else a new one."""
+        if connection is None:
+            with self._tx() as conn:
+                yield conn
+        else:
+            yield connection
+
+    def upsert(self, docs: Sequence[IndexDocument], *, connection: Connection | None = None) -> None:
+        """Insert or replace documents by id (all validated first).
+
+        With ``connection`` (a transaction on the same database, e.g. the knowledge store's
+        write) the documents are written in that transaction: they commit, or roll back,
+        with the rows they index.
+        """
+        prepared: dict[str, PreparedDocument] = {}
+        for doc in docs:
+            item = prepare_document(doc, self._dim, self.number_fields)
+            self._check_text(item)
+            prepared[item.id] = item  # the last of repeated ids wins, as in a loop
+        if not prepared:
+            return
+        items = list(prepared.values())
+        doc_rows = {
+            "ids": [d.id for d in items],
+            "tokens": [" ".join(d.tokens) for d in items],
+            "lens": [len(d.tokens) for d in items],
+            "vecs": [_vector_literal(d.vector) if d.vector is not None else None for d in items],
+            "filters": [orjson.dumps({k: list(v) for k, v in d.filters.items()}).decode() for d in items],
+            "fterms": [_TERM_SEP.join(f"{k}{_SEP}{v}" for k, vs in d.filters.items() for v in vs) for d in items],
+            "numbers": [orjson.dumps(d.numbers).decode() for d in items],
+            "payloads": [orjson.dumps(d.payload).decode() for d in items],
+        }
+        terms: list[str] = []
+        term_ids: list[str] = []
+        tfs: list[int] = []
+        for d in items:
+            for term, tf in Counter(d.tokens).items():
+                terms.append(term)
+                term_ids.append(d.id)
+                tfs.append(tf)
+        t = self._t
+        with self._on(connection) as conn:
+            removed = conn.execute(
+                text(f"DELETE FROM {t}_docs WHERE id = ANY(CAST(:ids AS text[])) RETURNING doc_len"),
+                {"ids": doc_rows["ids"]},
+            ).all()
+            conn.execute(
+                text(
+                    f"""INSERT INTO {t}_docs (id, tokens, doc_len, vec, filters, fterms, numbers, payload)
+                    SELECT u.id, u.tokens, u.len, CAST(u.vec AS vector), CAST(u.filters AS jsonb),
+                           CASE WHEN u.fterms = '' THEN ARRAY[]::text[]
+                                ELSE string_to_array(u.fterms, chr(30)) END,
+                           CAST(u.numbers AS jsonb), CAST(u.payload AS jsonb)
+                    FROM unnest(CAST(:ids AS text[]), CAST(:tokens AS text[]), CAST(:lens AS int[]),
+                                CAST(:vecs AS text[]), CAST(:filters AS text[]), CAST(:fterms AS text[]),
+                                CAST(:numbers AS text[]), CAST(:payloads AS text[]))
+                         AS u(id, tokens, len, vec, filters, fterms, numbers, payload)"""
+                ),
+                doc_rows,
+            )
+            if terms:
+                conn.execute(
+                    text(
+                        f"""INSERT INTO {t}_postings (term, id, tf)
+                        SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:ids AS text[]), CAST(:tfs AS int[]))"""
+                    ),
+                    {"terms": terms, "ids": term_ids, "tfs": tfs},
+                )
+            added_len = sum(doc_rows["lens"])
+            conn.execute(
+                text(f"UPDATE {t}_stats SET n = n + :dn, total = total + :dl"),
+                {"dn": len(items) - len(removed), "dl": added_len - sum(r[0] for r in removed)},
+            )
+
+    @staticmethod
+    def _check_text(item: PreparedDocument) -> None:
+        """PostgreSQL text cannot hold NUL: refuse it with a clear error."""
+        strings = [item.id, *item.tokens, *item.filters, *(v for vs in item.filters.values() for v in vs)]
+        if any(_has_nul(s) for s in strings) or b"\\u0000" in orjson.dumps(item.payload):
+            raise InvalidInputError(f"document {item.id[:80]!r}: text must not contain NUL characters")
+
+    def delete(self, ids: Iterable[str], *, connection: Connection | None = None) -> int:
+        """Remove documents by id; returns how many existed (``connection``: as in upsert)."""
+        wanted = [i for i in dict.fromkeys(ids) if isinstance(i, str) and not _has_nul(i)]
+        if not wanted:
+            return 0
+        return self._delete_sql("id = ANY(CAST(:ids AS text[]))", {"ids": wanted}, connection)
+
+    def delete_where(self, filters: Mapping[str, FilterValue]) -> int:
+        """Remove every document passing ``filters`` (at least one field)."""
+        if not filters:
+            raise InvalidInputError("delete_where needs at least one filter field")
+        where, params = self._where(filters, None)
+        if where is None:
+            return 0
+        return self._delete_sql(where, params)
+
+    def _delete_sql(self, where: str, params: dict[str, Any], connection: Connection | None = None) -> int:
+        t = self._t
+        with self._on(connection) as conn:
+            removed = conn.execute(text(f"DELETE FROM {t}_docs d WHERE {where} RETURNING doc_len"), params).all()
+            if removed:
+                conn.execute(
+                    text(f"UPDATE {t}_stats SET n = n - :dn, total = total - :dl"),
+                    {"dn": len(removed), "dl": sum(r[0] for r in removed)},
+                )
+        return len(removed)
+
+    def clear(self) -> None:
+        """Drop every document and the stamp."""
+        t = self._t
+        with self._tx() as conn:
+            conn.execute(text(f"TRUNCATE {t}_postings, {t}_docs"))
+            conn.execute(text(f"UPDATE {t}_stats SET n = 0, total = 0"))
+            conn.execute(text(f"DELETE FROM {t}_meta WHERE key = 'stamp'"))
+
+    def checkpoint(self, stamp: str) -> None:
+        """Record ``stamp``: the documents are durable already (each write committed)."""
+        if not isinstance(stamp, str):
+            raise InvalidInputError("checkpoint stamp must be a string")
+        with self._tx() as conn:
+            conn.execute(
+                text(
+                    f"INSERT INTO {self._t}_meta (key, value) VALUES ('stamp', :s) "
+                    "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+                ),
+                {"s": stamp},
+            )
+
+    def stamp(self) -> str | None:
+        """The stamp of the last checkpoint (shared by every process on this database)."""
+        with self._tx() as conn:
+            return conn.execute(text(f"SELECT value FROM {self._t}_meta WHERE key = 'stamp'")).scalar()
+
+    # ------------------------------------------------------------------ reads
+
+    def count(self) -> int:
+        """Number of documents."""
+        with self._tx() as conn:
+            return int(conn.execute(text(f"SELECT n FROM {self._t}_stats")).scalar() or 0)
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def get(self, doc_id: str) -> IndexDocument | None:
+        """The stored document with its unit vector, or None."""
+        if not isinstance(doc_id, str) or _has_nul(doc_id):
+            return None
+        with self._tx() as conn:
+            row = conn.execute(
+                text(f"SELECT tokens, CAST(vec AS text), filters, numbers, payload FROM {self._t}_docs WHERE id = :i"),
+                {"i": doc_id},
+            ).first()
+        if row is None:
+            return None
+        vector = np.asarray(orjson.loads(row[1]), dtype=np.float32) if row[1] is not None else None
+        return IndexDocument(
+            id=doc_id,
+            tokens=row[0].split(),
+            vector=vector,
+            filters={k: list(v) for k, v in row[2].items()},
+            numbers=dict(row[3]),
+            payload=row[4],
+        )
+
+    def payloads(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """``{id: payload}`` of the indexed ones among ``ids``."""
+        wanted = [i for i in dict.fromkeys(ids) if isinstance(i, str) and not _has_nul(i)]
+        if not wanted:
+            return {}
+        with self._tx() as conn:
+            rows = conn.execute(
+                text(f"SELECT id, payload FROM {self._t}_docs WHERE id = ANY(CAST(:ids AS text[]))"),
+                {"ids": wanted},
+            ).all()
+        return {r[0]: r[1] for r in rows}
+
+    def ids(self, filters: Mapping[str, FilterValue] | None = None) -> list[str]:
+        """Sorted ids of the documents passing ``filters``."""
+        where, params = self._where(filters, None)
+        if where is None:
+            return []
+        with self._tx() as conn:
+            rows = conn.execute(text(f"SELECT id FROM {self._t}_docs d WHERE {where} ORDER BY id"), params).all()
+        return [r[0] for r in rows]
+
+    def doc_freqs(
+        self, tokens: Iterable[str], filters: Mapping[str, FilterValue] | None = None
+    ) -> tuple[dict[str, int], int]:
+        """``({token: documents containing it}, documents)`` among those passing ``filters``."""
+        wanted = list(dict.fromkeys(clean_tokens(tokens, "query")))
+        where, params = self._where(filters, None)
+        if where is None:
+            return dict.fromkeys(wanted, 0), 0
+        t = self._t
+        with self._tx() as conn:
+            if filters:
+                total = int(conn.execute(text(f"SELECT count(*) FROM {t}_docs d WHERE {where}"), params).scalar() or 0)
+            else:
+                total = int(conn.execute(text(f"SELECT n FROM {t}_stats")).scalar() or 0)
+            found: dict[str, int] = {}
+            if wanted and not any(_has_nul(w) for w in wanted):
+                rows = conn.execute(
+                    text(
+                        f"""SELECT p.term, count(*) FROM {t}_postings p JOIN {t}_docs d ON d.id = p.id
+                        WHERE p.term = ANY(CAST(:terms AS text[])) AND {where} GROUP BY p.term"""
+                    ),
+                    {**params, "terms": wanted},
+                ).all()
+                found = {r[0]: int(r[1]) for r in rows}
+        return {w: found.get(w, 0) for w in wanted}, total
+
+    def search(
+        self,
+        *,
+        tokens: Sequence[str] | None = None,
+        vector: Sequence[float] | np.ndarray | None = None,
+        filters: Mapping[str, FilterValue] | None = None,
+        min_numbers: Mapping[str, float] | None = None,
+        top_k: int = 10,
+        vector_k: int | None = None,
+    ) -> list[IndexHit]:
+        """Lexical top ``top_k`` (BM25) and vector top ``vector_k`` among passing documents."""
+        for label, value in (("top_k", top_k), ("vector_k", vector_k)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise InvalidInputError(f"{label} must be a non-negative integer", field=label)
+        vk = top_k if vector_k is None else vector_k
+        query_vec = unit_vector(vector, self._dim, "query vector") if vector is not None else None
+        if query_vec is not None and not np.any(query_vec):
+            query_vec = None
+        words = [w for w in dict.fromkeys(clean_tokens(tokens or (), "query")) if not _has_nul(w)]
+        where, params = self._where(filters, min_numbers)
+        if where is None:
+            return []
+        hits: dict[str, IndexHit] = {}
+        t = self._t
+        with self._tx() as conn:
+            if words and top_k > 0:
+                rows = conn.execute(
+                    text(
+                        f"""WITH st AS (SELECT n::float8 AS n, total::float8 / greatest(n, 1) AS avgdl FROM {t}_stats),
+                        df AS (SELECT term, count(*)::float8 AS df FROM {t}_postings
+                               WHERE term = ANY(CAST(:terms AS text[])) GROUP BY term)
+                        SELECT p.id,
+                               SUM(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5))
+                                   * p.tf * {K1 + 1} / (p.tf + {K1} * (1 - {B} + {B} * d.doc_len / st.avgdl))) AS score
+                        FROM {t}_postings p
+                        JOIN df ON df.term = p.term
+                        JOIN {t}_docs d ON d.id = p.id
+                        CROSS JOIN st
+                        WHERE {where}
+                        GROUP BY p.id
+                        ORDER BY score DESC, p.id
+                        LIMIT :k"""
+                    ),
+                    {**params, "terms": words, "k": top_k},
+                ).all()
+                for rank, (doc_id, score) in enumerate(rows, start=1):
+                    hits[doc_id] = IndexHit(doc_id, lexical_score=float(score), lexical_rank=rank)
+            if query_vec is not None:
+                literal = _vector_literal(query_vec)
+                if vk > 0:
+                    rows = conn.execute(
+                        text(
+                            f"""SELECT id, -(vec <#> CAST(:q AS vector)) AS score FROM {t}_docs d
+                            WHERE vec IS NOT NULL AND {where}
+                            ORDER BY vec <#> CAST(:q AS vector), id LIMIT :k"""
+                        ),
+                        {**params, "q": literal, "k": vk},
+                    ).all()
+                    for rank, (doc_id, score) in enumerate(rows, start=1):
+                        hit = hits.setdefault(doc_id, IndexHit(doc_id))
+                        hit.vector_rank = rank
+                        hit.vector_score = float(score)
+                missing = [h.id for h in hits.values() if h.vector_score is None]
+                if missing:
+                    rows = conn.execute(
+                        text(
+                            f"""SELECT id, -(vec <#> CAST(:q AS vector)) FROM {t}_docs
+                            WHERE id = ANY(CAST(:ids AS text[])) AND vec IS NOT NULL"""
+                        ),
+                        {"q": literal, "ids": missing},
+                    ).all()
+                    for doc_id, score in rows:
+                        hits[doc_id].vector_score = float(score)
+        inf = math.inf
+        return sorted(
+            hits.values(),
+            key=lambda h: (min(h.lexical_rank or inf, h.vector_rank or inf), -(h.lexical_score or 0.0), h.id),
+        )
+
+    # ------------------------------------------------------------------ filters
+
+    def _where(
+        self, filters: Mapping[str, FilterValue] | None, min_numbers: Mapping[str, float] | None
+    ) -> tuple[str | None, dict[str, Any]]:
+        """SQL condition on ``d`` for the filters, or None when nothing can pass."""
+        clauses = ["TRUE"]
+        params: dict[str, Any] = {}
+        for n, (name, value) in enumerate(dict(filters or {}).items()):
+            check_field_name(name)
+            values = filter_values(value, f"filter {name}")
+            terms = [f"{name}{_SEP}{v}" for v in values if not _has_nul(v)]
+            if not terms:
+                return None, {}
+            clauses.append(f"d.fterms && CAST(:f{n} AS text[])")
+            params[f"f{n}"] = terms
+        for n, (name, bound) in enumerate(dict(min_numbers or {}).items()):
+            if name not in self.number_fields:
+                raise InvalidInputError(f"unknown number field {name!r}", field=str(name)[:40])
+            if isinstance(bound, bool) or not isinstance(bound, int | float) or not math.isfinite(bound):
+                raise InvalidInputError(f"bound of {name} must be a finite number", field=name)
+            clauses.append(f"CAST(d.numbers ->> :nk{n} AS float8) >= :nv{n}")
+            params[f"nk{n}"] = name
+            params[f"nv{n}"] = float(bound)
+        return " AND ".join(clauses), params
