@@ -42,6 +42,7 @@ class PreparedDocument:
     numbers: dict[str, float]
     payload: dict[str, Any]
     vector: np.ndarray | None
+    partition: str = ""
 
 
 def filter_values(value: FilterValue, what: str) -> tuple[str, ...]:
@@ -92,6 +93,8 @@ def prepare_document(doc: IndexDocument, dim: int, number_fields: Sequence[str])
         raise InvalidInputError("index document id must be a non-empty string")
     what = f"document {doc.id[:80]}"
     tokens = clean_tokens(doc.tokens, what)
+    if not isinstance(doc.partition, str) or len(doc.partition) > MAX_ID_CHARS:
+        raise InvalidInputError(f"{what}: partition must be a string")
     filters: dict[str, tuple[str, ...]] = {}
     for name, value in dict(doc.filters).items():
         filters[check_field_name(name)] = filter_values(value, f"{what} filter {name}")
@@ -109,4 +112,4 @@ def prepare_document(doc: IndexDocument, dim: int, number_fields: Sequence[str])
     except (TypeError, orjson.JSONEncodeError) as exc:
         raise InvalidInputError(f"{what}: payload must be JSON-serializable") from exc
     vector = unit_vector(doc.vector, dim, what) if doc.vector is not None else None
-    return PreparedDocument(doc.id, tokens, filters, numbers, payload, vector)
+    return PreparedDocument(doc.id, tokens, filters, numbers, payload, vector, doc.partition)

@@ -33,7 +33,7 @@ import logging
 import math
 import threading
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,13 @@ import orjson
 import tantivy
 
 from knowhub.errors import InvalidInputError, StorageError
+from knowhub.index.documents import (
+    MAX_TOKEN_CHARS,
+    clean_tokens,
+    filter_values,
+    prepare_document,
+    unit_vector,
+)
 from knowhub.index.protocol import FilterValue, IndexDocument, IndexHit, check_field_name
 from knowhub.storage import atomic_write_bytes, ensure_dir
 
@@ -50,8 +57,6 @@ __all__ = ["MAX_TOKEN_CHARS", "EmbeddedIndex"]
 
 log = logging.getLogger(__name__)
 
-#: Longer tokens (base64 blobs, hashes) are left out of documents and queries alike.
-MAX_TOKEN_CHARS = 120
 _FORMAT = "knowhub-embedded-index"
 _SEP = "\x1f"  # field/value separator inside tantivy's filter terms
 # Posting sets at least this large keep a cached boolean mask, updated in place.
@@ -110,24 +115,6 @@ class _Part:
             self.index.reload()
             self.dirty = False
         return self.index.searcher()
-
-
-def _values(value: FilterValue, what: str) -> tuple[str, ...]:
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, Collection) and all(isinstance(v, str) for v in value):
-        return tuple(dict.fromkeys(value))
-    raise InvalidInputError(f"{what} must be a string or a collection of strings")
-
-
-def _clean_tokens(tokens: Iterable[str], what: str) -> list[str]:
-    out: list[str] = []
-    for token in tokens:
-        if not isinstance(token, str) or not token or any(c.isspace() for c in token):
-            raise InvalidInputError(f"{what}: tokens must be non-empty strings without spaces")
-        if len(token) <= MAX_TOKEN_CHARS:
-            out.append(token)
-    return out
 
 
 class EmbeddedIndex:
@@ -206,50 +193,13 @@ class EmbeddedIndex:
     # ------------------------------------------------------------------ validation
 
     def _prepare(self, doc: IndexDocument) -> tuple[_Doc, np.ndarray | None]:
-        if not isinstance(doc, IndexDocument):
-            raise InvalidInputError("index documents must be IndexDocument objects")
-        if not isinstance(doc.id, str) or not doc.id or len(doc.id) > 512:
-            raise InvalidInputError("index document id must be a non-empty string")
-        what = f"document {doc.id[:80]}"
-        tokens = _clean_tokens(doc.tokens, what)
-        if not isinstance(doc.partition, str) or len(doc.partition) > 512:
-            raise InvalidInputError(f"{what}: partition must be a string")
-        filters: dict[str, tuple[str, ...]] = {}
-        for name, value in dict(doc.filters).items():
-            filters[check_field_name(name)] = _values(value, f"{what} filter {name}")
-        numbers: dict[str, float] = {}
-        for name, number in dict(doc.numbers).items():
-            if name not in self.number_fields:
-                raise InvalidInputError(f"{what}: unknown number field {name!r}", field=name)
-            if isinstance(number, bool) or not isinstance(number, int | float):
-                raise InvalidInputError(f"{what}: number {name} must be a number", field=name)
-            if not math.isfinite(number):
-                raise InvalidInputError(f"{what}: number {name} must be finite", field=name)
-            numbers[name] = float(number)
-        try:
-            payload = orjson.loads(orjson.dumps(dict(doc.payload)))
-        except (TypeError, orjson.JSONEncodeError) as exc:
-            raise InvalidInputError(f"{what}: payload must be JSON-serializable") from exc
-        vector = None
-        if doc.vector is not None:
-            vector = self._unit(doc.vector, what)
-        stored = _Doc(-1, " ".join(tokens), filters, numbers, payload, vector is not None, doc.partition)
-        return stored, vector
+        item = prepare_document(doc, self._dim, self.number_fields)
+        stored = _Doc(-1, " ".join(item.tokens), item.filters, item.numbers, item.payload,
+                      item.vector is not None, item.partition)
+        return stored, item.vector
 
     def _unit(self, vector: Any, what: str) -> np.ndarray:
-        try:
-            arr = np.asarray(vector, dtype=np.float32).reshape(-1)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"{what}: vector is not numeric") from exc
-        if arr.shape[0] != self._dim:
-            raise InvalidInputError(
-                f"{what}: vector has dimension {arr.shape[0]}, index expects {self._dim}",
-                dim=self._dim,
-            )
-        if not np.all(np.isfinite(arr)):
-            raise InvalidInputError(f"{what}: vector contains NaN or infinite values")
-        norm = float(np.linalg.norm(arr))
-        return arr / norm if norm > 0 else arr
+        return unit_vector(vector, self._dim, what)
 
     # ------------------------------------------------------------------ writes
 
@@ -403,7 +353,7 @@ class EmbeddedIndex:
     ) -> tuple[dict[str, int], int]:
         """``({token: documents containing it}, documents with tokens)`` among those of
         ``partitions`` (all when None) passing ``filters``."""
-        wanted = list(dict.fromkeys(_clean_tokens(tokens, "query")))
+        wanted = list(dict.fromkeys(clean_tokens(tokens, "query")))
         with self._lock:
             parts = self._selected(partitions)
             if not filters:
@@ -463,7 +413,7 @@ class EmbeddedIndex:
         for name, wanted in conditions:
             field_mask = np.zeros(self._capacity, dtype=bool)
             small: list[int] = []
-            for value in _values(wanted, f"filter {name}"):
+            for value in filter_values(wanted, f"filter {name}"):
                 got = self._value_mask(name, value)
                 if isinstance(got, np.ndarray):
                     field_mask |= got
@@ -490,7 +440,7 @@ class EmbeddedIndex:
         clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
         for name, wanted in (filters or {}).items():
             check_field_name(name)
-            terms = [f"{name}{_SEP}{v}" for v in _values(wanted, f"filter {name}")]
+            terms = [f"{name}{_SEP}{v}" for v in filter_values(wanted, f"filter {name}")]
             clauses.append((tantivy.Occur.Must, tantivy.Query.term_set_query(self._schema, "filt", terms)))
         for name, bound in (min_numbers or {}).items():
             self._number_column(name)
@@ -528,7 +478,7 @@ class EmbeddedIndex:
         query_vec = self._unit(vector, "query vector") if vector is not None else None
         if query_vec is not None and not np.any(query_vec):
             query_vec = None
-        words = list(dict.fromkeys(_clean_tokens(tokens or (), "query")))
+        words = list(dict.fromkeys(clean_tokens(tokens or (), "query")))
         hits: dict[str, IndexHit] = {}
         with self._lock:
             if words and top_k > 0 and self._docs:

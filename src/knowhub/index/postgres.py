@@ -15,7 +15,8 @@ Storage (per index ``name``, tables prefixed ``kx_<name>_``):
   Lucene/tantivy) computed in SQL over the postings of the query terms, so the engine's
   tokenization (Chinese bigrams, stemming, ``C++``) is used as is — PostgreSQL's text search
   parsers never re-analyze it;
-- ``stats``: document count and total length, updated in the writing transaction;
+- ``stats``: per lexical partition, the documents, the documents with tokens and their
+  total length (BM25's N and average length), updated in the writing transaction;
 - ``meta``: format, dimension, number fields and the checkpoint stamp.
 
 Vectors are searched exactly (``ORDER BY vec <#> q``, inner product of unit vectors = cosine)
@@ -53,7 +54,7 @@ from knowhub.index.protocol import FilterValue, IndexDocument, IndexHit, check_f
 
 __all__ = ["PostgresIndex"]
 
-_FORMAT = "knowhub-postgres-index-1"
+_FORMAT = "knowhub-postgres-index-2"
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 _SEP = "\x1f"  # field/value separator of filter terms
 _TERM_SEP = "\x1e"  # separator of a document's filter terms in a bulk insert
@@ -67,6 +68,35 @@ def _has_nul(value: str) -> bool:
 
 def _vector_literal(vector: np.ndarray) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+class _StatsDelta:
+    """Changes of the per-partition statistics made by one write, applied in its transaction."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, list[int]] = {}
+
+    def add(self, part: str, length: int, sign: int) -> None:
+        row = self.parts.setdefault(part, [0, 0, 0])
+        row[0] += sign
+        row[1] += sign if length > 0 else 0
+        row[2] += sign * length
+
+    def apply(self, conn: Connection, table: str) -> None:
+        changed = {p: r for p, r in self.parts.items() if any(r)}
+        if not changed:
+            return
+        conn.execute(
+            text(
+                f"""INSERT INTO {table}_stats (part, n_all, n, total)
+                SELECT * FROM unnest(CAST(:parts AS text[]), CAST(:a AS bigint[]), CAST(:n AS bigint[]),
+                                     CAST(:t AS bigint[]))
+                ON CONFLICT (part) DO UPDATE SET n_all = {table}_stats.n_all + EXCLUDED.n_all,
+                    n = {table}_stats.n + EXCLUDED.n, total = {table}_stats.total + EXCLUDED.total"""
+            ),
+            {"parts": list(changed), "a": [r[0] for r in changed.values()],
+             "n": [r[1] for r in changed.values()], "t": [r[2] for r in changed.values()]},
+        )
 
 
 class PostgresIndex:
@@ -134,6 +164,7 @@ class PostgresIndex:
                 id text PRIMARY KEY,
                 tokens text NOT NULL,
                 doc_len integer NOT NULL,
+                part text NOT NULL,
                 vec vector({self._dim}),
                 filters jsonb NOT NULL,
                 fterms text[] NOT NULL,
@@ -143,13 +174,12 @@ class PostgresIndex:
             f"""CREATE TABLE IF NOT EXISTS {t}_postings (
                 term text NOT NULL,
                 id text NOT NULL REFERENCES {t}_docs(id) ON DELETE CASCADE,
+                part text NOT NULL,
                 tf integer NOT NULL,
                 PRIMARY KEY (term, id))""",
             f"CREATE INDEX IF NOT EXISTS {t}_postings_id ON {t}_postings (id)",
             f"""CREATE TABLE IF NOT EXISTS {t}_stats (
-                one integer PRIMARY KEY DEFAULT 1 CHECK (one = 1),
-                n bigint NOT NULL, total bigint NOT NULL)""",
-            f"INSERT INTO {t}_stats (one, n, total) VALUES (1, 0, 0) ON CONFLICT DO NOTHING",
+                part text PRIMARY KEY, n_all bigint NOT NULL, n bigint NOT NULL, total bigint NOT NULL)""",
         ]
         try:
             with self._tx() as conn:
@@ -214,6 +244,7 @@ class PostgresIndex:
             "ids": [d.id for d in items],
             "tokens": [" ".join(d.tokens) for d in items],
             "lens": [len(d.tokens) for d in items],
+            "parts": [d.partition for d in items],
             "vecs": [_vector_literal(d.vector) if d.vector is not None else None for d in items],
             "filters": [orjson.dumps({k: list(v) for k, v in d.filters.items()}).decode() for d in items],
             "fterms": [_TERM_SEP.join(f"{k}{_SEP}{v}" for k, vs in d.filters.items() for v in vs) for d in items],
@@ -222,50 +253,54 @@ class PostgresIndex:
         }
         terms: list[str] = []
         term_ids: list[str] = []
+        term_parts: list[str] = []
         tfs: list[int] = []
         for d in items:
             for term, tf in Counter(d.tokens).items():
                 terms.append(term)
                 term_ids.append(d.id)
+                term_parts.append(d.partition)
                 tfs.append(tf)
         t = self._t
         with self._on(connection) as conn:
             removed = conn.execute(
-                text(f"DELETE FROM {t}_docs WHERE id = ANY(CAST(:ids AS text[])) RETURNING doc_len"),
+                text(f"DELETE FROM {t}_docs WHERE id = ANY(CAST(:ids AS text[])) RETURNING part, doc_len"),
                 {"ids": doc_rows["ids"]},
             ).all()
             conn.execute(
                 text(
-                    f"""INSERT INTO {t}_docs (id, tokens, doc_len, vec, filters, fterms, numbers, payload)
-                    SELECT u.id, u.tokens, u.len, CAST(u.vec AS vector), CAST(u.filters AS jsonb),
+                    f"""INSERT INTO {t}_docs (id, tokens, doc_len, part, vec, filters, fterms, numbers, payload)
+                    SELECT u.id, u.tokens, u.len, u.part, CAST(u.vec AS vector), CAST(u.filters AS jsonb),
                            CASE WHEN u.fterms = '' THEN ARRAY[]::text[]
                                 ELSE string_to_array(u.fterms, chr(30)) END,
                            CAST(u.numbers AS jsonb), CAST(u.payload AS jsonb)
                     FROM unnest(CAST(:ids AS text[]), CAST(:tokens AS text[]), CAST(:lens AS int[]),
-                                CAST(:vecs AS text[]), CAST(:filters AS text[]), CAST(:fterms AS text[]),
+                                CAST(:parts AS text[]), CAST(:vecs AS text[]), CAST(:filters AS text[]), CAST(:fterms AS text[]),
                                 CAST(:numbers AS text[]), CAST(:payloads AS text[]))
-                         AS u(id, tokens, len, vec, filters, fterms, numbers, payload)"""
+                         AS u(id, tokens, len, part, vec, filters, fterms, numbers, payload)"""
                 ),
                 doc_rows,
             )
             if terms:
                 conn.execute(
                     text(
-                        f"""INSERT INTO {t}_postings (term, id, tf)
-                        SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:ids AS text[]), CAST(:tfs AS int[]))"""
+                        f"""INSERT INTO {t}_postings (term, id, part, tf)
+                        SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:ids AS text[]),
+                                             CAST(:parts AS text[]), CAST(:tfs AS int[]))"""
                     ),
-                    {"terms": terms, "ids": term_ids, "tfs": tfs},
+                    {"terms": terms, "ids": term_ids, "parts": term_parts, "tfs": tfs},
                 )
-            added_len = sum(doc_rows["lens"])
-            conn.execute(
-                text(f"UPDATE {t}_stats SET n = n + :dn, total = total + :dl"),
-                {"dn": len(items) - len(removed), "dl": added_len - sum(r[0] for r in removed)},
-            )
+            delta = _StatsDelta()
+            for part, length in removed:
+                delta.add(part, length, -1)
+            for part, length in zip(doc_rows["parts"], doc_rows["lens"], strict=True):
+                delta.add(part, length, +1)
+            delta.apply(conn, t)
 
     @staticmethod
     def _check_text(item: PreparedDocument) -> None:
         """PostgreSQL text cannot hold NUL: refuse it with a clear error."""
-        strings = [item.id, *item.tokens, *item.filters, *(v for vs in item.filters.values() for v in vs)]
+        strings = [item.id, item.partition, *item.tokens, *item.filters, *(v for vs in item.filters.values() for v in vs)]
         if any(_has_nul(s) for s in strings) or b"\\u0000" in orjson.dumps(item.payload):
             raise InvalidInputError(f"document {item.id[:80]!r}: text must not contain NUL characters")
 
@@ -288,12 +323,11 @@ class PostgresIndex:
     def _delete_sql(self, where: str, params: dict[str, Any], connection: Connection | None = None) -> int:
         t = self._t
         with self._on(connection) as conn:
-            removed = conn.execute(text(f"DELETE FROM {t}_docs d WHERE {where} RETURNING doc_len"), params).all()
-            if removed:
-                conn.execute(
-                    text(f"UPDATE {t}_stats SET n = n - :dn, total = total - :dl"),
-                    {"dn": len(removed), "dl": sum(r[0] for r in removed)},
-                )
+            removed = conn.execute(text(f"DELETE FROM {t}_docs d WHERE {where} RETURNING part, doc_len"), params).all()
+            delta = _StatsDelta()
+            for part, length in removed:
+                delta.add(part, length, -1)
+            delta.apply(conn, t)
         return len(removed)
 
     def clear(self) -> None:
@@ -301,7 +335,7 @@ class PostgresIndex:
         t = self._t
         with self._tx() as conn:
             conn.execute(text(f"TRUNCATE {t}_postings, {t}_docs"))
-            conn.execute(text(f"UPDATE {t}_stats SET n = 0, total = 0"))
+            conn.execute(text(f"DELETE FROM {t}_stats"))
             conn.execute(text(f"DELETE FROM {t}_meta WHERE key = 'stamp'"))
 
     def checkpoint(self, stamp: str) -> None:
@@ -327,7 +361,7 @@ class PostgresIndex:
     def count(self) -> int:
         """Number of documents."""
         with self._tx() as conn:
-            return int(conn.execute(text(f"SELECT n FROM {self._t}_stats")).scalar() or 0)
+            return int(conn.execute(text(f"SELECT coalesce(sum(n_all), 0) FROM {self._t}_stats")).scalar() or 0)
 
     def __len__(self) -> int:
         return self.count()
@@ -338,7 +372,7 @@ class PostgresIndex:
             return None
         with self._tx() as conn:
             row = conn.execute(
-                text(f"SELECT tokens, CAST(vec AS text), filters, numbers, payload FROM {self._t}_docs WHERE id = :i"),
+                text(f"SELECT tokens, CAST(vec AS text), filters, numbers, payload, part FROM {self._t}_docs WHERE id = :i"),
                 {"i": doc_id},
             ).first()
         if row is None:
@@ -351,6 +385,7 @@ class PostgresIndex:
             filters={k: list(v) for k, v in row[2].items()},
             numbers=dict(row[3]),
             payload=row[4],
+            partition=row[5],
         )
 
     def payloads(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
@@ -375,19 +410,28 @@ class PostgresIndex:
         return [r[0] for r in rows]
 
     def doc_freqs(
-        self, tokens: Iterable[str], filters: Mapping[str, FilterValue] | None = None
+        self,
+        tokens: Iterable[str],
+        filters: Mapping[str, FilterValue] | None = None,
+        partitions: Sequence[str] | None = None,
     ) -> tuple[dict[str, int], int]:
-        """``({token: documents containing it}, documents)`` among those passing ``filters``."""
+        """``({token: documents containing it}, documents with tokens)`` among those of
+        ``partitions`` (all when None) passing ``filters``."""
         wanted = list(dict.fromkeys(clean_tokens(tokens, "query")))
-        where, params = self._where(filters, None)
+        where, params = self._where(filters, None, partitions)
         if where is None:
             return dict.fromkeys(wanted, 0), 0
         t = self._t
         with self._tx() as conn:
             if filters:
-                total = int(conn.execute(text(f"SELECT count(*) FROM {t}_docs d WHERE {where}"), params).scalar() or 0)
+                total = int(conn.execute(
+                    text(f"SELECT count(*) FROM {t}_docs d WHERE doc_len > 0 AND {where}"), params
+                ).scalar() or 0)
             else:
-                total = int(conn.execute(text(f"SELECT n FROM {t}_stats")).scalar() or 0)
+                sql = f"SELECT coalesce(sum(n), 0) FROM {t}_stats"
+                if partitions is not None:
+                    sql += " WHERE part = ANY(CAST(:parts AS text[]))"
+                total = int(conn.execute(text(sql), params).scalar() or 0)
             found: dict[str, int] = {}
             if wanted and not any(_has_nul(w) for w in wanted):
                 rows = conn.execute(
@@ -409,8 +453,10 @@ class PostgresIndex:
         min_numbers: Mapping[str, float] | None = None,
         top_k: int = 10,
         vector_k: int | None = None,
+        partitions: Sequence[str] | None = None,
     ) -> list[IndexHit]:
-        """Lexical top ``top_k`` (BM25) and vector top ``vector_k`` among passing documents."""
+        """Lexical top ``top_k`` (BM25 with each document's partition statistics) and vector
+        top ``vector_k`` among passing documents of ``partitions`` (all when None)."""
         for label, value in (("top_k", top_k), ("vector_k", vector_k)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
                 raise InvalidInputError(f"{label} must be a non-negative integer", field=label)
@@ -419,7 +465,7 @@ class PostgresIndex:
         if query_vec is not None and not np.any(query_vec):
             query_vec = None
         words = [w for w in dict.fromkeys(clean_tokens(tokens or (), "query")) if not _has_nul(w)]
-        where, params = self._where(filters, min_numbers)
+        where, params = self._where(filters, min_numbers, partitions)
         if where is None:
             return []
         hits: dict[str, IndexHit] = {}
@@ -428,16 +474,17 @@ class PostgresIndex:
             if words and top_k > 0:
                 rows = conn.execute(
                     text(
-                        f"""WITH st AS (SELECT n::float8 AS n, total::float8 / greatest(n, 1) AS avgdl FROM {t}_stats),
-                        df AS (SELECT term, count(*)::float8 AS df FROM {t}_postings
-                               WHERE term = ANY(CAST(:terms AS text[])) GROUP BY term)
+                        f"""WITH st AS (SELECT part, n::float8 AS n, total::float8 / greatest(n, 1) AS avgdl
+                                    FROM {t}_stats),
+                        df AS (SELECT part, term, count(*)::float8 AS df FROM {t}_postings
+                               WHERE term = ANY(CAST(:terms AS text[])) GROUP BY part, term)
                         SELECT p.id,
                                SUM(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5))
                                    * p.tf * {K1 + 1} / (p.tf + {K1} * (1 - {B} + {B} * d.doc_len / st.avgdl))) AS score
                         FROM {t}_postings p
-                        JOIN df ON df.term = p.term
+                        JOIN df ON df.term = p.term AND df.part = p.part
+                        JOIN st ON st.part = p.part
                         JOIN {t}_docs d ON d.id = p.id
-                        CROSS JOIN st
                         WHERE {where}
                         GROUP BY p.id
                         ORDER BY score DESC, p.id
@@ -482,11 +529,22 @@ class PostgresIndex:
     # ------------------------------------------------------------------ filters
 
     def _where(
-        self, filters: Mapping[str, FilterValue] | None, min_numbers: Mapping[str, float] | None
+        self,
+        filters: Mapping[str, FilterValue] | None,
+        min_numbers: Mapping[str, float] | None,
+        partitions: Sequence[str] | None = None,
     ) -> tuple[str | None, dict[str, Any]]:
         """SQL condition on ``d`` for the filters, or None when nothing can pass."""
         clauses = ["TRUE"]
         params: dict[str, Any] = {}
+        if partitions is not None:
+            if isinstance(partitions, str) or not all(isinstance(p, str) for p in partitions):
+                raise InvalidInputError("partitions must be a list of strings")
+            wanted = [p for p in dict.fromkeys(partitions) if not _has_nul(p)]
+            if not wanted:
+                return None, {}
+            clauses.append("d.part = ANY(CAST(:parts AS text[]))")
+            params["parts"] = wanted
         for n, (name, value) in enumerate(dict(filters or {}).items()):
             check_field_name(name)
             values = filter_values(value, f"filter {name}")
