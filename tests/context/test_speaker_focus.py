@@ -41,7 +41,7 @@ def test_search_ranks_the_named_speakers_own_turn_first(tmp_path: Path) -> None:
     turns = [
         ("Caroline", "Hey Melanie, the pottery class photos from the weekend look lovely."),
         ("Melanie", "I signed up for a pottery class, working with clay calms me down."),
-        ("Caroline", "Melanie, pottery class sounds fun, send me more pottery class photos!"),
+        ("Caroline", "Melanie, why a pottery class? A pottery class! Send more pottery class photos, Melanie!"),
     ]
     msgs = [{"id": f"t{i}", "role": "user", "name": who, "content": text, "timestamp": "2023-05-08"}
             for i, (who, text) in enumerate(turns)]

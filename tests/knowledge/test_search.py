@@ -187,5 +187,7 @@ def test_each_hit_says_why_it_ranked_there(hub: KnowledgeHub) -> None:
     # same quality: the team scope outranks public (the best visible scope of each item counts)
     assert (whys[1]["scope"], whys[2]["scope"]) == ("team:t1", "public")
     assert whys[1]["scope_priority"] < whys[2]["scope_priority"]
-    assert whys[0]["order"] == ["quality_score", "scope_priority", "user_profile_first", "route_rank"]
+    assert whys[0]["order"] == ["relevance_tier", "quality_score", "scope_priority", "user_profile_first",
+                                "relevance", "route_rank"]
+    assert {w["relevance_tier"] for w in whys} == {0}  # equally relevant: quality decides
     assert sorted(w["route_rank"] for w in whys) == [0, 1, 2]
