@@ -63,6 +63,7 @@ function why(hit) {
   if (!w) return "—";
   const q = w.quality;
   return h("span", {},
+    w.relevance_tier !== undefined ? t("kn.whyTier", { n: w.relevance_tier }) + "; " : "",
     t("kn.whyQuality", { q: w.quality_score, score: q.score, helpful: q.helpful, harmful: q.harmful }), "; ",
     t("kn.whyScope", { scope: w.scope || "—" }), "; ",
     w.user_profile_first ? t("kn.whyProfile") + "; " : "",
