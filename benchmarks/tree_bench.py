@@ -514,7 +514,7 @@ def measure_size(label: str, nodes: list[dict[str, Any]], args: argparse.Namespa
     out["rss_bytes_per_node"] = persisted["rss_delta"] / max(1, persisted["nodes"])
     console.log(f"{tag} cold open with indexes {out['open_indexes_s']:.2f}s, {out['rss_bytes_per_node']:,.0f} B/node")
 
-    if index is not None:
+    if index is not None and query_sets["random targets"]:  # --descent-targets 0 skips the agent phases
         whole = whole_tree_tokens(nodes, index, query_sets["random targets"][0][1])
         out["descent"] = []
         for mc in args.max_candidates:
