@@ -71,11 +71,11 @@ def test_two_objects_see_each_others_writes_at_once(engine: object, prefix: str)
     assert a.count() == 0
 
 
-def test_another_dimension_is_refused_with_the_migration(engine: object, prefix: str) -> None:
+def test_another_dimension_is_refused_with_the_way_out(engine: object, prefix: str) -> None:
     from knowhub.index.postgres import PostgresIndex
 
     PostgresIndex(engine, f"{prefix}_dim", 4)  # type: ignore[arg-type]
-    with pytest.raises(ConfigError, match="admin reindex"):
+    with pytest.raises(ConfigError, match="drop its tables"):
         PostgresIndex(engine, f"{prefix}_dim", 8)  # type: ignore[arg-type]
 
 

@@ -197,8 +197,8 @@ class PostgresIndex:
                 elif meta.get("format") != _FORMAT or meta.get("dim") != str(self._dim):
                     raise ConfigError(
                         f"index {self.name} in the database has dimension {meta.get('dim')} "
-                        f"(format {meta.get('format')}), not {self._dim}: rebuild it with "
-                        "`knowhub admin reindex`",
+                        f"(format {meta.get('format')}), not {self._dim}: drop its tables "
+                        f"({self._t}_*) and start again; the index is rebuilt from the store",
                         index=self.name,
                     )
         except StorageError as exc:
