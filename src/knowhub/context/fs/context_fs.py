@@ -61,7 +61,6 @@ from knowhub.context.core.uri import (
     ContextURI,
     CtxLike,
     agent_spaces,
-    build_uri,
     check_access,
     is_valid_segment,
     owner_space_of,
@@ -73,7 +72,6 @@ from knowhub.context.fs.damage import (
     TRASH_PREFIX,
     TXN_FILE,
     check_tree,
-    node_files_in,
     node_problem,
     relations_problem,
     remove_uncommitted_files,
@@ -87,6 +85,7 @@ from knowhub.context.fs.files import (
     read_json_file,
     upsert_encoded,
 )
+from knowhub.context.fs.repairs import RepairsMixin
 from knowhub.errors import (
     CorruptStoreError,
     InvalidInputError,
@@ -112,7 +111,7 @@ def _is_root(uri: ContextURI) -> bool:
     return len(uri.segments) == 2 and uri.space in ("users", "agents")
 
 
-class ContextFS:
+class ContextFS(RepairsMixin):
     """Directory-node primary store (seed 004 §10.2).
 
     Args:
@@ -172,42 +171,6 @@ class ContextFS:
         """The write lock of the account that ``path`` (a directory inside it) belongs to."""
         account = path.relative_to(self.accounts_dir).parts[0]
         return self._account_lock(account, self.accounts_dir / account)
-
-    def quarantine_node(self, path: Path, found_by: str) -> bool:
-        """Move the files of the damaged node in ``path`` into quarantine (under the
-        account's lock, after finishing an interrupted update and looking again); True
-        when something was moved. The directory stays as a container of its children."""
-        with self._lock_of_path(path):
-            self._roll_forward(path)
-            problem = node_problem(path)
-            if problem is None:
-                return False
-            files = node_files_in(path)
-            if not files:
-                return False
-            self.quarantine.move(files, f"{problem} (found by {found_by})", kind="node", origin=path)
-            return True
-
-    def quarantine_relations(self, path: Path, found_by: str) -> bool:
-        """Move an unreadable ``.relations.json`` aside (the node keeps its text); True if moved."""
-        with self._lock_of_path(path):
-            problem = relations_problem(path)
-            if problem is None:
-                return False
-            self.quarantine.move([path / RELATIONS_FILE], f"{problem} (found by {found_by})", kind="relations",
-                                 origin=path)
-            return True
-
-    @contextlib.contextmanager
-    def _served_or_quarantined(self, path: Path, uri: str) -> Iterator[None]:
-        """Turn damage met while reading the node at ``path`` into quarantine + NotFoundError."""
-        try:
-            yield
-        except CorruptStoreError as exc:
-            if node_problem(path) is None:
-                raise  # not damage of this node's files (it may have been rewritten meanwhile)
-            self.quarantine_node(path, "a read")
-            raise NotFoundError(f"no node at {uri} (it was damaged and is quarantined)", uri=uri) from exc
 
     @contextlib.contextmanager
     def locked(self, ctx: CtxLike) -> Iterator[None]:
@@ -646,43 +609,6 @@ class ContextFS:
             if dst_path.parent != src_path.parent:
                 self._fsync_dir(dst_path.parent)
             return self._retarget_edges(ctx, src.uri, dst.uri)
-
-    def _retarget_edges(self, ctx: CtxLike, old_uri: str, new_uri: str) -> list[str]:
-        """Rewrite, in every node of the account, edges whose target is ``old_uri`` or below
-        it to the same place under ``new_uri`` (caller holds the lock). An edge that would
-        then duplicate an existing ``(to_uri, relation_type)`` is merged into it."""
-        base = self.account_dir(ctx)
-        prefix = old_uri.rstrip("/") + "/"
-        changed: list[str] = []
-        for root, dirs, files in os.walk(base):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            if RELATIONS_FILE not in files or META_FILE not in files:
-                continue
-            path = Path(root)
-            self._roll_forward(path)
-            try:
-                doc = read_json_file(path / RELATIONS_FILE)
-            except FileNotFoundError:
-                continue
-            edges = doc.get("edges") if isinstance(doc, dict) else None
-            if not isinstance(edges, list):
-                continue  # a damaged file is reported by check(), never guessed at here
-            hit = False
-            rewritten: list[dict[str, Any]] = []
-            for edge in edges:
-                target = edge.get("to_uri") if isinstance(edge, dict) else None
-                if isinstance(target, str) and (target == old_uri or target.startswith(prefix)):
-                    edge = {**edge, "to_uri": new_uri + target[len(old_uri):]}
-                    hit = True
-                rewritten.append(edge)
-            if not hit:
-                continue
-            merged: list[dict[str, Any]] = []
-            upsert_encoded(merged, [e for e in rewritten if isinstance(e, dict) and e.get("to_uri") and e.get("relation_type")])
-            self._replace_files(path, [(RELATIONS_FILE, _dumps({"edges": merged}))])
-            rel = path.relative_to(base).parts
-            changed.append(build_uri(ctx.account_id, *rel))
-        return changed
 
     def delete_node(self, ctx: CtxLike, uri: str, recursive: bool = False) -> None:
         """Delete a node (or container); its children too with ``recursive=True``.
