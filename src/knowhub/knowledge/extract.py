@@ -14,7 +14,13 @@ import math
 from typing import Any
 
 from knowhub.errors import InvalidInputError, KnowhubError
-from knowhub.knowledge.models import KNOWLEDGE_TYPES, MAX_SHORT_CHARS, MAX_TAGS
+from knowhub.knowledge.models import (
+    KNOWLEDGE_TYPES,
+    MAX_SHORT_CHARS,
+    MAX_TAGS,
+    Knowledge,
+    build_knowledge,
+)
 from knowhub.providers.llm import LLMClient, build_task_messages
 from knowhub.providers.llm.local_knowledge import extract_knowledge as local_extract
 from knowhub.scope import Principal, needs_publish_right
@@ -24,6 +30,7 @@ __all__ = [
     "INITIAL_EVAL",
     "MAX_MESSAGES",
     "candidate_bodies",
+    "candidate_items",
     "check_messages",
     "clean_confidence",
     "clean_tags",
@@ -261,3 +268,18 @@ def clean_confidence(raw: Any) -> float:
     if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 <= raw <= 1:
         return float(INITIAL_EVAL["confidence"])
     return float(raw)
+
+
+def candidate_items(
+    principal: Principal, candidates: Any, messages: Any, scopes: list[str]
+) -> list[Knowledge]:
+    """The extraction candidates as knowledge items of ``principal``; an invalid candidate
+    is dropped (logged), never the whole extraction."""
+    items: list[Knowledge] = []
+    for body in candidate_bodies(principal, candidates, messages, scopes):
+        initial = {**INITIAL_EVAL, "confidence": body.pop("confidence")}
+        try:
+            items.append(build_knowledge(body, principal, initial_eval=initial))
+        except InvalidInputError as exc:
+            log.warning("extract: dropped an invalid candidate: %s", exc.message)
+    return items

@@ -724,13 +724,7 @@ class KnowledgeHub:
             return []
         scopes = extraction.extraction_scopes(principal)
         candidates = extraction.run_extraction(self.llm, clean, scopes)
-        items: builtins.list[Knowledge] = []
-        for body in extraction.candidate_bodies(principal, candidates, clean, scopes):
-            initial = {**extraction.INITIAL_EVAL, "confidence": body.pop("confidence")}
-            try:
-                items.append(build_knowledge(body, principal, initial_eval=initial))
-            except InvalidInputError as exc:
-                log.warning("extract: dropped an invalid candidate: %s", exc.message)
+        items = extraction.candidate_items(principal, candidates, clean, scopes)
         saved: builtins.list[Knowledge] = []
         now = utc_now()
         with self.store.write() as conn:
