@@ -24,7 +24,7 @@ from knowhub.knowledge.ranking import DEFAULT_MODEL, Candidate
 from knowhub.scope import Principal
 
 #: Grid of ``vector_weight`` values tried in every fold.
-VECTOR_WEIGHTS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0)
+VECTOR_WEIGHTS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
 TOP_K = 5
 
 Question = tuple[str, str, int, list[str]]  # conversation, question, category, evidence

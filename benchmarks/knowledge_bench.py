@@ -680,7 +680,10 @@ def machine_info() -> dict[str, Any]:
         )
     except OSError:
         pass
+    from knowhub.providers.embedding import default_embedder
+
     return {
+        "embedder": default_embedder().name,  # KNOWHUB_EMBEDDING__PROVIDER picks it
         "cpu": cpu,
         "cores": os.cpu_count(),
         "python": platform.python_version(),

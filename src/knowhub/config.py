@@ -74,11 +74,12 @@ class LLMSettings(BaseModel):
 
 
 class EmbeddingSettings(BaseModel):
-    """Which embedder vectorizes text. ``hashing`` is offline and handles Chinese."""
+    """Which embedder vectorizes text. ``e5`` (multilingual E5, in-process) and ``hashing``
+    (lexical feature hashing, fast) are offline; ``dim`` applies to hashing and openai."""
 
     model_config = ConfigDict(extra="forbid")
 
-    provider: Literal["hashing", "openai"] = "hashing"
+    provider: Literal["e5", "hashing", "openai"] = "e5"
     base_url: str | None = None
     model: str = "text-embedding-3-small"
     api_key: SecretStr | None = None

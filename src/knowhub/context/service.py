@@ -66,7 +66,7 @@ from knowhub.index import (
     SQLiteOutboxStore,
     release_dead_local_leases,
 )
-from knowhub.providers.embedding import Embedder, HashingEmbedder
+from knowhub.providers.embedding import Embedder, HashingEmbedder, default_embedder
 from knowhub.providers.graph import InMemoryGraphStore
 from knowhub.providers.llm import LLMClient
 from knowhub.storage import ensure_dir
@@ -84,7 +84,7 @@ class ContextEngineService:
     Args:
         data_dir: the engine's directory (``settings.engine_dir("context")``).
         llm: model for summaries and extraction; None: the offline LocalAgent rules.
-        embedder: None: :class:`HashingEmbedder` (offline).
+        embedder: None: the offline default (:func:`~knowhub.providers.embedding.default_embedder`).
         index: None: an :class:`~knowhub.index.EmbeddedIndex` persisted under ``index/retrieval``.
         durable: fsync the primary store (turn off only for throwaway benchmarks).
         hierarchical: use the HierarchicalSearcher after L0 retrieval (else flat L0).
@@ -135,7 +135,7 @@ class ContextEngineService:
         ensure_dir(self.index_dir)
         self.outbox = SQLiteOutboxStore(self.index_dir / "outbox.db", lease_s=lease_s, max_retries=max_retries,
                                         backoff_base_s=backoff_base_s, quarantine=self.fs.quarantine)
-        self.embedder: Embedder = embedder or HashingEmbedder()
+        self.embedder: Embedder = embedder or default_embedder()
         self.index: RetrievalIndex = index if index is not None else EmbeddedIndex(self.embedder.dim, self.index_dir / "retrieval")
         self.graph = InMemoryGraphStore()
         self.lexical_fields = tuple(lexical_fields)

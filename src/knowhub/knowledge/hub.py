@@ -53,7 +53,7 @@ from knowhub.knowledge.search import NUMBER_FIELDS, DerivedIndexes, rank_hits, r
 from knowhub.knowledge.secrets import SecretBox, load_or_create_key, parse_key, read_key_file
 from knowhub.knowledge.shared_index import SharedIndex
 from knowhub.knowledge.store import KnowledgeStore, knowledge, knowledge_scopes
-from knowhub.providers.embedding import HashingEmbedder
+from knowhub.providers.embedding import default_embedder
 from knowhub.providers.llm import LLMClient, LocalAgent
 from knowhub.scope import Principal
 from knowhub.storage import ensure_dir
@@ -78,7 +78,8 @@ class KnowledgeHub:
         data_dir: directory of the SQLite file (``knowhub.db``) and the key file.
         db_url: SQLAlchemy URL of another database (``postgresql+psycopg://...``).
         llm: the LLM for routing, evolution, merging and extraction (LocalAgent if None).
-        embedder: vectorizer for recall and slimming (HashingEmbedder if None).
+        embedder: vectorizer for recall and slimming (None: the offline default,
+            :func:`~knowhub.providers.embedding.default_embedder`).
         secret_key: AES key for resource secrets (32 bytes, base64 or hex); else the key
             file ``<data_dir>/secret.key`` (created 0600 on first start).
         candidate_pool: most candidates recalled per search (bounds the routing prompt).
@@ -101,7 +102,7 @@ class KnowledgeHub:
         self.data_dir = Path(data_dir)
         ensure_dir(self.data_dir)
         key = parse_key(secret_key) if secret_key is not None else load_or_create_key(self.data_dir)
-        self.embedder = embedder if embedder is not None else HashingEmbedder()
+        self.embedder = embedder if embedder is not None else default_embedder()
         # The LocalAgent routes lexically: recall has already ranked candidates by vector.
         self.llm: LLMClient = llm if llm is not None else LocalAgent()
         self.candidate_pool = candidate_pool

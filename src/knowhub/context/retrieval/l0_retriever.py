@@ -37,7 +37,7 @@ from knowhub.context.core.query import SeedHit, TypedQuery
 from knowhub.context.core.uri import agent_spaces, check_access
 from knowhub.index.projector import partition_key
 from knowhub.index.protocol import IndexHit, RetrievalIndex
-from knowhub.providers.embedding import Embedder
+from knowhub.providers.embedding import Embedder, embed_queries
 from knowhub.text import tokenize
 
 __all__ = ["DEFAULT_CONTEXT_TYPES", "CandidateSet", "L0Retriever", "RetrieverConfig", "visibility_filters", "visible_partitions"]
@@ -201,7 +201,7 @@ class L0Retriever:
         """Query embedding, nudged toward the planner's context text when there is one."""
         context = str((typed_query.hints or {}).get("context") or "")
         texts = [typed_query.text, context] if context and self.config.context_weight > 0 else [typed_query.text]
-        matrix = self.embedder.embed_matrix(texts)
+        matrix = embed_queries(self.embedder, texts)
         vector = matrix[0].astype(np.float32)
         if len(texts) > 1:
             vector = vector + self.config.context_weight * matrix[1]

@@ -115,11 +115,13 @@ class LocalAgent(LLMClient):
     def semantic_scores(self, query: str, texts: Sequence[str]) -> list[float] | None:
         """Cosine similarity of ``query`` to each text with the embedder, or None without one.
 
-        Scores are clipped to [0, 1] so handlers can blend them with lexical similarity.
+        Scores are :func:`~knowhub.providers.embedding.relatedness` (0 = unrelated, at most
+        1) so handlers can blend them with lexical similarity whatever the embedder.
         """
         if self.embedder is None or not texts:
             return None
-        matrix = self.embedder.embed_matrix([query, *texts])
-        query_vec = matrix[0]
-        scores = matrix[1:] @ query_vec
-        return [min(1.0, max(0.0, float(score))) for score in scores]
+        from knowhub.providers.embedding import embed_queries, relatedness
+
+        query_vec = embed_queries(self.embedder, [query])[0]
+        scores = relatedness(self.embedder, self.embedder.embed_matrix(list(texts)) @ query_vec)
+        return [float(score) for score in scores]

