@@ -82,7 +82,7 @@ def loco(
     ]
     per_weight: dict[float, list[float]] = {}
     for weight in weights:
-        model = dataclasses.replace(DEFAULT_MODEL, vector_weight=weight)
+        model = dataclasses.replace(hub._indexes.model, vector_weight=weight)
         row = []
         for (conv, _q, _cat, evidence), cands in zip(questions, gathered, strict=True):
             top = [docs[kid][:2] for kid, _score in model.select(cands)[:TOP_K]]

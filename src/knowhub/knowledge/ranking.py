@@ -20,6 +20,7 @@ The weights are constants chosen once, not per corpus; ``benchmarks/knowledge_be
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ __all__ = [
     "QueryMass",
     "RelevanceModel",
     "make_candidates",
+    "model_for",
     "rank_hits",
 ]
 
@@ -112,10 +114,10 @@ class RelevanceModel:
     vector_weight: float = 3.0
     #: An item whose ``coverage`` reaches this share of the query's idf mass is relevant ...
     min_lexical: float = 0.25
-    #: ... and so is one whose rescaled cosine reaches this. E5: the calibration set's
-    #: midpoint between unrelated and related pairs (cos 0.836) rescales to 0.32;
-    #: HashingEmbedder: unrelated texts stay under 0.15, a paraphrase sharing a few words
-    #: reaches 0.3.
+    #: ... and so is one whose rescaled cosine reaches this. HashingEmbedder: unrelated
+    #: texts stay under 0.15, a paraphrase sharing a few words reaches 0.3. A calibrated
+    #: embedder brings its own (``related_threshold``; E5: 0.44, above every unrelated
+    #: pair of the general calibration set), see :func:`model_for`.
     min_cosine: float = 0.3
     #: Items under this share of the best item's relevance are left out.
     relative_cutoff: float = 0.3
@@ -150,6 +152,14 @@ class RelevanceModel:
 
 
 DEFAULT_MODEL = RelevanceModel()
+
+
+def model_for(embedder: Any, base: RelevanceModel = DEFAULT_MODEL) -> RelevanceModel:
+    """``base`` with the cosine threshold of ``embedder`` where it was calibrated."""
+    from knowhub.providers.embedding import related_threshold
+
+    threshold = related_threshold(embedder)
+    return base if threshold is None else dataclasses.replace(base, min_cosine=threshold)
 
 
 #: The ranking stage's sort key, most significant first (reported in each hit's ``why``).

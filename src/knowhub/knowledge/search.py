@@ -31,14 +31,14 @@ from knowhub.errors import KnowhubError, LLMError
 from knowhub.index import EmbeddedIndex, IndexDocument, IndexHit, RetrievalIndex
 from knowhub.knowledge.models import Knowledge, quality_score
 from knowhub.knowledge.ranking import (
-    DEFAULT_MODEL,
     Candidate,
     QueryMass,
     make_candidates,
+    model_for,
     rank_hits,
 )
-from knowhub.providers.llm import LLMClient, build_task_messages, estimate_tokens
 from knowhub.providers.embedding import embed_queries, similarity_floor
+from knowhub.providers.llm import LLMClient, build_task_messages, estimate_tokens
 from knowhub.scope import Principal
 from knowhub.text import analyze
 
@@ -164,6 +164,8 @@ class DerivedIndexes:
 
     def __init__(self, embedder: Any, index: RetrievalIndex | None = None) -> None:
         self.embedder = embedder
+        #: the relevance model with this embedder's cosine threshold (ranking.model_for)
+        self.model = model_for(embedder)
         self.lock = threading.RLock()
         self.index: RetrievalIndex = (
             index if index is not None
@@ -270,7 +272,7 @@ class DerivedIndexes:
         most relevant first: :meth:`candidates` judged by :mod:`knowhub.knowledge.ranking`.
         """
         found = self.candidates(query, principal, types=types, min_score=min_score, pool=pool)
-        return DEFAULT_MODEL.select(found)[:pool]
+        return self.model.select(found)[:pool]
 
     def candidates(
         self,

