@@ -16,7 +16,7 @@ import logging
 import math
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +31,11 @@ from knowhub.errors import (
     VersionConflictError,
 )
 from knowhub.index import EmbeddedIndex
+from knowhub.index.identity import EmbedderIdentity, check_identity
 from knowhub.index.postgres import PostgresIndex
 from knowhub.knowledge import extract as extraction
 from knowhub.knowledge import slim_plans
+from knowhub.knowledge.identity import recorded_identity, save_identity
 from knowhub.knowledge.feedback import add_evidence, apply_update, evolve_content, parse_update
 from knowhub.knowledge.models import (
     Knowledge,
@@ -83,6 +85,10 @@ class KnowledgeHub:
             file ``<data_dir>/secret.key`` (created 0600 on first start).
         candidate_pool: most candidates recalled per search (bounds the routing prompt).
         route_token_budget: most estimated tokens of one routing prompt.
+        reindex: re-embed every live item with ``embedder``, then record it as the store's
+            embedder (``knowhub admin reindex``). Otherwise an embedder other than the
+            recorded one is refused with EmbedderMismatchError before anything is written.
+        progress: ``progress(done, total)`` after every re-indexed batch.
     """
 
     def __init__(
@@ -95,6 +101,8 @@ class KnowledgeHub:
         secret_key: bytes | str | None = None,
         candidate_pool: int = 200,
         route_token_budget: int = 3_500,
+        reindex: bool = False,
+        progress: Callable[[int, int], None] | None = None,
     ) -> None:
         if not isinstance(candidate_pool, int) or candidate_pool < 1:
             raise InvalidInputError("candidate_pool must be a positive integer")
@@ -106,25 +114,52 @@ class KnowledgeHub:
         self.llm: LLMClient = llm if llm is not None else LocalAgent()
         self.candidate_pool = candidate_pool
         self.route_token_budget = route_token_budget
+        identity = EmbedderIdentity.of(self.embedder)  # a remote embedder checks its dim here
         self.store = KnowledgeStore(self.data_dir, db_url)
         self.resources = ResourceService(self.store, SecretBox(key))
         self._sync_lock = threading.RLock()
         self._snapshot_seq = -1
         self._shared: SharedIndex | None = None
-        dim = int(self.embedder.dim)
+        try:
+            self._open_indexes(identity, reindex, progress)
+        except BaseException:
+            self.store.close()
+            raise
+
+    def _open_indexes(
+        self, identity: EmbedderIdentity, reindex: bool, progress: Callable[[int, int], None] | None
+    ) -> None:
+        """Check the recorded embedder, then open the indexes (or re-index, then record it)."""
+        recorded, in_meta = recorded_identity(self.store, self._index_dir / "retrieval")
+        if not reindex:
+            check_identity("knowledge", recorded, identity)
+            if not in_meta:  # first use (or a store from before identities were recorded)
+                save_identity(self.store, identity)
         if self.store.dialect == "postgresql":
             # many servers, one database: the index lives there too, written in each
             # item's own transaction (no per-process copy, constant-time open)
-            self._indexes = DerivedIndexes(
-                self.embedder, PostgresIndex(self.store.engine, "knowledge", dim, number_fields=NUMBER_FIELDS)
-            )
+            index = PostgresIndex(self.store.engine, "knowledge", identity.dim,
+                                  number_fields=NUMBER_FIELDS, create=not reindex)
+            self._indexes = DerivedIndexes(self.embedder, index)
             self._shared = SharedIndex(self.store, self._indexes)
-            self._shared.open()
-        else:
-            self._indexes = DerivedIndexes(
-                self.embedder, EmbeddedIndex(dim, self._index_dir / "retrieval", number_fields=NUMBER_FIELDS)
-            )
+            if reindex:  # new tables, items and identity in one transaction
+                self._shared.rebuild(recreate=True, identity=identity, progress=progress)
+            else:
+                self._shared.open()
+            return
+        self._indexes = DerivedIndexes(
+            self.embedder, EmbeddedIndex(identity.dim, self._index_dir / "retrieval", number_fields=NUMBER_FIELDS)
+        )
+        if not reindex:
             self._build_indexes(use_snapshot=True)
+            return
+        # The new copy is saved before the identity is recorded: killed in between, the
+        # old identity stays in force and its own vectors are rebuilt (the stamp differs).
+        self._build_indexes(use_snapshot=False, progress=progress)
+        with self._sync_lock:
+            self._indexes.checkpoint()
+            self._snapshot_seq = self._indexes.seq
+        save_identity(self.store, identity)
 
     @classmethod
     def from_settings(cls, settings: Any, **overrides: Any) -> KnowledgeHub:
@@ -175,9 +210,9 @@ class KnowledgeHub:
             return self._shared.rebuild()
         return self._build_indexes(use_snapshot=False)
 
-    def _build_indexes(self, *, use_snapshot: bool) -> int:
+    def _build_indexes(self, *, use_snapshot: bool, progress: Callable[[int, int], None] | None = None) -> int:
         """Open the persisted index copy and catch up from its ``seq``, or index every
-        live item from the store."""
+        live item from the store (``progress(done, total)`` after every batch)."""
         with self._sync_lock:
             seq = self.store.max_seq()
             snapshot_seq = self._indexes.checkpoint_seq() if use_snapshot else None
@@ -192,12 +227,15 @@ class KnowledgeHub:
                 self._indexes.clear()
                 total = 0
                 with self.store.read() as conn:
+                    expected = self.store.count_live(conn) if progress is not None else 0
                     for batch in self.store.iter_live(conn):
                         self._indexes.upsert(batch)
                         before = total
                         total += len(batch)
                         if total // PROGRESS_EVERY > before // PROGRESS_EVERY:
                             log.info("knowledge indexes: %d items indexed", total)
+                        if progress is not None:
+                            progress(total, expected)
                 # The store was read at (or after) ``seq``.
                 self._indexes.seq = seq
                 if total >= PROGRESS_EVERY:
