@@ -131,6 +131,8 @@ class KnowledgeHub:
     ) -> None:
         """Check the recorded embedder, then open the indexes (or re-index, then record it)."""
         recorded, in_meta = recorded_identity(self.store, self._index_dir / "retrieval")
+        #: The identity a re-index replaced (None: not re-indexing, or none was recorded).
+        self.replaced_identity = recorded if reindex else None
         if not reindex:
             check_identity("knowledge", recorded, identity)
             if not in_meta:  # first use (or a store from before identities were recorded)
