@@ -47,7 +47,12 @@ from knowhub.context.core.outbox import make_event
 from knowhub.context.core.query import NodeHit, RetrievedBlock, SearchResult, SeedHit, TypedQuery
 from knowhub.context.core.uri import check_access
 from knowhub.context.fs import ContextFS, RelationStore
-from knowhub.context.indexing import ContextIndexer, ContextRecordShape, identity_file, recorded_identity
+from knowhub.context.indexing import (
+    ContextIndexer,
+    ContextRecordShape,
+    identity_file,
+    recorded_identity,
+)
 from knowhub.context.retrieval import (
     AssemblerConfig,
     HierarchicalSearcher,

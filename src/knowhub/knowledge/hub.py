@@ -35,8 +35,8 @@ from knowhub.index.identity import EmbedderIdentity, check_identity
 from knowhub.index.postgres import PostgresIndex
 from knowhub.knowledge import extract as extraction
 from knowhub.knowledge import slim_plans
-from knowhub.knowledge.identity import recorded_identity, save_identity
 from knowhub.knowledge.feedback import add_evidence, apply_update, evolve_content, parse_update
+from knowhub.knowledge.identity import recorded_identity, save_identity
 from knowhub.knowledge.models import (
     Knowledge,
     Resource,

@@ -12,13 +12,15 @@ import json
 from pathlib import Path
 
 import orjson
-from sqlalchemy import text
+from sqlalchemy import create_engine, select, text
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import SQLAlchemyError
 
 from knowhub.index.identity import EmbedderIdentity
+from knowhub.knowledge.schema import store_meta
 from knowhub.knowledge.store import KnowledgeStore
 
-__all__ = ["EMBEDDER_KEY", "recorded_identity", "save_identity"]
+__all__ = ["EMBEDDER_KEY", "read_identity", "recorded_identity", "save_identity"]
 
 #: ``kh_meta`` key of the embedder identity.
 EMBEDDER_KEY = "embedder"
@@ -66,3 +68,26 @@ def save_identity(store: KnowledgeStore, identity: EmbedderIdentity, conn: Conne
         return
     with store.write() as own:
         store.set_meta(own, EMBEDDER_KEY, identity.to_json())
+
+
+def read_identity(data_dir: Path, db_url: str | None = None) -> EmbedderIdentity | None:
+    """The recorded identity, read without opening (or migrating) the store: for
+    ``knowhub doctor``, which writes nothing. None when there is none or it cannot be read."""
+    if db_url is None:
+        path = Path(data_dir) / "knowhub.db"
+        if not path.is_file():
+            return None
+        url = f"sqlite:///file:{path}?mode=ro&uri=true"
+    else:
+        url = db_url
+    engine = create_engine(url, hide_parameters=True)
+    try:
+        with engine.connect() as conn:
+            if not engine.dialect.has_table(conn, store_meta.name):
+                return None
+            value = conn.execute(select(store_meta.c.value).where(store_meta.c.key == EMBEDDER_KEY)).scalar()
+    except SQLAlchemyError:
+        return None
+    finally:
+        engine.dispose()
+    return EmbedderIdentity.from_json(value)

@@ -261,6 +261,11 @@ class OpenAICompatibleEmbedder:
         if model == self.model:
             if self._dim is None:
                 self._dim = got
+            if got != self._dim and self._dim_checked:  # the model behind the endpoint changed
+                raise LLMResponseError(
+                    f"embedding model returned dimension {got}, earlier answers had {self._dim}",
+                    model=model,
+                )
             if got != self._dim:
                 raise ConfigError(
                     f"embedding model {model!r} returns {got}-dimensional vectors, but "
