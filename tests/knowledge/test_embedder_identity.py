@@ -18,7 +18,7 @@ from sqlalchemy import text
 from knowhub.errors import EmbedderMismatchError
 from knowhub.index.identity import EmbedderIdentity
 from knowhub.knowledge import KnowledgeHub
-from knowhub.knowledge import hub as hub_module
+from knowhub.knowledge import hub_indexes as hub_module
 from knowhub.knowledge.identity import EMBEDDER_KEY, read_identity
 from knowhub.knowledge.search import embed_text
 from knowhub.knowledge.store import store_meta
