@@ -19,7 +19,13 @@ import numpy as np
 import pytest
 
 from knowhub.config import EmbeddingSettings
-from knowhub.errors import ConfigError, InvalidInputError, LLMError, LLMResponseError, LLMTimeoutError
+from knowhub.errors import (
+    ConfigError,
+    InvalidInputError,
+    LLMError,
+    LLMResponseError,
+    LLMTimeoutError,
+)
 from knowhub.providers.embedding import (
     Embedder,
     HashingEmbedder,
