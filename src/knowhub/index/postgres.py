@@ -210,7 +210,7 @@ class PostgresIndex:
             conn.execute(text(f"DROP TABLE IF EXISTS {t}_postings, {t}_stats, {t}_docs, {t}_meta"))
         for sql in statements:
             conn.execute(text(sql))
-        meta = dict(conn.execute(text(f"SELECT key, value FROM {t}_meta")).all())
+        meta: dict[str, str] = {k: v for k, v in conn.execute(text(f"SELECT key, value FROM {t}_meta")).all()}
         if not meta:
             conn.execute(
                 text(f"INSERT INTO {t}_meta (key, value) VALUES ('format', :f), ('dim', :d)"),
