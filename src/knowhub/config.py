@@ -83,7 +83,9 @@ class EmbeddingSettings(BaseModel):
     base_url: str | None = None
     model: str = "text-embedding-3-small"
     api_key: SecretStr | None = None
-    dim: int = 512
+    #: None: auto-detected at first use (``openai``: from the endpoint's first answer;
+    #: otherwise the embedder's own default). A given value the endpoint contradicts is an error.
+    dim: int | None = Field(default=None, ge=2)
     timeout_s: float = 30.0
 
 

@@ -132,6 +132,13 @@ class ConfigError(InvalidInputError):
     code = "config_error"
 
 
+class EmbedderMismatchError(ConfigError):
+    """The configured embedder is not the one an engine's vectors were made with; nothing
+    was changed (``knowhub admin reindex`` re-embeds with the configured one)."""
+
+    code = "embedder_mismatch"
+
+
 class VersionConflictError(KnowhubError):
     """An optimistic-lock ``version`` did not match the stored one."""
 
@@ -188,6 +195,7 @@ class LLMResponseError(LLMError):
 __all__ = [
     "ConfigError",
     "CorruptStoreError",
+    "EmbedderMismatchError",
     "InvalidInputError",
     "KnowhubError",
     "LLMError",

@@ -184,6 +184,21 @@ def test_embedder_dimension_against_config(sample_dir: Path, tmp_path: Path) -> 
     assert emb["fix"] == "set embedding.dim = 24"
 
 
+def test_embedder_other_than_the_recorded_one(sample_dir: Path, tmp_path: Path) -> None:
+    code, doc = doctor_json("--data", str(sample_dir))
+    assert finding(doc, "embedder")["data"]["recorded"] == {
+        "knowledge": {"name": "hashing-v1-d512-n3", "dim": 512},
+        "context": {"name": "hashing-v1-d512-n3", "dim": 512},
+    }
+    config = write_config(tmp_path, "[embedding]\ndim = 128\n")
+    code, doc = doctor_json("--data", str(sample_dir), "--config", str(config))
+    emb = finding(doc, "embedder")
+    assert code == 1 and emb["status"] == "error"
+    assert "knowledge (hashing-v1-d512-n3 (dim 512))" in emb["detail"] and "hashing-v1-d128-n3" in emb["detail"]
+    assert emb["fix"].startswith("knowhub admin reindex")
+    assert finding(doc, "store.knowledge")["fix"].startswith("knowhub admin reindex")
+
+
 def test_database_url_unreachable_exits_1(tmp_path: Path) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -75,7 +75,7 @@ def test_another_dimension_is_refused_with_the_way_out(engine: object, prefix: s
     from knowhub.index.postgres import PostgresIndex
 
     PostgresIndex(engine, f"{prefix}_dim", 4)  # type: ignore[arg-type]
-    with pytest.raises(ConfigError, match="drop its tables"):
+    with pytest.raises(ConfigError, match="admin reindex"):
         PostgresIndex(engine, f"{prefix}_dim", 8)  # type: ignore[arg-type]
 
 

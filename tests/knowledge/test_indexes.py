@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from knowhub.knowledge import KnowledgeHub
-from knowhub.knowledge import hub as hub_module
+from knowhub.knowledge import hub_indexes as hub_module
 
 
 @pytest.fixture(autouse=True)

@@ -19,7 +19,13 @@ import numpy as np
 import pytest
 
 from knowhub.config import EmbeddingSettings
-from knowhub.errors import InvalidInputError, LLMError, LLMResponseError, LLMTimeoutError
+from knowhub.errors import (
+    ConfigError,
+    InvalidInputError,
+    LLMError,
+    LLMResponseError,
+    LLMTimeoutError,
+)
 from knowhub.providers.embedding import (
     Embedder,
     HashingEmbedder,
@@ -236,11 +242,27 @@ def test_openai_learns_dim_with_a_probe(fake_server: _FakeEmbeddingServer) -> No
     client.close()
 
 
-def test_openai_dimension_mismatch_is_a_response_error(fake_server: _FakeEmbeddingServer) -> None:
+def test_openai_dimension_mismatch_is_a_config_error(fake_server: _FakeEmbeddingServer) -> None:
     client = OpenAICompatibleEmbedder(base_url=fake_server.base_url, model="fake-embed", dim=16)
-    with pytest.raises(LLMResponseError, match=r"embedding\.dim = 48"):
+    with pytest.raises(ConfigError, match=r"embedding\.dim = 48"):
         client.embed_matrix(["hello"])
     client.close()
+
+
+def test_openai_given_dim_is_verified_when_first_read(fake_server: _FakeEmbeddingServer) -> None:
+    """An engine reads ``dim`` when it opens: a wrong setting must fail there, before the
+    engine writes anything, not at its first embedding."""
+    wrong = OpenAICompatibleEmbedder(base_url=fake_server.base_url, model="fake-embed", dim=16)
+    before = len(fake_server.requests)
+    with pytest.raises(ConfigError, match=r"returns 48-dimensional vectors, but embedding\.dim is 16"):
+        _ = wrong.dim
+    assert len(fake_server.requests) == before + 1
+    wrong.close()
+    right = OpenAICompatibleEmbedder(base_url=fake_server.base_url, model="fake-embed", dim=FAKE_DIM)
+    assert right.dim == FAKE_DIM and right.dim == FAKE_DIM
+    right.embed_matrix(["hello"])
+    assert len(fake_server.requests) == before + 3  # one probe, one embedding: dim asked once
+    right.close()
 
 
 def test_openai_sends_dimensions_only_to_openai_v3_models(
@@ -320,6 +342,15 @@ def test_build_embedder_hashing_default() -> None:
     embedder = build_embedder(EmbeddingSettings(dim=96))
     assert isinstance(embedder, HashingEmbedder)
     assert embedder.dim == 96
+
+
+def test_embedding_dim_is_detected_when_unset(fake_server: _FakeEmbeddingServer) -> None:
+    assert EmbeddingSettings().dim is None
+    assert build_embedder(EmbeddingSettings()).dim == HashingEmbedder().dim
+    remote = build_embedder(EmbeddingSettings(provider="openai", base_url=fake_server.base_url, model="fake-embed"))
+    assert remote.dim == FAKE_DIM
+    assert remote.embed_matrix(["hello"]).shape == (1, FAKE_DIM)
+    remote.close()  # type: ignore[attr-defined]
 
 
 def test_build_embedder_openai(fake_server: _FakeEmbeddingServer) -> None:

@@ -1,4 +1,4 @@
-"""``knowhub admin``: check, compact, snapshot/restore and export/import over every engine.
+"""``knowhub admin``: check, compact, reindex, snapshot/restore and export/import over every engine.
 
 The commands work on a local data dir (``--data`` or the configured ``data_dir``) and call
 :mod:`knowhub.ops`, which calls each engine's own maintenance methods. Also home of the
@@ -35,7 +35,7 @@ EngineOpt = Annotated[
 app = typer.Typer(
     name="admin",
     help=(
-        "Maintenance over all engines: check, compact, snapshot, restore, export, import.\n\n"
+        "Maintenance over all engines: check, compact, reindex, snapshot, restore, export, import.\n\n"
         "Examples:\n\n"
         "  knowhub admin check --data ./knowhub-data\n\n"
         "  knowhub admin export backup.tar.gz\n\n"
@@ -147,6 +147,49 @@ def compact(data: DataOpt = None, config: ConfigOpt = None, engine: EngineOpt = 
     with open_engines(settings, engine) as engines:
         report = compact_all(engines, progress=_stage_printer)
     print_json(report)
+
+
+@app.command("reindex")
+@handle_errors
+def reindex(
+    data: DataOpt = None,
+    config: ConfigOpt = None,
+    engine: Annotated[
+        str, typer.Option("--engine", "-e", help="knowledge, context or all (default).")
+    ] = "all",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON (for scripts).")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Re-embed every knowledge item and context node with the configured embedder, rebuild
+    the indexes (embedded or PostgreSQL) and record the new embedder.
+
+    The migration after a change of the embedding settings (provider, model, dim): the
+    engines refuse to open with another embedder than the one their vectors were made with.
+    Stop the server first. Interrupted (even by kill -9), the old index and embedder stay in
+    force; run it again.
+
+    Example: knowhub admin reindex --engine knowledge
+    """
+    from knowhub.ops.reindex import reindex as run_reindex
+
+    settings = load_settings(config, data)
+    if not Path(settings.data_dir).is_dir():
+        raise fail(f"data dir not found: {settings.data_dir}")
+    with progress_bar(not quiet and not as_json) as callback:
+        report = run_reindex(settings, engine, progress=callback)
+    if as_json:
+        print_json(report)
+        return
+    for name, result in report["engines"].items():
+        count = result.get("items", result.get("nodes", 0))
+        unit = "items" if "items" in result else "nodes"
+        previous = result["previous"]
+        was = f" (was {previous['name']}, dim {previous['dim']})" if previous else ""
+        console.print(
+            f"{name}: {count} {unit} re-embedded with {result['embedder']['name']}, "
+            f"dim {result['embedder']['dim']}{was} in {result['seconds']} s",
+            highlight=False,
+        )
 
 
 @app.command("snapshot")

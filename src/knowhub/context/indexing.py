@@ -20,30 +20,69 @@ knows no URI scheme).
 :meth:`ContextIndexer.rebuild` re-projects every node of every account from ContextFS;
 :meth:`ContextIndexer.reconcile` compares a loaded index copy with the filesystem (node
 versions) and fixes only what differs.
+
+:func:`recorded_identity` reads the embedder the vectors were made with: the file
+``<data_dir>/embedder.json`` beside the nodes (it survives the index copy being deleted),
+else, for data dirs from before it existed, the saved index copy's stamp.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
+
+import orjson
 
 from knowhub.context.core.enums import OutboxEventType
 from knowhub.context.core.objects import OutboxEvent
 from knowhub.context.core.uri import build_uri, is_valid_segment, owner_space_of, parse_uri
 from knowhub.context.fs import ContextFS, RelationStore
 from knowhub.errors import InvalidInputError, NotFoundError, PermissionDeniedError
+from knowhub.index.identity import EmbedderIdentity, IdentityFile
 from knowhub.index.projector import IndexProjector
 from knowhub.scope import RequestContext
 
-__all__ = ["INDEXER_USER", "ContextIndexer", "ContextRecordShape", "node_filters"]
+__all__ = [
+    "EMBEDDER_FILE",
+    "INDEXER_USER",
+    "ContextIndexer",
+    "ContextRecordShape",
+    "identity_file",
+    "node_filters",
+    "recorded_identity",
+]
 
 log = logging.getLogger(__name__)
 
 #: User id of the contexts the indexer builds to walk agent and resource spaces.
 INDEXER_USER = "_indexer"
 _BATCH = 256
+#: The embedder identity of the context vectors, under the engine's data dir.
+EMBEDDER_FILE = "embedder.json"
+
+
+def identity_file(data_dir: Path) -> IdentityFile:
+    """The file recording which embedder the context vectors were made with."""
+    return IdentityFile(Path(data_dir) / EMBEDDER_FILE)
+
+
+def recorded_identity(data_dir: Path) -> tuple[EmbedderIdentity | None, bool]:
+    """``(identity, in_file)``: the recorded embedder (None: none anywhere) and whether it
+    is in :data:`EMBEDDER_FILE` already (False: still to be written)."""
+    recorded = identity_file(data_dir).load()
+    if recorded is not None:
+        return recorded, True
+    try:  # a data dir from before the file existed: the saved index copy's stamp
+        manifest = orjson.loads((Path(data_dir) / "index" / "retrieval" / "manifest.json").read_bytes())
+        stamp = orjson.loads(manifest["stamp"]) if isinstance(manifest, dict) else None
+    except (OSError, KeyError, TypeError, orjson.JSONDecodeError):
+        return None, False
+    if not isinstance(stamp, dict):
+        return None, False
+    return EmbedderIdentity.from_dict({"name": stamp.get("embedder"), "dim": stamp.get("dim")}), False
 
 
 def node_filters(uri: str, category: str | None, context_type: str | None, owner_space: str | None = None) -> dict[str, Any]:
@@ -213,9 +252,11 @@ class ContextIndexer:
             count += 1
         return count
 
-    def rebuild(self) -> int:
-        """Empty every index copy and re-project every node; returns the node count."""
+    def rebuild(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Empty every index copy and re-project every node; returns the node count.
+        ``progress(done, total)`` is called after every embedded batch."""
         self.projector.clear()
+        expected = sum(1 for _ in self.iter_node_uris()) if progress is not None else 0
         count = 0
         batch: list[Any] = []
         for ctx, uri in self.iter_node_uris():
@@ -227,8 +268,12 @@ class ContextIndexer:
             if len(batch) >= _BATCH:
                 count += self.projector.upsert_nodes(batch)
                 batch = []
+                if progress is not None:
+                    progress(count, expected)
         if batch:
             count += self.projector.upsert_nodes(batch)
+        if progress is not None:
+            progress(count, expected)
         return count
 
     def reconcile(self) -> dict[str, int]:

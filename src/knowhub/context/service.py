@@ -8,12 +8,15 @@ RetrievalAssembler; MemoryReadService).
 Data directory layout::
 
     <data_dir>/accounts/...          primary store (ContextFS)
+    <data_dir>/embedder.json         the embedder identity the vectors were made with
     <data_dir>/index/outbox.db       outbox (SQLite, WAL, synchronous=FULL)
     <data_dir>/index/retrieval/      retrieval index copy (saved on close and when idle;
                                      its checkpoint stamp names the embedder and fields)
 
-On open the saved copy is loaded and reconciled with the filesystem (node versions), or
-rebuilt from the filesystem when missing, damaged or made by another embedder. Pending outbox events are then applied by
+On open the configured embedder is checked against ``embedder.json`` (another one is
+refused with EmbedderMismatchError naming ``knowhub admin reindex``; nothing is written),
+then the saved copy is loaded and reconciled with the filesystem (node versions), or
+rebuilt from the filesystem when missing or damaged. Pending outbox events are then applied by
 :meth:`flush_index` or the background runner. Consistency is eventual (seed 004 §7.1): a
 commit is acknowledged once the nodes and their outbox events are durable; search sees it
 after the index worker ran.
@@ -24,7 +27,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -44,7 +47,12 @@ from knowhub.context.core.outbox import make_event
 from knowhub.context.core.query import NodeHit, RetrievedBlock, SearchResult, SeedHit, TypedQuery
 from knowhub.context.core.uri import check_access
 from knowhub.context.fs import ContextFS, RelationStore
-from knowhub.context.indexing import ContextIndexer, ContextRecordShape
+from knowhub.context.indexing import (
+    ContextIndexer,
+    ContextRecordShape,
+    identity_file,
+    recorded_identity,
+)
 from knowhub.context.retrieval import (
     AssemblerConfig,
     HierarchicalSearcher,
@@ -66,6 +74,7 @@ from knowhub.index import (
     SQLiteOutboxStore,
     release_dead_local_leases,
 )
+from knowhub.index.identity import EmbedderIdentity, check_identity
 from knowhub.providers.embedding import Embedder, HashingEmbedder, default_embedder
 from knowhub.providers.graph import InMemoryGraphStore
 from knowhub.providers.llm import LLMClient
@@ -127,15 +136,25 @@ class ContextEngineService:
         speaker_boost: float = DEFAULT_SPEAKER_BOOST,
         merge_queries: str = "max",
         shared_candidates: bool = True,
+        reindex: bool = False,
+        progress: Callable[[int, int], None] | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
+        self.embedder: Embedder = embedder or default_embedder()
+        # before anything is written: a remote embedder checks its dimension here, and one
+        # other than the recorded embedder is refused (``reindex`` replaces it)
+        self.identity = EmbedderIdentity.of(self.embedder)
+        recorded, in_file = recorded_identity(self.data_dir)
+        if not reindex:
+            check_identity("context", recorded, self.identity)
         self.fs = ContextFS(self.data_dir, durable=durable)
+        if not reindex and not in_file:  # first use (or a data dir from before the file)
+            identity_file(self.data_dir).save(self.identity)
         self.relations = RelationStore(self.fs)
         self.index_dir = self.data_dir / "index"
         ensure_dir(self.index_dir)
         self.outbox = SQLiteOutboxStore(self.index_dir / "outbox.db", lease_s=lease_s, max_retries=max_retries,
                                         backoff_base_s=backoff_base_s, quarantine=self.fs.quarantine)
-        self.embedder: Embedder = embedder or default_embedder()
         self.index: RetrievalIndex = index if index is not None else EmbeddedIndex(self.embedder.dim, self.index_dir / "retrieval")
         self.graph = InMemoryGraphStore()
         self.lexical_fields = tuple(lexical_fields)
@@ -174,7 +193,7 @@ class ContextEngineService:
         # own copy; a claim gives an event to one worker only), then load/rebuild the copy
         self.worker.start_following(on_gap=self.indexer.reconcile)
         self._relations_lock = threading.Lock()
-        self.open_report = self._open_index()
+        self.open_report = self._open_index(reindex, progress)
         # the relation copy is in memory only: refilled from the files at the first flush or
         # idle poll (a rebuild has refilled it already), keeping it off the open path
         self._relations_pending = self.open_report.get("mode") == "reconcile"
@@ -206,16 +225,22 @@ class ContextEngineService:
         return orjson.dumps({"embedder": self.embedder.name, "dim": self.embedder.dim,
                              "lexical_fields": list(self.lexical_fields), "levels": [0], "format": 3}).decode()
 
-    def _open_index(self) -> dict[str, Any]:
-        """Reconcile the saved index copy, or rebuild it from the filesystem."""
+    def _open_index(self, reindex: bool = False, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+        """Reconcile the saved index copy, or rebuild it from the filesystem; ``reindex``
+        re-embeds every node, saves the copy, then records the embedder (killed before
+        that, the old identity stays in force and the next open rebuilds its vectors)."""
         started = time.monotonic()
         damaged = list(getattr(self.index, "damaged", []) or [])
         if damaged:
             # the saved copy exists but cannot be used: keep its files for inspection
             self.fs.quarantine.move(damaged, "saved retrieval index does not load", kind="index file",
                                     origin=damaged[0].parent)
-        if self.index.stamp() == self._manifest():
-            report: dict[str, Any] = {"mode": "reconcile", **self.indexer.reconcile()}
+        if reindex:
+            report: dict[str, Any] = {"mode": "reindex", "nodes": self.indexer.rebuild(progress)}
+            self.save_index()
+            identity_file(self.data_dir).save(self.identity)
+        elif self.index.stamp() == self._manifest():
+            report = {"mode": "reconcile", **self.indexer.reconcile()}
         else:
             report = {"mode": "rebuild", "nodes": self.indexer.rebuild()}
         self._dirty = report.get("mode") == "rebuild" or bool(report.get("reprojected") or report.get("removed"))

@@ -108,6 +108,8 @@ class PostgresIndex:
         name: index name (lower-case identifier); tables are ``kx_<name>_*``.
         dim: vector dimension; an existing index of another dimension is refused.
         number_fields: numeric fields documents may carry (``min_numbers`` filters).
+        create: False leaves the tables alone until :meth:`recreate` (a re-index that
+            replaces an index of another dimension in one transaction).
 
     Raises:
         ConfigError: the name is invalid, or the stored index has another dimension.
@@ -121,6 +123,7 @@ class PostgresIndex:
         dim: int,
         *,
         number_fields: Sequence[str] = (),
+        create: bool = True,
     ) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
             raise InvalidInputError("vector dimension must be a positive integer", dim=dim)
@@ -133,7 +136,8 @@ class PostgresIndex:
         self._engine: Engine = create_engine(db, pool_pre_ping=True) if isinstance(db, str) else db
         self._t = f"kx_{name}"
         self._lock = threading.Lock()
-        self._create_schema()
+        if create:
+            self._create_schema()
 
     # ------------------------------------------------------------------ plumbing
 
@@ -157,6 +161,24 @@ class PostgresIndex:
             raise StorageError(f"index {self.name}: database error: {exc}") from exc
 
     def _create_schema(self) -> None:
+        try:
+            with self._tx() as conn:
+                self._schema_in(conn, replace=False)
+        except StorageError as exc:
+            if "vector" in str(exc).lower() and "extension" in str(exc).lower():
+                raise StorageError(
+                    f"the PostgreSQL server has no pgvector extension ({exc.message}); install "
+                    "pgvector (e.g. the official pgvector image) or use the embedded index"
+                ) from exc
+            raise
+
+    def recreate(self, connection: Connection) -> None:
+        """Drop this index's tables and create them empty, with this dimension, inside the
+        caller's transaction: a rollback (or a killed process) leaves the old index whole."""
+        self._schema_in(connection, replace=True)
+
+    def _schema_in(self, conn: Connection, *, replace: bool) -> None:
+        """Create the tables (``replace``: drop them first) and check their dimension."""
         t = self._t
         statements = [
             f"CREATE TABLE IF NOT EXISTS {t}_meta (key text PRIMARY KEY, value text NOT NULL)",
@@ -181,33 +203,26 @@ class PostgresIndex:
             f"""CREATE TABLE IF NOT EXISTS {t}_stats (
                 part text PRIMARY KEY, n_all bigint NOT NULL, n bigint NOT NULL, total bigint NOT NULL)""",
         ]
-        try:
-            with self._tx() as conn:
-                # serialize schema creation between processes opening the same index
-                conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:n))"), {"n": t})
-                conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
-                for sql in statements:
-                    conn.execute(text(sql))
-                meta = dict(conn.execute(text(f"SELECT key, value FROM {t}_meta")).all())
-                if not meta:
-                    conn.execute(
-                        text(f"INSERT INTO {t}_meta (key, value) VALUES ('format', :f), ('dim', :d)"),
-                        {"f": _FORMAT, "d": str(self._dim)},
-                    )
-                elif meta.get("format") != _FORMAT or meta.get("dim") != str(self._dim):
-                    raise ConfigError(
-                        f"index {self.name} in the database has dimension {meta.get('dim')} "
-                        f"(format {meta.get('format')}), not {self._dim}: drop its tables "
-                        f"({self._t}_*) and start again; the index is rebuilt from the store",
-                        index=self.name,
-                    )
-        except StorageError as exc:
-            if "vector" in str(exc).lower() and "extension" in str(exc).lower():
-                raise StorageError(
-                    f"the PostgreSQL server has no pgvector extension ({exc.message}); install "
-                    "pgvector (e.g. the official pgvector image) or use the embedded index"
-                ) from exc
-            raise
+        # serialize schema creation between processes opening the same index
+        conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:n))"), {"n": t})
+        conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+        if replace:
+            conn.execute(text(f"DROP TABLE IF EXISTS {t}_postings, {t}_stats, {t}_docs, {t}_meta"))
+        for sql in statements:
+            conn.execute(text(sql))
+        meta: dict[str, str] = {k: v for k, v in conn.execute(text(f"SELECT key, value FROM {t}_meta")).all()}
+        if not meta:
+            conn.execute(
+                text(f"INSERT INTO {t}_meta (key, value) VALUES ('format', :f), ('dim', :d)"),
+                {"f": _FORMAT, "d": str(self._dim)},
+            )
+        elif meta.get("format") != _FORMAT or meta.get("dim") != str(self._dim):
+            raise ConfigError(
+                f"index {self.name} in the database has dimension {meta.get('dim')} "
+                f"(format {meta.get('format')}), not {self._dim}: run `knowhub admin reindex` "
+                "to rebuild it from the store with the configured embedder",
+                index=self.name,
+            )
 
     def close(self) -> None:
         """Release the connection pool when this index created it (no implicit checkpoint)."""
@@ -338,11 +353,11 @@ class PostgresIndex:
             conn.execute(text(f"DELETE FROM {t}_stats"))
             conn.execute(text(f"DELETE FROM {t}_meta WHERE key = 'stamp'"))
 
-    def checkpoint(self, stamp: str) -> None:
+    def checkpoint(self, stamp: str, *, connection: Connection | None = None) -> None:
         """Record ``stamp``: the documents are durable already (each write committed)."""
         if not isinstance(stamp, str):
             raise InvalidInputError("checkpoint stamp must be a string")
-        with self._tx() as conn:
+        with self._on(connection) as conn:
             conn.execute(
                 text(
                     f"INSERT INTO {self._t}_meta (key, value) VALUES ('stamp', :s) "

@@ -6,7 +6,8 @@ reported exactly like missing ones (:class:`NotFoundError`).
 
 The SQL store is the truth. The lexical and vector indexes used by search are derived from
 it: built at open, updated after every write, refreshed when another process changed the
-store (``seq``), rebuildable (:meth:`rebuild_indexes`) and checkable (:meth:`check`).
+store (``seq``), rebuildable (:meth:`rebuild_indexes`) and checkable (:meth:`check`); that
+side lives in :mod:`knowhub.knowledge.hub_indexes`, with the embedder identity check.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import logging
 import math
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +31,11 @@ from knowhub.errors import (
     PermissionDeniedError,
     VersionConflictError,
 )
-from knowhub.index import EmbeddedIndex
-from knowhub.index.postgres import PostgresIndex
+from knowhub.index.identity import EmbedderIdentity
 from knowhub.knowledge import extract as extraction
 from knowhub.knowledge import slim_plans
 from knowhub.knowledge.feedback import add_evidence, apply_update, evolve_content, parse_update
+from knowhub.knowledge.hub_indexes import HubIndexes
 from knowhub.knowledge.models import (
     Knowledge,
     Resource,
@@ -49,7 +50,7 @@ from knowhub.knowledge.models import (
     visibility_of,
 )
 from knowhub.knowledge.resources import ResourceService
-from knowhub.knowledge.search import NUMBER_FIELDS, DerivedIndexes, rank_hits, route_candidates
+from knowhub.knowledge.search import rank_hits, route_candidates
 from knowhub.knowledge.secrets import SecretBox, load_or_create_key, parse_key, read_key_file
 from knowhub.knowledge.shared_index import SharedIndex
 from knowhub.knowledge.store import KnowledgeStore, knowledge, knowledge_scopes
@@ -66,12 +67,9 @@ MAX_QUERY_CHARS = 2_000
 MAX_TOP_K = 100
 MAX_BATCH = 1_000
 MAX_SAVE_BATCH = 10_000
-PROGRESS_EVERY = 10_000
-#: Stores at least this large keep a retrieval-index checkpoint under ``<data_dir>/indexes``.
-SNAPSHOT_MIN_ITEMS = 1_000
 
 
-class KnowledgeHub:
+class KnowledgeHub(HubIndexes):
     """Scoped knowledge and resources with feedback, evolution, slimming and extraction.
 
     Args:
@@ -84,6 +82,10 @@ class KnowledgeHub:
             file ``<data_dir>/secret.key`` (created 0600 on first start).
         candidate_pool: most candidates recalled per search (bounds the routing prompt).
         route_token_budget: most estimated tokens of one routing prompt.
+        reindex: re-embed every live item with ``embedder``, then record it as the store's
+            embedder (``knowhub admin reindex``). Otherwise an embedder other than the
+            recorded one is refused with EmbedderMismatchError before anything is written.
+        progress: ``progress(done, total)`` after every re-indexed batch.
     """
 
     def __init__(
@@ -96,6 +98,8 @@ class KnowledgeHub:
         secret_key: bytes | str | None = None,
         candidate_pool: int = 200,
         route_token_budget: int = 3_500,
+        reindex: bool = False,
+        progress: Callable[[int, int], None] | None = None,
     ) -> None:
         if not isinstance(candidate_pool, int) or candidate_pool < 1:
             raise InvalidInputError("candidate_pool must be a positive integer")
@@ -107,25 +111,17 @@ class KnowledgeHub:
         self.llm: LLMClient = llm if llm is not None else LocalAgent()
         self.candidate_pool = candidate_pool
         self.route_token_budget = route_token_budget
+        identity = EmbedderIdentity.of(self.embedder)  # a remote embedder checks its dim here
         self.store = KnowledgeStore(self.data_dir, db_url)
         self.resources = ResourceService(self.store, SecretBox(key))
         self._sync_lock = threading.RLock()
         self._snapshot_seq = -1
         self._shared: SharedIndex | None = None
-        dim = int(self.embedder.dim)
-        if self.store.dialect == "postgresql":
-            # many servers, one database: the index lives there too, written in each
-            # item's own transaction (no per-process copy, constant-time open)
-            self._indexes = DerivedIndexes(
-                self.embedder, PostgresIndex(self.store.engine, "knowledge", dim, number_fields=NUMBER_FIELDS)
-            )
-            self._shared = SharedIndex(self.store, self._indexes)
-            self._shared.open()
-        else:
-            self._indexes = DerivedIndexes(
-                self.embedder, EmbeddedIndex(dim, self._index_dir / "retrieval", number_fields=NUMBER_FIELDS)
-            )
-            self._build_indexes(use_snapshot=True)
+        try:
+            self._open_indexes(identity, reindex, progress)
+        except BaseException:
+            self.store.close()
+            raise
 
     @classmethod
     def from_settings(cls, settings: Any, **overrides: Any) -> KnowledgeHub:
@@ -153,13 +149,7 @@ class KnowledgeHub:
 
     def close(self) -> None:
         """Checkpoint the retrieval index when it is stale, then release database connections."""
-        if (
-            self._shared is None
-            and self._indexes.count() >= SNAPSHOT_MIN_ITEMS
-            and self._indexes.seq != self._snapshot_seq
-        ):
-            self._save_snapshot()
-        self._indexes.index.close()
+        self._close_indexes()
         self.store.close()
 
     def __enter__(self) -> KnowledgeHub:
@@ -167,110 +157,6 @@ class KnowledgeHub:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # ------------------------------------------------------------------ derived indexes
-
-    def rebuild_indexes(self) -> int:
-        """Rebuild the lexical and vector indexes from the store; returns items indexed."""
-        if self._shared is not None:
-            return self._shared.rebuild()
-        return self._build_indexes(use_snapshot=False)
-
-    def _build_indexes(self, *, use_snapshot: bool) -> int:
-        """Open the persisted index copy and catch up from its ``seq``, or index every
-        live item from the store."""
-        with self._sync_lock:
-            seq = self.store.max_seq()
-            snapshot_seq = self._indexes.checkpoint_seq() if use_snapshot else None
-            if snapshot_seq is not None and snapshot_seq > seq:  # the store went back in time
-                snapshot_seq = None
-            if snapshot_seq is not None:
-                # Changes after the checkpoint (deletes included) are applied by _sync.
-                self._indexes.seq = snapshot_seq
-                self._snapshot_seq = snapshot_seq
-                total = self._indexes.count()
-            else:
-                self._indexes.clear()
-                total = 0
-                with self.store.read() as conn:
-                    for batch in self.store.iter_live(conn):
-                        self._indexes.upsert(batch)
-                        before = total
-                        total += len(batch)
-                        if total // PROGRESS_EVERY > before // PROGRESS_EVERY:
-                            log.info("knowledge indexes: %d items indexed", total)
-                # The store was read at (or after) ``seq``.
-                self._indexes.seq = seq
-                if total >= PROGRESS_EVERY:
-                    log.info("knowledge indexes: built over %d items", total)
-        self._sync()
-        if snapshot_seq is not None and not self._index_matches_store():
-            log.warning("knowledge indexes: the persisted copy does not match the store; rebuilding")
-            return self._build_indexes(use_snapshot=False)
-        if snapshot_seq is None and total >= SNAPSHOT_MIN_ITEMS:
-            self._save_snapshot()
-        return total
-
-    @property
-    def _index_dir(self) -> Path:
-        return self.data_dir / "indexes"
-
-    def _index_matches_store(self) -> bool:
-        with self.store.read() as conn:
-            store_ids = self.store.live_ids(conn)
-        return self._indexes.ids() == store_ids
-
-    def _save_snapshot(self) -> None:
-        """Persist the index (a cache for the next open); failures are only logged."""
-        try:
-            with self._sync_lock:
-                self._indexes.checkpoint()
-                self._snapshot_seq = self._indexes.seq
-        except (OSError, KnowhubError) as exc:
-            log.warning("knowledge indexes: could not save the index copy: %s", exc)
-
-    def _sync(self) -> None:
-        """Apply every store change newer than the indexes (this or another process).
-
-        Nothing to do with a database-resident index: each write indexed itself."""
-        if self._shared is not None:
-            return
-        with self._sync_lock:
-            with self.store.read() as conn:
-                changes = self.store.changes_since(conn, self._indexes.seq)
-            quarantined = self.store.damaged.take_moved()
-            if quarantined:
-                self._indexes.remove(quarantined)
-            if not changes:
-                return
-            latest: dict[str, tuple[bool, Knowledge]] = {}
-            for _seq, deleted, item in changes:
-                latest[item.id] = (deleted, item)
-            self._indexes.remove([kid for kid, (deleted, _) in latest.items() if deleted])
-            self._indexes.upsert([item for deleted, item in latest.values() if not deleted])
-            self._indexes.seq = max(seq for seq, _, _ in changes)
-
-    def check(self, fix: bool = False) -> dict[str, Any]:
-        """Compare the derived indexes with the store; ``fix`` rebuilds them on a mismatch."""
-        self._sync()
-        with self.store.read() as conn:
-            store_ids = self.store.live_ids(conn)
-        index_ids = self._indexes.ids()
-        missing = sorted(store_ids - index_ids)
-        extra = sorted(index_ids - store_ids)
-        ok = not missing and not extra
-        report: dict[str, Any] = {
-            "ok": ok,
-            "store_count": len(store_ids),
-            "index_count": len(index_ids),
-            "missing": missing[:100],
-            "extra": extra[:100],
-            "fixed": False,
-        }
-        if not ok and fix:
-            self.rebuild_indexes()
-            report["fixed"] = True
-        return report
 
     # ------------------------------------------------------------------ helpers
 

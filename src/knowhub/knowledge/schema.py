@@ -135,5 +135,13 @@ slim_plans = Table(
     Column("created_at", String(40), nullable=False),
 )
 
+# ---- added by migration 3
+store_meta = Table(
+    "kh_meta",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
 
-__all__ = ["counters", "knowledge", "knowledge_scopes", "knowledge_types", "knowledge_versions", "metadata", "resource_scopes", "resource_versions", "resources", "schema_version", "slim_plans"]
+
+__all__ = ["counters", "knowledge", "knowledge_scopes", "knowledge_types", "knowledge_versions", "metadata", "resource_scopes", "resource_versions", "resources", "schema_version", "slim_plans", "store_meta"]

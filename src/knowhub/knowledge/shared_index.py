@@ -8,19 +8,23 @@ back, with the row it describes. So any number of ``knowhub serve`` processes sh
 index, hold no copy of the corpus, open in constant time (no catch-up, no rebuild), and see
 each other's writes at once.
 
-The index is built from the store once (the first open of a database, or after the
-embedder changed), under the store's write lock so no concurrent write is overwritten by an
-older copy.
+The index is built from the store once (the first open of a database, or ``knowhub admin
+reindex`` after the embedder changed), under the store's write lock so no concurrent write
+is overwritten by an older copy, in one transaction: a re-index killed half-way leaves the
+old index and the old embedder identity in force.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from sqlalchemy.engine import Connection
 
+from knowhub.index.identity import EmbedderIdentity
+from knowhub.knowledge.identity import save_identity
 from knowhub.knowledge.models import Knowledge
 from knowhub.knowledge.search import embed_text, index_document
 
@@ -62,12 +66,27 @@ class SharedIndex:
             return self.indexes.count()
         return self.rebuild()
 
-    def rebuild(self) -> int:
-        """Index every live item again, under the store's write lock."""
+    def rebuild(
+        self,
+        *,
+        recreate: bool = False,
+        identity: EmbedderIdentity | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> int:
+        """Index every live item again, under the store's write lock, in one transaction.
+
+        ``recreate`` drops and recreates the index tables first (a new dimension);
+        ``identity`` is recorded as the store's embedder in the same transaction;
+        ``progress(done, total)`` is called after every batch.
+        """
         total = 0
         with self.store.write() as conn:
             index = self.indexes.index
-            index.delete(index.ids(), connection=conn)  # type: ignore[call-arg]
+            if recreate:
+                index.recreate(conn)  # type: ignore[attr-defined]
+            else:
+                index.delete(index.ids(), connection=conn)  # type: ignore[call-arg]
+            expected = self.store.count_live(conn) if progress is not None else 0
             for batch in self.store.iter_live(conn):
                 matrix = self.indexes.embedder.embed_matrix([embed_text(i) for i in batch])
                 docs = [index_document(item, matrix[row]) for row, item in enumerate(batch)]
@@ -76,6 +95,10 @@ class SharedIndex:
                 total += len(batch)
                 if total // PROGRESS_EVERY > before // PROGRESS_EVERY:
                     log.info("knowledge index (database): %d items indexed", total)
-        self.indexes.index.checkpoint(self._stamp())
+                if progress is not None:
+                    progress(total, expected)
+            index.checkpoint(self._stamp(), connection=conn)  # type: ignore[call-arg]
+            if identity is not None:
+                save_identity(self.store, identity, conn)
         log.info("knowledge index (database): built over %d items", total)
         return total

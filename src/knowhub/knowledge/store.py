@@ -17,6 +17,8 @@ Layout:
 - ``resources`` (+ ``resource_scopes``, ``resource_versions``): ``secure_body`` holds
   AES-GCM ciphertext only.
 - ``slim_plans``: stored slim proposals.
+- ``kh_meta``: facts about the store as a whole, such as the identity of the embedder
+  that made the indexed vectors (``embedder``; see :mod:`knowhub.index.identity`).
 - ``schema_version``: one row per applied migration.
 
 The table definitions live in :mod:`knowhub.knowledge.schema`.
@@ -65,6 +67,7 @@ from knowhub.knowledge.schema import (  # tables, also imported from here by oth
     resources,
     schema_version,
     slim_plans,
+    store_meta,
 )
 from knowhub.storage import create_private_file, ensure_dir
 from knowhub.storage.quarantine import Quarantine
@@ -138,8 +141,13 @@ def _migrate_2(conn: Connection) -> None:
         conn.execute(insert(knowledge_types), batch)
 
 
+def _migrate_3(conn: Connection) -> None:
+    """Store-wide facts (the embedder identity of the indexed vectors)."""
+    store_meta.create(conn, checkfirst=True)
+
+
 #: Ordered migrations; index i migrates from version i to i + 1.
-MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_migrate_1, _migrate_2)
+MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_migrate_1, _migrate_2, _migrate_3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -288,6 +296,18 @@ class KnowledgeStore:
                 MIGRATIONS[number - 1](conn)
                 conn.execute(insert(schema_version).values(version=number, applied_at=utc_now()))
             return max(current, target)
+
+    # ------------------------------------------------------------------ store meta
+
+    def get_meta(self, key: str) -> str | None:
+        """A store-wide fact (``kh_meta``), or None when it was never recorded."""
+        with self.read() as conn:
+            return conn.execute(select(store_meta.c.value).where(store_meta.c.key == key)).scalar()
+
+    def set_meta(self, conn: Connection, key: str, value: str) -> None:
+        """Record a store-wide fact inside the write transaction ``conn``."""
+        conn.execute(delete(store_meta).where(store_meta.c.key == key))
+        conn.execute(insert(store_meta).values(key=key, value=value))
 
     # ------------------------------------------------------------------ seq
 

