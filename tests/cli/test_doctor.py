@@ -8,6 +8,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.cli.cli_support import run
 from tests.support.fake_openai import answer, fake_openai, malformed, status
 
@@ -174,7 +176,11 @@ def test_llm_rejecting_json_schema_is_a_warning(sample_dir: Path, tmp_path: Path
     assert llm["status"] == "warn" and llm["data"]["response_format"] == "json_object"
 
 
-def test_embedder_dimension_against_config(sample_dir: Path, tmp_path: Path) -> None:
+def test_embedder_dimension_against_config(
+    sample_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the suite's KNOWHUB_EMBEDDING__PROVIDER=hashing (tests/conftest.py) would outrank the file
+    monkeypatch.delenv("KNOWHUB_EMBEDDING__PROVIDER", raising=False)
     with fake_openai(embedding_dim=24) as server:
         config = write_config(tmp_path, f'[embedding]\nprovider = "openai"\nbase_url = "{server.base_url}"\n'
                                         'model = "fake-embed"\ndim = 16\n')

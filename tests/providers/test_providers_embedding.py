@@ -338,15 +338,15 @@ def test_openai_rejects_bad_arguments() -> None:
 # -- build_embedder --------------------------------------------------------------------------
 
 
-def test_build_embedder_hashing_default() -> None:
-    embedder = build_embedder(EmbeddingSettings(dim=96))
+def test_build_embedder_hashing() -> None:
+    embedder = build_embedder(EmbeddingSettings(provider="hashing", dim=96))
     assert isinstance(embedder, HashingEmbedder)
     assert embedder.dim == 96
 
 
 def test_embedding_dim_is_detected_when_unset(fake_server: _FakeEmbeddingServer) -> None:
     assert EmbeddingSettings().dim is None
-    assert build_embedder(EmbeddingSettings()).dim == HashingEmbedder().dim
+    assert build_embedder(EmbeddingSettings(provider="hashing")).dim == HashingEmbedder().dim
     remote = build_embedder(EmbeddingSettings(provider="openai", base_url=fake_server.base_url, model="fake-embed"))
     assert remote.dim == FAKE_DIM
     assert remote.embed_matrix(["hello"]).shape == (1, FAKE_DIM)
