@@ -135,3 +135,24 @@ def test_hub_on_the_default_finds_paraphrases_and_other_languages(
             assert hits and hits[0].knowledge.id == ids[want], (query, [h.knowledge.task for h in hits])
     finally:
         hub.close()
+
+
+def test_slim_on_e5_merges_rewordings_not_neighbours(e5: MultilingualE5Embedder) -> None:
+    """E5 scores distinct items of one topic at raw cosine 0.92-0.94: slim must read the
+    rescaled value, or it would merge "restart nginx" with "reload Apache"."""
+    from knowhub.knowledge.models import Knowledge
+    from knowhub.knowledge.slim import find_clusters
+
+    texts = [
+        ("Restart nginx after config changes", "Restart the nginx service after changing its config."),
+        ("Restart nginx when its config changed", "After you change the nginx config, restart the nginx service."),
+        ("Reload Apache after editing httpd.conf", "Reload the Apache server after editing httpd.conf."),
+        ("Squash commits with git rebase", "Use git rebase -i to squash commits before merging."),
+        ("Copy a commit with cherry-pick", "Use git cherry-pick to copy one commit to another branch."),
+    ]
+    items = [
+        Knowledge(id=f"k{i}", task=task, content=content, types=["strategy"], owner="user:a", scopes=["user:a"])
+        for i, (task, content) in enumerate(texts)
+    ]
+    clusters = [sorted(members) for members, _why in find_clusters(items, e5)]
+    assert clusters == [[0, 1]]

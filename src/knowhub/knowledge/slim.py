@@ -3,7 +3,8 @@
 Two items are near-duplicates when their types overlap and their ``task + content`` is
 either very close in embedding space (cosine >= ``COSINE_THRESHOLD``) or lexically very
 similar (``knowhub.text.similarity`` >= ``LEXICAL_THRESHOLD``, computed only for pairs
-whose cosine passes ``PREFILTER_COSINE``). Pairs are joined into clusters (union-find), and
+whose cosine passes ``PREFILTER_COSINE``). Cosines are read on the embedder's own scale
+(:func:`~knowhub.providers.embedding.relatedness`: E5's 0.9 is raw 0.976, hashing's is 0.9). Pairs are joined into clusters (union-find), and
 each cluster is merged by the LLM task ``merge_knowledge`` into its best item (highest
 quality, then oldest): summed helpful/harmful, the highest score and confidence, the union
 of resource ids and histories. The other items are soft-deleted.
@@ -27,6 +28,7 @@ from knowhub.errors import KnowhubError, PermissionDeniedError
 from knowhub.knowledge.extract import clean_types
 from knowhub.knowledge.models import KNOWLEDGE_TYPES, Knowledge, SlimCluster
 from knowhub.knowledge.search import embed_text
+from knowhub.providers.embedding import relatedness
 from knowhub.providers.llm import LLMClient, build_task_messages
 from knowhub.providers.llm.local_knowledge import merge_knowledge as local_merge
 from knowhub.text import similarity
@@ -155,7 +157,9 @@ def find_clusters(
     groups_of = [group_of(i) for i in items] if group_of is not None else [None] * n
     texts = [f"{i.task}\n{i.content}" for i in items]
     for start in range(0, n, _BLOCK):
-        block = matrix[start : start + _BLOCK] @ matrix.T
+        # on every embedder's scale (0 = unrelated): E5 puts distinct items of one topic at
+        # raw cosine 0.92-0.94 and rewordings at 0.98, the hashing embedder far lower
+        block = relatedness(embedder, matrix[start : start + _BLOCK] @ matrix.T)
         for r in range(block.shape[0]):
             i = start + r
             scores = block[r]
@@ -168,7 +172,7 @@ def find_clusters(
                     continue
                 cosine = float(scores[j])
                 if cosine >= COSINE_THRESHOLD:
-                    why = f"cosine {cosine:.2f}"
+                    why = f"relatedness {cosine:.2f}"
                 else:
                     lexical = similarity(texts[i], texts[j])
                     if lexical < LEXICAL_THRESHOLD:
