@@ -116,8 +116,8 @@ class RelevanceModel:
     min_lexical: float = 0.25
     #: ... and so is one whose rescaled cosine reaches this. HashingEmbedder: unrelated
     #: texts stay under 0.15, a paraphrase sharing a few words reaches 0.3. A calibrated
-    #: embedder brings its own (``related_threshold``; E5: 0.44, above every unrelated
-    #: pair of the general calibration set), see :func:`model_for`.
+    #: embedder brings its own (``related_threshold``; E5: 0.30, above 95% of the unrelated
+    #: pairs of the general calibration set), see :func:`model_for`.
     min_cosine: float = 0.3
     #: Items under this share of the best item's relevance are left out.
     relative_cutoff: float = 0.3

