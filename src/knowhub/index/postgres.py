@@ -38,9 +38,9 @@ from typing import Any
 
 import numpy as np
 import orjson
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, make_url, text
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 
 from knowhub.errors import ConfigError, InvalidInputError, StorageError
 from knowhub.index.documents import (
@@ -64,6 +64,11 @@ B = 0.75
 
 def _has_nul(value: str) -> bool:
     return "\x00" in value
+
+
+def _one_line(error: object) -> str:
+    """A database error as one line (PostgreSQL adds DETAIL/HINT lines)."""
+    return " ".join(str(error).split())
 
 
 def _vector_literal(vector: np.ndarray) -> str:
@@ -130,12 +135,65 @@ class PostgresIndex:
         self.name = name
         self.number_fields = tuple(check_field_name(f) for f in number_fields)
         self._owns_engine = isinstance(db, str)
-        self._engine: Engine = create_engine(db, pool_pre_ping=True) if isinstance(db, str) else db
+        # hide_parameters: documents (tokens, payloads) never reach an error message or a log
+        self._engine: Engine = (
+            create_engine(db, pool_pre_ping=True, hide_parameters=True) if isinstance(db, str) else db
+        )
         self._t = f"kx_{name}"
         self._lock = threading.Lock()
         self._create_schema()
 
+    #: Every process on the database reads and writes these same tables: there is no
+    #: per-process copy to load, reconcile or follow (engines test this attribute).
+    shared = True
+
+    @classmethod
+    def from_url(
+        cls, url: str, name: str, dim: int, *, setting: str, number_fields: Sequence[str] = ()
+    ) -> PostgresIndex:
+        """Open the index named by a configured URL (``postgresql://`` or
+        ``postgresql+psycopg://``); whatever stops it opening — a malformed URL, an
+        unreachable server, no pgvector — is a :class:`ConfigError` naming ``setting`` and
+        the URL without its password.
+        """
+        try:
+            parsed = make_url(url)
+        except (ArgumentError, ValueError) as exc:
+            raise ConfigError(f"{setting} is not a database URL", key=setting) from exc
+        if parsed.drivername == "postgresql":
+            parsed = parsed.set(drivername="postgresql+psycopg")  # the driver knowhub ships
+        shown = parsed.render_as_string(hide_password=True)
+        if parsed.drivername != "postgresql+psycopg" or not parsed.database:
+            raise ConfigError(f"{setting} ({shown}) must be a postgresql:// URL naming a database", key=setting)
+        try:
+            return cls(parsed.render_as_string(hide_password=False), name, dim, number_fields=number_fields)
+        except StorageError as exc:
+            raise ConfigError(f"{setting} ({shown}): {exc.message}", key=setting) from exc
+
     # ------------------------------------------------------------------ plumbing
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold this index's build lock (a PostgreSQL advisory lock) for the block, so of
+        several processes opening an index that must be (re)built, one builds and the others
+        wait, then find it built."""
+        try:
+            conn = self._engine.connect()
+        except SQLAlchemyError as exc:
+            raise StorageError(f"index {self.name}: database error: {_one_line(exc)}") from exc
+        key = {"n": f"{self._t}:build"}
+        try:
+            conn.execute(text("SELECT pg_advisory_lock(hashtext(:n))"), key)
+            conn.commit()
+            try:
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(hashtext(:n))"), key)
+                conn.commit()
+        except DBAPIError as exc:
+            raise StorageError(f"index {self.name}: PostgreSQL error: {_one_line(exc.orig)}") from exc
+        finally:
+            conn.close()
 
     @property
     def dim(self) -> int:
@@ -151,10 +209,10 @@ class PostgresIndex:
         except DBAPIError as exc:
             sqlstate = getattr(getattr(exc, "orig", None), "sqlstate", None) or ""
             if sqlstate.startswith("22"):  # data exception: the input, not the database
-                raise InvalidInputError(f"index {self.name}: value refused by PostgreSQL: {exc.orig}") from exc
-            raise StorageError(f"index {self.name}: PostgreSQL error: {exc.orig}") from exc
+                raise InvalidInputError(f"index {self.name}: value refused by PostgreSQL: {_one_line(exc.orig)}") from exc
+            raise StorageError(f"index {self.name}: PostgreSQL error: {_one_line(exc.orig)}") from exc
         except SQLAlchemyError as exc:
-            raise StorageError(f"index {self.name}: database error: {exc}") from exc
+            raise StorageError(f"index {self.name}: database error: {_one_line(exc)}") from exc
 
     def _create_schema(self) -> None:
         t = self._t
