@@ -107,6 +107,23 @@ def test_a_second_service_shares_the_index_without_a_copy(tmp_path: Path, databa
         a.close()
 
 
+def test_a_node_deleted_behind_the_index_is_dropped_after_open(tmp_path: Path, database: str) -> None:
+    """A crash between a file change and its outbox event: the next service repairs the shared
+    index at its first flush (off the open path), like the embedded index's reconcile."""
+    settings = _settings(tmp_path, database)
+    with ContextEngineService.from_settings(settings, durable=False) as a:
+        a.commit_session(ALICE, CLIMBING)
+        a.flush_index()
+        gone = sorted(_found(a, ALICE, "climbing Patagonia"))[0]
+        a.fs.delete_node(ALICE, gone)  # the file change; its DELETE event never written
+    with ContextEngineService.from_settings(settings, durable=False) as b:
+        assert b.open_report["mode"] == "shared"
+        assert b.index.ids({"uri": gone})  # still indexed: the open did not walk the files
+        b.flush_index()
+        assert b.index.ids({"uri": gone}) == []
+        assert gone not in _found(b, ALICE, "climbing Patagonia")
+
+
 def test_another_principals_private_nodes_never_come_back(tmp_path: Path, database: str) -> None:
     with ContextEngineService.from_settings(_settings(tmp_path, database), durable=False) as svc:
         svc.commit_session(ALICE, CLIMBING)

@@ -191,8 +191,11 @@ class ContextEngineService:
             self._open_shared_index(self.index) if isinstance(self.index, SharedRetrievalIndex) else self._open_index()
         )
         # the relation copy is in memory only: refilled from the files at the first flush or
-        # idle poll (a rebuild has refilled it already), keeping it off the open path
+        # idle poll (a rebuild has refilled it already), keeping it off the open path; a
+        # shared index is reconciled with the files then too (repairs a crash between a
+        # file change and its outbox event without making the open grow with the corpus)
         self._relations_pending = self.open_report.get("mode") in ("reconcile", "shared")
+        self._reconcile_pending = self.open_report.get("mode") == "shared"
         self.open_report["released_leases"] = release_dead_local_leases(self.outbox)
 
     @classmethod
@@ -263,6 +266,9 @@ class ContextEngineService:
 
     def _refill_relations(self) -> None:
         with self._relations_lock:
+            if self._reconcile_pending:
+                self._reconcile_pending = False
+                log.info("shared context index reconciled: %s", self.indexer.reconcile())
             if self._relations_pending:
                 self.indexer.refill_relations()
                 self._relations_pending = False
