@@ -185,3 +185,20 @@ def test_pruned_lexical_top_k_equals_scoring_every_match(
                 assert [truth.get(h.id) for h in hits] == pytest.approx([h.lexical_score for h in hits], rel=1e-9)
     # some searches ranked the probe only (common terms skipped), others needed more terms
     assert ranked_terms.count(1) > 0 and max(ranked_terms) >= 4
+
+
+def test_an_older_layout_is_dropped_so_the_engine_rebuilds(engine: object, prefix: str) -> None:
+    from sqlalchemy import text
+
+    from knowhub.index.postgres import PostgresIndex
+
+    name = f"{prefix}_old"
+    with engine.begin() as conn:  # type: ignore[attr-defined]
+        conn.execute(text(f"CREATE TABLE kx_{name}_meta (key text PRIMARY KEY, value text NOT NULL)"))
+        conn.execute(text(f"CREATE TABLE kx_{name}_docs (id text PRIMARY KEY, vec text)"))
+        conn.execute(text(f"INSERT INTO kx_{name}_meta VALUES ('format', 'knowhub-postgres-index-2'), "
+                          "('dim', '4'), ('stamp', 'built-by-the-old-layout')"))
+    index = PostgresIndex(engine, name, 4)  # type: ignore[arg-type]
+    assert index.stamp() is None  # the engine sees no checkpoint and rebuilds from its store
+    index.upsert([IndexDocument(id="a", tokens=["x"], vector=np.eye(4)[1])])
+    assert [h.id for h in index.search(tokens=["x"], vector=np.eye(4)[1], top_k=3)] == ["a"]
