@@ -58,11 +58,12 @@ __all__ = ["PostgresIndex"]
 
 log = logging.getLogger(__name__)
 
-_FORMAT = "knowhub-postgres-index-3"
+_FORMAT = "knowhub-postgres-index-4"
 #: Tables of one index (``kx_<name>_<table>``).
 _TABLES = ("meta", "docs", "vecs", "postings", "terms", "stats")
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 _SEP = "\x1f"  # field/value separator of filter terms
+_NO_LENGTH = 2**31 - 1  # len_min of a (term, partition) that only lost documents
 _TERM_SEP = "\x1e"  # separator of a document's filter terms in a bulk insert
 
 
@@ -92,7 +93,18 @@ class _StatsDelta:
     def __init__(self) -> None:
         self.parts: dict[str, list[int]] = {}
         self.dfs: Counter[tuple[str, str]] = Counter()
+        #: per (term, partition) added: the largest term frequency and shortest document,
+        #: which bound the term's BM25 contribution (postgres_lexical); kept as bounds only
+        #: (a delete never tightens them)
+        self.tf_max: dict[tuple[str, str], int] = {}
+        self.len_min: dict[tuple[str, str], int] = {}
         self.removed = 0
+
+    def added(self, term: str, part: str, tf: int, length: int) -> None:
+        key = (term, part)
+        self.dfs[key] += 1
+        self.tf_max[key] = max(self.tf_max.get(key, 0), tf)
+        self.len_min[key] = min(self.len_min.get(key, length), length)
 
     def add(self, part: str, length: int, sign: int) -> None:
         row = self.parts.setdefault(part, [0, 0, 0])
@@ -101,15 +113,19 @@ class _StatsDelta:
         row[2] += sign * length
 
     def apply(self, conn: Connection, table: str) -> None:
-        dfs = sorted((key, n) for key, n in self.dfs.items() if n)
-        if dfs:
+        keys = sorted(k for k, n in self.dfs.items() if n or k in self.tf_max)
+        if keys:
             conn.execute(
                 text(
-                    f"""INSERT INTO {table}_terms (term, part, df)
-                    SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:parts AS text[]), CAST(:dfs AS bigint[]))
-                    ON CONFLICT (term, part) DO UPDATE SET df = {table}_terms.df + EXCLUDED.df"""
+                    f"""INSERT INTO {table}_terms (term, part, df, tf_max, len_min)
+                    SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:parts AS text[]), CAST(:dfs AS bigint[]),
+                                         CAST(:tfs AS int[]), CAST(:lens AS int[]))
+                    ON CONFLICT (term, part) DO UPDATE SET df = {table}_terms.df + EXCLUDED.df,
+                        tf_max = greatest({table}_terms.tf_max, EXCLUDED.tf_max),
+                        len_min = least({table}_terms.len_min, EXCLUDED.len_min)"""
                 ),
-                {"terms": [k[0] for k, _ in dfs], "parts": [k[1] for k, _ in dfs], "dfs": [n for _, n in dfs]},
+                {"terms": [k[0] for k in keys], "parts": [k[1] for k in keys], "dfs": [self.dfs[k] for k in keys],
+                 "tfs": [self.tf_max.get(k, 0) for k in keys], "lens": [self.len_min.get(k, _NO_LENGTH) for k in keys]},
             )
         changed = sorted((p, r) for p, r in self.parts.items() if any(r))
         if not changed:
@@ -270,7 +286,8 @@ class PostgresIndex:
                 PRIMARY KEY (term, part, id))""",
             f"CREATE INDEX IF NOT EXISTS {t}_postings_id ON {t}_postings (id) INCLUDE (part, term, tf)",
             f"""CREATE TABLE IF NOT EXISTS {t}_terms (
-                term text NOT NULL, part text NOT NULL, df bigint NOT NULL, PRIMARY KEY (term, part))""",
+                term text NOT NULL, part text NOT NULL, df bigint NOT NULL,
+                tf_max integer NOT NULL, len_min integer NOT NULL, PRIMARY KEY (term, part))""",
             f"""CREATE TABLE IF NOT EXISTS {t}_stats (
                 part text PRIMARY KEY, n_all bigint NOT NULL, n bigint NOT NULL, total bigint NOT NULL)""",
         ]
@@ -362,12 +379,14 @@ class PostgresIndex:
         term_ids: list[str] = []
         term_parts: list[str] = []
         tfs: list[int] = []
+        term_lens: list[int] = []
         for d in items:
             for term, tf in Counter(d.tokens).items():
                 terms.append(term)
                 term_ids.append(d.id)
                 term_parts.append(d.partition)
                 tfs.append(tf)
+                term_lens.append(len(d.tokens))
         t = self._t
         with self._on(connection) as conn:
             delta = self._remove(conn, "d.id = ANY(CAST(:ids AS text[]))", {"ids": doc_rows["ids"]})
@@ -405,8 +424,8 @@ class PostgresIndex:
                     ),
                     {"terms": terms, "ids": term_ids, "parts": term_parts, "tfs": tfs},
                 )
-            for term, part in zip(terms, term_parts, strict=True):
-                delta.dfs[(term, part)] += 1
+            for term, part, tf, length in zip(terms, term_parts, tfs, term_lens, strict=True):
+                delta.added(term, part, tf, length)
             for part, length in zip(doc_rows["parts"], doc_rows["lens"], strict=True):
                 delta.add(part, length, +1)
             delta.apply(conn, t)

@@ -3,10 +3,11 @@ without reading every posting of a common query term (MaxScore pruning).
 
 Scoring every document that holds *any* query term reads, for a query like "fracture of
 left femur, initial encounter", the postings of ``of``, ``left``, ``initial`` and
-``encounter``: a large part of the corpus. Yet a term's BM25 contribution is below
-``idf(term) · (k1 + 1)`` whatever the document, so once ``top_k`` documents are known to
-score at least θ, a document holding only terms whose bounds add up to less than θ cannot
-enter the top ``top_k``. The search therefore runs in up to three statements, in one
+``encounter``: a large part of the corpus. Yet a term's BM25 contribution to any document
+is bounded by its idf, the largest frequency of the term in a document and the shortest
+document holding it (both kept per term and partition by the writes; a delete leaves them
+as looser bounds), so once ``top_k`` documents are known to score at least θ, a document
+holding only terms whose bounds add up to less than θ cannot enter the top ``top_k``. The search therefore runs in up to three statements, in one
 ``REPEATABLE READ`` snapshot so the statistics and postings agree:
 
 1. document frequencies of the query terms per partition (the ``terms`` table, kept by the
@@ -21,6 +22,11 @@ enter the top ``top_k``. The search therefore runs in up to three statements, in
 The result is the same as scoring every matching document (``tests/index`` compares both
 on a skewed corpus); only the work changes. When nothing can be pruned, step 3 scores every
 matching document directly.
+
+Two query shapes do the ranking: up to ``SCAN_POSTINGS`` postings, the candidate documents
+are collected, filtered, and their query-term postings looked up by id; above it, the
+postings of the essential terms are read against a hash of the passing documents, and the
+skipped terms are looked up only for documents whose partial score can still reach θ.
 """
 
 from __future__ import annotations
@@ -63,7 +69,7 @@ class TermWeights:
 
 def _weights(conn: Connection, table: str, words: Sequence[str], partitions: Sequence[str] | None) -> TermWeights:
     """Step 1: idf and average length per (term, partition), bounds and postings per term."""
-    sql = f"""SELECT t.term, t.part, t.df, s.n, s.total FROM {table}_terms t
+    sql = f"""SELECT t.term, t.part, t.df, s.n, s.total, t.tf_max, t.len_min FROM {table}_terms t
               JOIN {table}_stats s ON s.part = t.part
               WHERE t.term = ANY(CAST(:terms AS text[])) AND t.df > 0"""
     params: dict[str, Any] = {"terms": list(words)}
@@ -71,14 +77,19 @@ def _weights(conn: Connection, table: str, words: Sequence[str], partitions: Seq
         sql += " AND t.part = ANY(CAST(:parts AS text[]))"
         params["parts"] = list(partitions)
     weights = TermWeights([], [], [], [], {}, {})
-    for term, part, df, n, total in conn.execute(text(sql), params).all():
+    for term, part, df, n, total, tf_max, len_min in conn.execute(text(sql), params).all():
         n, df = float(n), float(df)
         idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        avgdl = float(total) / max(n, 1.0)
         weights.terms.append(term)
         weights.parts.append(part)
         weights.idf.append(idf)
-        weights.avgdl.append(float(total) / max(n, 1.0))
-        weights.bound[term] = max(weights.bound.get(term, 0.0), idf * (K1 + 1))
+        weights.avgdl.append(avgdl)
+        # the contribution grows with tf and shrinks with the length: the largest tf and the
+        # shortest document holding the term bound it for every document of the partition
+        tf = float(tf_max)
+        bound = idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * float(len_min) / avgdl)) if tf > 0 else idf * (K1 + 1)
+        weights.bound[term] = max(weights.bound.get(term, 0.0), bound)
         weights.postings[term] = weights.postings.get(term, 0) + int(df)
     return weights
 
