@@ -8,22 +8,30 @@ committed by one process is seen by the next search of every other.
 Storage (per index ``name``, tables prefixed ``kx_<name>_``):
 
 - ``docs``: id, the engine's tokens (space-joined; tokens never contain whitespace), token
-  count, the unit vector (``vector(dim)``, NULL when the document has none), filters
-  (JSONB, for :meth:`get`) and their terms ``field\\x1fvalue`` (``text[]`` with a GIN index:
-  a filter is an array-overlap test), numbers and payload (JSONB);
-- ``postings``: ``(term, id, tf)``: lexical scoring is BM25 (k1 1.2, b 0.75, the idf of
+  count, partition, filters (JSONB, for :meth:`get`) and their terms ``field\x1fvalue``
+  (``text[]`` with a GIN index: a filter is an array-overlap test), numbers and payload;
+- ``vecs``: the unit vector (``vector(dim)``) of each document that has one, with a copy of
+  its partition, filter terms and numbers, so a vector search reads this table alone; its
+  columns are kept in the row (storage MAIN), not moved out to TOAST, which cost a lookup
+  per scanned row;
+- ``postings``: ``(term, part, id, tf)``: lexical scoring is BM25 (k1 1.2, b 0.75, the idf of
   Lucene/tantivy) computed in SQL over the postings of the query terms, so the engine's
   tokenization (Chinese bigrams, stemming, ``C++``) is used as is — PostgreSQL's text search
   parsers never re-analyze it;
-- ``stats``: per lexical partition, the documents, the documents with tokens and their
-  total length (BM25's N and average length), updated in the writing transaction;
-- ``meta``: format, dimension, number fields and the checkpoint stamp.
+- ``terms``: per (term, partition) the document frequency and the bounds of the term's
+  contribution (largest tf, shortest document), and ``stats``: per partition the documents,
+  the documents with tokens and their total length; both updated in the writing transaction;
+- ``meta``: format, dimension and the checkpoint stamp.
+
+The lexical top-k prunes with MaxScore (:mod:`knowhub.index.postgres_lexical`): exact, but
+the postings of common query terms are read only when they can change the result.
 
 Vectors are searched exactly (``ORDER BY vec <#> q``, inner product of unit vectors = cosine)
 with the filters in the same ``WHERE``: results are exact whatever the filter selects. An
-HNSW index would make unfiltered searches sub-linear but can return fewer than ``k`` rows
-under a selective filter on pgvector < 0.8; exactness is what the conformance suite and the
-visibility rules need, so it is not used (see docs/retrieval.md for the measured cost).
+HNSW index would make unfiltered searches sub-linear but returns fewer than ``k`` rows
+under a selective filter without iterative scans (pgvector < 0.8; the ``pgserver`` wheel
+bundles 0.6.2); exactness is what the conformance suite and the visibility rules need, so it
+is not used (see docs/retrieval.md for the measured cost).
 """
 
 from __future__ import annotations

@@ -64,7 +64,9 @@ class TermWeights:
     postings: dict[str, int]  # term → postings in the searched partitions
 
     def params(self) -> dict[str, Any]:
-        return {"w_terms": self.terms, "w_parts": self.parts, "w_idf": self.idf, "w_avgdl": self.avgdl}
+        return {"w_keys": [f"{t}\x1f{p}" for t, p in zip(self.terms, self.parts, strict=True)],
+                "w_idf": self.idf, "w_avgdl": self.avgdl,
+                "w_termset": sorted(set(self.terms)), "w_partset": sorted(set(self.parts))}
 
 
 def _weights(conn: Connection, table: str, words: Sequence[str], partitions: Sequence[str] | None) -> TermWeights:
@@ -94,26 +96,31 @@ def _weights(conn: Connection, table: str, words: Sequence[str], partitions: Seq
     return weights
 
 
-_WEIGHTS = """unnest(CAST(:w_terms AS text[]), CAST(:w_parts AS text[]), CAST(:w_idf AS float8[]),
-                      CAST(:w_avgdl AS float8[])) AS w(term, part, idf, avgdl)"""
-
-
-def _contribution(doc: str) -> str:
-    return f"w.idf * p.tf * {K1 + 1} / (p.tf + {K1} * (1 - {B} + {B} * {doc}.doc_len / w.avgdl))"
+def _weighted(alias: str, doc: str) -> tuple[str, str]:
+    """``(LATERAL clause, contribution)`` of posting ``alias`` in document ``doc``: the
+    term's weights are looked up in the parameter arrays by ``term \x1f part`` (an
+    expression per row, so no plan depends on the planner's guess of a join's size)."""
+    lateral = (f"CROSS JOIN LATERAL (SELECT array_position(CAST(:w_keys AS text[]), "
+               f"{alias}.term || chr(31) || {alias}.part) AS i) x")
+    weight = "(CAST(:w_idf AS float8[]))[x.i]"
+    avgdl = "(CAST(:w_avgdl AS float8[]))[x.i]"
+    contribution = (f"{weight} * {alias}.tf * {K1 + 1} / "
+                    f"({alias}.tf + {K1} * (1 - {B} + {B} * {doc}.doc_len / {avgdl}))")
+    return lateral, contribution
 
 
 def _candidates_sql(table: str, where: str) -> str:
     """Full BM25 of the passing documents that hold a ``:cand`` term: candidates first, the
     filters on them, then all their query-term postings (by document id)."""
+    lateral, contribution = _weighted("p", "v")
     return f"""WITH c AS MATERIALIZED (
                 SELECT DISTINCT p.id FROM {table}_postings p
-                JOIN {_WEIGHTS} ON w.term = p.term AND w.part = p.part
-                WHERE p.term = ANY(CAST(:cand AS text[]))),
+                WHERE p.term = ANY(CAST(:cand AS text[])) AND p.part = ANY(CAST(:w_partset AS text[]))),
             v AS MATERIALIZED (
                 SELECT d.id, d.part, d.doc_len FROM c JOIN {table}_docs d ON d.id = c.id WHERE {where})
-            SELECT v.id, SUM({_contribution("v")}) AS score
-            FROM v JOIN {table}_postings p ON p.id = v.id AND p.part = v.part
-            JOIN {_WEIGHTS} ON w.term = p.term AND w.part = p.part
+            SELECT v.id, SUM({contribution}) AS score
+            FROM v JOIN {table}_postings p ON p.id = v.id AND p.part = v.part {lateral}
+            WHERE p.term = ANY(CAST(:w_termset AS text[])) AND x.i IS NOT NULL
             GROUP BY v.id ORDER BY score DESC, v.id LIMIT :k"""
 
 
@@ -122,22 +129,23 @@ def _scan_sql(table: str, where: str, *, rest: bool) -> str:
     postings: those postings are read once against a hash of the passing documents (partial
     scores), and the ``:rest`` terms' postings are looked up only for the documents whose
     partial score reaches ``:floor`` (below it even every rest term could not lift them)."""
-    contribution = f"w.idf * p.tf * {K1 + 1} / (p.tf + {K1} * (1 - {B} + {B} * s.doc_len / w.avgdl))"
+    lateral, contribution = _weighted("p", "s")
+    pe_lateral, pe_contribution = _weighted("pe", "v")
     tail = (
-        f"""s.partial + coalesce((SELECT SUM({contribution}) FROM {table}_postings p
-                JOIN {_WEIGHTS} ON w.term = p.term AND w.part = p.part
-                WHERE p.id = s.id AND p.part = s.part AND p.term = ANY(CAST(:rest AS text[]))), 0)"""
+        f"""s.partial + coalesce((SELECT SUM({contribution}) FROM {table}_postings p {lateral}
+                WHERE p.id = s.id AND p.part = s.part AND p.term = ANY(CAST(:rest AS text[]))
+                  AND x.i IS NOT NULL), 0)"""
         if rest
         else "s.partial"
     )
     return f"""WITH v AS MATERIALIZED (SELECT d.id, d.part, d.doc_len FROM {table}_docs d WHERE {where}),
             pe AS MATERIALIZED (SELECT p.id, p.part, p.term, p.tf FROM {table}_postings p
-                                WHERE p.term = ANY(CAST(:cand AS text[]))),
+                                WHERE p.term = ANY(CAST(:cand AS text[]))
+                                  AND p.part = ANY(CAST(:w_partset AS text[]))),
             s AS MATERIALIZED (
-                SELECT pe.id, v.part, v.doc_len,
-                       SUM(w.idf * pe.tf * {K1 + 1} / (pe.tf + {K1} * (1 - {B} + {B} * v.doc_len / w.avgdl))) AS partial
-                FROM pe JOIN v ON v.id = pe.id AND v.part = pe.part
-                JOIN {_WEIGHTS} ON w.term = pe.term AND w.part = pe.part
+                SELECT pe.id, v.part, v.doc_len, SUM({pe_contribution}) AS partial
+                FROM pe JOIN v ON v.id = pe.id AND v.part = pe.part {pe_lateral}
+                WHERE x.i IS NOT NULL
                 GROUP BY pe.id, v.part, v.doc_len)
             SELECT s.id, {tail} AS score FROM s WHERE s.partial >= :floor
             ORDER BY score DESC, s.id LIMIT :k"""
