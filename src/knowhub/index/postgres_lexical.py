@@ -66,7 +66,7 @@ class TermWeights:
     def params(self) -> dict[str, Any]:
         return {"w_keys": [f"{t}\x1f{p}" for t, p in zip(self.terms, self.parts, strict=True)],
                 "w_idf": self.idf, "w_avgdl": self.avgdl,
-                "w_termset": sorted(set(self.terms)), "w_partset": sorted(set(self.parts))}
+                "w_partset": sorted(set(self.parts))}
 
 
 def _weights(conn: Connection, table: str, words: Sequence[str], partitions: Sequence[str] | None) -> TermWeights:
@@ -120,7 +120,7 @@ def _candidates_sql(table: str, where: str) -> str:
                 SELECT d.id, d.part, d.doc_len FROM c JOIN {table}_docs d ON d.id = c.id WHERE {where})
             SELECT v.id, SUM({contribution}) AS score
             FROM v JOIN {table}_postings p ON p.id = v.id AND p.part = v.part {lateral}
-            WHERE p.term = ANY(CAST(:w_termset AS text[])) AND x.i IS NOT NULL
+            WHERE x.i IS NOT NULL
             GROUP BY v.id ORDER BY score DESC, v.id LIMIT :k"""
 
 
@@ -128,13 +128,14 @@ def _scan_sql(table: str, where: str, *, rest: bool) -> str:
     """Full BM25 of the passing documents holding a ``:cand`` term, for terms with many
     postings: those postings are read once against a hash of the passing documents (partial
     scores), and the ``:rest`` terms' postings are looked up only for the documents whose
-    partial score reaches ``:floor`` (below it even every rest term could not lift them)."""
+    partial score reaches ``:floor`` (below it even every rest term could not lift them),
+    one lookup per document in the id index (the term test is kept off the primary key)."""
     lateral, contribution = _weighted("p", "s")
     pe_lateral, pe_contribution = _weighted("pe", "v")
     tail = (
         f"""s.partial + coalesce((SELECT SUM({contribution}) FROM {table}_postings p {lateral}
-                WHERE p.id = s.id AND p.part = s.part AND p.term = ANY(CAST(:rest AS text[]))
-                  AND x.i IS NOT NULL), 0)"""
+                WHERE p.id = s.id AND p.part = s.part AND x.i IS NOT NULL
+                  AND array_position(CAST(:rest AS text[]), p.term) IS NOT NULL), 0)"""
         if rest
         else "s.partial"
     )
