@@ -372,7 +372,7 @@ class PostgresIndex:
         if not prepared:
             return
         items = list(prepared.values())
-        doc_rows = {
+        doc_rows: dict[str, list[Any]] = {
             "ids": [d.id for d in items],
             "tokens": [" ".join(d.tokens) for d in items],
             "lens": [len(d.tokens) for d in items],
