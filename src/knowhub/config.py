@@ -26,7 +26,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from knowhub.errors import ConfigError
@@ -43,6 +43,8 @@ NON_SETTING_ENV = frozenset({
     "KNOWHUB_KILL_RESULTS",
 })
 ENV_PREFIX = "KNOWHUB_"
+#: URL schemes of ``context.index_url`` (SQLAlchemy's; ``postgresql://`` uses psycopg 3).
+POSTGRES_SCHEMES = ("postgresql", "postgresql+psycopg")
 ENV_NESTED_DELIMITER = "__"
 
 # Values of the TOML file being loaded; read by the lowest-priority settings source.
@@ -122,17 +124,34 @@ class KnowledgeSettings(BaseModel):
 
 class ContextSettings(BaseModel):
     """ContextEngine knobs. ``account_id`` is the account every HTTP/MCP/CLI context request
-    of this deployment addresses (``ctx://{account_id}/...``)."""
+    of this deployment addresses (``ctx://{account_id}/...``). ``index_url`` None keeps the
+    retrieval index embedded under the data dir; a ``postgresql://`` URL puts it in that
+    database (pgvector), shared by every server (docs/deployment.md)."""
 
     model_config = ConfigDict(extra="forbid")
 
     account_id: str = Field(default="default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+    index_url: str | None = None
     extractor_concurrency: int = 4
     index_batch_size: int = 100
     index_poll_interval_s: float = 0.5
     outbox_lease_s: float = 30.0
     outbox_max_retries: int = 5
 
+    @field_validator("index_url")
+    @classmethod
+    def _postgres_url(cls, value: str | None) -> str | None:
+        """Only PostgreSQL holds a shared index: refuse any other URL when the settings load."""
+        if value is None or not value.strip():
+            return None
+        value = value.strip()
+        scheme = value.split("://", 1)[0].lower() if "://" in value else ""
+        if scheme not in POSTGRES_SCHEMES:
+            raise ValueError(
+                "must be a postgresql:// URL (PostgreSQL with pgvector) or be left unset for the "
+                "embedded index"
+            )
+        return value
 
 class AuthKey(BaseModel):
     """One API key and the principal it authenticates (``[[auth.keys]]`` in TOML)."""

@@ -51,3 +51,64 @@ def test_two_servers_share_one_database(tmp_path: Path) -> None:
             two.stop()
     finally:
         one.stop()
+
+
+def _fresh_database(url: str) -> str:
+    """A new database on the test server (its ``kx_context_*`` tables start empty)."""
+    import secrets
+
+    from sqlalchemy import create_engine, make_url, text
+
+    name = f"ctx_e2e_{secrets.token_hex(4)}"
+    admin = create_engine(url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f"CREATE DATABASE {name}"))
+    admin.dispose()
+    return make_url(url).set(database=name).render_as_string(hide_password=False)
+
+
+def _eventually(probe, timeout_s: float = 20.0):  # type: ignore[no-untyped-def]
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = probe()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.2)
+
+
+def test_two_servers_share_the_context_index_in_the_database(tmp_path: Path) -> None:
+    """``context.index_url``: two servers on one data dir search one index in PostgreSQL; a
+    memory committed through one is found through the other, and never by another user."""
+    url, reason = pgvector_url()
+    if url is None:
+        pytest.skip(reason)
+    database = _fresh_database(url)
+    data = tmp_path / "data"
+    data.mkdir()
+    servers = []
+    for name in ("one", "two"):
+        path = write_config(tmp_path / f"{name}.toml", data)
+        text = path.read_text(encoding="utf-8").replace("[context]", f'[context]\nindex_url = "{database}"', 1)
+        path.write_text(text.replace("[server]", "[server]\nload_sample = false", 1), encoding="utf-8")
+        (tmp_path / name).mkdir()
+        servers.append(ServerProcess(path, tmp_path / name))
+    one, two = servers
+    one.start()
+    try:
+        two.start()
+        try:
+            with one.client(ALICE_KEY) as alice_one, two.client(ALICE_KEY) as alice_two, \
+                    two.client(BOB_KEY) as bob_two:
+                committed = alice_one.post("/api/context/commit", json={"session_id": "pg", "messages": [
+                    {"role": "user", "content": "我下个月要去西雅图参加一个数据库会议。"}]})
+                assert committed.status_code == 201, committed.text
+                found = _eventually(lambda: alice_two.get("/api/context/search", params={"q": "西雅图 会议"}).json()["blocks"])
+                assert found and found[0]["uri"].startswith("ctx://default/users/alice/")
+                assert bob_two.get("/api/context/search", params={"q": "西雅图 会议"}).json()["blocks"] == []
+        finally:
+            two.stop()
+    finally:
+        one.stop()
+    assert not (data / "context" / "index" / "retrieval").exists()  # no per-process copy on disk

@@ -20,6 +20,13 @@ rebuilt from the filesystem when missing or damaged. Pending outbox events are t
 :meth:`flush_index` or the background runner. Consistency is eventual (seed 004 §7.1): a
 commit is acknowledged once the nodes and their outbox events are durable; search sees it
 after the index worker ran.
+
+With ``context.index_url`` (a PostgreSQL database with pgvector) the index is a
+:class:`~knowhub.index.postgres.PostgresIndex` instead (tables ``kx_context_*``): one copy
+that every process on the data dir shares. Opening it neither loads nor reconciles anything
+(it is built once, by the first process that finds it empty or built by another embedder),
+and the index worker that applies an event writes it there for every process at once, so
+no process follows the others' events.
 """
 
 from __future__ import annotations
@@ -71,6 +78,7 @@ from knowhub.index import (
     IndexProjector,
     IndexWorker,
     RetrievalIndex,
+    SharedRetrievalIndex,
     SQLiteOutboxStore,
     release_dead_local_leases,
 )
@@ -85,6 +93,8 @@ __all__ = ["ContextEngineService"]
 log = logging.getLogger(__name__)
 
 _MAX_TOP_K = 200
+#: Name of the context index in a shared database (tables ``kx_context_*``).
+CONTEXT_INDEX_NAME = "context"
 
 
 class ContextEngineService:
@@ -94,7 +104,8 @@ class ContextEngineService:
         data_dir: the engine's directory (``settings.engine_dir("context")``).
         llm: model for summaries and extraction; None: the offline LocalAgent rules.
         embedder: None: the offline default (:func:`~knowhub.providers.embedding.default_embedder`).
-        index: None: an :class:`~knowhub.index.EmbeddedIndex` persisted under ``index/retrieval``.
+        index: None: an :class:`~knowhub.index.EmbeddedIndex` persisted under ``index/retrieval``;
+            an index with ``shared = True`` (PostgresIndex) is one copy for every process.
         durable: fsync the primary store (turn off only for throwaway benchmarks).
         hierarchical: use the HierarchicalSearcher after L0 retrieval (else flat L0).
         lease_s / max_retries / backoff_base_s: outbox settings.
@@ -189,14 +200,23 @@ class ContextEngineService:
         self._last_save = time.monotonic()
         self._state_lock = threading.Lock()
         self._closed = False
-        # follow what other processes' workers index from here on (each process holds its
-        # own copy; a claim gives an event to one worker only), then load/rebuild the copy
-        self.worker.start_following(on_gap=self.indexer.reconcile)
+        self.shared_index = isinstance(self.index, SharedRetrievalIndex)
+        if not isinstance(self.index, SharedRetrievalIndex):
+            # follow what other processes' workers index from here on (each process holds its
+            # own copy; a claim gives an event to one worker only), then load/rebuild the copy
+            self.worker.start_following(on_gap=self.indexer.reconcile)
         self._relations_lock = threading.Lock()
-        self.open_report = self._open_index(reindex, progress)
+        self.open_report = (
+            self._open_shared_index(self.index, reindex, progress)
+            if isinstance(self.index, SharedRetrievalIndex)
+            else self._open_index(reindex, progress)
+        )
         # the relation copy is in memory only: refilled from the files at the first flush or
-        # idle poll (a rebuild has refilled it already), keeping it off the open path
-        self._relations_pending = self.open_report.get("mode") == "reconcile"
+        # idle poll (a rebuild has refilled it already), keeping it off the open path; a
+        # shared index is reconciled with the files then too (repairs a crash between a
+        # file change and its outbox event without making the open grow with the corpus)
+        self._relations_pending = self.open_report.get("mode") in ("reconcile", "shared")
+        self._reconcile_pending = self.open_report.get("mode") == "shared"
         self.open_report["released_leases"] = release_dead_local_leases(self.outbox)
 
     @classmethod
@@ -216,6 +236,15 @@ class ContextEngineService:
             "extractor_concurrency": int(cs.extractor_concurrency),
         }
         options.update(kwargs)
+        if cs.index_url and "index" not in options:
+            from knowhub.index.postgres import PostgresIndex
+
+            dim = int(options["embedder"].dim if options.get("embedder") is not None else HashingEmbedder().dim)
+            # a reindex may change the dimension: it starts from empty tables (killed before
+            # it records the new embedder, the old identity stays in force and refuses
+            # this index's new vectors until a reindex completes)
+            options["index"] = PostgresIndex.from_url(cs.index_url, CONTEXT_INDEX_NAME, dim, setting="context.index_url",
+                                                      replace=bool(kwargs.get("reindex")))
         return cls(settings.engine_dir("context"), **options)
 
     # ------------------------------------------------------------------ index lifecycle
@@ -248,12 +277,34 @@ class ContextEngineService:
         log.info("context index opened: %s", report)
         return report
 
+    def _open_shared_index(
+        self, index: SharedRetrievalIndex, reindex: bool = False, progress: Callable[[int, int], None] | None = None
+    ) -> dict[str, Any]:
+        """Use a shared index as it is; build it once when it is empty or has another
+        manifest (under its build lock: one process builds, the others wait). ``reindex``
+        re-embeds every node, then records the embedder (as :meth:`_open_index`)."""
+        started = time.monotonic()
+        report: dict[str, Any] = {"mode": "shared"}
+        if reindex or index.stamp() != self._manifest():
+            with index.exclusive():
+                if reindex or index.stamp() != self._manifest():  # not built by the lock's last holder
+                    report = {"mode": "reindex" if reindex else "rebuild", "nodes": self.indexer.rebuild(progress)}
+                    index.checkpoint(self._manifest())
+                    if reindex:
+                        identity_file(self.data_dir).save(self.identity)
+        report["seconds"] = round(time.monotonic() - started, 3)
+        log.info("shared context index opened: %s", report)
+        return report
+
     def _on_batch(self, result: IndexBatchResult) -> None:
         if result.succeeded:
             self._dirty = True
 
     def _refill_relations(self) -> None:
         with self._relations_lock:
+            if self._reconcile_pending:
+                self._reconcile_pending = False
+                log.info("shared context index reconciled: %s", self.indexer.reconcile())
             if self._relations_pending:
                 self.indexer.refill_relations()
                 self._relations_pending = False

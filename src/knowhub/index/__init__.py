@@ -35,7 +35,13 @@ from knowhub.index.events import (
 )
 from knowhub.index.outbox import SQLiteOutboxStore
 from knowhub.index.projector import LEVEL_FIELDS, IndexProjector, RecordShape
-from knowhub.index.protocol import IndexDocument, IndexHit, RetrievalIndex, uri_ancestors
+from knowhub.index.protocol import (
+    IndexDocument,
+    IndexHit,
+    RetrievalIndex,
+    SharedRetrievalIndex,
+    uri_ancestors,
+)
 from knowhub.index.worker import (
     BackgroundIndexRunner,
     EventDispatcher,
@@ -67,6 +73,7 @@ __all__ = [
     "RecordShape",
     "RetrievalIndex",
     "SQLiteOutboxStore",
+    "SharedRetrievalIndex",
     "default_worker_id",
     "new_event_id",
     "release_dead_local_leases",

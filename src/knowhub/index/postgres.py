@@ -8,26 +8,35 @@ committed by one process is seen by the next search of every other.
 Storage (per index ``name``, tables prefixed ``kx_<name>_``):
 
 - ``docs``: id, the engine's tokens (space-joined; tokens never contain whitespace), token
-  count, the unit vector (``vector(dim)``, NULL when the document has none), filters
-  (JSONB, for :meth:`get`) and their terms ``field\\x1fvalue`` (``text[]`` with a GIN index:
-  a filter is an array-overlap test), numbers and payload (JSONB);
-- ``postings``: ``(term, id, tf)``: lexical scoring is BM25 (k1 1.2, b 0.75, the idf of
+  count, partition, filters (JSONB, for :meth:`get`) and their terms ``field\x1fvalue``
+  (``text[]`` with a GIN index: a filter is an array-overlap test), numbers and payload;
+- ``vecs``: the unit vector (``vector(dim)``) of each document that has one, with a copy of
+  its partition, filter terms and numbers, so a vector search reads this table alone; its
+  columns are kept in the row (storage MAIN), not moved out to TOAST, which cost a lookup
+  per scanned row;
+- ``postings``: ``(term, part, id, tf)``: lexical scoring is BM25 (k1 1.2, b 0.75, the idf of
   Lucene/tantivy) computed in SQL over the postings of the query terms, so the engine's
   tokenization (Chinese bigrams, stemming, ``C++``) is used as is — PostgreSQL's text search
   parsers never re-analyze it;
-- ``stats``: per lexical partition, the documents, the documents with tokens and their
-  total length (BM25's N and average length), updated in the writing transaction;
-- ``meta``: format, dimension, number fields and the checkpoint stamp.
+- ``terms``: per (term, partition) the document frequency and the bounds of the term's
+  contribution (largest tf, shortest document), and ``stats``: per partition the documents,
+  the documents with tokens and their total length; both updated in the writing transaction;
+- ``meta``: format, dimension and the checkpoint stamp.
+
+The lexical top-k prunes with MaxScore (:mod:`knowhub.index.postgres_lexical`): exact, but
+the postings of common query terms are read only when they can change the result.
 
 Vectors are searched exactly (``ORDER BY vec <#> q``, inner product of unit vectors = cosine)
 with the filters in the same ``WHERE``: results are exact whatever the filter selects. An
-HNSW index would make unfiltered searches sub-linear but can return fewer than ``k`` rows
-under a selective filter on pgvector < 0.8; exactness is what the conformance suite and the
-visibility rules need, so it is not used (see docs/retrieval.md for the measured cost).
+HNSW index would make unfiltered searches sub-linear but returns fewer than ``k`` rows
+under a selective filter without iterative scans (pgvector < 0.8; the ``pgserver`` wheel
+bundles 0.6.2); exactness is what the conformance suite and the visibility rules need, so it
+is not used (see docs/retrieval.md for the measured cost).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import threading
@@ -38,9 +47,9 @@ from typing import Any
 
 import numpy as np
 import orjson
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, make_url, text
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 
 from knowhub.errors import ConfigError, InvalidInputError, StorageError
 from knowhub.index.documents import (
@@ -50,20 +59,34 @@ from knowhub.index.documents import (
     prepare_document,
     unit_vector,
 )
+from knowhub.index.postgres_lexical import bm25_top_k
 from knowhub.index.protocol import FilterValue, IndexDocument, IndexHit, check_field_name
 
 __all__ = ["PostgresIndex"]
 
-_FORMAT = "knowhub-postgres-index-2"
+log = logging.getLogger(__name__)
+
+_FORMAT = "knowhub-postgres-index-4"
+#: Tables of one index (``kx_<name>_<table>``).
+_TABLES = ("meta", "docs", "vecs", "postings", "terms", "stats")
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 _SEP = "\x1f"  # field/value separator of filter terms
+_NO_LENGTH = 2**31 - 1  # len_min of a (term, partition) that only lost documents
 _TERM_SEP = "\x1e"  # separator of a document's filter terms in a bulk insert
-K1 = 1.2
-B = 0.75
+
+
+def _main(table: str, *columns: str) -> str:
+    """``ALTER TABLE`` keeping ``columns`` in the row (storage MAIN)."""
+    return f"ALTER TABLE {table} " + ", ".join(f"ALTER COLUMN {c} SET STORAGE MAIN" for c in columns)
 
 
 def _has_nul(value: str) -> bool:
     return "\x00" in value
+
+
+def _one_line(error: object) -> str:
+    """A database error as one line (PostgreSQL adds DETAIL/HINT lines)."""
+    return " ".join(str(error).split())
 
 
 def _vector_literal(vector: np.ndarray) -> str:
@@ -71,10 +94,25 @@ def _vector_literal(vector: np.ndarray) -> str:
 
 
 class _StatsDelta:
-    """Changes of the per-partition statistics made by one write, applied in its transaction."""
+    """Changes of the per-partition statistics and document frequencies made by one write,
+    applied at the end of its transaction (rows locked in sorted order: no deadlock between
+    concurrent writers)."""
 
     def __init__(self) -> None:
         self.parts: dict[str, list[int]] = {}
+        self.dfs: Counter[tuple[str, str]] = Counter()
+        #: per (term, partition) added: the largest term frequency and shortest document,
+        #: which bound the term's BM25 contribution (postgres_lexical); kept as bounds only
+        #: (a delete never tightens them)
+        self.tf_max: dict[tuple[str, str], int] = {}
+        self.len_min: dict[tuple[str, str], int] = {}
+        self.removed = 0
+
+    def added(self, term: str, part: str, tf: int, length: int) -> None:
+        key = (term, part)
+        self.dfs[key] += 1
+        self.tf_max[key] = max(self.tf_max.get(key, 0), tf)
+        self.len_min[key] = min(self.len_min.get(key, length), length)
 
     def add(self, part: str, length: int, sign: int) -> None:
         row = self.parts.setdefault(part, [0, 0, 0])
@@ -83,7 +121,21 @@ class _StatsDelta:
         row[2] += sign * length
 
     def apply(self, conn: Connection, table: str) -> None:
-        changed = {p: r for p, r in self.parts.items() if any(r)}
+        keys = sorted(k for k, n in self.dfs.items() if n or k in self.tf_max)
+        if keys:
+            conn.execute(
+                text(
+                    f"""INSERT INTO {table}_terms (term, part, df, tf_max, len_min)
+                    SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:parts AS text[]), CAST(:dfs AS bigint[]),
+                                         CAST(:tfs AS int[]), CAST(:lens AS int[]))
+                    ON CONFLICT (term, part) DO UPDATE SET df = {table}_terms.df + EXCLUDED.df,
+                        tf_max = greatest({table}_terms.tf_max, EXCLUDED.tf_max),
+                        len_min = least({table}_terms.len_min, EXCLUDED.len_min)"""
+                ),
+                {"terms": [k[0] for k in keys], "parts": [k[1] for k in keys], "dfs": [self.dfs[k] for k in keys],
+                 "tfs": [self.tf_max.get(k, 0) for k in keys], "lens": [self.len_min.get(k, _NO_LENGTH) for k in keys]},
+            )
+        changed = sorted((p, r) for p, r in self.parts.items() if any(r))
         if not changed:
             return
         conn.execute(
@@ -94,8 +146,8 @@ class _StatsDelta:
                 ON CONFLICT (part) DO UPDATE SET n_all = {table}_stats.n_all + EXCLUDED.n_all,
                     n = {table}_stats.n + EXCLUDED.n, total = {table}_stats.total + EXCLUDED.total"""
             ),
-            {"parts": list(changed), "a": [r[0] for r in changed.values()],
-             "n": [r[1] for r in changed.values()], "t": [r[2] for r in changed.values()]},
+            {"parts": [p for p, _ in changed], "a": [r[0] for _, r in changed],
+             "n": [r[1] for _, r in changed], "t": [r[2] for _, r in changed]},
         )
 
 
@@ -124,6 +176,7 @@ class PostgresIndex:
         *,
         number_fields: Sequence[str] = (),
         create: bool = True,
+        replace: bool = False,
     ) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
             raise InvalidInputError("vector dimension must be a positive integer", dim=dim)
@@ -133,13 +186,69 @@ class PostgresIndex:
         self.name = name
         self.number_fields = tuple(check_field_name(f) for f in number_fields)
         self._owns_engine = isinstance(db, str)
-        self._engine: Engine = create_engine(db, pool_pre_ping=True) if isinstance(db, str) else db
+        # hide_parameters: documents (tokens, payloads) never reach an error message or a log
+        self._engine: Engine = (
+            create_engine(db, pool_pre_ping=True, hide_parameters=True) if isinstance(db, str) else db
+        )
         self._t = f"kx_{name}"
         self._lock = threading.Lock()
         if create:
-            self._create_schema()
+            self._create_schema(replace=replace)
+
+    #: Every process on the database reads and writes these same tables: there is no
+    #: per-process copy to load, reconcile or follow (engines test this attribute).
+    shared = True
+
+    @classmethod
+    def from_url(
+        cls, url: str, name: str, dim: int, *, setting: str, number_fields: Sequence[str] = (),
+        replace: bool = False,
+    ) -> PostgresIndex:
+        """Open the index named by a configured URL (``postgresql://`` or
+        ``postgresql+psycopg://``); whatever stops it opening — a malformed URL, an
+        unreachable server, no pgvector — is a :class:`ConfigError` naming ``setting`` and
+        the URL without its password. ``replace`` drops the tables and creates them empty
+        (``knowhub admin reindex``: the engine then rebuilds them from its store).
+        """
+        try:
+            parsed = make_url(url)
+        except (ArgumentError, ValueError) as exc:
+            raise ConfigError(f"{setting} is not a database URL", key=setting) from exc
+        if parsed.drivername == "postgresql":
+            parsed = parsed.set(drivername="postgresql+psycopg")  # the driver knowhub ships
+        shown = parsed.render_as_string(hide_password=True)
+        if parsed.drivername != "postgresql+psycopg" or not parsed.database:
+            raise ConfigError(f"{setting} ({shown}) must be a postgresql:// URL naming a database", key=setting)
+        try:
+            return cls(parsed.render_as_string(hide_password=False), name, dim, number_fields=number_fields,
+                       replace=replace)
+        except StorageError as exc:
+            raise ConfigError(f"{setting} ({shown}): {exc.message}", key=setting) from exc
 
     # ------------------------------------------------------------------ plumbing
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold this index's build lock (a PostgreSQL advisory lock) for the block, so of
+        several processes opening an index that must be (re)built, one builds and the others
+        wait, then find it built."""
+        try:
+            conn = self._engine.connect()
+        except SQLAlchemyError as exc:
+            raise StorageError(f"index {self.name}: database error: {_one_line(exc)}") from exc
+        key = {"n": f"{self._t}:build"}
+        try:
+            conn.execute(text("SELECT pg_advisory_lock(hashtext(:n))"), key)
+            conn.commit()
+            try:
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(hashtext(:n))"), key)
+                conn.commit()
+        except DBAPIError as exc:
+            raise StorageError(f"index {self.name}: PostgreSQL error: {_one_line(exc.orig)}") from exc
+        finally:
+            conn.close()
 
     @property
     def dim(self) -> int:
@@ -155,15 +264,15 @@ class PostgresIndex:
         except DBAPIError as exc:
             sqlstate = getattr(getattr(exc, "orig", None), "sqlstate", None) or ""
             if sqlstate.startswith("22"):  # data exception: the input, not the database
-                raise InvalidInputError(f"index {self.name}: value refused by PostgreSQL: {exc.orig}") from exc
-            raise StorageError(f"index {self.name}: PostgreSQL error: {exc.orig}") from exc
+                raise InvalidInputError(f"index {self.name}: value refused by PostgreSQL: {_one_line(exc.orig)}") from exc
+            raise StorageError(f"index {self.name}: PostgreSQL error: {_one_line(exc.orig)}") from exc
         except SQLAlchemyError as exc:
-            raise StorageError(f"index {self.name}: database error: {exc}") from exc
+            raise StorageError(f"index {self.name}: database error: {_one_line(exc)}") from exc
 
-    def _create_schema(self) -> None:
+    def _create_schema(self, replace: bool = False) -> None:
         try:
             with self._tx() as conn:
-                self._schema_in(conn, replace=False)
+                self._schema_in(conn, replace=replace)
         except StorageError as exc:
             if "vector" in str(exc).lower() and "extension" in str(exc).lower():
                 raise StorageError(
@@ -180,6 +289,8 @@ class PostgresIndex:
     def _schema_in(self, conn: Connection, *, replace: bool) -> None:
         """Create the tables (``replace``: drop them first) and check their dimension."""
         t = self._t
+        # MAIN storage keeps the columns a search reads inside the row (compressed at most):
+        # a vector or filter moved out of line (TOAST) costs a lookup per row scanned
         statements = [
             f"CREATE TABLE IF NOT EXISTS {t}_meta (key text PRIMARY KEY, value text NOT NULL)",
             f"""CREATE TABLE IF NOT EXISTS {t}_docs (
@@ -187,30 +298,47 @@ class PostgresIndex:
                 tokens text NOT NULL,
                 doc_len integer NOT NULL,
                 part text NOT NULL,
-                vec vector({self._dim}),
                 filters jsonb NOT NULL,
                 fterms text[] NOT NULL,
                 numbers jsonb NOT NULL,
                 payload jsonb NOT NULL)""",
+            _main(f"{t}_docs", "id", "part", "fterms", "numbers"),
             f"CREATE INDEX IF NOT EXISTS {t}_docs_fterms ON {t}_docs USING gin (fterms)",
+            f"""CREATE TABLE IF NOT EXISTS {t}_vecs (
+                id text PRIMARY KEY,
+                part text NOT NULL,
+                vec vector({self._dim}) NOT NULL,
+                fterms text[] NOT NULL,
+                numbers jsonb NOT NULL)""",
+            _main(f"{t}_vecs", "id", "part", "vec", "fterms", "numbers"),
+            f"CREATE INDEX IF NOT EXISTS {t}_vecs_fterms ON {t}_vecs USING gin (fterms)",
             f"""CREATE TABLE IF NOT EXISTS {t}_postings (
                 term text NOT NULL,
-                id text NOT NULL REFERENCES {t}_docs(id) ON DELETE CASCADE,
                 part text NOT NULL,
+                id text NOT NULL,
                 tf integer NOT NULL,
-                PRIMARY KEY (term, id))""",
-            f"CREATE INDEX IF NOT EXISTS {t}_postings_id ON {t}_postings (id)",
+                PRIMARY KEY (term, part, id))""",
+            f"CREATE INDEX IF NOT EXISTS {t}_postings_id ON {t}_postings (id) INCLUDE (part, term, tf)",
+            f"""CREATE TABLE IF NOT EXISTS {t}_terms (
+                term text NOT NULL, part text NOT NULL, df bigint NOT NULL,
+                tf_max integer NOT NULL, len_min integer NOT NULL, PRIMARY KEY (term, part))""",
             f"""CREATE TABLE IF NOT EXISTS {t}_stats (
                 part text PRIMARY KEY, n_all bigint NOT NULL, n bigint NOT NULL, total bigint NOT NULL)""",
         ]
         # serialize schema creation between processes opening the same index
         conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:n))"), {"n": t})
         conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
-        if replace:
-            conn.execute(text(f"DROP TABLE IF EXISTS {t}_postings, {t}_stats, {t}_docs, {t}_meta"))
+        meta = {} if replace else self._read_meta(conn)
+        if replace or (meta and meta.get("format") != _FORMAT and meta.get("dim") == str(self._dim)):
+            # replace, or an older layout of this rebuildable copy: drop it; the stamp goes
+            # with it, so the engine rebuilds the index from its store
+            if meta:
+                log.info("index %s: layout %s replaced by %s", self.name, meta.get("format"), _FORMAT)
+            for table in _TABLES:
+                conn.execute(text(f"DROP TABLE IF EXISTS {t}_{table} CASCADE"))
+            meta = {}
         for sql in statements:
             conn.execute(text(sql))
-        meta: dict[str, str] = {k: v for k, v in conn.execute(text(f"SELECT key, value FROM {t}_meta")).all()}
         if not meta:
             conn.execute(
                 text(f"INSERT INTO {t}_meta (key, value) VALUES ('format', :f), ('dim', :d)"),
@@ -223,6 +351,13 @@ class PostgresIndex:
                 "to rebuild it from the store with the configured embedder",
                 index=self.name,
             )
+
+    def _read_meta(self, conn: Connection) -> dict[str, str]:
+        """The meta rows, or {} when the index does not exist yet."""
+        exists = conn.execute(text("SELECT to_regclass(:t)"), {"t": f"{self._t}_meta"}).scalar()
+        if exists is None:
+            return {}
+        return dict(conn.execute(text(f"SELECT key, value FROM {self._t}_meta")).all())
 
     def close(self) -> None:
         """Release the connection pool when this index created it (no implicit checkpoint)."""
@@ -255,7 +390,7 @@ class PostgresIndex:
         if not prepared:
             return
         items = list(prepared.values())
-        doc_rows = {
+        doc_rows: dict[str, list[Any]] = {
             "ids": [d.id for d in items],
             "tokens": [" ".join(d.tokens) for d in items],
             "lens": [len(d.tokens) for d in items],
@@ -270,47 +405,80 @@ class PostgresIndex:
         term_ids: list[str] = []
         term_parts: list[str] = []
         tfs: list[int] = []
+        term_lens: list[int] = []
         for d in items:
             for term, tf in Counter(d.tokens).items():
                 terms.append(term)
                 term_ids.append(d.id)
                 term_parts.append(d.partition)
                 tfs.append(tf)
+                term_lens.append(len(d.tokens))
         t = self._t
         with self._on(connection) as conn:
-            removed = conn.execute(
-                text(f"DELETE FROM {t}_docs WHERE id = ANY(CAST(:ids AS text[])) RETURNING part, doc_len"),
-                {"ids": doc_rows["ids"]},
-            ).all()
+            delta = self._remove(conn, "d.id = ANY(CAST(:ids AS text[]))", {"ids": doc_rows["ids"]})
             conn.execute(
                 text(
-                    f"""INSERT INTO {t}_docs (id, tokens, doc_len, part, vec, filters, fterms, numbers, payload)
-                    SELECT u.id, u.tokens, u.len, u.part, CAST(u.vec AS vector), CAST(u.filters AS jsonb),
+                    f"""INSERT INTO {t}_docs (id, tokens, doc_len, part, filters, fterms, numbers, payload)
+                    SELECT u.id, u.tokens, u.len, u.part, CAST(u.filters AS jsonb),
                            CASE WHEN u.fterms = '' THEN ARRAY[]::text[]
                                 ELSE string_to_array(u.fterms, chr(30)) END,
                            CAST(u.numbers AS jsonb), CAST(u.payload AS jsonb)
                     FROM unnest(CAST(:ids AS text[]), CAST(:tokens AS text[]), CAST(:lens AS int[]),
-                                CAST(:parts AS text[]), CAST(:vecs AS text[]), CAST(:filters AS text[]), CAST(:fterms AS text[]),
+                                CAST(:parts AS text[]), CAST(:filters AS text[]), CAST(:fterms AS text[]),
                                 CAST(:numbers AS text[]), CAST(:payloads AS text[]))
-                         AS u(id, tokens, len, part, vec, filters, fterms, numbers, payload)"""
+                         AS u(id, tokens, len, part, filters, fterms, numbers, payload)"""
                 ),
-                doc_rows,
+                {k: v for k, v in doc_rows.items() if k != "vecs"},
             )
+            if any(v is not None for v in doc_rows["vecs"]):
+                conn.execute(
+                    text(
+                        f"""INSERT INTO {t}_vecs (id, part, vec, fterms, numbers)
+                        SELECT d.id, d.part, CAST(u.vec AS vector), d.fterms, d.numbers
+                        FROM unnest(CAST(:ids AS text[]), CAST(:vecs AS text[])) AS u(id, vec)
+                        JOIN {t}_docs d ON d.id = u.id
+                        WHERE u.vec IS NOT NULL"""
+                    ),
+                    {"ids": doc_rows["ids"], "vecs": doc_rows["vecs"]},
+                )
             if terms:
                 conn.execute(
                     text(
-                        f"""INSERT INTO {t}_postings (term, id, part, tf)
-                        SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:ids AS text[]),
-                                             CAST(:parts AS text[]), CAST(:tfs AS int[]))"""
+                        f"""INSERT INTO {t}_postings (term, part, id, tf)
+                        SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:parts AS text[]),
+                                             CAST(:ids AS text[]), CAST(:tfs AS int[]))"""
                     ),
                     {"terms": terms, "ids": term_ids, "parts": term_parts, "tfs": tfs},
                 )
-            delta = _StatsDelta()
-            for part, length in removed:
-                delta.add(part, length, -1)
+            for term, part, tf, length in zip(terms, term_parts, tfs, term_lens, strict=True):
+                delta.added(term, part, tf, length)
             for part, length in zip(doc_rows["parts"], doc_rows["lens"], strict=True):
                 delta.add(part, length, +1)
             delta.apply(conn, t)
+
+    def _remove(self, conn: Connection, where: str, params: dict[str, Any]) -> _StatsDelta:
+        """Delete the documents passing ``where`` (on ``d``) with their vectors and postings;
+        the statistics change to apply (after any insert of the same write)."""
+        t = self._t
+        delta = _StatsDelta()
+        removed = conn.execute(text(f"DELETE FROM {t}_docs d WHERE {where} RETURNING id, part, doc_len"), params).all()
+        if not removed:
+            return delta
+        ids = [r[0] for r in removed]
+        for _, part, length in removed:
+            delta.add(part, length, -1)
+        conn.execute(text(f"DELETE FROM {t}_vecs WHERE id = ANY(CAST(:ids AS text[]))"), {"ids": ids})
+        gone = conn.execute(
+            text(
+                f"""WITH gone AS (DELETE FROM {t}_postings WHERE id = ANY(CAST(:ids AS text[])) RETURNING term, part)
+                SELECT term, part, count(*) FROM gone GROUP BY term, part"""
+            ),
+            {"ids": ids},
+        ).all()
+        for term, part, n in gone:
+            delta.dfs[(term, part)] -= int(n)
+        delta.removed = len(removed)
+        return delta
 
     @staticmethod
     def _check_text(item: PreparedDocument) -> None:
@@ -336,20 +504,16 @@ class PostgresIndex:
         return self._delete_sql(where, params)
 
     def _delete_sql(self, where: str, params: dict[str, Any], connection: Connection | None = None) -> int:
-        t = self._t
         with self._on(connection) as conn:
-            removed = conn.execute(text(f"DELETE FROM {t}_docs d WHERE {where} RETURNING part, doc_len"), params).all()
-            delta = _StatsDelta()
-            for part, length in removed:
-                delta.add(part, length, -1)
-            delta.apply(conn, t)
-        return len(removed)
+            delta = self._remove(conn, where, params)
+            delta.apply(conn, self._t)
+        return delta.removed
 
     def clear(self) -> None:
         """Drop every document and the stamp."""
         t = self._t
         with self._tx() as conn:
-            conn.execute(text(f"TRUNCATE {t}_postings, {t}_docs"))
+            conn.execute(text(f"TRUNCATE {t}_postings, {t}_vecs, {t}_docs, {t}_terms"))
             conn.execute(text(f"DELETE FROM {t}_stats"))
             conn.execute(text(f"DELETE FROM {t}_meta WHERE key = 'stamp'"))
 
@@ -387,7 +551,10 @@ class PostgresIndex:
             return None
         with self._tx() as conn:
             row = conn.execute(
-                text(f"SELECT tokens, CAST(vec AS text), filters, numbers, payload, part FROM {self._t}_docs WHERE id = :i"),
+                text(
+                    f"""SELECT d.tokens, CAST(v.vec AS text), d.filters, d.numbers, d.payload, d.part
+                    FROM {self._t}_docs d LEFT JOIN {self._t}_vecs v ON v.id = d.id WHERE d.id = :i"""
+                ),
                 {"i": doc_id},
             ).first()
         if row is None:
@@ -449,13 +616,13 @@ class PostgresIndex:
                 total = int(conn.execute(text(sql), params).scalar() or 0)
             found: dict[str, int] = {}
             if wanted and not any(_has_nul(w) for w in wanted):
-                rows = conn.execute(
-                    text(
-                        f"""SELECT p.term, count(*) FROM {t}_postings p JOIN {t}_docs d ON d.id = p.id
+                if filters:
+                    sql = f"""SELECT p.term, count(*) FROM {t}_postings p JOIN {t}_docs d ON d.id = p.id
                         WHERE p.term = ANY(CAST(:terms AS text[])) AND {where} GROUP BY p.term"""
-                    ),
-                    {**params, "terms": wanted},
-                ).all()
+                else:  # every document of the partitions: the frequencies kept by the writes
+                    sql = f"""SELECT d.term, sum(d.df) FROM {t}_terms d
+                        WHERE d.term = ANY(CAST(:terms AS text[])) AND {where} GROUP BY d.term"""
+                rows = conn.execute(text(sql), {**params, "terms": wanted}).all()
                 found = {r[0]: int(r[1]) for r in rows}
         return {w: found.get(w, 0) for w in wanted}, total
 
@@ -486,51 +653,30 @@ class PostgresIndex:
         hits: dict[str, IndexHit] = {}
         t = self._t
         with self._tx() as conn:
+            # one snapshot: the statistics, postings and vectors of the statements agree
+            conn.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
             if words and top_k > 0:
-                rows = conn.execute(
-                    text(
-                        f"""WITH st AS (SELECT part, n::float8 AS n, total::float8 / greatest(n, 1) AS avgdl
-                                    FROM {t}_stats),
-                        df AS (SELECT part, term, count(*)::float8 AS df FROM {t}_postings
-                               WHERE term = ANY(CAST(:terms AS text[])) GROUP BY part, term)
-                        SELECT p.id,
-                               SUM(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5))
-                                   * p.tf * {K1 + 1} / (p.tf + {K1} * (1 - {B} + {B} * d.doc_len / st.avgdl))) AS score
-                        FROM {t}_postings p
-                        JOIN df ON df.term = p.term AND df.part = p.part
-                        JOIN st ON st.part = p.part
-                        JOIN {t}_docs d ON d.id = p.id
-                        WHERE {where}
-                        GROUP BY p.id
-                        ORDER BY score DESC, p.id
-                        LIMIT :k"""
-                    ),
-                    {**params, "terms": words, "k": top_k},
-                ).all()
-                for rank, (doc_id, score) in enumerate(rows, start=1):
-                    hits[doc_id] = IndexHit(doc_id, lexical_score=float(score), lexical_rank=rank)
+                ranked = bm25_top_k(conn, t, words, where, params, partitions, top_k)
+                for rank, (doc_id, score) in enumerate(ranked, start=1):
+                    hits[doc_id] = IndexHit(doc_id, lexical_score=score, lexical_rank=rank)
             if query_vec is not None:
                 literal = _vector_literal(query_vec)
                 if vk > 0:
                     rows = conn.execute(
                         text(
-                            f"""SELECT id, -(vec <#> CAST(:q AS vector)) AS score FROM {t}_docs d
-                            WHERE vec IS NOT NULL AND {where}
-                            ORDER BY vec <#> CAST(:q AS vector), id LIMIT :k"""
+                            f"""SELECT id, vec <#> CAST(:q AS vector) AS dist FROM {t}_vecs d
+                            WHERE {where} ORDER BY dist, id LIMIT :k"""
                         ),
                         {**params, "q": literal, "k": vk},
                     ).all()
-                    for rank, (doc_id, score) in enumerate(rows, start=1):
+                    for rank, (doc_id, dist) in enumerate(rows, start=1):
                         hit = hits.setdefault(doc_id, IndexHit(doc_id))
                         hit.vector_rank = rank
-                        hit.vector_score = float(score)
+                        hit.vector_score = -float(dist)
                 missing = [h.id for h in hits.values() if h.vector_score is None]
                 if missing:
                     rows = conn.execute(
-                        text(
-                            f"""SELECT id, -(vec <#> CAST(:q AS vector)) FROM {t}_docs
-                            WHERE id = ANY(CAST(:ids AS text[])) AND vec IS NOT NULL"""
-                        ),
+                        text(f"SELECT id, -(vec <#> CAST(:q AS vector)) FROM {t}_vecs WHERE id = ANY(CAST(:ids AS text[]))"),
                         {"q": literal, "ids": missing},
                     ).all()
                     for doc_id, score in rows:

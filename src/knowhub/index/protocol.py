@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -43,6 +44,7 @@ __all__ = [
     "IndexDocument",
     "IndexHit",
     "RetrievalIndex",
+    "SharedRetrievalIndex",
     "check_field_name",
     "uri_ancestors",
 ]
@@ -206,4 +208,16 @@ class RetrievalIndex(Protocol):
 
     def close(self) -> None:
         """Release resources (no implicit checkpoint)."""
+        ...
+
+
+@runtime_checkable
+class SharedRetrievalIndex(RetrievalIndex, Protocol):
+    """An index that lives in a database every process of a deployment opens (one copy):
+    nothing to load, reconcile or follow; writes are durable when they return."""
+
+    shared: bool
+
+    def exclusive(self) -> AbstractContextManager[None]:
+        """A lock held across processes for the block: the one (re)building the index."""
         ...

@@ -1,0 +1,213 @@
+"""BM25 top-k in PostgreSQL for :class:`~knowhub.index.postgres.PostgresIndex`, exact but
+without reading every posting of a common query term (MaxScore pruning).
+
+Scoring every document that holds *any* query term reads, for a query like "fracture of
+left femur, initial encounter", the postings of ``of``, ``left``, ``initial`` and
+``encounter``: a large part of the corpus. Yet a term's BM25 contribution to any document
+is bounded by its idf, the largest frequency of the term in a document and the shortest
+document holding it (both kept per term and partition by the writes; a delete leaves them
+as looser bounds), so once ``top_k`` documents are known to score at least θ, a document
+holding only terms whose bounds add up to less than θ cannot enter the top ``top_k``. The search therefore runs in up to three statements, in one
+``REPEATABLE READ`` snapshot so the statistics and postings agree:
+
+1. document frequencies of the query terms per partition (the ``terms`` table, kept by the
+   writes) and the partitions' statistics: each term's idf and bound;
+2. the full BM25 of the passing documents that hold one of the rarest terms (the *probe*:
+   at most ``PROBE_POSTINGS`` postings), top ``top_k``: the ``top_k``-th of them scores θ,
+   and the true ``top_k``-th score is at least θ;
+3. only when a term outside the probe is *essential* — not in the longest run of common
+   terms whose bounds add up to less than θ — the same ranking over the documents holding
+   an essential term.
+
+The result is the same as scoring every matching document (``tests/index`` compares both
+on a skewed corpus); only the work changes. When nothing can be pruned, step 3 scores every
+matching document directly.
+
+Two query shapes do the ranking: up to ``SCAN_POSTINGS`` postings, the candidate documents
+are collected, filtered, and their query-term postings looked up by id; above it, the
+postings of the essential terms are read against a hash of the passing documents, and the
+skipped terms are looked up only for documents whose partial score can still reach θ.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+__all__ = ["K1", "PROBE_POSTINGS", "SCAN_POSTINGS", "B", "TermWeights", "bm25_top_k"]
+
+K1 = 1.2
+B = 0.75
+#: Postings read to find θ (step 2): the rarest terms up to this many postings.
+PROBE_POSTINGS = 5_000
+#: Above this many postings a ranking reads them against a hash of the passing documents
+#: instead of looking each candidate up.
+SCAN_POSTINGS = 8_000
+#: Relative margin on θ so that float rounding never prunes a document that ties it.
+_MARGIN = 1e-9
+
+
+@dataclass(slots=True)
+class TermWeights:
+    """The BM25 weights of the query terms in the partitions that hold them."""
+
+    terms: list[str]
+    parts: list[str]
+    idf: list[float]
+    avgdl: list[float]
+    bound: dict[str, float]  # term → upper bound of its contribution to any score
+    postings: dict[str, int]  # term → postings in the searched partitions
+
+    def params(self) -> dict[str, Any]:
+        return {"w_keys": [f"{t}\x1f{p}" for t, p in zip(self.terms, self.parts, strict=True)],
+                "w_idf": self.idf, "w_avgdl": self.avgdl,
+                "w_partset": sorted(set(self.parts))}
+
+
+def _weights(conn: Connection, table: str, words: Sequence[str], partitions: Sequence[str] | None) -> TermWeights:
+    """Step 1: idf and average length per (term, partition), bounds and postings per term."""
+    sql = f"""SELECT t.term, t.part, t.df, s.n, s.total, t.tf_max, t.len_min FROM {table}_terms t
+              JOIN {table}_stats s ON s.part = t.part
+              WHERE t.term = ANY(CAST(:terms AS text[])) AND t.df > 0"""
+    params: dict[str, Any] = {"terms": list(words)}
+    if partitions is not None:
+        sql += " AND t.part = ANY(CAST(:parts AS text[]))"
+        params["parts"] = list(partitions)
+    weights = TermWeights([], [], [], [], {}, {})
+    for term, part, df, n, total, tf_max, len_min in conn.execute(text(sql), params).all():
+        n, df = float(n), float(df)
+        idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        avgdl = float(total) / max(n, 1.0)
+        weights.terms.append(term)
+        weights.parts.append(part)
+        weights.idf.append(idf)
+        weights.avgdl.append(avgdl)
+        # the contribution grows with tf and shrinks with the length: the largest tf and the
+        # shortest document holding the term bound it for every document of the partition
+        tf = float(tf_max)
+        bound = idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * float(len_min) / avgdl)) if tf > 0 else idf * (K1 + 1)
+        weights.bound[term] = max(weights.bound.get(term, 0.0), bound)
+        weights.postings[term] = weights.postings.get(term, 0) + int(df)
+    return weights
+
+
+def _weighted(alias: str, doc: str) -> tuple[str, str]:
+    """``(LATERAL clause, contribution)`` of posting ``alias`` in document ``doc``: the
+    term's weights are looked up in the parameter arrays by ``term \x1f part`` (an
+    expression per row, so no plan depends on the planner's guess of a join's size)."""
+    lateral = (f"CROSS JOIN LATERAL (SELECT array_position(CAST(:w_keys AS text[]), "
+               f"{alias}.term || chr(31) || {alias}.part) AS i) x")
+    weight = "(CAST(:w_idf AS float8[]))[x.i]"
+    avgdl = "(CAST(:w_avgdl AS float8[]))[x.i]"
+    contribution = (f"{weight} * {alias}.tf * {K1 + 1} / "
+                    f"({alias}.tf + {K1} * (1 - {B} + {B} * {doc}.doc_len / {avgdl}))")
+    return lateral, contribution
+
+
+def _candidates_sql(table: str, where: str) -> str:
+    """Full BM25 of the passing documents that hold a ``:cand`` term: candidates first, the
+    filters on them, then all their query-term postings (by document id)."""
+    lateral, contribution = _weighted("p", "v")
+    return f"""WITH c AS MATERIALIZED (
+                SELECT DISTINCT p.id FROM {table}_postings p
+                WHERE p.term = ANY(CAST(:cand AS text[])) AND p.part = ANY(CAST(:w_partset AS text[]))),
+            v AS MATERIALIZED (
+                SELECT d.id, d.part, d.doc_len FROM c JOIN {table}_docs d ON d.id = c.id WHERE {where})
+            SELECT v.id, SUM({contribution}) AS score
+            FROM v JOIN {table}_postings p ON p.id = v.id AND p.part = v.part {lateral}
+            WHERE x.i IS NOT NULL
+            GROUP BY v.id ORDER BY score DESC, v.id LIMIT :k"""
+
+
+def _scan_sql(table: str, where: str, *, rest: bool) -> str:
+    """Full BM25 of the passing documents holding a ``:cand`` term, for terms with many
+    postings: those postings are read once against a hash of the passing documents (partial
+    scores), and the ``:rest`` terms' postings are looked up only for the documents whose
+    partial score reaches ``:floor`` (below it even every rest term could not lift them),
+    one lookup per document in the id index (the term test is kept off the primary key)."""
+    lateral, contribution = _weighted("p", "s")
+    pe_lateral, pe_contribution = _weighted("pe", "v")
+    tail = (
+        f"""s.partial + coalesce((SELECT SUM({contribution}) FROM {table}_postings p {lateral}
+                WHERE p.id = s.id AND p.part = s.part AND x.i IS NOT NULL
+                  AND array_position(CAST(:rest AS text[]), p.term) IS NOT NULL), 0)"""
+        if rest
+        else "s.partial"
+    )
+    return f"""WITH v AS MATERIALIZED (SELECT d.id, d.part, d.doc_len FROM {table}_docs d WHERE {where}),
+            pe AS MATERIALIZED (SELECT p.id, p.part, p.term, p.tf FROM {table}_postings p
+                                WHERE p.term = ANY(CAST(:cand AS text[]))
+                                  AND p.part = ANY(CAST(:w_partset AS text[]))),
+            s AS MATERIALIZED (
+                SELECT pe.id, v.part, v.doc_len, SUM({pe_contribution}) AS partial
+                FROM pe JOIN v ON v.id = pe.id AND v.part = pe.part {pe_lateral}
+                WHERE x.i IS NOT NULL
+                GROUP BY pe.id, v.part, v.doc_len)
+            SELECT s.id, {tail} AS score FROM s WHERE s.partial >= :floor
+            ORDER BY score DESC, s.id LIMIT :k"""
+
+
+def _rank(conn: Connection, table: str, where: str, query: dict[str, Any], terms: list[str], postings: int,
+          rest: list[str], floor: float) -> list[Any]:
+    """The top ``:k`` passing documents holding one of ``terms`` (``postings`` of them),
+    scored over ``terms`` and ``rest`` (documents below ``floor`` on ``terms`` alone are
+    known not to rank)."""
+    if postings <= SCAN_POSTINGS:
+        return list(conn.execute(text(_candidates_sql(table, where)), {**query, "cand": terms}).all())
+    conn.execute(text("SET LOCAL enable_nestloop = off"))  # many postings: hash joins
+    try:
+        sql = _scan_sql(table, where, rest=bool(rest))
+        return list(conn.execute(text(sql), {**query, "cand": terms, "rest": rest, "floor": floor}).all())
+    finally:
+        conn.execute(text("SET LOCAL enable_nestloop = on"))
+
+
+def bm25_top_k(
+    conn: Connection,
+    table: str,
+    words: Sequence[str],
+    where: str,
+    params: dict[str, Any],
+    partitions: Sequence[str] | None,
+    top_k: int,
+) -> list[tuple[str, float]]:
+    """``(id, BM25)`` of the ``top_k`` best passing documents (score descending, then id).
+
+    ``where`` is the filter condition on ``d`` (the docs table) with its ``params``; each
+    document is scored with its own partition's statistics.
+    """
+    weights = _weights(conn, table, words, partitions)
+    present = [w for w in words if w in weights.bound]
+    if not present or top_k <= 0:
+        return []
+    by_rarity = sorted(present, key=lambda w: (-weights.bound[w], w))
+    probe: list[str] = []
+    read = 0
+    for word in by_rarity:
+        if probe and read + weights.postings[word] > PROBE_POSTINGS:
+            break
+        probe.append(word)
+        read += weights.postings[word]
+    query = {**params, **weights.params(), "k": top_k}
+    rest = [w for w in present if w not in probe]
+    rows = _rank(conn, table, where, query, probe, read, rest, -math.inf)
+    if len(probe) < len(present):  # common terms remain: are they needed?
+        # the probe's documents are scored in full: the k-th of them bounds the answer's
+        theta = float(rows[-1][1]) * (1 - _MARGIN) if len(rows) == top_k else 0.0
+        skipped, total = set(), 0.0
+        for word in reversed(by_rarity):  # the most common first
+            if total + weights.bound[word] >= theta:
+                break
+            total += weights.bound[word]
+            skipped.add(word)
+        essential = [w for w in by_rarity if w not in skipped]
+        if len(essential) > len(probe):  # documents without a probe term may still rank
+            floor = theta - total * (1 + _MARGIN) - _MARGIN if skipped else -math.inf
+            rows = _rank(conn, table, where, query, essential, sum(weights.postings[w] for w in essential),
+                         sorted(skipped), floor)
+    return [(str(doc_id), float(score)) for doc_id, score in rows]
