@@ -86,8 +86,10 @@ def test_a_lost_index_is_rebuilt_but_a_changed_embedder_still_caught(backend: di
         shutil.rmtree(Path(backend["data_dir"]) / "indexes", ignore_errors=True)  # type: ignore[arg-type]
     else:
         with hub.store.engine.begin() as conn:
-            conn.execute(text("DROP TABLE kx_knowledge_postings, kx_knowledge_stats, kx_knowledge_docs, "
-                              "kx_knowledge_meta"))
+            from knowhub.index.postgres import _TABLES
+
+            for table in _TABLES:
+                conn.execute(text(f"DROP TABLE IF EXISTS kx_knowledge_{table} CASCADE"))
     with pytest.raises(EmbedderMismatchError):
         _open(backend, HashingEmbedder(dim=32))
     with _open(backend, HashingEmbedder(dim=64)) as hub:
