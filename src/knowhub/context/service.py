@@ -111,7 +111,7 @@ class ContextEngineService:
         lease_s / max_retries / backoff_base_s: outbox settings.
         batch_size / poll_interval_s: index worker settings.
         retriever_config / searcher_config / assembler_config: ranking knobs (default
-            retriever: vector weight 0.1 with the HashingEmbedder, 1.0 with any other).
+            retriever: vector weight 0.1 with the HashingEmbedder, 0.5 with any other).
         lexical_fields: node fields in the level-0 BM25 document (default all three levels:
             the abstract, the overview with its reply context, the full content).
         extractor_concurrency: parallel extractors per commit.
@@ -183,8 +183,10 @@ class ContextEngineService:
         self.planner = QueryPlanner()
         if retriever_config is None:
             # A hashing embedder only re-encodes the words BM25 already scores (benchmarks show it
-            # dilutes the ranking); it stays as a light tie-breaker that also catches typos.
-            weight = 0.1 if isinstance(self.embedder, HashingEmbedder) else 1.0
+            # dilutes the ranking); it stays as a light tie-breaker that also catches typos. A
+            # semantic one gets half the lexical weight: chosen leave-one-conversation-out on
+            # LoCoMo with E5 (folds chose 0.25 or 0.5; 1.0 lost 4-5 points, docs/benchmarks.md).
+            weight = 0.1 if isinstance(self.embedder, HashingEmbedder) else 0.5
             retriever_config = RetrieverConfig(vector_weight=weight)
         self.retriever = L0Retriever(self.embedder, self.index, retriever_config)
         self.searcher = HierarchicalSearcher(self.retriever, searcher_config)
