@@ -183,13 +183,25 @@ def build_corpus(
 ) -> list[Item]:
     """All LoCoMo observations and turns plus ICD codes up to ``n`` items, shuffled
 
-    (for ``n`` under twice the LoCoMo items, a random half of ``n`` from LoCoMo).
+    (for ``n`` under twice the LoCoMo items, a random half of ``n`` from LoCoMo; beyond the
+    ~102k real items, copy ``k`` of each gets the token ``copy{k}`` in its task, with a
+    fresh writer and scope).
     """
     rng = random.Random(seed)
     items = locomo_items(convs, observations=True, turns=True)
     if n < 2 * len(items):  # small smoke corpora: half LoCoMo, half ICD-10-CM
         items = rng.sample(items, n // 2)
     items += icd_items(nodes, max(0, n - len(items)))
+    base = len(items)
+    copy = 1
+    while len(items) < n:  # beyond the real corpus (~102k): repeat it, as index_bench does
+        for item in items[:base]:
+            if len(items) >= n:
+                break
+            body = {**item.body, "task": f"{item.body['task']} copy{copy}",
+                    "tags": dict(item.body.get("tags", {}))}
+            items.append(Item(body, 0, item.kind, item.conv))
+        copy += 1
     items = items[:n]
     assign(items, rng)
     rng.shuffle(items)
