@@ -367,7 +367,7 @@ def default_embedder() -> Embedder:
             "built without an embedder takes only 'e5' or 'hashing'; build an "
             "OpenAI-compatible one with knowhub.providers.embedding.build_embedder"
         )
-    return build_embedder(EmbeddingSettings(provider=provider))
+    return build_embedder(EmbeddingSettings(provider="e5" if provider == "e5" else "hashing"))
 
 
 def build_embedder(settings: EmbeddingSettings) -> Embedder:
