@@ -40,7 +40,7 @@ STARTUP_TIMEOUT_S = 180.0
 CALL_TIMEOUT_S = 180.0
 #: Answer cap of the run: enough for every schema, short enough that a runaway list under the
 #: grammar costs seconds, not minutes, on two shared cores.
-MAX_TOKENS = 384
+MAX_TOKENS = 256
 #: The server yields the CPU to everything else on the machine.
 NICE = ["nice", "-n", "10"] if shutil.which("nice") else []
 

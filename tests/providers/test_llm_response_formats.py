@@ -101,4 +101,7 @@ def test_an_answer_cut_off_at_the_cap_is_a_response_error_not_its_inner_object()
         with client_for(server.base_url) as client:
             with pytest.raises(LLMResponseError, match="cut off"):
                 client.chat(MESSAGES, SCHEMA)
+            # the cut-off answer's tokens were spent: the server's usage counts, not an estimate
+            assert client.usage.as_dict() == {"calls": 1, "prompt_tokens": 10, "completion_tokens": 5,
+                                              "total_tokens": 15, "failures": 1}
             assert client.chat(MESSAGES, SCHEMA) == {"action": "x", "reason": "y"}  # whole, only padded

@@ -138,19 +138,21 @@ class OpenAICompatibleLLM(LLMClient):
 
     def chat(self, messages: list[dict[str, Any]], json_schema: dict[str, Any]) -> dict[str, Any]:
         prompt_estimate = messages_tokens(messages)
+        response: Any = None
         try:
             response = self._create_with_retries(messages, json_schema)
             content = self._content_of(response)
             conformed = conform(extract_json(content), json_schema)
         except Exception:
-            self.usage.record_failure(prompt_estimate)
+            # an answer that came back unusable (cut off, not JSON) still cost its tokens
+            prompt_tokens, completion_tokens = _reported_usage(response)
+            self.usage.add(prompt_tokens if prompt_tokens is not None else prompt_estimate,
+                           completion_tokens or 0, failures=1)
             raise
-        usage = getattr(response, "usage", None)
-        prompt_tokens = getattr(usage, "prompt_tokens", None) if usage is not None else None
-        completion_tokens = getattr(usage, "completion_tokens", None) if usage is not None else None
+        prompt_tokens, completion_tokens = _reported_usage(response)
         self.usage.add(
-            prompt_tokens if isinstance(prompt_tokens, int) else prompt_estimate,
-            completion_tokens if isinstance(completion_tokens, int) else estimate_tokens(content),
+            prompt_tokens if prompt_tokens is not None else prompt_estimate,
+            completion_tokens if completion_tokens is not None else estimate_tokens(content),
         )
         if conformed.repaired:
             self.repaired_answers += 1
@@ -281,6 +283,14 @@ class OpenAICompatibleLLM(LLMClient):
             # a cut-off object may still hold a complete inner object that would be misread
             raise LLMResponseError("LLM answer was cut off at max_tokens (finish_reason 'length')")
         return text
+
+
+def _reported_usage(response: Any) -> tuple[int | None, int | None]:
+    """``(prompt_tokens, completion_tokens)`` as the server reported them (None: not given)."""
+    usage = getattr(response, "usage", None)
+    counts = (getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None))
+    prompt, completion = (value if isinstance(value, int) else None for value in counts)
+    return prompt, completion
 
 
 def _is_whole_json(text: str) -> bool:
