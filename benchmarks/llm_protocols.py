@@ -187,12 +187,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the key")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
     parser.add_argument("--max-retries", type=int, default=1)
+    parser.add_argument("--max-tokens", type=int, default=2048, help="answer token cap per call (0: none)")
     parser.add_argument("--out-json", type=Path, default=None)
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     inner = OpenAICompatibleLLM(base_url=args.base_url, model=args.model,
                                 api_key=os.environ.get(args.api_key_env) or None,
-                                timeout_s=args.timeout, max_retries=args.max_retries, max_concurrency=1)
+                                timeout_s=args.timeout, max_retries=args.max_retries, max_concurrency=1,
+                                max_tokens=args.max_tokens)
     llm = CountingLLM(inner)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="llm-protocols-") as tmp:

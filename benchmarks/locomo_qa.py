@@ -206,9 +206,10 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def build_client(base_url: str | None, model: str, api_key_env: str, timeout_s: float) -> OpenAICompatibleLLM:
+def build_client(base_url: str | None, model: str, api_key_env: str, timeout_s: float,
+                 max_tokens: int = 2048) -> OpenAICompatibleLLM:
     return OpenAICompatibleLLM(base_url=base_url, model=model, api_key=os.environ.get(api_key_env) or None,
-                               timeout_s=timeout_s, max_retries=2, max_concurrency=1)
+                               timeout_s=timeout_s, max_retries=2, max_concurrency=1, max_tokens=max_tokens)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -220,6 +221,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--judge-base-url", default=None, help="judge endpoint (default: --base-url)")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the key")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per LLM call")
+    parser.add_argument("--max-tokens", type=int, default=2048, help="answer token cap per LLM call (0: none)")
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--limit", type=int, default=None, help="at most N questions per conversation")
     parser.add_argument("--top-k", type=int, default=10, help="memory blocks retrieved per question")
@@ -235,9 +237,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if not args.data.is_file():
         raise SystemExit(f"LoCoMo file not found: {args.data} (give --data)")
     convs = load_locomo(args.data)[: args.conversations]
-    answer_llm = build_client(args.base_url, args.model, args.api_key_env, args.timeout)
+    answer_llm = build_client(args.base_url, args.model, args.api_key_env, args.timeout, args.max_tokens)
     judge_llm = build_client(args.judge_base_url or args.base_url, args.judge_model or args.model,
-                             args.api_key_env, args.timeout)
+                             args.api_key_env, args.timeout, args.max_tokens)
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="locomo-qa-") as tmp:
         for conv in convs:

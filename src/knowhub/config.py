@@ -33,7 +33,7 @@ from knowhub.errors import ConfigError
 
 #: ``KNOWHUB_*`` environment variables that are read but are not settings: the config file
 #: (``Settings.load``), the MCP face's acting principal or key (``knowhub mcp``), and the
-#: PostgreSQL URL of the test suite. Every other ``KNOWHUB_*`` variable must name a setting.
+#: test suite's (PostgreSQL URLs, the kill -9 results file, the live run's interpreter). Every other ``KNOWHUB_*`` variable must name a setting.
 NON_SETTING_ENV = frozenset({
     "KNOWHUB_CONFIG",
     "KNOWHUB_MCP_KEY",
@@ -41,6 +41,7 @@ NON_SETTING_ENV = frozenset({
     "KNOWHUB_TEST_PG_URL",
     "KNOWHUB_TEST_PGVECTOR_URL",
     "KNOWHUB_KILL_RESULTS",
+    "KNOWHUB_LIVE_PYTHON",
 })
 ENV_PREFIX = "KNOWHUB_"
 #: URL schemes of ``context.index_url`` (SQLAlchemy's; ``postgresql://`` uses psycopg 3).
@@ -73,6 +74,7 @@ class LLMSettings(BaseModel):
     timeout_s: float = 30.0
     max_retries: int = 2
     max_concurrency: int = 4
+    max_tokens: int = Field(default=2048, ge=0)
 
 
 class EmbeddingSettings(BaseModel):

@@ -173,7 +173,7 @@ def test_llm_rejecting_json_schema_is_a_warning(sample_dir: Path, tmp_path: Path
         code, doc = doctor_json("--data", str(sample_dir), "--config", str(llm_config(tmp_path, server.base_url)))
     assert code == 0
     llm = finding(doc, "llm")
-    assert llm["status"] == "warn" and llm["data"]["response_format"] == "json_object"
+    assert llm["status"] == "warn" and llm["data"]["response_format"] == "json_object+schema"
 
 
 def test_embedder_dimension_against_config(

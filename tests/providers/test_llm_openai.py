@@ -180,7 +180,7 @@ def test_gives_up_after_max_retries(fake: FakeOpenAI) -> None:
     assert client.usage.failures == 1
 
 
-def test_falls_back_to_json_object_once_and_remembers(fake: FakeOpenAI) -> None:
+def test_falls_back_to_json_object_with_schema_once_and_remembers(fake: FakeOpenAI) -> None:
     rejected = {
         "error": {
             "message": "response_format type json_schema is not supported by this model",
@@ -190,12 +190,12 @@ def test_falls_back_to_json_object_once_and_remembers(fake: FakeOpenAI) -> None:
     fake.queue(Reply(status=400, body=rejected), Reply(), Reply())
     client = make_client(fake)
     assert client.chat(MESSAGES, SCHEMA)["action"] == "match"
-    assert client.response_format_mode == "json_object"
+    assert client.response_format_mode == "json_object+schema"
     assert client.chat(MESSAGES, SCHEMA)["action"] == "match"
     formats = [r.get("response_format") for r in fake.requests]
     assert formats[0]["type"] == "json_schema"
-    assert formats[1] == {"type": "json_object"}
-    assert formats[2] == {"type": "json_object"}  # remembered: no second json_schema try
+    assert formats[1] == {"type": "json_object", "schema": SCHEMA}
+    assert formats[2] == {"type": "json_object", "schema": SCHEMA}  # remembered: no second json_schema try
 
 
 def test_other_400_is_not_retried(fake: FakeOpenAI) -> None:

@@ -6,7 +6,9 @@ Chat answers are scripted per decision task (the ``task`` field of the user mess
 valid JSON, malformed JSON, missing fields, wrong types, a status such as 429 (with
 ``Retry-After``) or 500, or a delay past the client's timeout. Unscripted requests get
 ``default`` (a callable of ``(task, payload)``), so an engine can be driven through a whole
-protocol while only some answers are scripted.
+protocol while only some answers are scripted. ``accepted_formats`` makes it validate
+``response_format`` the way llama-cpp-python's server does: any other type gets that
+server's HTTP 500 with a request-validation message.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class Reply:
     body: Any = None
     delay_s: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
+    finish_reason: str = "stop"
 
 
 def answer(obj: Any) -> Reply:
@@ -55,6 +58,16 @@ def status(code: int, retry_after: float | None = None) -> Reply:
 def slow(delay_s: float, obj: Any = None) -> Reply:
     """An answer sent only after ``delay_s`` seconds (past a short client timeout)."""
     return Reply(content=json.dumps(obj if obj is not None else {}), delay_s=delay_s)
+
+
+def llama_cpp_format_rejection(given: str, accepted: frozenset[str]) -> Reply:
+    """The HTTP 500 llama-cpp-python 0.3's server answers to a ``response_format`` type it
+    does not know (its pydantic validation error, wrapped as an internal error)."""
+    expected = " or ".join(f"'{kind}'" for kind in sorted(accepted))
+    detail = (f"1 validation error:\n  {{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+              f"'msg': \"Input should be {expected}\", 'input': '{given}'}}\n")
+    return Reply(content=None, status=500,
+                 body={"error": {"message": detail, "type": "internal_server_error", "param": None, "code": None}})
 
 
 def task_of(body: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
@@ -114,8 +127,10 @@ def pseudo_embedding(text: str, dim: int) -> list[float]:
 class FakeOpenAIServer:
     """The server; use :func:`fake_openai` to run one for the duration of a ``with``."""
 
-    def __init__(self, *, embedding_dim: int = 16) -> None:
+    def __init__(self, *, embedding_dim: int = 16, accepted_formats: frozenset[str] | None = None) -> None:
         self.embedding_dim = embedding_dim
+        #: ``response_format`` types served; None accepts all (see :func:`llama_cpp_format_rejection`).
+        self.accepted_formats = accepted_formats
         self.default: Callable[[str | None, dict[str, Any]], Reply] = lambda _task, _payload: Reply()
         self.requests: list[dict[str, Any]] = []
         self._rng: random.Random | None = None
@@ -157,13 +172,17 @@ class FakeOpenAIServer:
             return [r["task"] for r in self.requests if r["path"].endswith("/chat/completions")]
 
     def _next_chat(self, task: str | None, payload: dict[str, Any], body: dict[str, Any]) -> Reply:
+        given = (body.get("response_format") or {}).get("type")
+        if self.accepted_formats is not None and given is not None and given not in self.accepted_formats:
+            return llama_cpp_format_rejection(str(given), self.accepted_formats)
         with self._lock:
             if task is not None and self._by_task.get(task):
                 return self._by_task[task].pop(0)
             if self._queue:
                 return self._queue.pop(0)
             if self._rng is not None:
-                schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
+                response_format = body.get("response_format") or {}
+                schema = (response_format.get("json_schema") or {}).get("schema") or response_format.get("schema") or {}
                 return answer(random_answer(schema, self._rng))
         return self.default(task, payload)
 
@@ -229,7 +248,7 @@ class FakeOpenAIServer:
                 self._send(reply.status, {
                     "id": "chatcmpl-fake", "object": "chat.completion", "created": 0,
                     "model": body.get("model", "fake-model"),
-                    "choices": [{"index": 0, "finish_reason": "stop",
+                    "choices": [{"index": 0, "finish_reason": reply.finish_reason,
                                  "message": {"role": "assistant", "content": reply.content}}],
                     "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
                 }, reply.headers)
@@ -246,14 +265,15 @@ class FakeOpenAIServer:
 
 
 @contextmanager
-def fake_openai(*, embedding_dim: int = 16) -> Iterator[FakeOpenAIServer]:
+def fake_openai(*, embedding_dim: int = 16,
+                accepted_formats: frozenset[str] | None = None) -> Iterator[FakeOpenAIServer]:
     """A running :class:`FakeOpenAIServer`, stopped on exit."""
-    server = FakeOpenAIServer(embedding_dim=embedding_dim).start()
+    server = FakeOpenAIServer(embedding_dim=embedding_dim, accepted_formats=accepted_formats).start()
     try:
         yield server
     finally:
         server.stop()
 
 
-__all__ = ["FakeOpenAIServer", "Reply", "answer", "fake_openai", "malformed", "pseudo_embedding",
-           "random_answer", "slow", "status", "task_of"]
+__all__ = ["FakeOpenAIServer", "Reply", "answer", "fake_openai", "llama_cpp_format_rejection", "malformed",
+           "pseudo_embedding", "random_answer", "slow", "status", "task_of"]

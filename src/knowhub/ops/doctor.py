@@ -357,8 +357,10 @@ def check_llm(settings: Settings) -> list[Finding]:
             "response_format": mode, "answer_matches_schema": _matches_probe(answer)}
     if mode != "json_schema":
         return [Finding("llm", "warn", f"{where} answered, but rejects json_schema output (uses {mode})",
-                        "use a server with structured output (vLLM, llama.cpp, Ollama >= 0.5, "
-                        "OpenAI); answers are parsed tolerantly meanwhile", data)]
+                        "use a server with json_schema output (vLLM, llama.cpp's llama-server, "
+                        "Ollama >= 0.5, OpenAI); json_object+schema is enforced as a grammar by "
+                        "llama-cpp-python but may be ignored elsewhere; answers are parsed "
+                        "tolerantly meanwhile", data)]
     if not data["answer_matches_schema"]:
         return [Finding("llm", "warn", f"{where} accepts json_schema but its answer ignored it",
                         "the server may not enforce the schema (grammar); decisions then take "

@@ -2,9 +2,12 @@
 
 Uses the official ``openai`` SDK with its own retries switched off, because the retry
 policy here has to know about knowhub's errors, the structured-output fallback and the
-concurrency cap. Structured output is requested as ``json_schema``; servers that reject
-it get ``json_object`` (and, failing that, no ``response_format`` at all, relying on the
-schema in the system prompt). The answer is parsed tolerantly with :func:`extract_json`
+concurrency cap. Structured output is requested as ``json_schema``; a server that rejects
+it (400, 422, or a 500 whose message names ``response_format``, as llama-cpp-python's server
+answers) gets ``json_object`` carrying the schema (``{"type": "json_object", "schema": ...}``,
+which llama-cpp-python turns into a grammar), then plain ``json_object``, and failing that no
+``response_format`` at all, relying on the schema in the system prompt. The first mode a
+server accepts is remembered for the client's lifetime. The answer is parsed tolerantly with :func:`extract_json`
 and then fitted to the schema by :func:`~knowhub.providers.llm.conform.conform` (a field
 of the wrong type is repaired or dropped, never the whole answer).
 The API key is never logged and is scrubbed from every error message.
@@ -13,6 +16,7 @@ The API key is never logged and is scrubbed from every error message.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import random
@@ -32,9 +36,12 @@ __all__ = ["OpenAICompatibleLLM"]
 logger = logging.getLogger(__name__)
 
 #: Structured-output modes, tried in this order when a server rejects one.
-_MODES: tuple[str, ...] = ("json_schema", "json_object", "none")
+_MODES: tuple[str, ...] = ("json_schema", "json_object+schema", "json_object", "none")
 _PLACEHOLDER_KEY = "not-set"
 _FORMAT_HINTS = ("response_format", "json_schema", "json_object", "structured output")
+#: Status codes with which servers refuse a ``response_format`` they do not support; 500 is
+#: llama-cpp-python's (its request-validation errors come back as internal server errors).
+_FORMAT_REJECT_STATUS = frozenset({400, 422, 500})
 
 
 class OpenAICompatibleLLM(LLMClient):
@@ -48,6 +55,9 @@ class OpenAICompatibleLLM(LLMClient):
         max_retries: extra attempts after timeouts, connection errors, 429 and 5xx.
         max_concurrency: requests in flight at once from this client (all threads).
         temperature: sampling temperature; None leaves the server default.
+        max_tokens: cap on the answer's tokens (0: none sent). A small model under a JSON
+            grammar can fill a list or a string forever; the cap turns that into a cut-off
+            answer (an ``LLMResponseError``, so the engine's fallback) instead of a hang.
         backoff_base_s / backoff_max_s: exponential backoff with full jitter between attempts.
     """
 
@@ -60,18 +70,20 @@ class OpenAICompatibleLLM(LLMClient):
         max_retries: int = 2,
         max_concurrency: int = 4,
         temperature: float | None = 0.0,
+        max_tokens: int = 2048,
         *,
         backoff_base_s: float = 0.5,
         backoff_max_s: float = 8.0,
     ) -> None:
-        if timeout_s <= 0 or max_retries < 0 or max_concurrency < 1:
-            raise ValueError("timeout_s must be > 0, max_retries >= 0, max_concurrency >= 1")
+        if timeout_s <= 0 or max_retries < 0 or max_concurrency < 1 or max_tokens < 0:
+            raise ValueError("timeout_s must be > 0, max_retries >= 0, max_concurrency >= 1, max_tokens >= 0")
         self.base_url = base_url
         self.model = model
         self.timeout_s = float(timeout_s)
         self.max_retries = int(max_retries)
         self.max_concurrency = int(max_concurrency)
         self.temperature = temperature
+        self.max_tokens = int(max_tokens)
         self.backoff_base_s = float(backoff_base_s)
         self.backoff_max_s = float(backoff_max_s)
         self._api_key = api_key or _PLACEHOLDER_KEY
@@ -100,6 +112,7 @@ class OpenAICompatibleLLM(LLMClient):
             timeout_s=settings.timeout_s,
             max_retries=settings.max_retries,
             max_concurrency=settings.max_concurrency,
+            max_tokens=settings.max_tokens,
         )
 
     def __repr__(self) -> str:  # never show the key
@@ -125,19 +138,21 @@ class OpenAICompatibleLLM(LLMClient):
 
     def chat(self, messages: list[dict[str, Any]], json_schema: dict[str, Any]) -> dict[str, Any]:
         prompt_estimate = messages_tokens(messages)
+        response: Any = None
         try:
             response = self._create_with_retries(messages, json_schema)
             content = self._content_of(response)
             conformed = conform(extract_json(content), json_schema)
         except Exception:
-            self.usage.record_failure(prompt_estimate)
+            # an answer that came back unusable (cut off, not JSON) still cost its tokens
+            prompt_tokens, completion_tokens = _reported_usage(response)
+            self.usage.add(prompt_tokens if prompt_tokens is not None else prompt_estimate,
+                           completion_tokens or 0, failures=1)
             raise
-        usage = getattr(response, "usage", None)
-        prompt_tokens = getattr(usage, "prompt_tokens", None) if usage is not None else None
-        completion_tokens = getattr(usage, "completion_tokens", None) if usage is not None else None
+        prompt_tokens, completion_tokens = _reported_usage(response)
         self.usage.add(
-            prompt_tokens if isinstance(prompt_tokens, int) else prompt_estimate,
-            completion_tokens if isinstance(completion_tokens, int) else estimate_tokens(content),
+            prompt_tokens if prompt_tokens is not None else prompt_estimate,
+            completion_tokens if completion_tokens is not None else estimate_tokens(content),
         )
         if conformed.repaired:
             self.repaired_answers += 1
@@ -150,6 +165,8 @@ class OpenAICompatibleLLM(LLMClient):
                 "type": "json_schema",
                 "json_schema": {"name": "decision", "schema": schema, "strict": False},
             }
+        if mode == "json_object+schema":
+            return {"type": "json_object", "schema": schema}
         if mode == "json_object":
             return {"type": "json_object"}
         return None
@@ -165,29 +182,33 @@ class OpenAICompatibleLLM(LLMClient):
                 request["response_format"] = response_format
             if self.temperature is not None:
                 request["temperature"] = self.temperature
+            if self.max_tokens:
+                request["max_tokens"] = self.max_tokens
             try:
                 with self._semaphore:
                     return self._client.chat.completions.create(**request)
-            except openai.BadRequestError as exc:
+            except openai.APIStatusError as exc:
+                # llama-cpp-python rejects an unknown response_format with a 500, others 400/422
                 if mode_index + 1 < len(_MODES) and self._rejects_format(exc):
                     self._downgrade_mode(mode_index)
                     continue  # not a retry: the request itself changes
-                raise LLMError(self._describe(exc), status=exc.status_code) from exc
-            except (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError,
-                    openai.InternalServerError) as exc:
-                if attempt >= self.max_retries:
-                    raise self._translate(exc) from exc
-                delay = self._backoff(attempt, exc)
-                logger.warning(
-                    "LLM call failed (%s), retry %d/%d in %.2fs",
-                    self._kind(exc), attempt + 1, self.max_retries, delay,
-                )
-                attempt += 1
-                time.sleep(delay)
-            except openai.APIStatusError as exc:  # 401, 403, 404, 422 ...: retrying won't help
-                raise LLMError(self._describe(exc), status=exc.status_code) from exc
+                if not isinstance(exc, openai.RateLimitError | openai.InternalServerError):
+                    # 400, 401, 403, 404, 422 ...: retrying won't help
+                    raise LLMError(self._describe(exc), status=exc.status_code) from exc
+                failure: Exception = exc
+            except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+                failure = exc
             except openai.OpenAIError as exc:
                 raise LLMError(self._describe(exc)) from exc
+            if attempt >= self.max_retries:
+                raise self._translate(failure) from failure
+            delay = self._backoff(attempt, failure)
+            logger.warning(
+                "LLM call failed (%s), retry %d/%d in %.2fs",
+                self._kind(failure), attempt + 1, self.max_retries, delay,
+            )
+            attempt += 1
+            time.sleep(delay)
 
     def _downgrade_mode(self, seen_index: int) -> None:
         with self._mode_lock:
@@ -199,7 +220,10 @@ class OpenAICompatibleLLM(LLMClient):
                 )
 
     @staticmethod
-    def _rejects_format(exc: openai.BadRequestError) -> bool:
+    def _rejects_format(exc: openai.APIStatusError) -> bool:
+        """Whether ``exc`` is a server refusing the ``response_format`` itself."""
+        if exc.status_code not in _FORMAT_REJECT_STATUS:
+            return False
         text = f"{exc.message} {exc.body!r}".lower()
         return any(hint in text for hint in _FORMAT_HINTS)
 
@@ -254,4 +278,26 @@ class OpenAICompatibleLLM(LLMClient):
         if not content:
             refusal = getattr(message, "refusal", None)
             raise LLMResponseError(f"LLM answer is empty{' (refused)' if refusal else ''}")
-        return str(content)
+        text = str(content)
+        if getattr(choices[0], "finish_reason", None) == "length" and not _is_whole_json(text):
+            # a cut-off object may still hold a complete inner object that would be misread
+            raise LLMResponseError("LLM answer was cut off at max_tokens (finish_reason 'length')")
+        return text
+
+
+def _reported_usage(response: Any) -> tuple[int | None, int | None]:
+    """``(prompt_tokens, completion_tokens)`` as the server reported them (None: not given)."""
+    usage = getattr(response, "usage", None)
+    counts = (getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None))
+    prompt, completion = (value if isinstance(value, int) else None for value in counts)
+    return prompt, completion
+
+
+def _is_whole_json(text: str) -> bool:
+    """Whether ``text`` is one complete JSON value (a grammar may pad it with blanks up to
+    the token cap, which is still a whole answer)."""
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
