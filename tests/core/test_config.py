@@ -41,7 +41,7 @@ def write_config(tmp_path: Path, text: str = TOML) -> Path:
 def test_defaults_are_offline() -> None:
     settings = Settings.load()
     assert settings.llm.provider == "local"
-    assert settings.embedding.provider == "hashing"
+    assert settings.embedding.provider == "e5"  # in-process, nothing downloaded at run time
     assert settings.auth.keys == []
     assert settings.server.host == "127.0.0.1"
 
