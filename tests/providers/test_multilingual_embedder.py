@@ -94,6 +94,14 @@ def test_concurrent_calls_give_the_same_vectors(e5: MultilingualE5Embedder) -> N
     assert len(got) == 4 and all(np.allclose(g, want, atol=1e-6) for g in got)
 
 
+def test_a_large_batch_split_over_cores_matches_one_by_one(e5: MultilingualE5Embedder) -> None:
+    texts = [f"item {i}: {'数据库索引' if i % 2 else 'database index'} number {i}" for i in range(20)]
+    assert len(texts) >= e5.PARALLEL_MIN
+    together = e5.embed_matrix(texts)
+    for i, text in enumerate(texts):
+        assert np.allclose(together[i], e5.embed_matrix([text])[0], atol=1e-6)
+
+
 def test_default_is_e5_unless_the_environment_says_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KNOWHUB_EMBEDDING__PROVIDER", raising=False)
     assert isinstance(default_embedder(), MultilingualE5Embedder)

