@@ -2,7 +2,8 @@
 
 Recall gives every candidate two signals (see :class:`Candidate`). This module decides:
 
-1. **Relevance** — ``lexical + vector_weight * cosine``, one number per candidate.
+1. **Relevance** — ``lexical + vector_weight * cosine``, one number per candidate; the
+   cosine is rescaled by the embedder's unrelated-text floor (:func:`make_candidates`).
 2. **Threshold** — a candidate is relevant only when it covers at least ``min_lexical``
    of the query's idf mass or its cosine reaches ``min_cosine``, *and* its
    relevance is at least ``relative_cutoff`` of the best candidate's. Search returns only
@@ -14,7 +15,7 @@ Recall gives every candidate two signals (see :class:`Candidate`). This module d
    and the routing order break the remaining ties.
 
 The weights are constants chosen once, not per corpus; ``benchmarks/knowledge_bench.py
---relevance-only`` re-validates ``vector_weight`` leave-one-conversation-out on LoCoMo
+--quality-only`` re-validates ``vector_weight`` leave-one-conversation-out on LoCoMo
 (docs/benchmarks.md).
 """
 
