@@ -48,6 +48,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,7 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _context_loo import run_loo
 from _data import BENCH_DIR, LOCOMO_FILE, load_locomo
-from _speed import bm25s_baseline, dir_mb, latency_summary, rss_mb
+from _speed import bm25s_baseline, dir_mb, latency_summary, paused, rss_mb
 
 from knowhub.context import ContextEngineService
 from knowhub.context.core import ContextNode, OutboxEventType, make_event
@@ -274,13 +275,13 @@ def measure_index_lag(conv: dict[str, Any], root: Path, durable: bool) -> list[f
 
 # ---------------------------------------------------------------------- scale
 
-def build_scale_store(root: Path, convs: list[dict[str, Any]], n_nodes: int, seed: int = 7
+def build_scale_store(root: Path, convs: list[dict[str, Any]], n_nodes: int, seed: int = 7, embedder: Any = None
                       ) -> tuple[ContextEngineService, RequestContext, dict[str, float], list[str]]:
     """N synthetic nodes for one user, written through ContextFS + outbox, then indexed;
     also returns the nodes' lexical texts (abstract, overview, content: what BM25 sees)."""
     rng = random.Random(seed)
     texts = [(t["speaker"], t["text"], s["date_time"]) for c in convs for s in c["sessions"] for t in s["turns"]]
-    svc = ContextEngineService(root, durable=False)
+    svc = ContextEngineService(root, durable=False, embedder=embedder)
     lexical_texts: list[str] = []
     ctx = RequestContext("bench", "scale-user", agent_id="scale-agent")
     categories = ["events"] * 6 + ["entities", "preferences"]
@@ -330,39 +331,42 @@ def scale_latency(svc: ContextEngineService, ctx: RequestContext, questions: lis
     return out
 
 
-def scale_run(root: Path, convs: list[dict[str, Any]], n_nodes: int, questions: list[str]) -> dict[str, Any]:
+def scale_run(root: Path, convs: list[dict[str, Any]], n_nodes: int, questions: list[str], embedder: Any = None,
+              pause: Sequence[int] = ()) -> dict[str, Any]:
     """One synthetic store: save throughput, search p50/p95/p99 (hierarchical = the default
     ``search_memory``, flat, flat lexical-only), cold start from the checkpointed index,
     memory per node, and the bm25s baseline over the same texts."""
     rss_base = rss_mb()
-    svc, ctx, build, texts = build_scale_store(root, convs, n_nodes)
+    svc, ctx, build, texts = build_scale_store(root, convs, n_nodes, embedder=embedder)
     gc.collect()
     rss_loaded = rss_mb()
-    scale_latency(svc, ctx, questions[:10], False)  # warm-up
-    out: dict[str, Any] = {
-        "nodes": n_nodes, "index_documents": svc.index.count(), **{k: round(v, 1) for k, v in build.items()},
-        "nodes_per_s_write": round(n_nodes / build["write_s"], 1),
-        "nodes_per_s_index": round(n_nodes / build["index_s"], 1),
-        "rss_per_node_kb": round((rss_loaded - rss_base) * 1024 / n_nodes, 2),
-    }
-    for name, hier, weight in (("hierarchical", True, None), ("flat", False, None), ("flat_lexical_only", False, 0.0)):
-        cpu: list[float] = []
-        lat = scale_latency(svc, ctx, questions, hier, weight, cpu)
-        out[f"{name}_ms"] = {k.removesuffix("_ms"): v for k, v in latency_summary([x / 1000 for x in lat]).items()}
-        out[f"{name}_cpu_ms"] = {k.removesuffix("_ms"): v for k, v in latency_summary([x / 1000 for x in cpu]).items()}
-        out[f"{name}_cpu_share"] = round(sum(cpu) / max(sum(lat), 1e-9), 2)
+    with paused(pause):  # searches timed with the --pause-pid processes stopped
+        scale_latency(svc, ctx, questions[:10], False)  # warm-up
+        out: dict[str, Any] = {
+            "nodes": n_nodes, "index_documents": svc.index.count(), **{k: round(v, 1) for k, v in build.items()},
+            "nodes_per_s_write": round(n_nodes / build["write_s"], 1),
+            "nodes_per_s_index": round(n_nodes / build["index_s"], 1),
+            "rss_per_node_kb": round((rss_loaded - rss_base) * 1024 / n_nodes, 2),
+        }
+        for name, hier, weight in (("hierarchical", True, None), ("flat", False, None), ("flat_lexical_only", False, 0.0)):
+            cpu: list[float] = []
+            lat = scale_latency(svc, ctx, questions, hier, weight, cpu)
+            out[f"{name}_ms"] = {k.removesuffix("_ms"): v for k, v in latency_summary([x / 1000 for x in lat]).items()}
+            out[f"{name}_cpu_ms"] = {k.removesuffix("_ms"): v for k, v in latency_summary([x / 1000 for x in cpu]).items()}
+            out[f"{name}_cpu_share"] = round(sum(cpu) / max(sum(lat), 1e-9), 2)
     started = time.perf_counter()
     svc.close()  # checkpoints the index copy
     out["close_checkpoint_s"] = round(time.perf_counter() - started, 2)
     out["index_copy_mb"] = round(dir_mb(root / "index" / "retrieval"), 1)
-    started = time.perf_counter()
-    again = ContextEngineService(root, durable=False)
-    out["cold_start_s"] = round(time.perf_counter() - started, 2)
-    out["cold_start_mode"] = again.open_report.get("mode")
-    again.close()
-    del svc, again
-    gc.collect()
-    out["bm25s"] = bm25s_baseline(texts, questions, 200)
+    with paused(pause):
+        started = time.perf_counter()
+        again = ContextEngineService(root, durable=False, embedder=embedder)
+        out["cold_start_s"] = round(time.perf_counter() - started, 2)
+        out["cold_start_mode"] = again.open_report.get("mode")
+        again.close()
+        del svc, again
+        gc.collect()
+        out["bm25s"] = bm25s_baseline(texts, questions, 200)
     return out
 
 
@@ -379,6 +383,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--scale-queries", type=int, default=200)
     parser.add_argument("--no-fsync", action="store_true", help="commit without fsync (throwaway stores)")
     parser.add_argument("--skip-scale", action="store_true")
+    parser.add_argument("--scale-only", action="store_true", help="only the synthetic scale stores")
+    parser.add_argument("--pause-pid", type=int, action="append", default=[],
+                        help="stop this process of ours while searches are timed (SIGSTOP/SIGCONT); repeatable")
+    parser.add_argument("--embed-cache", type=Path, default=None,
+                        help="scale stores' vectors from this cache (benchmarks/_embed_cache.py; queries are "
+                             "always embedded live; indexing throughput is then not the embedder's)")
     parser.add_argument("--out-json", type=Path, default=None)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--loo", action="store_true", help="leave-one-conversation-out protocol only")
@@ -413,39 +423,53 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             args.out_json.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
         return report
     try:
-        for conv in convs_used:
-            console.print(f"[bold]{conv['sample_id']}[/]: {len(conv['sessions'])} sessions, "
-                          f"{sum(len(s['turns']) for s in conv['sessions'])} turns")
-            run_conversation(conv, root, run, args.top_k, speed, durable)
-        lags = measure_index_lag(convs_used[0], root, durable)
-        report["recall"] = {m: {str(b): round(run.mean(m, b), 4) for b in budgets} for m in run.scores}
-        report["recall_by_category"] = {
-            m: {CATEGORY_NAMES[c]: round(sum(v) / len(v), 4) for c, v in sorted(cats.items())} for m, cats in run.by_cat.items()
-        }
-        report["questions"] = len(run.scores["bm25-turns"][budgets[0]])
-        report["tokens_per_query_within_budget"] = {m: round(statistics.mean(v), 1) for m, v in run.tokens.items()}
-        report["tokens_per_query_all_blocks"] = {m: round(statistics.mean(v), 1) for m, v in run.tokens_all.items()}
-        report["refs_per_block_top10"] = {m: round(statistics.mean(v), 2) for m, v in run.refs_per_block.items() if v}
-        msgs, secs = sum(speed["commit_msgs"]), sum(speed["commit_s"])
-        report["commit"] = {
-            "sessions": len(speed["commit_s"]), "messages": msgs, "seconds": round(secs, 2),
-            "messages_per_s": round(msgs / secs, 1), "sessions_per_s": round(len(speed["commit_s"]) / secs, 2),
-            "flush_s_total": round(sum(speed["flush_s"]), 2), "events": sum(speed["events"]),
-            "vector_records": sum(speed["vector_records"]),
-        }
-        report["index_lag_s"] = {"p50": round(pct(lags, 50), 4), "p95": round(pct(lags, 95), 4), "max": round(max(lags), 4)}
-        report["search_ms_locomo"] = {m: {"p50": round(pct(v, 50), 2), "p95": round(pct(v, 95), 2)} for m, v in run.latency_ms.items()}
+        if not args.scale_only:
+            for conv in convs_used:
+                console.print(f"[bold]{conv['sample_id']}[/]: {len(conv['sessions'])} sessions, "
+                              f"{sum(len(s['turns']) for s in conv['sessions'])} turns")
+                run_conversation(conv, root, run, args.top_k, speed, durable)
+            lags = measure_index_lag(convs_used[0], root, durable)
+            report["recall"] = {m: {str(b): round(run.mean(m, b), 4) for b in budgets} for m in run.scores}
+            report["recall_by_category"] = {
+                m: {CATEGORY_NAMES[c]: round(sum(v) / len(v), 4) for c, v in sorted(cats.items())} for m, cats in run.by_cat.items()
+            }
+            report["questions"] = len(run.scores["bm25-turns"][budgets[0]])
+            report["tokens_per_query_within_budget"] = {m: round(statistics.mean(v), 1) for m, v in run.tokens.items()}
+            report["tokens_per_query_all_blocks"] = {m: round(statistics.mean(v), 1) for m, v in run.tokens_all.items()}
+            report["refs_per_block_top10"] = {m: round(statistics.mean(v), 2) for m, v in run.refs_per_block.items() if v}
+            msgs, secs = sum(speed["commit_msgs"]), sum(speed["commit_s"])
+            report["commit"] = {
+                "sessions": len(speed["commit_s"]), "messages": msgs, "seconds": round(secs, 2),
+                "messages_per_s": round(msgs / secs, 1), "sessions_per_s": round(len(speed["commit_s"]) / secs, 2),
+                "flush_s_total": round(sum(speed["flush_s"]), 2), "events": sum(speed["events"]),
+                "vector_records": sum(speed["vector_records"]),
+            }
+            report["index_lag_s"] = {"p50": round(pct(lags, 50), 4), "p95": round(pct(lags, 95), 4), "max": round(max(lags), 4)}
+            report["search_ms_locomo"] = {m: {"p50": round(pct(v, 50), 2), "p95": round(pct(v, 95), 2)} for m, v in run.latency_ms.items()}
         report["load_average_before_scale"] = [round(x, 2) for x in os.getloadavg()]
         if not args.skip_scale:
+            embedder = None
+            if args.embed_cache is not None:  # stored vectors from the cache, queries live
+                from _embed_cache import CachedPassageEmbedder, VectorCache, context_scale_key
+
+                from knowhub.providers.embedding import default_embedder
+
+                inner = default_embedder()
+                embedder = CachedPassageEmbedder(inner, VectorCache(args.embed_cache, inner.name), context_scale_key)
+                report["embed_cache"] = {"dir": str(embedder.cache.dir), "vectors": len(embedder.cache)}
             questions = [q["question"] for c in convs for q in c["qa"]]
             random.Random(3).shuffle(questions)
             questions = questions[: args.scale_queries]
             report["scale"] = {}
             for n_nodes in scale_sizes:
                 console.print(f"building the {n_nodes:,}-node store ...")
-                report["scale"][str(n_nodes)] = scale_run(root / f"scale-{n_nodes}", convs, n_nodes, questions)
+                report["scale"][str(n_nodes)] = scale_run(root / f"scale-{n_nodes}", convs, n_nodes, questions, embedder,
+                                                          args.pause_pid)
                 console.print(f"scale {n_nodes:,}: {report['scale'][str(n_nodes)]}")
                 shutil.rmtree(root / f"scale-{n_nodes}", ignore_errors=True)
+            if embedder is not None:
+                embedder.cache.flush()
+                report["embed_cache"].update(hits=embedder.hits, misses=embedder.misses)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print_report(report, budgets)
@@ -455,33 +479,35 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 def print_report(report: dict[str, Any], budgets: list[int]) -> None:
-    table = Table(title=f"LoCoMo evidence recall ({report['questions']} questions, categories 1-4)")
-    table.add_column("method")
-    for b in budgets:
-        table.add_column(f"@{b} msgs", justify="right")
-    table.add_column(f"tokens/query (@{budgets[0]})", justify="right")
-    table.add_column("refs/block", justify="right")
-    for method, values in report["recall"].items():
-        table.add_row(method, *[f"{values[str(b)]:.3f}" for b in budgets],
-                      str(report["tokens_per_query_within_budget"].get(method, "-")),
-                      str(report["refs_per_block_top10"].get(method, "-")))
-    console.print(table)
-    cats = Table(title=f"recall @{budgets[0]} by QA category")
-    cats.add_column("method")
-    names = list(CATEGORY_NAMES.values())
-    for name in names:
-        cats.add_column(name, justify="right")
-    for method, values in report["recall_by_category"].items():
-        cats.add_row(method, *[f"{values.get(n, 0):.3f}" for n in names])
-    console.print(cats)
+    if "recall" in report:  # not with --scale-only
+        table = Table(title=f"LoCoMo evidence recall ({report['questions']} questions, categories 1-4)")
+        table.add_column("method")
+        for b in budgets:
+            table.add_column(f"@{b} msgs", justify="right")
+        table.add_column(f"tokens/query (@{budgets[0]})", justify="right")
+        table.add_column("refs/block", justify="right")
+        for method, values in report["recall"].items():
+            table.add_row(method, *[f"{values[str(b)]:.3f}" for b in budgets],
+                          str(report["tokens_per_query_within_budget"].get(method, "-")),
+                          str(report["refs_per_block_top10"].get(method, "-")))
+        console.print(table)
+        cats = Table(title=f"recall @{budgets[0]} by QA category")
+        cats.add_column("method")
+        names = list(CATEGORY_NAMES.values())
+        for name in names:
+            cats.add_column(name, justify="right")
+        for method, values in report["recall_by_category"].items():
+            cats.add_row(method, *[f"{values.get(n, 0):.3f}" for n in names])
+        console.print(cats)
     speed = Table(title="speed")
     speed.add_column("measure")
     speed.add_column("value", justify="right")
-    c = report["commit"]
-    speed.add_row("commit throughput", f"{c['messages_per_s']} msg/s, {c['sessions_per_s']} sessions/s ({'fsync' if report['durable'] else 'no fsync'})")
-    speed.add_row("index flush (all conversations)", f"{c['flush_s_total']} s for {c['events']} events")
-    speed.add_row("index lag p50 / p95", f"{report['index_lag_s']['p50'] * 1000:.0f} / {report['index_lag_s']['p95'] * 1000:.0f} ms")
-    for method, lat in report["search_ms_locomo"].items():
+    if "commit" in report:
+        c = report["commit"]
+        speed.add_row("commit throughput", f"{c['messages_per_s']} msg/s, {c['sessions_per_s']} sessions/s ({'fsync' if report['durable'] else 'no fsync'})")
+        speed.add_row("index flush (all conversations)", f"{c['flush_s_total']} s for {c['events']} events")
+        speed.add_row("index lag p50 / p95", f"{report['index_lag_s']['p50'] * 1000:.0f} / {report['index_lag_s']['p95'] * 1000:.0f} ms")
+    for method, lat in report.get("search_ms_locomo", {}).items():
         speed.add_row(f"search {method} (LoCoMo) p50 / p95", f"{lat['p50']} / {lat['p95']} ms")
     for n, s in report.get("scale", {}).items():
         speed.add_row(f"scale {int(n):,}: write / index", f"{s['write_s']} s / {s['index_s']} s ({s['nodes_per_s_index']} nodes/s)")

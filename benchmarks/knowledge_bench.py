@@ -388,7 +388,7 @@ def reopen(
     hub.close()
     close_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    fresh = KnowledgeHub(data_dir, llm=llm)
+    fresh = KnowledgeHub(data_dir, llm=llm, embedder=hub.embedder)
     cold_s = time.perf_counter() - t0
     gc.collect()
     rss = rss_mb()
@@ -733,6 +733,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out-md", type=Path, default=None, help="tables as Markdown")
     parser.add_argument("--quick", action="store_true", help="small smoke run")
     parser.add_argument(
+        "--embed-cache",
+        type=Path,
+        default=None,
+        help="stored-text vectors from this cache (benchmarks/_embed_cache.py; queries are "
+        "always embedded live; save throughput is then not the embedder's)",
+    )
+    parser.add_argument(
         "--quality-only",
         action="store_true",
         help="only the observations quality run and its leave-one-conversation-out check",
@@ -790,7 +797,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
         rss_base = rss_mb()
         llm = TimedLLM(LocalAgent())
-        hub = KnowledgeHub(work / "main", llm=llm)
+        embedder = None
+        if args.embed_cache is not None:  # stored vectors from the cache, queries live
+            from _embed_cache import CachedPassageEmbedder, VectorCache, knowledge_key
+
+            from knowhub.providers.embedding import default_embedder
+
+            inner = default_embedder()
+            embedder = CachedPassageEmbedder(inner, VectorCache(args.embed_cache, inner.name), knowledge_key)
+            result["embed_cache"] = {"dir": str(embedder.cache.dir), "vectors": len(embedder.cache)}
+        hub = KnowledgeHub(work / "main", llm=llm, embedder=embedder)
         probe = Probe(hub, llm)
         result["index"], result["bm25s"] = {}, {}
         saved: list[Saved] = []
@@ -855,6 +871,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             result["quality"][f"largest hub ({len(docs):,})"] = quality_run(
                 probe, everyone, docs, sample, console, f"quality @ {len(docs):,}"
             )
+        if embedder is not None:
+            result["embed_cache"].update(hits=embedder.hits, misses=embedder.misses)
+            embedder.cache.flush()
         hub.close()
 
         observations_quality(convs, questions, work / "quality", console, result)

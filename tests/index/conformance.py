@@ -163,6 +163,40 @@ class RetrievalIndexConformance:
         assert _ids(only_vec) == ["vec", "both"]
         assert all(h.lexical_rank is None for h in only_vec)
 
+    def test_callable_vector_is_called_once_after_the_lexical_stage(self, index: RetrievalIndex) -> None:
+        """A function as ``vector`` (a query embedding computed on another thread) gives
+        the same hits as the vector itself; it is called once; its error reaches the caller;
+        one returning None or zeros means no vector."""
+        index.upsert([
+            _doc("lex", "alpha beta", vector=_vec(0.0, 1.0)),
+            _doc("vec", "gamma", vector=_vec(1.0, 0.0)),
+            _doc("both", "alpha", vector=_vec(1.0, 0.2)),
+        ])
+        calls: list[int] = []
+
+        def later() -> np.ndarray:
+            calls.append(1)
+            return _vec(1.0)
+
+        plain = index.search(tokens=["alpha"], vector=_vec(1.0), top_k=2, vector_k=1)
+        lazy = index.search(tokens=["alpha"], vector=later, top_k=2, vector_k=1)
+        assert calls == [1]
+        assert [(h.id, h.lexical_rank, h.vector_rank) for h in lazy] == [
+            (h.id, h.lexical_rank, h.vector_rank) for h in plain
+        ]
+        assert [h.vector_score for h in lazy] == pytest.approx([h.vector_score for h in plain], abs=1e-6)
+        lexical_only = index.search(tokens=["alpha"], top_k=2)
+        for empty in (lambda: None, lambda: np.zeros(8)):
+            assert _ids(index.search(tokens=["alpha"], vector=empty, top_k=2)) == _ids(lexical_only)
+
+        def broken() -> np.ndarray:
+            raise InvalidInputError("embedder failed")
+
+        with pytest.raises(InvalidInputError, match="embedder failed"):
+            index.search(tokens=["alpha"], vector=broken, top_k=2)
+        with pytest.raises(InvalidInputError):
+            index.search(vector=lambda: np.ones(3), top_k=2)  # wrong dimension, found late
+
     def test_vector_k_defaults_to_top_k(self, index: RetrievalIndex) -> None:
         index.upsert([_doc(f"d{i}", vector=_vec(1.0, i / 10)) for i in range(6)])
         assert len(index.search(vector=_vec(1.0), top_k=4)) == 4

@@ -31,6 +31,7 @@ from knowhub.providers.embedding import (
     HashingEmbedder,
     OpenAICompatibleEmbedder,
     build_embedder,
+    embed_in_background,
 )
 
 try:
@@ -367,3 +368,35 @@ def test_build_embedder_openai(fake_server: _FakeEmbeddingServer) -> None:
     assert embedder.embed_matrix(["hello"]).shape == (1, FAKE_DIM)
     assert fake_server.auth_headers[-1] == f"Bearer {SECRET}"
     embedder.close()
+
+
+def test_embed_in_background_runs_elsewhere_and_reraises(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A costly embedder's query embedding starts on a worker thread at once (so it overlaps
+    the index's lexical stage) and its error reaches the caller when the result is asked
+    for; the hashing embedder computes inline."""
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    started = threading.Event()
+    release = threading.Event()
+    threads: list[str] = []
+
+    def slow() -> np.ndarray:
+        threads.append(threading.current_thread().name)
+        started.set()
+        assert release.wait(5)
+        return np.ones(4, dtype=np.float32)
+
+    costly = object()  # any embedder that is not the hashing one
+    result = embed_in_background(costly, slow)  # type: ignore[arg-type]
+    assert started.wait(5)  # running before anyone waits for it
+    release.set()
+    assert np.array_equal(result(), np.ones(4))
+    assert threads and threads[0] != threading.current_thread().name
+
+    def broken() -> np.ndarray:
+        raise LLMError("endpoint down")
+
+    with pytest.raises(LLMError, match="endpoint down"):
+        embed_in_background(costly, broken)()  # type: ignore[arg-type]
+    inline: list[str] = []
+    embed_in_background(HashingEmbedder(), lambda: inline.append(threading.current_thread().name) or np.zeros(1))
+    assert inline == [threading.current_thread().name]

@@ -38,6 +38,7 @@ from knowhub.index.projector import LEVEL_FIELDS, IndexProjector, RecordShape
 from knowhub.index.protocol import (
     IndexDocument,
     IndexHit,
+    QueryVector,
     RetrievalIndex,
     SharedRetrievalIndex,
     uri_ancestors,
@@ -70,6 +71,7 @@ __all__ = [
     "OutboxSink",
     "OutboxStatus",
     "OutboxStore",
+    "QueryVector",
     "RecordShape",
     "RetrievalIndex",
     "SQLiteOutboxStore",

@@ -65,6 +65,19 @@ def clean_tokens(tokens: Iterable[str], what: str) -> list[str]:
     return out
 
 
+def resolve_query_vector(vector: Any, dim: int) -> np.ndarray | None:
+    """A search's query vector as a unit float32 row, or None when there is none or it is
+    zero. ``vector`` may be a zero-argument function returning the vector (see
+    :data:`~knowhub.index.protocol.QueryVector`): it is called here, so a backend calls
+    this after its lexical stage."""
+    if callable(vector):
+        vector = vector()
+    if vector is None:
+        return None
+    unit = unit_vector(vector, dim, "query vector")
+    return unit if np.any(unit) else None
+
+
 def unit_vector(vector: Any, dim: int, what: str) -> np.ndarray:
     """``vector`` as float32 scaled to unit length (a zero vector stays zero)."""
     try:

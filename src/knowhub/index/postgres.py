@@ -57,10 +57,16 @@ from knowhub.index.documents import (
     clean_tokens,
     filter_values,
     prepare_document,
-    unit_vector,
+    resolve_query_vector,
 )
 from knowhub.index.postgres_lexical import bm25_top_k
-from knowhub.index.protocol import FilterValue, IndexDocument, IndexHit, check_field_name
+from knowhub.index.protocol import (
+    FilterValue,
+    IndexDocument,
+    IndexHit,
+    QueryVector,
+    check_field_name,
+)
 
 __all__ = ["PostgresIndex"]
 
@@ -630,7 +636,7 @@ class PostgresIndex:
         self,
         *,
         tokens: Sequence[str] | None = None,
-        vector: Sequence[float] | np.ndarray | None = None,
+        vector: QueryVector | None = None,
         filters: Mapping[str, FilterValue] | None = None,
         min_numbers: Mapping[str, float] | None = None,
         top_k: int = 10,
@@ -643,9 +649,8 @@ class PostgresIndex:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
                 raise InvalidInputError(f"{label} must be a non-negative integer", field=label)
         vk = top_k if vector_k is None else vector_k
-        query_vec = unit_vector(vector, self._dim, "query vector") if vector is not None else None
-        if query_vec is not None and not np.any(query_vec):
-            query_vec = None
+        if not callable(vector):
+            vector = resolve_query_vector(vector, self._dim)  # bad input fails before any work
         words = [w for w in dict.fromkeys(clean_tokens(tokens or (), "query")) if not _has_nul(w)]
         where, params = self._where(filters, min_numbers, partitions)
         if where is None:
@@ -659,6 +664,7 @@ class PostgresIndex:
                 ranked = bm25_top_k(conn, t, words, where, params, partitions, top_k)
                 for rank, (doc_id, score) in enumerate(ranked, start=1):
                     hits[doc_id] = IndexHit(doc_id, lexical_score=score, lexical_rank=rank)
+            query_vec = resolve_query_vector(vector, self._dim)  # a callable: after the lexical stage
             if query_vec is not None:
                 literal = _vector_literal(query_vec)
                 if vk > 0:

@@ -29,7 +29,7 @@ index is opened again, and the caller re-applies what changed after it, or rebui
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -43,6 +43,7 @@ __all__ = [
     "FilterValue",
     "IndexDocument",
     "IndexHit",
+    "QueryVector",
     "RetrievalIndex",
     "SharedRetrievalIndex",
     "check_field_name",
@@ -75,6 +76,12 @@ def uri_ancestors(uri: str) -> list[str]:
         pos = uri.find("/", pos + 1)
     return keys
 
+
+
+#: A search's query vector, or a zero-argument function returning one (or None). Backends
+#: call the function after their lexical stage, so a caller can compute the query embedding
+#: on another thread meanwhile (:func:`knowhub.providers.embedding.embed_in_background`).
+QueryVector = Sequence[float] | np.ndarray | Callable[[], Sequence[float] | np.ndarray | None]
 
 @dataclass(slots=True)
 class IndexDocument:
@@ -175,7 +182,7 @@ class RetrievalIndex(Protocol):
         self,
         *,
         tokens: Sequence[str] | None = None,
-        vector: Sequence[float] | np.ndarray | None = None,
+        vector: QueryVector | None = None,
         filters: Mapping[str, FilterValue] | None = None,
         min_numbers: Mapping[str, float] | None = None,
         top_k: int = 10,
@@ -190,6 +197,7 @@ class RetrievalIndex(Protocol):
 
         Order: by the better of the two ranks, then lexical score, then id. Ties in a signal
         are broken by id, so results are reproducible. A zero query vector matches nothing.
+        A callable ``vector`` is called once, after the lexical stage (:data:`QueryVector`).
         """
         ...
 

@@ -37,7 +37,7 @@ from knowhub.knowledge.ranking import (
     model_for,
     rank_hits,
 )
-from knowhub.providers.embedding import embed_queries, similarity_floor
+from knowhub.providers.embedding import embed_in_background, embed_queries, similarity_floor
 from knowhub.providers.llm import LLMClient, build_task_messages, estimate_tokens
 from knowhub.scope import Principal
 from knowhub.text import analyze
@@ -248,7 +248,8 @@ class DerivedIndexes:
         if types:
             filters["types"] = sorted(set(types))
         bounds = {"score": float(min_score), "quality": 0.0}
-        query_vec = embed_queries(self.embedder, [query])[0]
+        # embedded while the index runs its lexical stage (a callable vector)
+        query_vec = embed_in_background(self.embedder, lambda: embed_queries(self.embedder, [query])[0])
         with self.lock:
             return self.index.search(
                 tokens=lexical_tokens(query),

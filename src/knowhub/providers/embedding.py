@@ -14,8 +14,10 @@ import logging
 import math
 import os
 import re
+import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -330,6 +332,31 @@ def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     return method(texts) if method is not None else embedder.embed_matrix(texts)
 
 
+_background: ThreadPoolExecutor | None = None
+_background_lock = threading.Lock()
+
+
+def embed_in_background(embedder: Embedder, compute: Callable[[], np.ndarray]) -> Callable[[], np.ndarray]:
+    """Start ``compute`` (a query embedding with ``embedder``) on a worker thread and return
+    a function that waits for its result (and re-raises its error).
+
+    Why: a semantic query embedding (E5: ~12 ms of C that runs without the GIL, an HTTP call
+    for a remote embedder) is most of a search's time; handed to
+    :meth:`~knowhub.index.protocol.RetrievalIndex.search` as a callable vector it runs while
+    the index does its lexical stage. The hashing embedder (microseconds, pure Python) and
+    one-core machines compute at once instead.
+    """
+    global _background
+    if isinstance(embedder, HashingEmbedder) or (os.cpu_count() or 1) < 2:
+        result = compute()
+        return lambda: result
+    with _background_lock:
+        if _background is None:
+            _background = ThreadPoolExecutor(max(2, os.cpu_count() or 2), thread_name_prefix="query-embed")
+        pool = _background
+    return pool.submit(compute).result
+
+
 def similarity_floor(embedder: Embedder) -> float:
     """The cosine unrelated texts get from ``embedder`` (0.0 unless it says otherwise)."""
     return float(getattr(embedder, "similarity_floor", 0.0))
@@ -407,6 +434,7 @@ __all__ = [
     "OpenAICompatibleEmbedder",
     "build_embedder",
     "default_embedder",
+    "embed_in_background",
     "embed_queries",
     "related_threshold",
     "relatedness",

@@ -37,7 +37,7 @@ from knowhub.context.core.query import SeedHit, TypedQuery
 from knowhub.context.core.uri import agent_spaces, check_access
 from knowhub.index.projector import partition_key
 from knowhub.index.protocol import IndexHit, RetrievalIndex
-from knowhub.providers.embedding import Embedder, embed_queries
+from knowhub.providers.embedding import Embedder, embed_in_background, embed_queries
 from knowhub.text import tokenize
 
 __all__ = ["DEFAULT_CONTEXT_TYPES", "CandidateSet", "L0Retriever", "RetrieverConfig", "visibility_filters", "visible_partitions"]
@@ -242,11 +242,12 @@ class L0Retriever:
         cfg = self.config
         types = filters.get("context_type")
         partitions = visible_partitions(ctx, None if types is None else list(types) if isinstance(types, list) else [types])
-        vector = self.query_vector(typed_query) if cfg.vector_weight > 0 else None
-        use_dense = vector is not None and bool(np.any(vector))
+        # the query embedding runs on another thread while the index does its lexical stage
+        use_dense = cfg.vector_weight > 0
+        vector = embed_in_background(self.embedder, lambda: self.query_vector(typed_query)) if use_dense else None
         tokens = self._query_tokens(typed_query.text, partitions) if cfg.lexical_weight > 0 else []
         index_filters = self._index_filters(filters)
-        hits = self.index.search(tokens=tokens or None, vector=vector if use_dense else None, filters=index_filters,
+        hits = self.index.search(tokens=tokens or None, vector=vector, filters=index_filters,
                                  top_k=pool if tokens else 0, vector_k=min(pool, cfg.dense_pool) if use_dense else 0,
                                  partitions=partitions)
         dense = sorted((h for h in hits if h.vector_rank is not None), key=lambda h: h.vector_rank or 0)
