@@ -86,7 +86,7 @@ from _knowledge_corpus import (
 )
 from _knowledge_loco import StemmedBM25, loco
 from _knowledge_report import TARGET_P95_MS, TOP_K, markdown_tables, print_tables
-from _speed import bm25s_baseline, dir_mb, rss_mb
+from _speed import bm25s_baseline, dir_mb, paused, rss_mb
 
 from knowhub.knowledge import KnowledgeHub
 from knowhub.knowledge.search import ROUTE_INSTRUCTIONS, ROUTE_SCHEMA
@@ -733,6 +733,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out-md", type=Path, default=None, help="tables as Markdown")
     parser.add_argument("--quick", action="store_true", help="small smoke run")
     parser.add_argument(
+        "--pause-pid",
+        type=int,
+        action="append",
+        default=[],
+        help="stop this process of ours while cold starts and searches are timed; repeatable",
+    )
+    parser.add_argument(
         "--embed-cache",
         type=Path,
         default=None,
@@ -820,16 +827,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     hub, corpus[loaded:size], saved, console, f"bulk load {loaded:,} → {size:,}"
                 )
                 loaded = size
-            hub, probe, result["index"][str(size)] = reopen(hub, llm, work / "main", rss_base, size)
-            console.print(f"index @ {size:,}: {result['index'][str(size)]}")
-            result["search"][str(size)] = {
-                who: measure_search(
-                    probe, principal, queries, saved, console, f"search @ {size:,} ({who})"
-                )
-                for who, principal in (("member", member), ("all", everyone))
-            }
-            texts = [f"{i.body['task']}\n{i.body['content']}" for i in corpus[:size]]
-            result["bm25s"][str(size)] = bm25s_baseline(texts, queries, hub.candidate_pool)
+            with paused(args.pause_pid):  # cold start and searches timed alone
+                hub, probe, result["index"][str(size)] = reopen(hub, llm, work / "main", rss_base, size)
+                console.print(f"index @ {size:,}: {result['index'][str(size)]}")
+                result["search"][str(size)] = {
+                    who: measure_search(
+                        probe, principal, queries, saved, console, f"search @ {size:,} ({who})"
+                    )
+                    for who, principal in (("member", member), ("all", everyone))
+                }
+                texts = [f"{i.body['task']}\n{i.body['content']}" for i in corpus[:size]]
+                result["bm25s"][str(size)] = bm25s_baseline(texts, queries, hub.candidate_pool)
             console.print(f"bm25s @ {size:,}: {result['bm25s'][str(size)]}")
             console.print(
                 f"size {size:,}: "

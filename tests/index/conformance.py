@@ -22,6 +22,7 @@ unambiguous, the per-signal scores and ranks, and filters applied inside the sea
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -196,6 +197,23 @@ class RetrievalIndexConformance:
             index.search(tokens=["alpha"], vector=broken, top_k=2)
         with pytest.raises(InvalidInputError):
             index.search(vector=lambda: np.ones(3), top_k=2)  # wrong dimension, found late
+
+    def test_writes_go_on_while_a_callable_vector_is_awaited(self, index: RetrievalIndex) -> None:
+        """The backend holds nothing another thread's write needs while the caller's
+        function runs (it would deadlock here), and every hit it returns was a passing
+        document at some moment of the search."""
+        index.upsert([_doc("a", "alpha", vector=_vec(1.0)), _doc("b", "alpha beta", vector=_vec(0.0, 1.0))])
+
+        def later() -> np.ndarray:
+            writer = threading.Thread(target=index.upsert, args=([_doc("c", "alpha", vector=_vec(1.0))],))
+            writer.start()
+            writer.join(10)
+            assert not writer.is_alive(), "a write blocked while the search awaited its vector"
+            return _vec(1.0)
+
+        hits = index.search(tokens=["alpha"], vector=later, top_k=5, vector_k=5)
+        assert {"a", "b"} <= set(_ids(hits)) <= {"a", "b", "c"}
+        assert index.get("c") is not None
 
     def test_vector_k_defaults_to_top_k(self, index: RetrievalIndex) -> None:
         index.upsert([_doc(f"d{i}", vector=_vec(1.0, i / 10)) for i in range(6)])

@@ -119,3 +119,23 @@ def test_coded_scan_finds_the_exact_top_k(monkeypatch: pytest.MonkeyPatch) -> No
     coded.delete([f"d{i}" for i in range(300, 900)])
     upsert(docs(9000, 500))  # reuses the freed rows
     same_results()
+
+
+def test_hits_changed_while_the_vector_was_awaited_are_dropped() -> None:
+    """The lexical stage runs, the lock is released while the caller's function computes
+    the vector; a lexical hit deleted or moved out of the filters meanwhile is not returned
+    (the filters are visibility: a stale hit would be a leak)."""
+    index = EmbeddedIndex(4)
+    index.upsert([
+        IndexDocument(id=d, tokens=["alpha"], vector=np.eye(4)[1], filters={"owner": "x"})
+        for d in ("moved", "deleted", "kept")
+    ])
+
+    def later() -> np.ndarray:
+        index.upsert([IndexDocument(id="moved", tokens=["alpha"], vector=np.eye(4)[1], filters={"owner": "y"})])
+        index.delete(["deleted"])
+        return np.eye(4)[0]
+
+    hits = index.search(tokens=["alpha"], vector=later, filters={"owner": "x"}, top_k=5, vector_k=5)
+    assert [h.id for h in hits] == ["kept"]
+    assert hits[0].lexical_rank is not None and hits[0].vector_score == pytest.approx(0.0, abs=1e-6)

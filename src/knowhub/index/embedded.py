@@ -17,7 +17,7 @@ Chosen by measurement (docs/retrieval.md):
   query), so when at least ``_CODED_SCAN_ROWS`` rows pass the filters it runs over an
   8-bit copy of the vectors instead (faiss ``IndexScalarQuantizer``, a quarter of the
   bytes, trained on the live vectors when first needed) and re-scores its best
-  ``_CODED_FACTOR`` × k candidates exactly: 100k rows 4.7 → 1.5 ms, 1M 67 → 18 ms
+  ``_CODED_FACTOR`` × (k + 16) candidates exactly: 100k rows 4.7 → 1.5 ms, 1M 67 → 18 ms
   (docs/retrieval.md), the top k unchanged unless quantization error exceeds the gap
   between a true top-k row and the candidates' cut.
 
@@ -522,37 +522,27 @@ class EmbeddedIndex:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
                 raise InvalidInputError(f"{name} must be a non-negative integer", field=name)
         vk = top_k if vector_k is None else vector_k
-        if not callable(vector):
-            vector = resolve_query_vector(vector, self._dim)  # bad input fails before any work
+        pending = vector if callable(vector) else None
+        # a given vector is checked before any work; a pending one once it arrives
+        query_vec = None if pending is not None else resolve_query_vector(vector, self._dim)
         words = list(dict.fromkeys(clean_tokens(tokens or (), "query")))
-        hits: dict[str, IndexHit] = {}
-        if words and top_k > 0:
+        lexical_k = top_k if words else 0
+        if pending is not None:  # lexical stage, then wait for the vector outside the lock
             with self._lock:
-                if self._docs:
-                    for rank, (doc_id, score) in enumerate(
-                        self._lexical(words, filters, min_numbers, top_k, partitions), start=1
-                    ):
-                        hits[doc_id] = IndexHit(doc_id, lexical_score=score, lexical_rank=rank)
-        query_vec = resolve_query_vector(vector, self._dim)
-        if query_vec is not None:
+                hits = self._lexical_hits(words, filters, min_numbers, lexical_k, partitions)
+            query_vec = resolve_query_vector(pending, self._dim)
             with self._lock:
-                # documents deleted since the lexical stage are dropped
-                hits = {doc_id: hit for doc_id, hit in hits.items() if doc_id in self._docs}
-                if vk > 0 and self._docs:
-                    mask = self._mask(filters, min_numbers, partitions) & self._has_vec
-                    for rank, (doc_id, score) in enumerate(self._nearest(query_vec, mask, vk), start=1):
-                        hit = hits.get(doc_id)
-                        if hit is None:
-                            hit = hits[doc_id] = IndexHit(doc_id)
-                        hit.vector_rank = rank
-                        hit.vector_score = score
-                missing = [h for h in hits.values() if h.vector_score is None and self._docs[h.id].has_vector]
-                if missing:
-                    rows = np.fromiter((self._docs[h.id].row for h in missing), dtype=np.int64, count=len(missing))
-                    # ufuncs, not BLAS: a multi-threaded gemv stalls on a busy machine
-                    cosines = (self._matrix[rows] * query_vec).sum(axis=1)
-                    for hit, cosine in zip(missing, cosines, strict=True):
-                        hit.vector_score = float(cosine)
+                if hits:  # drop what was deleted or stopped passing the filters meanwhile
+                    passing = self._mask(filters, min_numbers, partitions)
+                    hits = {
+                        doc_id: hit for doc_id, hit in hits.items()
+                        if (doc := self._docs.get(doc_id)) is not None and passing[doc.row]
+                    }
+                self._vector_stage(hits, query_vec, filters, min_numbers, vk, partitions)
+        else:
+            with self._lock:
+                hits = self._lexical_hits(words, filters, min_numbers, lexical_k, partitions)
+                self._vector_stage(hits, query_vec, filters, min_numbers, vk, partitions)
         inf = math.inf
         return sorted(
             hits.values(),
@@ -562,6 +552,51 @@ class EmbeddedIndex:
                 h.id,
             ),
         )
+
+    def _lexical_hits(
+        self,
+        words: list[str],
+        filters: Mapping[str, FilterValue] | None,
+        min_numbers: Mapping[str, float] | None,
+        top_k: int,
+        partitions: Sequence[str] | None,
+    ) -> dict[str, IndexHit]:
+        if not words or top_k <= 0 or not self._docs:
+            return {}
+        ranked = self._lexical(words, filters, min_numbers, top_k, partitions)
+        return {
+            doc_id: IndexHit(doc_id, lexical_score=score, lexical_rank=rank)
+            for rank, (doc_id, score) in enumerate(ranked, start=1)
+        }
+
+    def _vector_stage(
+        self,
+        hits: dict[str, IndexHit],
+        query_vec: np.ndarray | None,
+        filters: Mapping[str, FilterValue] | None,
+        min_numbers: Mapping[str, float] | None,
+        vector_k: int,
+        partitions: Sequence[str] | None,
+    ) -> None:
+        """Add the ``vector_k`` nearest passing documents to ``hits`` and give every hit
+        with a vector its cosine (caller holds the lock)."""
+        if query_vec is None:
+            return
+        if vector_k > 0 and self._docs:
+            mask = self._mask(filters, min_numbers, partitions) & self._has_vec
+            for rank, (doc_id, score) in enumerate(self._nearest(query_vec, mask, vector_k), start=1):
+                hit = hits.get(doc_id)
+                if hit is None:
+                    hit = hits[doc_id] = IndexHit(doc_id)
+                hit.vector_rank = rank
+                hit.vector_score = score
+        missing = [h for h in hits.values() if h.vector_score is None and self._docs[h.id].has_vector]
+        if missing:
+            rows = np.fromiter((self._docs[h.id].row for h in missing), dtype=np.int64, count=len(missing))
+            # ufuncs, not BLAS: a multi-threaded gemv stalls on a busy machine
+            cosines = (self._matrix[rows] * query_vec).sum(axis=1)
+            for hit, cosine in zip(missing, cosines, strict=True):
+                hit.vector_score = float(cosine)
 
     def _lexical(
         self,

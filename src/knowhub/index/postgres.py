@@ -649,9 +649,11 @@ class PostgresIndex:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
                 raise InvalidInputError(f"{label} must be a non-negative integer", field=label)
         vk = top_k if vector_k is None else vector_k
-        if not callable(vector):
-            vector = resolve_query_vector(vector, self._dim)  # bad input fails before any work
         words = [w for w in dict.fromkeys(clean_tokens(tokens or (), "query")) if not _has_nul(w)]
+        if not callable(vector) or not (words and top_k > 0):
+            # a given vector is checked before any work; a pending one is awaited inside the
+            # transaction only when a lexical stage runs meanwhile
+            vector = resolve_query_vector(vector, self._dim)
         where, params = self._where(filters, min_numbers, partitions)
         if where is None:
             return []

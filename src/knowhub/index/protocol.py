@@ -77,7 +77,6 @@ def uri_ancestors(uri: str) -> list[str]:
     return keys
 
 
-
 #: A search's query vector, or a zero-argument function returning one (or None). Backends
 #: call the function after their lexical stage, so a caller can compute the query embedding
 #: on another thread meanwhile (:func:`knowhub.providers.embedding.embed_in_background`).

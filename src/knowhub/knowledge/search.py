@@ -248,17 +248,17 @@ class DerivedIndexes:
         if types:
             filters["types"] = sorted(set(types))
         bounds = {"score": float(min_score), "quality": 0.0}
-        # embedded while the index runs its lexical stage (a callable vector)
+        # embedded while the index runs its lexical stage (a callable vector); no lock of
+        # ours is held while waiting for it: the index is thread-safe on its own
         query_vec = embed_in_background(self.embedder, lambda: embed_queries(self.embedder, [query])[0])
-        with self.lock:
-            return self.index.search(
-                tokens=lexical_tokens(query),
-                vector=query_vec,
-                filters=filters,
-                min_numbers=bounds,
-                top_k=pool,
-                vector_k=pool,
-            )
+        return self.index.search(
+            tokens=lexical_tokens(query),
+            vector=query_vec,
+            filters=filters,
+            min_numbers=bounds,
+            top_k=pool,
+            vector_k=pool,
+        )
 
     def recall(
         self,

@@ -334,6 +334,8 @@ def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
 
 _background: ThreadPoolExecutor | None = None
 _background_lock = threading.Lock()
+#: Query embeddings in flight at once (each waits for a core or an HTTP answer).
+_BACKGROUND_THREADS = 32
 
 
 def embed_in_background(embedder: Embedder, compute: Callable[[], np.ndarray]) -> Callable[[], np.ndarray]:
@@ -352,9 +354,20 @@ def embed_in_background(embedder: Embedder, compute: Callable[[], np.ndarray]) -
         return lambda: result
     with _background_lock:
         if _background is None:
-            _background = ThreadPoolExecutor(max(2, os.cpu_count() or 2), thread_name_prefix="query-embed")
+            # sized for remote embedders (waiting on HTTP) as much as for E5 (one core each)
+            _background = ThreadPoolExecutor(_BACKGROUND_THREADS, thread_name_prefix="query-embed")
         pool = _background
     return pool.submit(compute).result
+
+
+def _forget_background_pool() -> None:
+    """A forked child has none of the parent's threads: it starts its own pool."""
+    global _background, _background_lock
+    _background = None
+    _background_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_background_pool)
 
 
 def similarity_floor(embedder: Embedder) -> float:
