@@ -82,6 +82,7 @@ def uri_ancestors(uri: str) -> list[str]:
 #: on another thread meanwhile (:func:`knowhub.providers.embedding.embed_in_background`).
 QueryVector = Sequence[float] | np.ndarray | Callable[[], Sequence[float] | np.ndarray | None]
 
+
 @dataclass(slots=True)
 class IndexDocument:
     """One document of a retrieval index.
