@@ -532,13 +532,13 @@ class EmbeddedIndex:
                 hits = self._lexical_hits(words, filters, min_numbers, lexical_k, partitions)
             query_vec = resolve_query_vector(pending, self._dim)
             with self._lock:
-                if hits:  # drop what was deleted or stopped passing the filters meanwhile
-                    passing = self._mask(filters, min_numbers, partitions)
+                passing = self._mask(filters, min_numbers, partitions) if hits or vk > 0 else None
+                if hits and passing is not None:  # drop what was deleted or stopped passing meanwhile
                     hits = {
                         doc_id: hit for doc_id, hit in hits.items()
                         if (doc := self._docs.get(doc_id)) is not None and passing[doc.row]
                     }
-                self._vector_stage(hits, query_vec, filters, min_numbers, vk, partitions)
+                self._vector_stage(hits, query_vec, filters, min_numbers, vk, partitions, passing)
         else:
             with self._lock:
                 hits = self._lexical_hits(words, filters, min_numbers, lexical_k, partitions)
@@ -577,13 +577,17 @@ class EmbeddedIndex:
         min_numbers: Mapping[str, float] | None,
         vector_k: int,
         partitions: Sequence[str] | None,
+        passing: np.ndarray | None = None,
     ) -> None:
         """Add the ``vector_k`` nearest passing documents to ``hits`` and give every hit
-        with a vector its cosine (caller holds the lock)."""
+        with a vector its cosine (caller holds the lock; ``passing``: the filters' mask if
+        the caller has it)."""
         if query_vec is None:
             return
         if vector_k > 0 and self._docs:
-            mask = self._mask(filters, min_numbers, partitions) & self._has_vec
+            if passing is None:
+                passing = self._mask(filters, min_numbers, partitions)
+            mask = passing & self._has_vec
             for rank, (doc_id, score) in enumerate(self._nearest(query_vec, mask, vector_k), start=1):
                 hit = hits.get(doc_id)
                 if hit is None:
