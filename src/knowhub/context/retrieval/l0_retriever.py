@@ -242,16 +242,16 @@ class L0Retriever:
         cfg = self.config
         types = filters.get("context_type")
         partitions = visible_partitions(ctx, None if types is None else list(types) if isinstance(types, list) else [types])
-        # the query embedding runs on another thread while the index does its lexical stage
-        use_dense = cfg.vector_weight > 0
-        vector = embed_in_background(self.embedder, lambda: self.query_vector(typed_query)) if use_dense else None
+        # The query embedding runs on another thread while both lexical searches (the query,
+        # then its feedback expansion) run here; the vector search waits for it last. Fusion
+        # reads cosines of dense hits only, so separate searches rank exactly as one would.
+        vector = embed_in_background(self.embedder, lambda: self.query_vector(typed_query)) if cfg.vector_weight > 0 else None
         tokens = self._query_tokens(typed_query.text, partitions) if cfg.lexical_weight > 0 else []
         index_filters = self._index_filters(filters)
-        hits = self.index.search(tokens=tokens or None, vector=vector, filters=index_filters,
-                                 top_k=pool if tokens else 0, vector_k=min(pool, cfg.dense_pool) if use_dense else 0,
-                                 partitions=partitions)
-        dense = sorted((h for h in hits if h.vector_rank is not None), key=lambda h: h.vector_rank or 0)
-        lexical = sorted((h for h in hits if h.lexical_rank is not None), key=lambda h: h.lexical_rank or 0)
+        lexical: list[IndexHit] = []
+        if tokens:
+            hits = self.index.search(tokens=tokens, filters=index_filters, top_k=pool, partitions=partitions)
+            lexical = sorted((h for h in hits if h.lexical_rank is not None), key=lambda h: h.lexical_rank or 0)
         feedback: list[IndexHit] = []
         if cfg.prf_docs > 0 and lexical:
             expanded = self._expand_query(tokens, lexical[: cfg.prf_docs], partitions)
@@ -259,6 +259,11 @@ class L0Retriever:
                 feedback = [h for h in self.index.search(tokens=expanded, filters=index_filters, top_k=pool,
                                                          partitions=partitions)
                             if h.lexical_rank is not None]
+        dense: list[IndexHit] = []
+        if vector is not None:
+            hits = self.index.search(vector=vector, filters=index_filters, top_k=0,
+                                     vector_k=min(pool, cfg.dense_pool), partitions=partitions)
+            dense = sorted((h for h in hits if h.vector_rank is not None), key=lambda h: h.vector_rank or 0)
         return dense, lexical, feedback
 
     def search(self, typed_query: TypedQuery, ctx: Any, *, extra_filters: Mapping[str, Any] | None = None,
