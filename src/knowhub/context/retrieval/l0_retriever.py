@@ -212,7 +212,7 @@ class L0Retriever:
 
         Typed queries of one search share the query text, so :meth:`search` and the
         hierarchical searcher narrow this set (category, parent directory) instead of
-        searching again: one index search (plus one for feedback) per ``search_memory``.
+        searching again: one lexical, one feedback and one vector search per ``search_memory``.
         """
         size = int(pool or self.config.candidate_pool)
         base = TypedQuery(text=typed_query.text, context_type=typed_query.context_type, target_uri=typed_query.target_uri,
