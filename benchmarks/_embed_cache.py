@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-DEFAULT_DIR = Path(os.environ.get("KNOWHUB_BENCH_CACHE", Path.home() / ".cache" / "knowhub-bench"))
+DEFAULT_DIR = Path.home() / ".cache" / "knowhub-bench"
 _PART_ROWS = 2048
 
 
