@@ -17,9 +17,9 @@ Chosen by measurement (docs/retrieval.md):
   query), so when at least ``_CODED_SCAN_ROWS`` rows pass the filters it runs over an
   8-bit copy of the vectors instead (faiss ``IndexScalarQuantizer``, a quarter of the
   bytes, trained on the live vectors when first needed) and re-scores its best
-  ``_CODED_FACTOR`` × (k + 16) candidates exactly: 100k rows 4.7 → 1.5 ms, 1M 67 → 18 ms
-  (docs/retrieval.md), the top k unchanged unless quantization error exceeds the gap
-  between a true top-k row and the candidates' cut.
+  ``_CODED_FACTOR`` × (k + 16) candidates exactly: p50 100k rows 6.7 → 2.4 ms, 1M 51.6 →
+  19.2 ms (``benchmarks/vector_scan_bench.py``), the same top k unless quantization error
+  exceeds the gap between a true top-k row and the candidates' cut.
 
 Filter postings (field → value → rows) and numeric columns are kept here in numpy, for the
 vector bitmap, :meth:`EmbeddedIndex.ids` and :meth:`EmbeddedIndex.delete_where`.
