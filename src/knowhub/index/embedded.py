@@ -77,7 +77,7 @@ _CACHED_MASK_ROWS = 2048
 _TIE_MARGIN = 16
 _WRITER_HEAP = 64_000_000
 # The vector stage scans 8-bit codes (then re-scores exactly) from this many passing rows.
-_CODED_SCAN_ROWS = 32_768
+_CODED_SCAN_ROWS = 16_384
 # Candidates re-scored exactly: this many times the rows wanted, at least _CODED_MIN.
 _CODED_FACTOR = 4
 _CODED_MIN = 256

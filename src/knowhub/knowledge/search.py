@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from knowhub.errors import KnowhubError, LLMError
-from knowhub.index import EmbeddedIndex, IndexDocument, IndexHit, RetrievalIndex
+from knowhub.index import EmbeddedIndex, IndexDocument, IndexHit, QueryVector, RetrievalIndex
 from knowhub.knowledge.models import Knowledge, quality_score
 from knowhub.knowledge.ranking import (
     Candidate,
@@ -229,6 +229,10 @@ class DerivedIndexes:
         seq = meta.get("seq")
         return seq if isinstance(seq, int) and not isinstance(seq, bool) else None
 
+    def embed_query_soon(self, query: str) -> QueryVector:
+        """The query's vector, computed on a worker thread (see ``embed_in_background``)."""
+        return embed_in_background(self.embedder, lambda: embed_queries(self.embedder, [query])[0])
+
     def signals(
         self,
         query: str,
@@ -237,6 +241,7 @@ class DerivedIndexes:
         types: Sequence[str] | None,
         min_score: float,
         pool: int,
+        query_vec: QueryVector | None = None,
     ) -> list[IndexHit]:
         """The ``pool`` best lexical matches and ``pool`` nearest vectors among visible,
         eligible items, each with its BM25 score and cosine (see :class:`IndexHit`).
@@ -248,9 +253,11 @@ class DerivedIndexes:
         if types:
             filters["types"] = sorted(set(types))
         bounds = {"score": float(min_score), "quality": 0.0}
-        # embedded while the index runs its lexical stage (a callable vector); no lock of
-        # ours is held while waiting for it: the index is thread-safe on its own
-        query_vec = embed_in_background(self.embedder, lambda: embed_queries(self.embedder, [query])[0])
+        # embedded while the index runs its lexical stage (a callable vector; ``query_vec``
+        # when the caller started it); no lock of ours is held while waiting for it: the
+        # index is thread-safe on its own
+        if query_vec is None:
+            query_vec = self.embed_query_soon(query)
         return self.index.search(
             tokens=lexical_tokens(query),
             vector=query_vec,
@@ -285,14 +292,16 @@ class DerivedIndexes:
         pool: int,
     ) -> list[Candidate]:
         """:meth:`signals` as ranking candidates: BM25 scores scaled by the idf mass of the
-        query's terms among the visible items, cosines as they are."""
-        hits = self.signals(query, principal, types=types, min_score=min_score, pool=pool)
+        query's terms among the visible items, cosines as they are. The term statistics are
+        read while the query is being embedded."""
+        pending = self.embed_query_soon(query)
         terms = set(lexical_tokens(query))
         filters: dict[str, Any] = {"scopes": sorted(principal.visible_scopes)}
         if types:
             filters["types"] = sorted(set(types))
         with self.lock:
             freqs, n_docs = self.index.doc_freqs(terms, filters)
+        hits = self.signals(query, principal, types=types, min_score=min_score, pool=pool, query_vec=pending)
         mass = QueryMass.of(terms, freqs, n_docs)
         floor = similarity_floor(self.embedder)
         return make_candidates(((h.id, h.lexical_score, h.vector_score) for h in hits), mass, floor)
