@@ -82,3 +82,33 @@ def test_async_client_matches_in_process(local: LocalKnowhub, tmp_path: Path) ->
         server.stop()
     for name, steps in remote.items():
         _compare(SCENARIOS[name](local), steps)
+
+
+def test_errors_from_a_real_server_are_the_engines_classes(served: ServerProcess) -> None:
+    from knowhub.errors import (
+        InvalidInputError,
+        NotFoundError,
+        PermissionDeniedError,
+        VersionConflictError,
+    )
+
+    with KnowhubClient(served.base_url, timeout=30.0) as client:
+        with pytest.raises(NotFoundError) as missing:
+            client.knowledge.get("knowledge-20000101-0000000000000000")
+        assert missing.value.http_status == 404
+        node = client.tree.create_keyword("冲突测试", parent_id="root")
+        client.tree.update_keyword(node.id, {"description": "v2"}, version=node.version)
+        with pytest.raises(VersionConflictError):
+            client.tree.update_keyword(node.id, {"description": "v3"}, version=node.version)
+        with pytest.raises(InvalidInputError) as engine_400:
+            client.knowledge.save({"task": "t", "content": "c", "types": ["no-such-type"]})
+        assert engine_400.value.http_status == 400
+        with pytest.raises(InvalidInputError) as schema_422:
+            client.knowledge.save({"task": "t", "content": "c", "types": ["tool"], "unknown_field": 1})
+        assert schema_422.value.http_status == 422 and schema_422.value.code == "validation_error"
+        with pytest.raises(PermissionDeniedError) as foreign:
+            client.context.get_node("ctx://default/users/someone-else/memories")
+        assert foreign.value.http_status == 403
+        with KnowhubClient(served.base_url, agent_id="not-mine") as stranger, \
+                pytest.raises(PermissionDeniedError, match="X-Context-Agent"):
+            stranger.context.search_memory("x")
