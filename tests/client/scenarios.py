@@ -26,7 +26,7 @@ VOLATILE_KEYS = frozenset({
 })
 #: Keys whose values are generated ids (the same in both runs only up to renaming).
 ID_KEYS = frozenset({"id", "change_id", "operation_id", "commit_id", "event_id", "knowledge_id", "info_id",
-                     "keyword_id", "parent_id", "archive_id"})
+                     "keyword_id", "parent_id", "archive_id", "plan_id"})
 _GENERATED = re.compile(r"knowledge-\d{8}-[0-9a-f]{16}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
@@ -139,6 +139,7 @@ def knowledge_scenario(kh: Any) -> Steps:
         {"role": "user", "content": "我更喜欢用 pytest 写测试，请记住。I prefer pytest for tests."},
         {"role": "assistant", "content": "好的，以后用 pytest。"},
     ]))
+    rec("slim plan", k.slim())
     rec("delete", k.delete(b.id))
     rec("get deleted", error_of(lambda: k.get(b.id)))
     rec("undo", k.undo(history[0]["change_id"]))
