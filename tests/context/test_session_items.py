@@ -184,3 +184,22 @@ def test_http_needs_a_key(http: TestClient) -> None:
 def test_file_lives_in_the_users_space(svc: ContextEngineService, tmp_path: Path) -> None:
     svc.add_session_items(ALICE, "abc", ITEMS[:1])
     assert os.path.exists(tmp_path / "ctx" / "accounts" / "acme" / "users" / "alice" / ".sessions" / "abc.jsonl")
+
+
+def test_concurrent_appends_keep_whole_batches(svc: ContextEngineService) -> None:
+    import threading
+
+    def writer(n: int) -> None:
+        for i in range(25):
+            svc.add_session_items(ALICE, "busy", [{"w": n, "i": i, "part": p} for p in range(3)])
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    items = svc.get_session_items(ALICE, "busy").items
+    assert len(items) == 4 * 25 * 3
+    for start in range(0, len(items), 3):  # every batch is contiguous and whole
+        batch = items[start:start + 3]
+        assert [b["part"] for b in batch] == [0, 1, 2] and len({(b["w"], b["i"]) for b in batch}) == 1

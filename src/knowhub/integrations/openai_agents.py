@@ -205,7 +205,8 @@ class KnowhubSession:
         """Store ``items`` exactly (one durable batch); commit into memory as the module doc says."""
         if not items:
             return
-        batch = json.loads(json.dumps(list(items)))  # the JSON the SDK's items are (and a clear error if not)
+        # the JSON the SDK's items are, as SQLiteSession stores them (a clear error if not JSON)
+        batch = json.loads(json.dumps(list(items), allow_nan=False))
         async with self._guard():
             state = await _call(self._ctx.add_session_items, self.session_id, batch)
             if self.commit_every and any(_is_answer(item) for item in batch):
@@ -400,6 +401,6 @@ def knowhub_tools(
             return _error(exc)
         return f"Saved as knowledge {_field(item, 'id')}."
 
-    makers = {"search_memory": search_memory, "read_memory": read_memory, "remember": remember,
+    makers: dict[str, Callable[..., Any]] = {"search_memory": search_memory, "read_memory": read_memory, "remember": remember,
               "search_knowledge": search_knowledge, "save_knowledge": save_knowledge}
     return [function_tool(makers[name], name_override=name) for name in wanted]
