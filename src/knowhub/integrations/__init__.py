@@ -1,3 +1,5 @@
-"""Adapters for agent runtimes: one module per runtime, each behind its extra
-(``pip install knowhub[openai-agents]`` ...), built on :mod:`knowhub.client` (or a
-:class:`~knowhub.client.LocalKnowhub`). See docs/integrations.md."""
+"""Adapters for agent runtimes, one module per runtime, each behind its own extra.
+
+Nothing is imported here: ``import knowhub.integrations.langgraph`` needs
+``pip install 'knowhub[langgraph]'``, and no other adapter pays for it.
+"""
