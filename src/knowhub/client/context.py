@@ -13,6 +13,7 @@ from typing import Any
 
 from knowhub.client._http import Call
 from knowhub.client._namespace import Namespace, check_no_extra, plain_rows, rows
+from knowhub.client.context_sessions import SessionItemsMixin
 
 _BASE = "/api/context"
 #: ``commit_session`` options the HTTP body carries.
@@ -49,7 +50,7 @@ def _summary(data: Any) -> Any:
     return NodeSummary.from_dict(data)
 
 
-class ContextNamespace(Namespace):
+class ContextNamespace(SessionItemsMixin, Namespace):
     """The caller's memory: commit sessions, search, read and browse ``ctx://`` nodes."""
 
     def commit_session(

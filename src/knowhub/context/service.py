@@ -71,6 +71,7 @@ from knowhub.context.retrieval import (
     SearcherConfig,
 )
 from knowhub.context.retrieval.speaker_focus import DEFAULT_SPEAKER_BOOST, focus_on_named_speakers
+from knowhub.context.session_items import SessionItemLog, SessionItems
 from knowhub.errors import InvalidInputError, StorageError
 from knowhub.index import (
     BackgroundIndexRunner,
@@ -162,6 +163,8 @@ class ContextEngineService:
         if not reindex and not in_file:  # first use (or a data dir from before the file)
             identity_file(self.data_dir).save(self.identity)
         self.relations = RelationStore(self.fs)
+        #: raw items of agent runtimes' sessions (:mod:`knowhub.context.session_items`)
+        self.session_items = SessionItemLog(self.fs.account_dir, durable=durable)
         self.index_dir = self.data_dir / "index"
         ensure_dir(self.index_dir)
         self.outbox = SQLiteOutboxStore(self.index_dir / "outbox.db", lease_s=lease_s, max_retries=max_retries,
@@ -522,3 +525,30 @@ class ContextEngineService:
         self.outbox.append_batch(events)
         if self.runner.running:
             self.runner.wake()
+
+    # ------------------------------------------------------------------ raw session items
+
+    def add_session_items(self, ctx: Any, session_id: str, items: Sequence[dict[str, Any]]) -> SessionItems:
+        """Append raw items (any JSON objects, kept exactly) to the caller's session log."""
+        self._check_open()
+        return self.session_items.append(ctx, session_id, items)
+
+    def get_session_items(self, ctx: Any, session_id: str, limit: int | None = None, start: int = 0) -> SessionItems:
+        """The caller's session items from ``start``, the last ``limit`` of them (None: all)."""
+        self._check_open()
+        return self.session_items.read(ctx, session_id, limit, start)
+
+    def pop_session_item(self, ctx: Any, session_id: str) -> dict[str, Any] | None:
+        """Remove and return the caller's last session item (None when empty)."""
+        self._check_open()
+        return self.session_items.pop(ctx, session_id)
+
+    def clear_session_items(self, ctx: Any, session_id: str) -> int:
+        """Drop the caller's session items (memories already committed stay); the count."""
+        self._check_open()
+        return self.session_items.clear(ctx, session_id)
+
+    def mark_session_committed(self, ctx: Any, session_id: str, upto: int) -> SessionItems:
+        """Record that the first ``upto`` items were committed into memory (monotone)."""
+        self._check_open()
+        return self.session_items.mark_committed(ctx, session_id, upto)

@@ -29,6 +29,7 @@ from knowhub.server.responses import install_error_docs
 from knowhub.server.routers import admin as admin_router
 from knowhub.server.routers import context as context_router
 from knowhub.server.routers import context_audit as context_audit_router
+from knowhub.server.routers import context_sessions as context_sessions_router
 from knowhub.server.routers import knowledge as knowledge_router
 from knowhub.server.routers import me as me_router
 from knowhub.server.routers import resource as resource_router
@@ -51,6 +52,7 @@ ROUTER_FACTORIES: tuple[RouterFactory, ...] = (
     context_router.build_router,
     tree_router.build_router,
     context_audit_router.build_router,
+    context_sessions_router.build_router,
     me_router.build_router,
     admin_router.build_router,
 )
