@@ -49,12 +49,12 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
 
 from knowhub.errors import InvalidInputError, KnowhubError
 
-__all__ = ["COMMIT_CHUNK", "KNOWHUB_TOOL_NAMES", "KnowhubSession", "items_to_messages", "knowhub_tools"]
+__all__ = ["COMMIT_CHUNK", "MEMORY_TOOL_NAMES", "KnowhubSession", "items_to_messages", "knowhub_tools"]
 
 log = logging.getLogger(__name__)
 
 #: Names of the tools :func:`knowhub_tools` makes (their calls are not committed as memory).
-KNOWHUB_TOOL_NAMES: tuple[str, ...] = ("search_memory", "read_memory", "remember", "search_knowledge", "save_knowledge")
+MEMORY_TOOL_NAMES: tuple[str, ...] = ("search_memory", "read_memory", "remember", "search_knowledge", "save_knowledge")
 #: Items per ``commit_session`` call (the HTTP API takes at most 1000 messages).
 COMMIT_CHUNK = 500
 _MAX_TEXT = 100_000
@@ -95,7 +95,7 @@ def _message_id(position: int, item: dict[str, Any]) -> str:
 
 
 def items_to_messages(
-    items: Sequence[dict[str, Any]], offset: int = 0, *, skip_tools: Sequence[str] = KNOWHUB_TOOL_NAMES
+    items: Sequence[dict[str, Any]], offset: int = 0, *, skip_tools: Sequence[str] = MEMORY_TOOL_NAMES
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """SDK items → (chat messages for ``commit_session``, names of the tools used).
 
@@ -313,14 +313,14 @@ def knowhub_tools(
     Args:
         knowhub: a KnowhubClient, AsyncKnowhubClient or LocalKnowhub (its principal is the user).
         user_id: act for this end user (``knowhub.with_user``).
-        include: names out of :data:`KNOWHUB_TOOL_NAMES` (default: all five).
+        include: names out of :data:`MEMORY_TOOL_NAMES` (default: all five).
         top_k: the largest number of results a search tool returns.
 
     A tool never raises into the agent loop: a knowhub error comes back as its text.
     """
     kh = knowhub.with_user(user_id) if user_id is not None else knowhub
-    wanted = list(include) if include is not None else list(KNOWHUB_TOOL_NAMES)
-    unknown = sorted(set(wanted) - set(KNOWHUB_TOOL_NAMES))
+    wanted = list(include) if include is not None else list(MEMORY_TOOL_NAMES)
+    unknown = sorted(set(wanted) - set(MEMORY_TOOL_NAMES))
     if unknown:
         raise InvalidInputError(f"unknown knowhub tools: {', '.join(unknown)}", field="include")
     cap = max(1, min(int(top_k), 20))
