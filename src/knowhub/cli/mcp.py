@@ -75,7 +75,7 @@ def mcp(
 
     import uvicorn
 
-    app = build_http_app(server, settings)
+    app = build_http_app(server, settings, principal=acting)
     bind = settings.server
     url_host = f"[{bind.host}]" if ":" in bind.host and not bind.host.startswith("[") else bind.host
     who = f"{len(settings.auth.keys)} API key(s)" if settings.auth.keys else f"no API keys, every call is {acting.id}"
