@@ -75,6 +75,25 @@ Categories = Annotated[
     )),
 ]
 
+
+
+def hoist_descriptions(parameters: dict[str, Any]) -> dict[str, Any]:
+    """Put each argument's description on the argument itself.
+
+    pydantic writes ``Annotated[X, Field(description=...)] | None`` as ``{"anyOf": [{...,
+    "description"}, {"type": "null"}]}``, where many clients show no description for the
+    argument; this copies the branch's description (and examples) up. Returns ``parameters``.
+    """
+    for prop in (parameters.get("properties") or {}).values():
+        if "description" in prop:
+            continue
+        for branch in prop.get("anyOf") or ():
+            if isinstance(branch, dict) and branch.get("description"):
+                prop["description"] = branch["description"]
+                break
+    return parameters
+
+
 # --------------------------------------------------------------------------- output models
 
 
@@ -248,4 +267,5 @@ __all__ = [
     "TreeInfoOutput",
     "TreeKeywordOutput",
     "TreeSearchOutput",
+    "hoist_descriptions",
 ]

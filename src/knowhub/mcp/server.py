@@ -39,6 +39,7 @@ from knowhub.mcp.principals import (
     resolve_principal,
 )
 from knowhub.mcp.results import argument_failure, error_result
+from knowhub.mcp.schemas import hoist_descriptions
 from knowhub.scope import Principal
 from knowhub.server.auth import check_bind_allowed
 from knowhub.server.errors import DEFAULT_MAX_BODY_BYTES
@@ -131,6 +132,8 @@ def build_mcp_server(
     register_knowledge_tools(server, env)
     register_tree_tools(server, env)
     register_context_tools(server, env)
+    for tool in server._tool_manager.list_tools():
+        hoist_descriptions(tool.parameters)
     return server
 
 
