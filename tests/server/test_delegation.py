@@ -185,3 +185,20 @@ def test_every_delegated_call_is_audited(client: TestClient, caplog: pytest.LogC
     ]
     for record in records:
         assert BACKEND not in str(vars(record)) and LISTED not in str(vars(record))
+
+
+def test_without_keys_the_header_may_only_name_the_default_principal(tmp_path: Path) -> None:
+    settings = Settings.load(None, data_dir=tmp_path / "data")
+    with TestClient(create_app(settings), base_url="http://127.0.0.1:8765") as client:
+        assert client.get("/api/me", headers={"X-Knowhub-User": "local"}).json()["principal"] == "user:local"
+        refused = client.get("/api/me", headers={"X-Knowhub-User": "bob"})
+        assert refused.status_code == 403 and refused.json()["error"] == "permission_denied"
+
+
+def test_act_for_in_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KNOWHUB_AUTH__KEYS", '[{"key": "env-key-0123456789", "principal": "agent:b", "act_for": ["user:*"]}]')
+    auth = Authenticator.from_settings(Settings.load(None, data_dir=tmp_path))
+    assert auth.identify("Bearer env-key-0123456789", "alice").principal.id == "user:alice"
+    monkeypatch.setenv("KNOWHUB_AUTH__KEYS", '[{"key": "env-key-0123456789", "principal": "agent:b", "act_for": ["*"]}]')
+    with pytest.raises(ConfigError, match="act_for"):
+        Settings.load(None, data_dir=tmp_path)
