@@ -169,6 +169,21 @@ class AuthKey(BaseModel):
     publish: list[str] = Field(default_factory=list)
     #: ``read-only`` withholds every keyword-tree write from this key.
     tree: Literal["read-write", "read-only"] = "read-write"
+    #: End users this key may act for with the ``X-Knowhub-User`` header: principal ids
+    #: (``user:alice``) or a wildcard on one kind (``user:*``). Empty: none.
+    act_for: list[str] = Field(default_factory=list)
+
+    @field_validator("act_for")
+    @classmethod
+    def _act_for(cls, value: list[str]) -> list[str]:
+        """Refuse a malformed entry when the settings load (not at the first request)."""
+        from knowhub.errors import InvalidInputError
+        from knowhub.scope import normalize_act_for
+
+        try:
+            return list(dict.fromkeys(normalize_act_for(entry) for entry in value))
+        except InvalidInputError as exc:
+            raise ValueError(exc.message) from exc
 
 
 #: Seed 002's defaults for an agent's ``knowledge_save``: ``scopes=[SEED_ORG_SCOPE]`` and

@@ -183,6 +183,44 @@ class Principal:
             )
 
 
+def normalize_act_for(entry: str) -> str:
+    """Canonical form of one ``act_for`` entry of a key: ``<kind>:*`` (every principal of
+    that kind, e.g. ``user:*``) or one principal id (``user:alice``).
+
+    A wildcard covers exactly one kind: ``user:*`` never matches ``agent:x``. There is no
+    bare ``*`` and no ``public``: a right to act for someone is always named.
+
+    Raises:
+        InvalidInputError: anything else.
+    """
+    if not isinstance(entry, str):
+        raise InvalidInputError(f"act_for entries must be strings, got {type(entry).__name__}")
+    text = entry.strip()
+    kind, sep, ident = text.partition(":")
+    if sep and ident == "*":
+        if kind not in SCOPE_TYPES:
+            raise InvalidInputError(
+                f"invalid act_for entry {entry!r}: a wildcard names one kind, "
+                f"{' or '.join(t + ':*' for t in SCOPE_TYPES)}",
+                entry=entry,
+            )
+        return f"{kind}:*"
+    if text == PUBLIC or "*" in text:
+        raise InvalidInputError(
+            f"invalid act_for entry {entry!r}: expected a principal id such as user:alice "
+            "or a wildcard on one kind such as user:*",
+            entry=entry,
+        )
+    return normalize_scope(text)
+
+
+def may_act_for(entries: Iterable[str], principal_id: str) -> bool:
+    """True when the normalized ``act_for`` ``entries`` name ``principal_id`` or its kind's wildcard."""
+    kind = principal_id.partition(":")[0]
+    named = set(entries)
+    return principal_id in named or f"{kind}:*" in named
+
+
 #: First characters of every private agent space id; an agent id configured by a deployment
 #: that starts with one of them is hashed by the faces, so it can never name a private space.
 PRIVATE_AGENT_PREFIXES: tuple[str, ...] = ("private-", "private.")
@@ -273,7 +311,9 @@ __all__ = [
     "RequestContext",
     "best_scope_priority",
     "is_private_agent_id",
+    "may_act_for",
     "needs_publish_right",
+    "normalize_act_for",
     "normalize_scope",
     "parse_scope",
     "private_agent_id",

@@ -95,6 +95,9 @@ def test_stdio_server_end_to_end(tmp_path: Path) -> None:
             save_schema = next(t for t in listed.tools if t.name == "knowledge_save").input_schema
             assert set(save_schema["required"]) == {"task", "content", "types"}
             assert "ctx" not in save_schema["properties"]
+            # issue 17 §6: every tool says what it does to the data and what it answers
+            assert all(t.annotations is not None and t.output_schema for t in listed.tools)
+            assert all(p.get("description") for p in save_schema["properties"].values())
 
             saved = await session.call_tool("knowledge_save", {
                 "task": "用 Selenium 登录网站", "content": "undetected_chromedriver 可以绕过大部分检测",
@@ -141,15 +144,16 @@ def test_stdio_server_end_to_end(tmp_path: Path) -> None:
             read = await session.call_tool("context_read", {"uri": blocks[0]["uri"], "level": "L2"})
             assert not read.is_error and "烤鸭" in _text(read)
 
-            bad = await session.call_tool("knowledge_update", {"knowledge_id": "k", "update_score": "abc"})
-            assert bad.is_error
+            bad = await session.call_tool("knowledge_update", {"knowledge_id": "k", "update_score": "abc-secret"})
+            assert bad.is_error and bad.structured_content["error"] == "invalid_input"
+            assert "update_score" in bad.structured_content["message"] and "abc-secret" not in _text(bad)
             missing = await session.call_tool("tree_create_keyword", {"name": "孤儿", "parent_id": "no-such-id"})
             assert missing.is_error
             assert missing.structured_content["error"] == "not_found"
             denied = await session.call_tool("context_read", {"uri": "ctx://other/users/eve/memories"})
             assert denied.is_error
             unknown = await session.call_tool("no_such_tool", {})
-            assert unknown.is_error
+            assert unknown.is_error and unknown.structured_content["error"] == "not_found"
             # the server survived every bad call
             again = await session.call_tool("knowledge_list", {"limit": 5})
             assert not again.is_error and again.structured_content["count"] == 1

@@ -73,9 +73,16 @@ def mcp(
         server.run("stdio")
         return
 
+    import logging
+
     import uvicorn
 
-    app = build_http_app(server, settings)
+    from knowhub.server.lifecycle import configure_logging
+
+    # JSON lines on stderr as with `knowhub serve`: warnings, and the audit of delegated calls
+    configure_logging("warning")
+    logging.getLogger("knowhub.audit").setLevel(logging.INFO)
+    app = build_http_app(server, settings, principal=acting)
     bind = settings.server
     url_host = f"[{bind.host}]" if ":" in bind.host and not bind.host.startswith("[") else bind.host
     who = f"{len(settings.auth.keys)} API key(s)" if settings.auth.keys else f"no API keys, every call is {acting.id}"

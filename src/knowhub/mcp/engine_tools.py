@@ -9,7 +9,7 @@ engine is reached with the RequestContext of the call's principal.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
@@ -18,12 +18,23 @@ from pydantic import Field
 
 from knowhub.mcp.env import ToolEnv
 from knowhub.mcp.results import excerpt, guarded, jsonable, ok
+from knowhub.mcp.schemas import (
+    ADD,
+    CHANGE,
+    READ,
+    Categories,
+    ContextCommitOutput,
+    ContextReadOutput,
+    ContextSearchOutput,
+    CtxUri,
+    KeywordName,
+    Query,
+    TreeId,
+    TreeInfoOutput,
+    TreeKeywordOutput,
+    TreeSearchOutput,
+)
 from knowhub.server.routers.context import ContextMessage
-
-TreeId = Annotated[str, Field(min_length=1, max_length=256)]
-KeywordName = Annotated[str, Field(min_length=1, max_length=500)]
-Query = Annotated[str, Field(min_length=1, max_length=2_000, description="what to look for (any language)")]
-CtxUri = Annotated[str, Field(min_length=1, max_length=2_000, description="ctx:// URI from context_search")]
 
 ENGINE_TOOL_NAMES = (
     "tree_search",
@@ -79,9 +90,18 @@ def format_tree_search(found: dict[str, Any]) -> tuple[str, str]:
 def register_tree_tools(server: MCPServer, env: ToolEnv) -> None:
     """Add the keyword-tree tools to ``server``."""
 
-    @server.tool(description="Find a keyword in the shared keyword tree (names, aliases, pinyin; with "
+    @server.tool(title="Search the keyword tree", annotations=READ,
+                 description="Find a keyword in the shared keyword tree (names, aliases, pinyin; with "
                              "use_agent the agent disambiguates and descends the tree) and its infos. 关键词检索。")
-    async def tree_search(query: Query, use_agent: bool = True, ctx: Context | None = None) -> CallToolResult:
+    async def tree_search(
+        query: Annotated[str, Field(min_length=1, max_length=2_000, description=(
+            "A keyword or a question, in any language; pinyin matches Chinese names (e.g. 'shujuku').")),
+        ],
+        use_agent: Annotated[bool, Field(description=(
+            "true (default): the agent disambiguates and descends the tree when there is no exact "
+            "match; false: exact name/alias/pinyin match only (faster)."))] = True,
+        ctx: Context | None = None,
+    ) -> Annotated[CallToolResult, TreeSearchOutput]:
         async def run() -> CallToolResult:
             env.principal(ctx)
             tree = await env.tree()
@@ -91,17 +111,21 @@ def register_tree_tools(server: MCPServer, env: ToolEnv) -> None:
 
         return await guarded("tree_search", run)
 
-    @server.tool(description="Create a keyword in the shared tree under parent_id (an id from tree_search; "
+    @server.tool(title="Create a keyword", annotations=ADD,
+                 description="Create a keyword in the shared tree under parent_id (an id from tree_search; "
                              "without one the agent suggests a parent). A name that duplicates an existing "
                              "keyword may be recorded as its alias instead. 创建关键词。")
     async def tree_create_keyword(
-        name: KeywordName,
-        parent_id: TreeId | None = None,
-        aliases: Annotated[list[KeywordName], Field(max_length=200)] | None = None,
-        description: Annotated[str, Field(max_length=20_000)] = "",
-        auto_place: bool = True,
+        name: Annotated[KeywordName, Field(description="The keyword, e.g. '数据库' or 'PostgreSQL'.")],
+        parent_id: Annotated[TreeId, Field(description=(
+            "Id of the parent keyword (from tree_search). Omitted: placed by auto_place, else under the root."))] | None = None,
+        aliases: Annotated[list[KeywordName], Field(max_length=200, description=(
+            "Other names of the same keyword, e.g. ['DB', '数据库系统']."))] | None = None,
+        description: Annotated[str, Field(max_length=20_000, description="What the keyword means (optional).")] = "",
+        auto_place: Annotated[bool, Field(description=(
+            "Without parent_id: true (default) lets the agent choose a parent; false puts it under the root."))] = True,
         ctx: Context | None = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, TreeKeywordOutput]:
         async def run() -> CallToolResult:
             tree = await env.tree_for_write(ctx)
 
@@ -117,16 +141,20 @@ def register_tree_tools(server: MCPServer, env: ToolEnv) -> None:
 
         return await guarded("tree_create_keyword", run)
 
-    @server.tool(description="Store a piece of information in the shared tree, linked to keyword_ids "
+    @server.tool(title="Store information in the tree", annotations=ADD,
+                 description="Store a piece of information in the shared tree, linked to keyword_ids "
                              "(PRIMARY) and, with auto_link (default when no keyword_ids are given), to every "
                              "keyword whose name or alias occurs in the content. 创建信息。")
     async def tree_create_info(
-        content: Annotated[str, Field(min_length=1, max_length=200_000)],
-        keyword_ids: Annotated[list[TreeId], Field(max_length=200)] | None = None,
-        source: Annotated[str, Field(max_length=4_096)] = "",
-        auto_link: bool | None = None,
+        content: Annotated[str, Field(min_length=1, max_length=200_000, description="The information to store.")],
+        keyword_ids: Annotated[list[TreeId], Field(max_length=200, description=(
+            "Ids of keywords (from tree_search) to link it to as PRIMARY."))] | None = None,
+        source: Annotated[str, Field(max_length=4_096, description="Where it comes from (a URL, a document name).")] = "",
+        auto_link: Annotated[bool, Field(description=(
+            "Also link every keyword whose name or alias occurs in the content. Omitted: on only when "
+            "no keyword_ids are given."))] | None = None,
         ctx: Context | None = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, TreeInfoOutput]:
         async def run() -> CallToolResult:
             tree = await env.tree_for_write(ctx)
             link = (not keyword_ids) if auto_link is None else auto_link
@@ -149,16 +177,19 @@ def register_tree_tools(server: MCPServer, env: ToolEnv) -> None:
 def register_context_tools(server: MCPServer, env: ToolEnv) -> None:
     """Add the context-engine tools to ``server``."""
 
-    @server.tool(description="Search your long-term memory (facts, preferences, events, past sessions) "
+    @server.tool(title="Search memory", annotations=READ,
+                 description="Search your long-term memory (facts, preferences, events, past sessions) "
                              "committed with context_commit; answers short abstracts with ctx:// URIs to "
                              "read with context_read. 检索记忆。")
     async def context_search(
         query: Query,
-        top_k: Annotated[int, Field(ge=1, le=100)] = 10,
-        categories: Annotated[list[Annotated[str, Field(max_length=64)]], Field(max_length=20)] | None = None,
-        target_uri: CtxUri | None = None,
+        top_k: Annotated[int, Field(ge=1, le=100, description="Most memories to return (1-100).")] = 10,
+        categories: Categories | None = None,
+        target_uri: Annotated[str, Field(min_length=1, max_length=2_000, description=(
+            "Search only under this ctx:// directory of yours, e.g. "
+            "'ctx://default/users/alice/memories/preferences'."))] | None = None,
         ctx: Context | None = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, ContextSearchOutput]:
         async def run() -> CallToolResult:
             svc, request = await env.context(ctx)
             result = await anyio.to_thread.run_sync(
@@ -176,15 +207,18 @@ def register_context_tools(server: MCPServer, env: ToolEnv) -> None:
 
         return await guarded("context_search", run)
 
-    @server.tool(description="Read one memory node by its ctx:// URI at level L0 (abstract), L1 (overview, "
+    @server.tool(title="Read a memory", annotations=READ,
+                 description="Read one memory node by its ctx:// URI at level L0 (abstract), L1 (overview, "
                              "default) or L2 (full content), optionally with its relations. 读取记忆。")
     async def context_read(
         uri: CtxUri,
-        level: Annotated[str, Field(pattern="^(L0|L1|L2)$")] = "L1",
-        expand_relations: bool = False,
-        max_relations: Annotated[int, Field(ge=0, le=1_000)] = 0,
+        level: Annotated[Literal["L0", "L1", "L2"], Field(description=(
+            "L0: one-line abstract; L1: overview (default); L2: full content."))] = "L1",
+        expand_relations: Annotated[bool, Field(description="Also return the node's relations to other memories.")] = False,
+        max_relations: Annotated[int, Field(ge=0, le=1_000, description=(
+            "With expand_relations: most relations to return (0: up to 20)."))] = 0,
         ctx: Context | None = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, ContextReadOutput]:
         async def run() -> CallToolResult:
             svc, request = await env.context(ctx)
             block = await anyio.to_thread.run_sync(
@@ -202,15 +236,22 @@ def register_context_tools(server: MCPServer, env: ToolEnv) -> None:
 
         return await guarded("context_read", run)
 
-    @server.tool(description="Commit conversation messages to long-term memory: the session is archived and "
-                             "memories (profile, preferences, entities, events, cases) are extracted. Searchable "
-                             "with context_search as soon as this returns. 提交会话记忆。")
+    @server.tool(title="Commit a conversation to memory", annotations=CHANGE,
+                 description="Commit conversation messages to long-term memory: the session is archived and "
+                             "memories (profile, preferences, entities, events, cases) are extracted; existing "
+                             "memories may be updated or merged. Searchable with context_search as soon as this "
+                             "returns. 提交会话记忆。")
     async def context_commit(
-        messages: Annotated[list[ContextMessage], Field(min_length=1, max_length=1_000)],
-        session_id: Annotated[str, Field(max_length=128)] | None = None,
-        session_time: Annotated[str, Field(max_length=100)] | None = None,
+        messages: Annotated[list[ContextMessage], Field(min_length=1, max_length=1_000, description=(
+            "OpenAI-style chat messages {role: system|developer|user|assistant|tool|function, content, "
+            "name?, id?, timestamp?}; content may be a string, a list of text parts or null."))],
+        session_id: Annotated[str, Field(max_length=128, description=(
+            "Your id for this conversation (groups its archive). Omitted: one is generated."))] | None = None,
+        session_time: Annotated[str, Field(max_length=100, description=(
+            "When the conversation happened, ISO 8601 (e.g. '2024-05-08T10:00:00Z'); dates such as "
+            "'last week' in it are read relative to this time."))] | None = None,
         ctx: Context | None = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, ContextCommitOutput]:
         async def run() -> CallToolResult:
             svc, request = await env.context(ctx)
             rows = [m.model_dump(exclude_none=True) for m in messages]

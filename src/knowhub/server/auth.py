@@ -1,4 +1,4 @@
-"""Bearer API keys → :class:`~knowhub.scope.Principal`.
+"""Bearer API keys → :class:`~knowhub.scope.Principal`, and delegation to end users.
 
 The principal of a request is decided here and only here: from the key in
 ``Authorization: Bearer <key>`` when keys are configured, or the configured default
@@ -6,19 +6,35 @@ principal when none are (then the server must listen on loopback only, see
 :func:`check_bind_allowed`). Nothing in a request body or query can widen what the caller
 sees; fields such as ``owner`` or ``scopes`` are passed to the engine, which only lets them
 narrow within what the principal may do.
+
+Delegation: a key whose ``act_for`` names an end user (``user:alice``, or ``user:*`` for
+every user) may send ``X-Knowhub-User: alice`` (a bare id is a ``user:`` id; ``agent:x``
+names another kind). The request then acts as that end user with the end user's own
+rights, as :func:`local_principal` gives them (a configured key for the same principal, else
+``auth.default_memberships`` / ``auth.default_publish``), never with the delegating key's
+memberships or admin scopes; the tree-write right needs both the key's and the end user's.
+A key without the right gets 403. Every delegated call is logged to ``knowhub.audit``
+with both ids (:func:`audit_delegation`).
 """
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, replace
 
 from fastapi import Request
 
 from knowhub.config import AuthKey, Settings
 from knowhub.errors import ConfigError, InvalidInputError, KnowhubError, PermissionDeniedError
-from knowhub.scope import Principal
+from knowhub.scope import Principal, may_act_for, normalize_scope
+
+#: The request header that names the end user a delegating key acts for.
+USER_HEADER = "X-Knowhub-User"
+#: Longest accepted ``X-Knowhub-User`` value.
+MAX_USER_HEADER = 256
+audit_log = logging.getLogger("knowhub.audit")
 
 
 class AuthenticationError(PermissionDeniedError):
@@ -32,6 +48,29 @@ class AuthenticationError(PermissionDeniedError):
 class _KeyEntry:
     secret: bytes
     principal: Principal
+    number: int
+    act_for: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who a request acts for and through which key.
+
+    Attributes:
+        principal: the effective principal: the end user of a delegated call, else the key's.
+        key_principal: the principal of the key that authenticated the request (the
+            default principal when no keys are configured).
+        key_number: 1-based position of that key in ``auth.keys`` (None without keys).
+    """
+
+    principal: Principal
+    key_principal: Principal
+    key_number: int | None = None
+
+    @property
+    def delegated(self) -> bool:
+        """True when the request acts for an end user other than the key's principal."""
+        return self.principal.id != self.key_principal.id
 
 
 class Authenticator:
@@ -42,9 +81,11 @@ class Authenticator:
     how much of one) matched.
     """
 
-    def __init__(self, entries: list[_KeyEntry], default_principal: Principal) -> None:
+    def __init__(self, entries: list[_KeyEntry], default_principal: Principal,
+                 settings: Settings | None = None) -> None:
         self._entries = entries
         self._default = default_principal
+        self._settings = settings
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Authenticator:
@@ -68,8 +109,8 @@ class Authenticator:
                 principal = key_principal(key)
             except InvalidInputError as exc:
                 raise ConfigError(f"auth.keys[{number}]: {exc.message}") from exc
-            entries.append(_KeyEntry(secret, principal))
-        return cls(entries, default_principal(settings))
+            entries.append(_KeyEntry(secret, principal, number, tuple(key.act_for)))
+        return cls(entries, default_principal(settings), settings)
 
     @property
     def keys_configured(self) -> bool:
@@ -77,25 +118,119 @@ class Authenticator:
         return bool(self._entries)
 
     def authenticate(self, authorization: str | None) -> Principal:
-        """The principal for an ``Authorization`` header value.
+        """The principal of the key in an ``Authorization`` header value (no delegation).
 
         Raises:
             AuthenticationError: keys are configured and the header is missing, not a
                 bearer token, or matches no key.
         """
+        entry = self._entry(authorization)
+        return self._default if entry is None else entry.principal
+
+    def identify(self, authorization: str | None, user: str | None = None) -> Identity:
+        """The identity of a request: its key and, with ``X-Knowhub-User``, the end user.
+
+        Raises:
+            AuthenticationError: as :meth:`authenticate`.
+            InvalidInputError: ``user`` is not a valid id.
+            PermissionDeniedError: ``user`` names someone the key may not act for.
+        """
+        entry = self._entry(authorization)
+        if entry is None:
+            return self.act_as(self._default, (), None, user)
+        return self.act_as(entry.principal, entry.act_for, entry.number, user)
+
+    def act_as(self, caller: Principal, act_for: tuple[str, ...], key_number: int | None,
+               user: str | None) -> Identity:
+        """The identity of ``caller`` (with its ``act_for`` right) naming end user ``user``.
+
+        ``user`` None, or naming the caller itself, changes nothing.
+
+        Raises:
+            InvalidInputError: ``user`` is not a valid id.
+            PermissionDeniedError: ``user`` names someone ``act_for`` does not cover.
+        """
+        if user is None:
+            return Identity(caller, caller, key_number)
+        wanted = end_user_id(user)
+        if wanted == caller.id:
+            return Identity(caller, caller, key_number)
+        if not may_act_for(act_for, wanted):
+            where = "this key" if key_number is not None else "the keyless default principal"
+            raise DelegationRefused(
+                f"{where} ({caller.id}) may not act for {wanted}: its act_for right does not name "
+                f"it (auth.keys[].act_for, e.g. [\"{wanted.partition(':')[0]}:*\"])",
+                key_principal=caller.id,
+                end_user=wanted,
+            )
+        acting = local_principal(self._settings, wanted) if self._settings is not None else Principal.of(wanted)
+        if not caller.tree_write and acting.tree_write:
+            acting = replace(acting, tree_write=False)  # a read-only key cannot lend tree writes
+        return Identity(acting, caller, key_number)
+
+    def _entry(self, authorization: str | None) -> _KeyEntry | None:
+        """The configured key of a header value (None when no keys are configured)."""
         if not self._entries:
-            return self._default
+            return None
         token = _bearer_token(authorization)
         if token is None:
             raise AuthenticationError("missing API key: send 'Authorization: Bearer <key>'")
         candidate = _token_bytes(token)
-        found: Principal | None = None
+        found: _KeyEntry | None = None
         for entry in self._entries:  # no early exit: constant work whichever key matches
             if hmac.compare_digest(entry.secret, candidate) and found is None:
-                found = entry.principal
+                found = entry
         if found is None:
             raise AuthenticationError("invalid API key")
         return found
+
+
+def end_user_id(value: str) -> str:
+    """The principal id an ``X-Knowhub-User`` value names: a bare id is a user
+    (``alice`` → ``user:alice``), a value with a colon is a full principal id.
+
+    Raises:
+        InvalidInputError: empty, too long, ``public`` or not a valid principal id.
+    """
+    text = value.strip()
+    if not text or len(text) > MAX_USER_HEADER:
+        raise InvalidInputError(f"{USER_HEADER} must be a user id of 1 to {MAX_USER_HEADER} characters")
+    try:
+        wanted = normalize_scope(text if ":" in text else f"user:{text}")
+    except InvalidInputError:
+        raise InvalidInputError(
+            f"{USER_HEADER} must be a user id (alice) or a principal id (user:alice, agent:bot)"
+        ) from None
+    if wanted == "public":
+        raise InvalidInputError(f"{USER_HEADER} cannot name public")
+    return wanted
+
+
+class DelegationRefused(PermissionDeniedError):
+    """A key named an end user (``X-Knowhub-User``) its ``act_for`` right does not cover (403)."""
+
+    def __init__(self, message: str, *, key_principal: str, end_user: str) -> None:
+        super().__init__(message, principal=key_principal, end_user=end_user)
+        self.key_principal = key_principal
+        self.end_user = end_user
+
+
+def audit_delegation(key_principal: str, end_user: str, *, face: str, method: str, route: str,
+                     outcome: str = "allowed") -> None:
+    """One ``knowhub.audit`` record for a delegated call (``outcome`` ``allowed``) or a
+    refused attempt (``refused``): both ids, the face, the method and the route (or MCP
+    tool). Never bodies, queries or keys."""
+    audit_log.info(
+        "delegated call" if outcome == "allowed" else "delegation refused",
+        extra={
+            "key_principal": key_principal,
+            "end_user": end_user,
+            "face": face,
+            "method": method,
+            "route": route,
+            "outcome": outcome,
+        },
+    )
 
 
 def key_principal(key: AuthKey) -> Principal:
@@ -180,11 +315,24 @@ def _token_bytes(token: str) -> bytes:
 
 
 def current_principal(request: Request) -> Principal:
-    """FastAPI dependency: the authenticated principal of this request."""
+    """FastAPI dependency: the effective principal of this request (the end user of a
+    delegated call; see the module doc). Delegated calls and refused attempts are audited
+    once per request."""
     authenticator = getattr(request.app.state, "authenticator", None)
     if not isinstance(authenticator, Authenticator):
         raise KnowhubError("the server has no authenticator (app not built by create_app)")
-    return authenticator.authenticate(request.headers.get("authorization"))
+    route = getattr(request.scope.get("route"), "path", None) or request.url.path
+    try:
+        identity = authenticator.identify(request.headers.get("authorization"), request.headers.get(USER_HEADER))
+    except DelegationRefused as exc:
+        audit_delegation(exc.key_principal, exc.end_user, face="http", method=request.method, route=route,
+                         outcome="refused")
+        raise
+    request.state.identity = identity
+    if identity.delegated:
+        audit_delegation(identity.key_principal.id, identity.principal.id, face="http",
+                         method=request.method, route=route)
+    return identity.principal
 
 
 def is_loopback_host(host: str) -> bool:
@@ -222,11 +370,16 @@ def check_bind_allowed(settings: Settings) -> None:
 
 
 __all__ = [
+    "USER_HEADER",
     "AuthenticationError",
     "Authenticator",
+    "DelegationRefused",
+    "Identity",
+    "audit_delegation",
     "check_bind_allowed",
     "current_principal",
     "default_principal",
+    "end_user_id",
     "is_loopback_host",
     "key_principal",
     "local_principal",

@@ -11,7 +11,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from knowhub.server.auth import Authenticator
+from knowhub.server.auth import Authenticator, Identity
 from knowhub.server.deps import PrincipalDep
 from knowhub.server.routers.context import request_context
 
@@ -23,12 +23,16 @@ def build_router() -> APIRouter:
     @router.get("/me")
     def me(principal: PrincipalDep, request: Request) -> dict[str, Any]:
         """The caller's principal, memberships and rights, and its ``ctx://`` spaces."""
+        # delegated_by: the key's principal when the call acts for an end user (X-Knowhub-User)
         settings = getattr(request.app.state, "settings", None)
         ctx = request_context(principal, settings)
         authenticator = getattr(request.app.state, "authenticator", None)
         keyed = isinstance(authenticator, Authenticator) and authenticator.keys_configured
+        identity = getattr(request.state, "identity", None)
+        delegated_by = identity.key_principal.id if isinstance(identity, Identity) and identity.delegated else None
         return {
             "principal": principal.id,
+            "delegated_by": delegated_by,
             "memberships": list(principal.memberships),
             "admin_of": list(principal.admin_of),
             "publish": list(principal.publish),
