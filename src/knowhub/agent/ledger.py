@@ -103,18 +103,25 @@ class SessionLedger:
             raise
 
     @contextlib.contextmanager
-    def locked(self, session_id: str) -> Iterator[LedgerEntry]:
-        """Hold the session's lock; yields its entry (save it before leaving to keep changes)."""
+    def exclusive(self, session_id: str, purpose: str = "state") -> Iterator[None]:
+        """Hold the session's ``purpose`` lock (a separate lock file per purpose, so a
+        holder of the ``worker`` lock can still take the ``state`` lock)."""
         path = self._path(session_id)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path.with_suffix(".lock"), "a+b") as handle:
+        with open(path.with_suffix(f".{purpose}.lock"), "a+b") as handle:
             try:
                 import fcntl
-            except ImportError:  # pragma: no cover - Windows: no advisory lock, still correct alone
-                yield self.load(session_id)
+            except ImportError:  # pragma: no cover - Windows: no advisory lock
+                yield
                 return
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
             try:
-                yield self.load(session_id)
+                yield
             finally:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+    @contextlib.contextmanager
+    def locked(self, session_id: str) -> Iterator[LedgerEntry]:
+        """Hold the session's state lock; yields its entry (save it to keep changes)."""
+        with self.exclusive(session_id, "state"):
+            yield self.load(session_id)

@@ -33,6 +33,7 @@ def _register() -> None:
     from knowhub.cli import admin as admin_cli
     from knowhub.cli import context as context_cli
     from knowhub.cli import doctor as doctor_cli
+    from knowhub.cli import hooks as hooks_cli
     from knowhub.cli import knowledge as knowledge_cli
     from knowhub.cli import mcp as mcp_cli
     from knowhub.cli import serve as serve_cli
@@ -45,6 +46,8 @@ def _register() -> None:
     app.command("serve")(serve_cli.serve)
     app.command("mcp")(mcp_cli.mcp)
     app.command("doctor")(doctor_cli.doctor)
+    app.add_typer(hooks_cli.app, name="hooks")
+    app.command("hook")(hooks_cli.hook)
 
 
 _register()
@@ -53,3 +56,7 @@ _register()
 def main() -> None:
     """Console-script entry point."""
     app()
+
+
+if __name__ == "__main__":
+    main()
