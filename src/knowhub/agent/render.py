@@ -66,7 +66,12 @@ def items_from_knowledge(section: str, items: Any) -> list[InjectedItem]:
     out = []
     for item in items or []:
         task, content = _one_line(getattr(item, "task", "")), _one_line(getattr(item, "content", ""))
-        text = content if not task or task == content else f"{task}: {content}"
+        if not task or task in content:
+            text = content
+        elif content in task:
+            text = task
+        else:
+            text = f"{task}: {content}"
         if text:
             out.append(InjectedItem(section, f"knowledge:{item.id}", text))
     return out
