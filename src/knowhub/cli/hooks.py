@@ -1,7 +1,7 @@
-"""``knowhub hooks install|uninstall claude-code|codex`` and ``knowhub hook EVENT``.
+"""``knowhub hooks install|uninstall claude-code|codex``.
 
-The hook command itself lives in :mod:`knowhub.cli.hook` (import-light, runnable without
-Typer); this module is only the Typer face of it and of the installers.
+The hook command itself (``knowhub hook EVENT``) lives in :mod:`knowhub.cli.hook`:
+import-light, runnable without Typer.
 """
 
 from __future__ import annotations
@@ -74,14 +74,4 @@ def uninstall(
         typer.echo("nothing of knowhub's was installed there")
 
 
-def hook(
-    event: Annotated[str, typer.Argument(help="SessionStart, UserPromptSubmit, PreCompact, Stop or SessionEnd")],
-    runtime: Annotated[Runtime, typer.Option("--runtime", help="Whose transcript format.")] = Runtime.claude_code,
-) -> None:
-    """Run one hook event: hook JSON on stdin, injected context on stdout; always exits 0."""
-    from knowhub.integrations.hook_events import main
-
-    raise typer.Exit(main(["--runtime", runtime.value, event]))
-
-
-__all__ = ["Runtime", "app", "hook", "install", "uninstall"]
+__all__ = ["Runtime", "app", "install", "uninstall"]
