@@ -124,3 +124,34 @@ def test_hooks_fail_open_when_the_server_is_down(tmp_path: Path) -> None:
     assert result["result"] == "Still here."
     assert "<knowhub-memory>" not in model.all_text()
     assert elapsed < 30
+
+
+def test_manual_compaction_commits_each_message_once(knowhub_server: ServerProcess, tmp_path: Path) -> None:
+    """Two turns, then ``/compact`` (PreCompact, then SessionStart compact): every user and
+    assistant message is committed exactly once, and the compaction summary is not."""
+    binary = require_binary("claude", "KNOWHUB_CLAUDE_BIN", "@anthropic-ai/claude-code")
+    home, project, state = tmp_path / "home", tmp_path / "svc", tmp_path / "state"
+    home.mkdir()
+    project.mkdir()
+    env = base_env(home)
+    assert knowhub_cli("hooks", "install", "claude-code", "--project", "--dir", str(project), "--no-mcp",
+                       env=env, cwd=project).returncode == 0
+    with scripted_anthropic("Noted.") as model:
+        env = claude_env(home, model.base_url, knowhub_server, state)
+        session = run_claude(binary, "The MANGO-9 service is written in Go.", project, env)["session_id"]
+        run_claude(binary, "MANGO-9 deploys on Fridays only.", project, env, "--resume", session)
+        model.queue("Summary: MANGO-9 is a Go service deployed on Fridays.")
+        run_claude(binary, "/compact", project, env, "--resume", session)
+    transcript = next(home.glob(f".claude/projects/*/{session}.jsonl"))
+    assert "compact_boundary" in transcript.read_text()
+    from knowhub.agent import SessionLedger
+
+    def committed() -> list[str]:
+        return SessionLedger(state).load(session).committed
+
+    wait_for(lambda: len(committed()) >= 4)
+    time.sleep(1.0)  # let any late worker finish: the count must stay at 4
+    assert len(committed()) == 4, committed()
+    with KnowhubClient(knowhub_server.base_url, ALICE_KEY) as kh:
+        text = json.dumps([c for c in kh.context.list_commits(limit=50) if "MANGO-9" in json.dumps(c)])
+    assert "Fridays" in text and "Summary: MANGO-9" not in text
