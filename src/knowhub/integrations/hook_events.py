@@ -184,8 +184,19 @@ def spawn_worker(event: str, payload: Mapping[str, Any], runtime: str, config: H
         proc.stdin.close()
 
 
+def _skip_unused_imports() -> None:
+    """Keep a hook process from importing what it never uses, a good part of its start-up
+    CPU: httpcore's async backends (trio, anyio; the hook's client is synchronous, and
+    httpcore treats a backend it cannot import as absent) and httpx's command-line tool
+    (``httpx._main``, which pulls in click, rich and pygments; httpx falls back without it).
+    Only names not imported yet are blocked."""
+    for name in ("trio", "anyio", "httpx._main"):
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]
+
+
 def main(argv: list[str] | None = None) -> int:
     """``knowhub hook [--runtime claude-code|codex] EVENT``: always exits 0 (fail open)."""
+    _skip_unused_imports()
     args = list(sys.argv[1:] if argv is None else argv)
     worker = "--worker" in args
     args = [a for a in args if a != "--worker"]
