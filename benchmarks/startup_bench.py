@@ -7,7 +7,8 @@ Prints one table, median and p95 over ``--runs`` fresh processes each:
   read with ``getrusage(RUSAGE_CHILDREN)`` around it, so that a busy shared machine
   inflates them far less than wall time;
 * ``knowhub mcp`` over stdio: wall seconds from spawning the process until its answer to
-  the JSON-RPC ``initialize`` request (written to stdin at once) is read from stdout;
+  the JSON-RPC ``initialize`` request (written to stdin at once) is read from stdout, and
+  the CPU seconds the server process had used by then (from ``/proc``, less load-bound);
 * ``knowhub hook UserPromptSubmit`` against a running ``knowhub serve``: wall seconds of
   the whole hook process (spawn, read the hook JSON, ask the server, print, exit). Skipped
   with one line when this checkout has no ``knowhub hook`` command.
@@ -81,8 +82,15 @@ def cpu_of(args: list[str], env: dict[str, str], stdin: bytes | None = None) -> 
     return spent
 
 
-def mcp_initialize_wall(env: dict[str, str], data_dir: Path) -> float:
-    """Wall seconds from spawning ``knowhub mcp`` (stdio) to reading its initialize answer."""
+def _proc_cpu(pid: int) -> float:
+    """CPU seconds (user + sys) a running process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def mcp_initialize(env: dict[str, str], data_dir: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds from spawning ``knowhub mcp`` (stdio) to reading its initialize
+    answer; the CPU is the server process's own, read before it is asked to exit."""
     start = time.perf_counter()
     proc = subprocess.Popen([*CLI, "mcp", "--data", str(data_dir)], env=env, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -92,10 +100,11 @@ def mcp_initialize_wall(env: dict[str, str], data_dir: Path) -> float:
         proc.stdin.flush()
         line = proc.stdout.readline()
         spent = time.perf_counter() - start
+        cpu = _proc_cpu(proc.pid)
         answer = json.loads(line or b"null")
         if not isinstance(answer, dict) or "serverInfo" not in (answer.get("result") or {}):
             raise RuntimeError(f"unexpected initialize answer: {line[:300]!r}")
-        return spent
+        return spent, cpu
     finally:
         proc.stdin.close()
         try:
@@ -190,6 +199,11 @@ def measure(runs: int, fn: Callable[[], float]) -> list[float]:
     return [fn() for _ in range(runs)]
 
 
+def measure_pairs(runs: int, fn: Callable[[], tuple[float, float]]) -> list[tuple[float, float]]:
+    fn()  # warm-up, not counted
+    return [fn() for _ in range(runs)]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10, help="timed runs per row (default 10)")
@@ -215,8 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="knowhub-startup-") as tmp:
         work = Path(tmp)
         if not args.skip_mcp:
-            rows.append(("mcp stdio initialize", "wall",
-                         measure(args.runs, lambda: mcp_initialize_wall(env, work / "mcp-data"))))
+            mcp_runs = measure_pairs(args.runs, lambda: mcp_initialize(env, work / "mcp-data"))
+            rows.append(("mcp stdio initialize", "wall", [wall for wall, _ in mcp_runs]))
+            rows.append(("mcp stdio initialize (server CPU)", "cpu", [cpu for _, cpu in mcp_runs]))
         help_text = None if args.skip_hook else hook_command_help(env)
         if help_text is None:
             notes.append("hook UserPromptSubmit round trip: skipped, "

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from knowhub.mcp.env import ToolEnv
 from knowhub.mcp.results import excerpt, guarded, jsonable, ok
-from knowhub.server.routers.context import ContextMessage
+from knowhub.server.schemas import ContextMessage
 
 TreeId = Annotated[str, Field(min_length=1, max_length=256)]
 KeywordName = Annotated[str, Field(min_length=1, max_length=500)]

@@ -14,7 +14,7 @@ import hmac
 import ipaddress
 from dataclasses import dataclass
 
-from fastapi import Request
+from starlette.requests import Request  # = fastapi.Request; fastapi itself is not needed here
 
 from knowhub.config import AuthKey, Settings
 from knowhub.errors import ConfigError, InvalidInputError, KnowhubError, PermissionDeniedError
