@@ -53,6 +53,8 @@ NON_SETTING_ENV = frozenset({
     "KNOWHUB_HOOK_GOAL_TOKENS",
     "KNOWHUB_HOOK_TIMEOUT_MS",
     "KNOWHUB_HOOK_STATE",
+    "KNOWHUB_CLAUDE_BIN",
+    "KNOWHUB_CODEX_BIN",
 })
 ENV_PREFIX = "KNOWHUB_"
 #: URL schemes of ``context.index_url`` (SQLAlchemy's; ``postgresql://`` uses psycopg 3).
