@@ -25,7 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "admin": ("knowhub.cli.admin:app",
               "Maintenance over all engines: check, compact, reindex, snapshot, restore, export, import."),
     "hooks": ("knowhub.cli.hooks:app", "Install knowhub's memory hooks into coding agents (Claude Code, Codex)."),
-    "hook": ("knowhub.cli.hook:hook",
+    "hook": ("knowhub.cli.hook_command:hook",
              "Run one hook event: hook JSON on stdin, injected context on stdout; always exits 0."),
 }
 

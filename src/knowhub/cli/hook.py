@@ -12,15 +12,5 @@ import sys
 
 from knowhub.integrations.hook_events import main
 
-
-def hook(event: str, runtime: str = "claude-code") -> None:
-    """Run one hook event: hook JSON on stdin, injected context on stdout; always exits 0.
-
-    EVENT: SessionStart, UserPromptSubmit, PreCompact, Stop or SessionEnd.
-    --runtime: claude-code or codex (the transcript format).
-    """
-    raise SystemExit(main(["--runtime", runtime, event]))
-
-
 if __name__ == "__main__":
     sys.exit(main())
