@@ -8,6 +8,7 @@ within the budget and one log line, never an exception, so the agent is never bl
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -220,12 +221,11 @@ def _commit(ctx: AgentContext, point: str, messages: Sequence[Any]) -> CommitRep
         batch = pending[start:start + BATCH]
         msgs = [m for _, m in batch]
         left_ms = (deadline - time.monotonic()) * 1000.0
-        calls: dict[str, Callable[[], Any]] = {"commit": lambda msgs=msgs: hub.context.commit_session(msgs, options=options)}
-        got = gather(calls, left_ms)
+        got = gather({"commit": functools.partial(hub.context.commit_session, msgs, options=options)}, left_ms)
         if "commit" not in got.results:
-            exc = got.errors.get("commit")
-            report.error = type(exc).__name__ if exc is not None else "timeout"
-            ctx.warn_once(f"{point}:commit", _describe(exc) if exc is not None else
+            failure = got.errors.get("commit")
+            report.error = type(failure).__name__ if failure is not None else "timeout"
+            ctx.warn_once(f"{point}:commit", _describe(failure) if failure is not None else
                           f"commit missed the {ctx.budgets.commit_ms} ms budget; will retry next time")
             break
         result = got.results["commit"]

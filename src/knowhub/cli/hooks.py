@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -25,7 +25,7 @@ class Runtime(str, Enum):  # noqa: UP042 - typer needs a str Enum for choices
     codex = "codex"
 
 
-def _installer(runtime: Runtime):  # type: ignore[no-untyped-def]
+def _installer(runtime: Runtime) -> Any:
     if runtime is Runtime.codex:
         from knowhub.integrations import codex
 
