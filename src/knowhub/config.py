@@ -42,6 +42,19 @@ NON_SETTING_ENV = frozenset({
     "KNOWHUB_TEST_PGVECTOR_URL",
     "KNOWHUB_KILL_RESULTS",
     "KNOWHUB_LIVE_PYTHON",
+    # coding-agent hooks (knowhub.integrations.hook_events): server, key, end user, agent,
+    # on/off switch, budgets, state dir; they reach `knowhub mcp` started by the same agent
+    "KNOWHUB_URL",
+    "KNOWHUB_API_KEY",
+    "KNOWHUB_USER",
+    "KNOWHUB_AGENT",
+    "KNOWHUB_HOOKS",
+    "KNOWHUB_HOOK_START_TOKENS",
+    "KNOWHUB_HOOK_GOAL_TOKENS",
+    "KNOWHUB_HOOK_TIMEOUT_MS",
+    "KNOWHUB_HOOK_STATE",
+    "KNOWHUB_CLAUDE_BIN",
+    "KNOWHUB_CODEX_BIN",
 })
 ENV_PREFIX = "KNOWHUB_"
 #: URL schemes of ``context.index_url`` (SQLAlchemy's; ``postgresql://`` uses psycopg 3).

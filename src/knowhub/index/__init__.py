@@ -22,7 +22,9 @@ types as the same classes). See docs/context.md, "Index".
 
 from __future__ import annotations
 
-from knowhub.index.embedded import EmbeddedIndex
+from importlib import import_module
+from typing import Any
+
 from knowhub.index.events import (
     EdgeLike,
     IndexBatchResult,
@@ -33,26 +35,40 @@ from knowhub.index.events import (
     OutboxStatus,
     new_event_id,
 )
-from knowhub.index.outbox import SQLiteOutboxStore
-from knowhub.index.projector import LEVEL_FIELDS, IndexProjector, RecordShape
-from knowhub.index.protocol import (
-    IndexDocument,
-    IndexHit,
-    QueryVector,
-    RetrievalIndex,
-    SharedRetrievalIndex,
-    uri_ancestors,
-)
-from knowhub.index.worker import (
-    BackgroundIndexRunner,
-    EventDispatcher,
-    IndexWorker,
-    default_worker_id,
-    release_dead_local_leases,
-)
 
-#: The persistent OutboxStore of this package (the protocol is ``knowhub.index.events.OutboxStore``).
-OutboxStore = SQLiteOutboxStore
+#: Loaded on first use (PEP 562): the embedded backend pulls in numpy, tantivy and the
+#: providers, which a process that only needs the event types (a hook decoding a context
+#: search answer) should not pay for.
+_LAZY = {
+    "EmbeddedIndex": "knowhub.index.embedded",
+    "SQLiteOutboxStore": "knowhub.index.outbox",
+    "OutboxStore": "knowhub.index.outbox",
+    "LEVEL_FIELDS": "knowhub.index.projector",
+    "IndexProjector": "knowhub.index.projector",
+    "RecordShape": "knowhub.index.projector",
+    "IndexDocument": "knowhub.index.protocol",
+    "IndexHit": "knowhub.index.protocol",
+    "QueryVector": "knowhub.index.protocol",
+    "RetrievalIndex": "knowhub.index.protocol",
+    "SharedRetrievalIndex": "knowhub.index.protocol",
+    "uri_ancestors": "knowhub.index.protocol",
+    "BackgroundIndexRunner": "knowhub.index.worker",
+    "EventDispatcher": "knowhub.index.worker",
+    "IndexWorker": "knowhub.index.worker",
+    "default_worker_id": "knowhub.index.worker",
+    "release_dead_local_leases": "knowhub.index.worker",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'knowhub.index' has no attribute {name!r}")
+    # The persistent OutboxStore of this package (the protocol is knowhub.index.events.OutboxStore).
+    value = getattr(import_module(module), "SQLiteOutboxStore" if name == "OutboxStore" else name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "LEVEL_FIELDS",

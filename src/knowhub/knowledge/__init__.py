@@ -4,7 +4,11 @@ slimming, extraction, user profiles and resources with encrypted secrets.
 Start with :class:`KnowledgeHub`; see ``docs/knowledge.md``.
 """
 
-from knowhub.knowledge.hub import KnowledgeHub
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from knowhub.knowledge.models import (
     KNOWLEDGE_TYPES,
     RESOURCE_CONTENT_TYPES,
@@ -14,6 +18,13 @@ from knowhub.knowledge.models import (
     SlimCluster,
     SlimPlan,
 )
+
+if TYPE_CHECKING:
+    from knowhub.knowledge.hub import KnowledgeHub
+
+# The hub (index, embedder, LLM clients) loads on first use, so that the models and
+# knowhub.knowledge.tools stay cheap to import for remote clients and the MCP face.
+_LAZY = {"KnowledgeHub": "knowhub.knowledge.hub"}
 
 __all__ = [
     "KNOWLEDGE_TYPES",
@@ -25,3 +36,12 @@ __all__ = [
     "SlimCluster",
     "SlimPlan",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'knowhub.knowledge' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value

@@ -34,7 +34,7 @@ from knowhub.mcp.schemas import (
     TreeKeywordOutput,
     TreeSearchOutput,
 )
-from knowhub.server.routers.context import ContextMessage
+from knowhub.server.schemas import ContextMessage
 
 ENGINE_TOOL_NAMES = (
     "tree_search",

@@ -12,7 +12,6 @@ from knowhub.knowledge.tools import DEFAULT_ORG_SCOPE, KnowledgeToolsClient
 from knowhub.mcp.engines import CONTEXT_ENGINE, KEYWORD_TREE, KNOWLEDGE_HUB, EngineSet
 from knowhub.mcp.principals import PrincipalResolver
 from knowhub.scope import Principal, RequestContext
-from knowhub.server.routers.context import request_context
 
 
 @dataclass
@@ -57,6 +56,8 @@ class ToolEnv:
         """The ContextEngineService and the RequestContext of this call's principal
         (account ``settings.context.account_id`` or ``default``, user from the principal id;
         the same mapping as ``/api/context``)."""
+        from knowhub.server.routers.context import request_context  # FastAPI: on first use only
+
         principal = self.principal(ctx)
         request = request_context(principal, self.settings)
         return await self.engine(CONTEXT_ENGINE), request

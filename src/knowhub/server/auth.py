@@ -24,7 +24,7 @@ import ipaddress
 import logging
 from dataclasses import dataclass, replace
 
-from fastapi import Request
+from starlette.requests import Request  # = fastapi.Request; fastapi itself is not needed here
 
 from knowhub.config import AuthKey, Settings
 from knowhub.errors import ConfigError, InvalidInputError, KnowhubError, PermissionDeniedError

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Depends, Request
 
 from knowhub.errors import InvalidInputError, StorageError
-from knowhub.knowledge import KnowledgeHub
 from knowhub.scope import Principal
 from knowhub.server.auth import current_principal
+
+if TYPE_CHECKING:  # the hub (index, numpy, faiss, SQLAlchemy) is not needed to import this
+    from knowhub.knowledge import KnowledgeHub
 
 #: Name under which the knowledge engine is kept in ``app.state.engines``.
 KNOWLEDGE_HUB = "knowledge_hub"
@@ -65,7 +67,10 @@ def tree_writer(principal: Annotated[Principal, Depends(current_principal)]) -> 
 
 PrincipalDep = Annotated[Principal, Depends(current_principal)]
 TreeWriterDep = Annotated[Principal, Depends(tree_writer)]
-HubDep = Annotated[KnowledgeHub, Depends(knowledge_hub)]
+if TYPE_CHECKING:
+    HubDep = Annotated[KnowledgeHub, Depends(knowledge_hub)]
+else:  # FastAPI does not check what a dependency returns; the MCP face imports this module
+    HubDep = Annotated[Any, Depends(knowledge_hub)]
 
 __all__ = [
     "KNOWLEDGE_HUB",

@@ -18,15 +18,18 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from knowhub.errors import KnowhubError
+
+if TYPE_CHECKING:  # FastAPI loads only with the HTTP app: the MCP face uses error_body alone
+    from fastapi import FastAPI
+    from fastapi.exceptions import RequestValidationError
 
 logger = logging.getLogger("knowhub.server")
 
@@ -96,6 +99,7 @@ def http_error_response(exc: StarletteHTTPException) -> JSONResponse:
 
 def install_error_handlers(app: FastAPI) -> None:
     """Register the handlers above on ``app``."""
+    from fastapi.exceptions import RequestValidationError
 
     async def on_knowhub_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, KnowhubError)

@@ -274,6 +274,25 @@ class ResourceUpdate(RequestBody):
     scopes: Annotated[list[Label], Field(max_length=MAX_LIST_ITEMS)] | None = None
 
 
+class ContextMessage(RequestBody):
+    """One OpenAI-style message: a known ``role`` is required (``id``, ``name`` and
+    ``timestamp`` optional; a timestamp must be a date the engine can read).
+
+    A chat history as the OpenAI API returns it is accepted unchanged: ``content`` may be a
+    string, a list of content parts (``{"type": "text", "text": ...}``) or null (an
+    assistant turn with ``tool_calls``), and the API's other keys (``tool_calls``,
+    ``tool_call_id``, ``refusal`` ...) are allowed and passed on; the engine keeps the text.
+    """
+
+    model_config = ConfigDict(extra="allow", str_strip_whitespace=False)
+
+    role: MessageRole
+    content: Annotated[str, Field(max_length=200_000)] | Annotated[list[dict[str, Any]], Field(max_length=1_000)] | None = ""
+    id: Annotated[str, Field(max_length=200)] | None = None
+    name: Annotated[str, Field(max_length=200)] | None = None
+    timestamp: MessageTime | None = None
+
+
 __all__ = [
     "JSON_INT",
     "MAX_QUERY_CHARS",
@@ -281,6 +300,7 @@ __all__ = [
     "QUERY_INT",
     "BatchUpdate",
     "ChatMessage",
+    "ContextMessage",
     "EvalIn",
     "ExtractRequest",
     "ExtractRole",

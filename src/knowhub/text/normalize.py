@@ -14,8 +14,6 @@ from collections.abc import Collection, Mapping, Sequence
 from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
-from pypinyin import Style, lazy_pinyin
-
 from knowhub.text._chars import HAN_RE, fold, keep_mask
 
 #: Prefix of the pinyin tier's keys, so they never collide with direct keys
@@ -96,6 +94,9 @@ def _pinyin_of_normalized(normalized: str) -> str | None:
     """Pinyin of text that is already normalized (skips a second normalization pass)."""
     if normalized.isascii() or not has_han(normalized):
         return None
+    # pypinyin loads its phrase dictionary on import (~0.2 s of CPU): only Han text pays.
+    from pypinyin import Style, lazy_pinyin
+
     return "".join(lazy_pinyin(normalized, style=Style.NORMAL))
 
 

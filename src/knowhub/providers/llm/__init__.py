@@ -8,14 +8,21 @@ Engines depend only on :class:`LLMClient` and build prompts with
 
 from __future__ import annotations
 
-from typing import Any
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from knowhub.errors import ConfigError
 from knowhub.providers.llm.base import LLMClient, LLMUsage, estimate_tokens
 from knowhub.providers.llm.local import LocalAgent
 from knowhub.providers.llm.messages import build_task_messages, extract_json, parse_task_message
-from knowhub.providers.llm.openai_client import OpenAICompatibleLLM
 from knowhub.providers.llm.stub import ScriptedLLM, StubLLMClient
+
+if TYPE_CHECKING:
+    from knowhub.providers.llm.openai_client import OpenAICompatibleLLM
+
+# The openai SDK costs ~0.5 s of CPU to import; only a deployment that names the
+# ``openai`` provider pays for it, on first use.
+_LAZY = {"OpenAICompatibleLLM": "knowhub.providers.llm.openai_client"}
 
 __all__ = [
     "LLMClient",
@@ -42,5 +49,16 @@ def build_llm(settings: Any, *, embedder: Any | None = None) -> LLMClient:
     if provider == "local":
         return LocalAgent(embedder=embedder)
     if provider == "openai":
+        from knowhub.providers.llm.openai_client import OpenAICompatibleLLM
+
         return OpenAICompatibleLLM.from_settings(settings)
     raise ConfigError(f"unknown LLM provider {provider!r}", provider=str(provider))
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'knowhub.providers.llm' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value

@@ -31,7 +31,7 @@ import re
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from knowhub.config import Settings
 from knowhub.errors import PermissionDeniedError
@@ -50,7 +50,7 @@ from knowhub.server.schemas import (
     MAX_QUERY_CHARS,
     QUERY_BOOL,
     QUERY_INT,
-    MessageRole,
+    ContextMessage,
     MessageTime,
     RequestBody,
 )
@@ -143,25 +143,6 @@ def _engine(request: Request) -> Any:
 CtxDep = Annotated[RequestContext, Depends(_ctx)]
 EngineDep = Annotated[Any, Depends(_engine)]
 UriParam = Annotated[str, Query(min_length=1, max_length=MAX_URI_CHARS, description="ctx:// URI")]
-
-
-class ContextMessage(RequestBody):
-    """One OpenAI-style message: a known ``role`` is required (``id``, ``name`` and
-    ``timestamp`` optional; a timestamp must be a date the engine can read).
-
-    A chat history as the OpenAI API returns it is accepted unchanged: ``content`` may be a
-    string, a list of content parts (``{"type": "text", "text": ...}``) or null (an
-    assistant turn with ``tool_calls``), and the API's other keys (``tool_calls``,
-    ``tool_call_id``, ``refusal`` ...) are allowed and passed on; the engine keeps the text.
-    """
-
-    model_config = ConfigDict(extra="allow", str_strip_whitespace=False)
-
-    role: MessageRole
-    content: Annotated[str, Field(max_length=200_000)] | Annotated[list[dict[str, Any]], Field(max_length=1_000)] | None = ""
-    id: Annotated[str, Field(max_length=200)] | None = None
-    name: Annotated[str, Field(max_length=200)] | None = None
-    timestamp: MessageTime | None = None
 
 
 class CommitRequest(RequestBody):
