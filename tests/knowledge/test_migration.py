@@ -49,7 +49,7 @@ def test_v1_database_is_migrated(tmp_path: Path, alice) -> None:
     legacy_id = _v1_store_with_item(data_dir, alice)
     hub = KnowledgeHub(data_dir, secret_key=bytes(32))
     try:
-        assert hub.store.schema_version() == SCHEMA_VERSION == 3
+        assert hub.store.schema_version() == SCHEMA_VERSION == 4
         with hub.store.read() as conn:
             versions = [r.version for r in conn.execute(select(schema_version.c.version))]
         assert versions == [1, 2, 3]
