@@ -575,6 +575,25 @@ class Resource:
             out["secure_body"] = self.secure_body
         return out
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Resource:
+        """Rebuild from :meth:`to_dict` output (``expired`` is derived, not read)."""
+        secure = data.get("secure_body")
+        return cls(
+            id=str(data["id"]),
+            title=str(data.get("title") or ""),
+            body=str(data.get("body") or ""),
+            content_type=str(data.get("content_type") or "other"),
+            owner=str(data.get("owner") or ""),
+            scopes=list(data.get("scopes") or []),
+            metadata=dict(data.get("metadata") or {}),
+            has_secure_body=bool(data.get("has_secure_body", secure is not None)),
+            secure_body=None if secure is None else str(secure),
+            created_at=str(data.get("created_at") or ""),
+            updated_at=str(data.get("updated_at") or ""),
+            version=int(data.get("version") or 1),
+        )
+
 
 def parse_timestamp(value: Any) -> datetime | None:
     """ISO 8601 timestamp (``Z`` or offset; naive means UTC), or None when unparsable."""
@@ -704,6 +723,26 @@ class SearchHit:
             **({"namespace": list(item.namespace), "key": item.key} if item.key is not None else {}),
             **({"why": copy.deepcopy(self.why)} if self.why is not None else {}),
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SearchHit:
+        """Rebuild from :meth:`to_dict` output (a remote client's search answer).
+
+        The answer carries the fields of a hit, not the whole item: ``knowledge`` then has
+        no ``source``, ``message_id``, timestamps or feedback histories (``get`` has them).
+        """
+        item = Knowledge.from_dict(
+            {key: data.get(key) for key in ("id", "task", "content", "types", "tags", "eval", "scopes", "owner",
+                                            "resource_ids")}
+        )
+        item.visibility = visibility_of(item.scopes, item.owner)
+        why = data.get("why")
+        return cls(
+            knowledge=item,
+            quality_score=float(data.get("quality_score") or 0.0),
+            relevance=float(data.get("relevance") or 0.0),
+            why=dict(why) if isinstance(why, Mapping) else None,
+        )
 
 
 __all__ = [

@@ -109,6 +109,11 @@ class KeywordNode:
             bool(get("deleted", False)),
         )
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> KeywordNode:
+        """Rebuild from :meth:`to_dict` output (children included): remote clients."""
+        return cls.from_row(data, list(data.get("children") or ()))
+
 
 @dataclass(slots=True)
 class Info:
@@ -148,6 +153,11 @@ class Info:
             updated_at=float(row.get("updated_at", 0.0)),
             deleted=bool(row.get("deleted", False)),
         )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Info:
+        """Rebuild from :meth:`to_dict` output (remote clients)."""
+        return cls.from_row(data)
 
 
 @dataclass(slots=True)
@@ -225,6 +235,22 @@ class SearchResult:
             "reason": self.reason,
             "trajectory": copy.deepcopy(self.trajectory),
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SearchResult:
+        """Rebuild from :meth:`to_dict` output (remote clients)."""
+        node = data.get("node")
+        return cls(
+            status=SearchStatus(data.get("status") or SearchStatus.NOT_FOUND.value),
+            node=KeywordNode.from_dict(node) if node else None,
+            path=[KeywordNode.from_dict(n) for n in data.get("path") or ()],
+            infos=[Info.from_dict(i) for i in data.get("infos") or ()],
+            candidates=[KeywordNode.from_dict(n) for n in data.get("candidates") or ()],
+            suggested_parent_id=data.get("suggested_parent_id"),
+            suggested_name=data.get("suggested_name"),
+            reason=str(data.get("reason") or ""),
+            trajectory=list(data.get("trajectory") or ()),
+        )
 
 
 def choice(value: Any, allowed: tuple[str, ...]) -> Any:
@@ -347,6 +373,11 @@ class WriteResult:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> WriteResult:
+        """Rebuild from :meth:`to_dict` output; other keys (an HTTP answer's entity) are ignored."""
+        return cls(str(data["operation_id"]), data.get("version"), list(data.get("ids") or ()))
 
 
 @dataclass

@@ -1,0 +1,34 @@
+"""One Python client for the three engines: remote (HTTP) or in-process.
+
+- :class:`KnowhubClient` / :class:`AsyncKnowhubClient`: a ``knowhub serve`` server.
+- :class:`LocalKnowhub`: the engines in this process, principal bound.
+
+All three have ``.tree``, ``.knowledge`` and ``.context`` namespaces whose methods are the
+in-process engine methods without the principal argument, returning the engines' own
+dataclasses and raising :mod:`knowhub.errors` exceptions. See ``docs/client.md``.
+
+Importing this package loads httpx and the standard library only (hook processes import
+it per prompt); engine modules load when a namespace first decodes or opens something.
+"""
+
+from __future__ import annotations
+
+from knowhub.client._http import (
+    ERROR_CODES,
+    ClientTimeoutError,
+    RetryPolicy,
+    ServerUnreachableError,
+)
+from knowhub.client.client import DEFAULT_BASE_URL, AsyncKnowhubClient, KnowhubClient
+from knowhub.client.local import LocalKnowhub
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "ERROR_CODES",
+    "AsyncKnowhubClient",
+    "ClientTimeoutError",
+    "KnowhubClient",
+    "LocalKnowhub",
+    "RetryPolicy",
+    "ServerUnreachableError",
+]

@@ -1,0 +1,61 @@
+"""A real ``knowhub serve`` subprocess (no keys, loopback, no sample) and a LocalKnowhub
+over another data dir with the same settings, for the parity tests."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.server_process import ServerProcess
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+def write_plain_config(path: Path, data_dir: Path, extra: str = "") -> Path:
+    """Config of a keyless loopback server with the hashing embedder (as the tests' default)."""
+    path.write_text(
+        f"""data_dir = "{data_dir.as_posix()}"
+
+[server]
+load_sample = false
+
+[embedding]
+provider = "hashing"
+
+[context]
+index_poll_interval_s = 0.05
+{extra}""",
+        encoding="utf-8",
+    )
+    return path
+
+
+class _Server(ServerProcess):
+    """ServerProcess with this worktree's sources first on the child's path."""
+
+    def start(self, timeout_s: float = 60.0) -> None:
+        old = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = SRC + (os.pathsep + old if old else "")
+        try:
+            super().start(timeout_s)
+        finally:
+            if old is None:
+                os.environ.pop("PYTHONPATH", None)
+            else:
+                os.environ["PYTHONPATH"] = old
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """One server for the module (starting one costs seconds of CPU on this VM)."""
+    work = tmp_path_factory.mktemp("served")
+    config = write_plain_config(work / "knowhub.toml", work / "data")
+    server = _Server(config, work)
+    server.start()
+    assert sys.executable  # the child runs with this interpreter
+    yield server
+    server.stop()
