@@ -733,7 +733,7 @@ class SearchHit:
         """
         item = Knowledge.from_dict(
             {key: data.get(key) for key in ("id", "task", "content", "types", "tags", "eval", "scopes", "owner",
-                                            "resource_ids")}
+                                            "resource_ids", "namespace", "key")}
         )
         item.visibility = visibility_of(item.scopes, item.owner)
         why = data.get("why")
