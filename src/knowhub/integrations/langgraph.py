@@ -97,7 +97,8 @@ class KnowhubStore(BaseStore):
         self.types = list(types)
         self.scopes = None if scopes is None else list(scopes)
         self.fields = None if fields is None else list(fields)
-        self._is_async = inspect.iscoroutinefunction(getattr(self._kn, "put", None))
+        # an async knowhub (AsyncKnowhubClient) is an async context manager and not a sync one
+        self._is_async = hasattr(knowhub, "__aenter__") and not hasattr(knowhub, "__enter__")
 
     # ------------------------------------------------------------------ BaseStore
 
@@ -143,6 +144,13 @@ class KnowhubStore(BaseStore):
     async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         result = getattr(self._kn, method)(*args, **kwargs)
         if inspect.isawaitable(result):
+            if not self._is_async:
+                if inspect.iscoroutine(result):
+                    result.close()
+                raise TypeError(
+                    "KnowhubStore: this knowhub is async; pass the store an async knowhub "
+                    "object that is not also a sync context manager, and use ainvoke/aput"
+                )
             result = await result
         return result
 
@@ -193,6 +201,7 @@ class KnowhubStore(BaseStore):
 
     async def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
+        _check_filter(op.filter)
         if not op.filter and not op.query and op.offset >= 0 and op.limit >= 0:
             # a plain page: the engine pages, nothing else is read
             page: list[SearchItem] = []
@@ -316,6 +325,21 @@ def _ns_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
     return all(want in ("*", have) for have, want in pairs)
 
 
+def _check_filter(node: Any) -> None:
+    """Refuse an unknown ``$`` operator before anything is read (not only when an item
+    happens to reach it)."""
+    if isinstance(node, dict):
+        for name, child in node.items():
+            if isinstance(name, str) and name.startswith("$") and name not in _OPERATORS:
+                raise InvalidInputError(
+                    f"unsupported filter operator {name!r}; use one of {', '.join(_OPERATORS)}"
+                )
+            _check_filter(child)
+    elif isinstance(node, list | tuple):
+        for child in node:
+            _check_filter(child)
+
+
 def _matches(value: dict[str, Any], filter: dict[str, Any] | None) -> bool:
     """Whether a value passes a store filter (every field must)."""
     return all(_field_matches(value.get(name), want) for name, want in (filter or {}).items())
@@ -341,10 +365,6 @@ def _operator(have: Any, operator: str, arg: Any) -> bool:
         return bool(have == arg)
     if operator == "$ne":
         return bool(have != arg)
-    if operator not in _OPERATORS:
-        raise InvalidInputError(
-            f"unsupported filter operator {operator!r}; use one of {', '.join(_OPERATORS)}"
-        )
     left, right = _number(have), _number(arg)
     if left is None or right is None:
         return False  # a missing or non-numeric field is not greater or smaller than anything
