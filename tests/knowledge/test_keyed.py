@@ -21,8 +21,13 @@ def body(text: str, **extra: object) -> dict[str, object]:
 
 
 @pytest.fixture
-def hub(tmp_path: Path):
-    with KnowledgeHub(tmp_path, embedder=HashingEmbedder()) as h:
+def hub(backend: dict[str, object]):
+    """On SQLite and (marked postgres) on PostgreSQL: the address queries are plain SQL."""
+    with KnowledgeHub(
+        backend["data_dir"],  # type: ignore[arg-type]
+        db_url=backend["db_url"],  # type: ignore[arg-type]
+        embedder=HashingEmbedder(),
+    ) as h:
         yield h
 
 
