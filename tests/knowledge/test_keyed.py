@@ -116,3 +116,13 @@ def test_keys_survive_a_reopen(tmp_path: Path) -> None:
         assert hub.get_by_key(ALICE, ["m"], "k").task == "kept"
         assert hub.put(ALICE, ["m"], "k", body("replaced")).version == 2
         assert hub.search(ALICE, "replaced", min_score=0, namespace_prefix=["m"])
+
+
+def test_slim_leaves_keyed_items_alone(hub: KnowledgeHub) -> None:
+    text = "use a virtualenv per project and pin every dependency exactly"
+    hub.put(ALICE, ["m"], "1", {"task": text, "content": text, "types": ["strategy"]})
+    hub.put(ALICE, ["m"], "2", {"task": text, "content": text + ".", "types": ["strategy"]})
+    assert hub.slim(ALICE).clusters == []
+    hub.save(ALICE, {"task": text, "content": text, "types": ["strategy"]})
+    hub.save(ALICE, {"task": text, "content": text + ".", "types": ["strategy"]})
+    assert len(hub.slim(ALICE).clusters) == 1  # the same texts unkeyed are merged
