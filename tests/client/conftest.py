@@ -4,7 +4,6 @@ over another data dir with the same settings, for the parity tests."""
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,13 +48,17 @@ class _Server(ServerProcess):
                 os.environ["PYTHONPATH"] = old
 
 
+def start_server(work: Path) -> ServerProcess:
+    """A started keyless server over ``work/data``."""
+    work.mkdir(parents=True, exist_ok=True)
+    server = _Server(write_plain_config(work / "knowhub.toml", work / "data"), work)
+    server.start()
+    return server
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """One server for the module (starting one costs seconds of CPU on this VM)."""
-    work = tmp_path_factory.mktemp("served")
-    config = write_plain_config(work / "knowhub.toml", work / "data")
-    server = _Server(config, work)
-    server.start()
-    assert sys.executable  # the child runs with this interpreter
+    server = start_server(tmp_path_factory.mktemp("served"))
     yield server
     server.stop()

@@ -72,23 +72,21 @@ class ClientTimeoutError(ServerUnreachableError, TimeoutError):
 
 #: Server error code → exception class. Codes of :mod:`knowhub.errors` plus the generic
 #: ones the HTTP face uses for framework errors (``server/errors.py``).
-ERROR_CODES: dict[str, type[KnowhubError]] = {
-    cls.code: cls
-    for cls in (
-        NotFoundError,
-        InvalidInputError,
-        ConfigError,
-        EmbedderMismatchError,
-        VersionConflictError,
-        PermissionDeniedError,
-        StorageError,
-        CorruptStoreError,
-        LockTimeoutError,
-        LLMError,
-        LLMTimeoutError,
-        LLMResponseError,
-    )
-} | {
+_ENGINE_ERRORS: tuple[type[KnowhubError], ...] = (
+    NotFoundError,
+    InvalidInputError,
+    ConfigError,
+    EmbedderMismatchError,
+    VersionConflictError,
+    PermissionDeniedError,
+    StorageError,
+    CorruptStoreError,
+    LockTimeoutError,
+    LLMError,
+    LLMTimeoutError,
+    LLMResponseError,
+)
+ERROR_CODES: dict[str, type[KnowhubError]] = {cls.code: cls for cls in _ENGINE_ERRORS} | {
     "validation_error": InvalidInputError,
     "bad_request": InvalidInputError,
     "payload_too_large": InvalidInputError,

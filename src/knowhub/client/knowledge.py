@@ -8,6 +8,7 @@ Results are the engine's dataclasses (:class:`~knowhub.knowledge.Knowledge`,
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from typing import Any
 
@@ -72,7 +73,7 @@ class KnowledgeNamespace(Namespace):
         return self._run(Call("PUT", f"{_BASE}/{seg(knowledge_id)}", json=body, decode=_knowledge,
                               idempotent=only_score))
 
-    def batch_update(self, feedback_list: list[dict[str, Any]]) -> Any:
+    def batch_update(self, feedback_list: builtins.list[dict[str, Any]]) -> Any:
         """Seed 002 batch feedback → ``{"updated": n, "failed": [...]}``."""
         return self._run(Call("POST", f"{_BASE}/batch_update", json={"feedback_list": feedback_list}))
 
@@ -151,7 +152,7 @@ class KnowledgeNamespace(Namespace):
         """The caller's user_profile items, best first → list[Knowledge]."""
         return self._run(Call("GET", f"{_BASE}/profile", params={"limit": limit}, decode=rows(_knowledge)))
 
-    def extract(self, messages: list[dict[str, Any]]) -> Any:
+    def extract(self, messages: builtins.list[dict[str, Any]]) -> Any:
         """Extract and save knowledge from a conversation → the new list[Knowledge]."""
         return self._run(Call("POST", f"{_BASE}/extract", json={"messages": list(messages)},
                               decode=rows(_knowledge)))
