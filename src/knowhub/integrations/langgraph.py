@@ -39,21 +39,26 @@ from collections.abc import Callable, Coroutine, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from langgraph.store.base import (
-    BaseStore,
-    GetOp,
-    Item,
-    ListNamespacesOp,
-    MatchCondition,
-    Op,
-    PutOp,
-    Result,
-    SearchItem,
-    SearchOp,
-    get_text_at_path,
-    tokenize_path,
-    validate_op_namespace,
-)
+try:
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        Item,
+        ListNamespacesOp,
+        MatchCondition,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+        get_text_at_path,
+        tokenize_path,
+        validate_op_namespace,
+    )
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "knowhub.integrations.langgraph needs LangGraph: pip install 'knowhub[langgraph]'"
+    ) from exc
 
 from knowhub.errors import InvalidInputError, NotFoundError
 
