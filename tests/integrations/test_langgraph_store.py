@@ -36,9 +36,11 @@ from knowhub.integrations.langgraph import KnowhubStore
 from tests.client.conftest import _Server, write_plain_config
 from tests.e2e.server_process import ALICE_KEY, BOB_KEY
 
+CAROL_KEY = "lg-carol-key-0123456789"
+
 NAMESPACES = [("a",), ("a", "b"), ("a", "c"), ("b",), ("a", "b", "c"), ("用户", "张三"), ("x/y",)]
 PREFIXES = [(), ("a",), ("a", "b"), ("b",), ("用户",), ("x/y",), ("zzz",)]
-KEYS = ["k1", "k2", "k3", "键"]
+KEYS = ["k1", "k2", "k3", "键", "", "a/b"]
 WORDS = ["python", "tea", "coffee", "graph", "memory", "用户", "偏好", "rust"]
 FILTERS: list[dict[str, Any] | None] = [
     None,
@@ -289,6 +291,10 @@ principal = "user:alice"
 [[auth.keys]]
 key = "{BOB_KEY}"
 principal = "user:bob"
+
+[[auth.keys]]
+key = "{CAROL_KEY}"
+principal = "user:carol"
 """
 
 
@@ -316,6 +322,13 @@ def test_isolation_through_the_server_with_two_keys(server: _Server) -> None:
         app = _graph(alice)
         app.invoke({"user": "u9", "message": "remember 我喜欢乌龙茶"})
         assert app.invoke({"user": "u9", "message": "乌龙茶"})["reply"] == "I remember: 我喜欢乌龙茶"
+
+
+def test_differential_through_the_server(server: _Server) -> None:
+    """The same comparison over HTTP: namespaces and keys with '/', CJK and '' survive the
+    query string, and remote paging matches."""
+    with KnowhubClient(server.base_url, CAROL_KEY) as carol:
+        assert _run_differential(KnowhubStore(carol), 4, 35, use_async=False) >= 35
 
 
 def test_async_client_path_through_the_server(server: _Server) -> None:
