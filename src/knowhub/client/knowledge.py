@@ -97,11 +97,43 @@ class KnowledgeNamespace(Namespace):
         top_k: int = 5,
         min_score: float = 3,
         types: Sequence[str] | str | None = None,
+        namespace_prefix: Sequence[str] | None = None,
     ) -> Any:
         """Two-stage search → list[SearchHit] (each hit's ``knowledge`` holds the fields
-        the answer carries; ``get`` returns the whole item)."""
-        params = {"q": query, "top_k": top_k, "min_score": min_score, "types": csv(types)}
+        the answer carries; ``get`` returns the whole item). ``namespace_prefix`` narrows
+        it to the caller's keyed items under that prefix."""
+        params: dict[str, Any] = {"q": query, "top_k": top_k, "min_score": min_score, "types": csv(types)}
+        if namespace_prefix is not None:
+            params |= {"keyed": True, "namespace": list(namespace_prefix)}
         return self._run(Call("GET", f"{_BASE}/search", params=params, decode=rows(_hit)))
+
+    # -- keyed items (knowhub.knowledge.keyed): addressed by the caller's namespace and key
+
+    def put(self, namespace: Sequence[str], key: str, body: dict[str, Any]) -> Any:
+        """Save ``body`` under ``(namespace, key)``, replacing what is there → Knowledge.
+        Retried: putting the same body twice leaves the same item."""
+        payload = {"namespace": list(namespace), "key": key, "item": body}
+        return self._run(Call("PUT", f"{_BASE}/keyed", json=payload, decode=_knowledge, idempotent=True))
+
+    def get_by_key(self, namespace: Sequence[str], key: str) -> Any:
+        """The caller's item under ``(namespace, key)`` → Knowledge (NotFoundError if none)."""
+        params = {"namespace": list(namespace), "key": key}
+        return self._run(Call("GET", f"{_BASE}/keyed", params=params, decode=_knowledge))
+
+    def delete_by_key(self, namespace: Sequence[str], key: str) -> Any:
+        """Soft-delete the caller's item under ``(namespace, key)`` → None."""
+        params = {"namespace": list(namespace), "key": key}
+        return self._run(Call("DELETE", f"{_BASE}/keyed", params=params, decode=nothing, idempotent=False))
+
+    def list_keyed(self, namespace_prefix: Sequence[str] = (), limit: int = 100, offset: int = 0) -> Any:
+        """The caller's keyed items under a namespace prefix, newest first → list[Knowledge]."""
+        params = {"namespace": list(namespace_prefix), "limit": limit, "offset": offset}
+        return self._run(Call("GET", f"{_BASE}/keyed/list", params=params, decode=rows(_knowledge)))
+
+    def list_namespaces(self, namespace_prefix: Sequence[str] = ()) -> Any:
+        """Distinct namespaces of the caller's keyed items under a prefix → list[list[str]]."""
+        params = {"namespace": list(namespace_prefix)}
+        return self._run(Call("GET", f"{_BASE}/keyed/namespaces", params=params, decode=plain_rows))
 
     def history(self, knowledge_id: str) -> Any:
         """Previous versions, newest first → list[dict]."""

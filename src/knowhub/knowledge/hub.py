@@ -33,7 +33,7 @@ from knowhub.errors import (
 )
 from knowhub.index.identity import EmbedderIdentity
 from knowhub.knowledge import extract as extraction
-from knowhub.knowledge import slim_plans
+from knowhub.knowledge import keyed, slim_plans
 from knowhub.knowledge.feedback import add_evidence, apply_update, evolve_content, parse_update
 from knowhub.knowledge.hub_indexes import HubIndexes
 from knowhub.knowledge.models import (
@@ -411,6 +411,39 @@ class KnowledgeHub(HubIndexes):
         with self.store.read() as conn:
             return self.store.list_items(conn, visible=visible, types=type_filter, limit=limit)
 
+    # ------------------------------------------------------------------ keyed items
+
+    def put(
+        self, principal: Principal, namespace: Sequence[str], key: str, body: dict[str, Any]
+    ) -> Knowledge:
+        """Save ``body`` under the caller's own ``(namespace, key)``, replacing the item
+        stored there as its next version (:mod:`knowhub.knowledge.keyed`)."""
+        return keyed.put(self, self._principal(principal), namespace, key, body)
+
+    def get_by_key(self, principal: Principal, namespace: Sequence[str], key: str) -> Knowledge:
+        """The caller's live item under ``(namespace, key)``; NotFoundError otherwise."""
+        return keyed.get_by_key(self, self._principal(principal), namespace, key)
+
+    def delete_by_key(self, principal: Principal, namespace: Sequence[str], key: str) -> None:
+        """Soft-delete the caller's item under ``(namespace, key)``; NotFoundError if none."""
+        keyed.delete_by_key(self, self._principal(principal), namespace, key)
+
+    def list_keyed(
+        self,
+        principal: Principal,
+        namespace_prefix: Sequence[str] = (),
+        limit: int = 100,
+        offset: int = 0,
+    ) -> builtins.list[Knowledge]:
+        """The caller's live keyed items under a namespace prefix, newest change first."""
+        return keyed.list_keyed(self, self._principal(principal), namespace_prefix, limit, offset)
+
+    def list_namespaces(
+        self, principal: Principal, namespace_prefix: Sequence[str] = ()
+    ) -> builtins.list[builtins.list[str]]:
+        """Distinct namespaces of the caller's live keyed items under a prefix, sorted."""
+        return keyed.list_namespaces(self, self._principal(principal), namespace_prefix)
+
     # ------------------------------------------------------------------ search
 
     def search(
@@ -420,8 +453,12 @@ class KnowledgeHub(HubIndexes):
         top_k: int = 5,
         min_score: float = 3,
         types: Sequence[str] | str | None = None,
+        namespace_prefix: Sequence[str] | None = None,
     ) -> builtins.list[SearchHit]:
-        """Seed 002 two-stage search over a bounded, visible candidate pool."""
+        """Seed 002 two-stage search over a bounded, visible candidate pool.
+
+        ``namespace_prefix`` narrows it to the caller's own keyed items under that prefix
+        (:mod:`knowhub.knowledge.keyed`; ``[]``: all of them)."""
         principal = self._principal(principal)
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("query must be a non-empty string", field="q")
@@ -440,9 +477,14 @@ class KnowledgeHub(HubIndexes):
         ):
             raise InvalidInputError("min_score must be a number", field="min_score")
         type_filter = check_types_filter(types)
+        narrow = None
+        if namespace_prefix is not None:
+            prefix = keyed.check_namespace(namespace_prefix, allow_empty=True)
+            narrow = {keyed.NS_FILTER: [keyed.namespace_filter(principal.id, prefix)]}
         self._sync()
         recalled = self._indexes.recall(
-            query, principal, types=type_filter, min_score=min_score, pool=self.candidate_pool
+            query, principal, types=type_filter, min_score=min_score, pool=self.candidate_pool,
+            narrow=narrow,
         )
         if not recalled:
             return []

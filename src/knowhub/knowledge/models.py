@@ -376,6 +376,10 @@ class Knowledge:
     created_at: str = ""
     updated_at: str = ""
     version: int = 1
+    #: The owner's address of a keyed item (:mod:`knowhub.knowledge.keyed`); None for an
+    #: ordinary item, which is addressed by ``id`` alone.
+    key: str | None = None
+    namespace: list[str] = field(default_factory=list)
 
     @property
     def score(self) -> int:
@@ -416,6 +420,7 @@ class Knowledge:
             "created_at": self.created_at,
             "updated_at": self.updated_at,
             "version": self.version,
+            **({"namespace": list(self.namespace), "key": self.key} if self.key is not None else {}),
         }
 
     @classmethod
@@ -437,6 +442,8 @@ class Knowledge:
             created_at=str(data.get("created_at") or ""),
             updated_at=str(data.get("updated_at") or ""),
             version=int(data.get("version") or 1),
+            key=None if data.get("key") is None else str(data["key"]),
+            namespace=[str(label) for label in data.get("namespace") or []],
         )
 
 
@@ -713,6 +720,7 @@ class SearchHit:
             "owner": item.owner,
             "resource_ids": list(item.resource_ids),
             "relevance": round(self.relevance, 4),
+            **({"namespace": list(item.namespace), "key": item.key} if item.key is not None else {}),
             **({"why": copy.deepcopy(self.why)} if self.why is not None else {}),
         }
 
@@ -725,7 +733,7 @@ class SearchHit:
         """
         item = Knowledge.from_dict(
             {key: data.get(key) for key in ("id", "task", "content", "types", "tags", "eval", "scopes", "owner",
-                                            "resource_ids")}
+                                            "resource_ids", "namespace", "key")}
         )
         item.visibility = visibility_of(item.scopes, item.owner)
         why = data.get("why")

@@ -143,5 +143,19 @@ store_meta = Table(
     Column("value", Text, nullable=False),
 )
 
+# ---- added by migration 4
+#: Keyed items (:mod:`knowhub.knowledge.keyed`): the owner's (namespace, key) address of an
+#: item, so that a put replaces it and a get or a namespace listing is an exact lookup.
+knowledge_keys = Table(
+    "knowledge_keys",
+    metadata,
+    Column("key_hash", String(64), primary_key=True),
+    Column("knowledge_id", String(64), nullable=False, unique=True),
+    Column("owner", String(300), nullable=False),
+    Column("namespace", Text, nullable=False),
+    Column("item_key", Text, nullable=False),
+    Index("ix_knowledge_keys_owner", "owner"),
+)
 
-__all__ = ["counters", "knowledge", "knowledge_scopes", "knowledge_types", "knowledge_versions", "metadata", "resource_scopes", "resource_versions", "resources", "schema_version", "slim_plans", "store_meta"]
+
+__all__ = ["counters", "knowledge", "knowledge_keys", "knowledge_scopes", "knowledge_types", "knowledge_versions", "metadata", "resource_scopes", "resource_versions", "resources", "schema_version", "slim_plans", "store_meta"]

@@ -29,6 +29,7 @@ from typing import Any
 
 from knowhub.errors import KnowhubError, LLMError
 from knowhub.index import EmbeddedIndex, IndexDocument, IndexHit, QueryVector, RetrievalIndex
+from knowhub.knowledge.keyed import NS_FILTER, namespace_filter_values
 from knowhub.knowledge.models import Knowledge, quality_score
 from knowhub.knowledge.ranking import (
     Candidate,
@@ -143,11 +144,14 @@ def index_document(item: Knowledge, vector: Any) -> IndexDocument:
     """The retrieval-index document of a live item: filters on scopes and types, numbers
     for the eligibility bounds, routing metadata as payload."""
     meta = ItemMeta.of(item)
+    filters: dict[str, Any] = {"scopes": sorted(item.scopes), "types": sorted(item.types)}
+    if item.key is not None:  # keyed items: searchable within their owner's namespaces
+        filters[NS_FILTER] = namespace_filter_values(item)
     return IndexDocument(
         id=item.id,
         tokens=lexical_tokens(index_text(item)),
         vector=vector,
-        filters={"scopes": sorted(item.scopes), "types": sorted(item.types)},
+        filters=filters,
         numbers={"score": float(item.score), "quality": float(meta.quality)},
         payload=meta.to_payload(),
     )
@@ -229,6 +233,17 @@ class DerivedIndexes:
         seq = meta.get("seq")
         return seq if isinstance(seq, int) and not isinstance(seq, bool) else None
 
+    @staticmethod
+    def _filters(
+        principal: Principal, types: Sequence[str] | None, narrow: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """Index filters of a search: visibility, types, then any narrowing ones."""
+        filters: dict[str, Any] = {"scopes": sorted(principal.visible_scopes)}
+        if types:
+            filters["types"] = sorted(set(types))
+        filters.update(narrow or {})
+        return filters
+
     def embed_query_soon(self, query: str) -> QueryVector:
         """The query's vector, computed on a worker thread (see ``embed_in_background``)."""
         return embed_in_background(self.embedder, lambda: embed_queries(self.embedder, [query])[0])
@@ -242,16 +257,16 @@ class DerivedIndexes:
         min_score: float,
         pool: int,
         query_vec: QueryVector | None = None,
+        narrow: dict[str, Any] | None = None,
     ) -> list[IndexHit]:
         """The ``pool`` best lexical matches and ``pool`` nearest vectors among visible,
         eligible items, each with its BM25 score and cosine (see :class:`IndexHit`).
 
         Eligibility (visible, type, ``score >= min_score``, ``quality >= 0``) is a filter
-        inside the index search, so filtered items never take a slot in the pool.
+        inside the index search, so filtered items never take a slot in the pool; so is
+        ``narrow`` (more filters, such as a keyed namespace prefix).
         """
-        filters: dict[str, Any] = {"scopes": sorted(principal.visible_scopes)}
-        if types:
-            filters["types"] = sorted(set(types))
+        filters = self._filters(principal, types, narrow)
         bounds = {"score": float(min_score), "quality": 0.0}
         # embedded while the index runs its lexical stage (a callable vector; ``query_vec``
         # when the caller started it); no lock of ours is held while waiting for it: the
@@ -275,11 +290,14 @@ class DerivedIndexes:
         types: Sequence[str] | None,
         min_score: float,
         pool: int,
+        narrow: dict[str, Any] | None = None,
     ) -> list[tuple[str, float]]:
         """At most ``pool`` visible, eligible, relevant candidates as ``(id, relevance)``,
         most relevant first: :meth:`candidates` judged by :mod:`knowhub.knowledge.ranking`.
         """
-        found = self.candidates(query, principal, types=types, min_score=min_score, pool=pool)
+        found = self.candidates(
+            query, principal, types=types, min_score=min_score, pool=pool, narrow=narrow
+        )
         return self.model.select(found)[:pool]
 
     def candidates(
@@ -290,18 +308,20 @@ class DerivedIndexes:
         types: Sequence[str] | None,
         min_score: float,
         pool: int,
+        narrow: dict[str, Any] | None = None,
     ) -> list[Candidate]:
         """:meth:`signals` as ranking candidates: BM25 scores scaled by the idf mass of the
         query's terms among the visible items, cosines as they are. The term statistics are
         read while the query is being embedded."""
         pending = self.embed_query_soon(query)
         terms = set(lexical_tokens(query))
-        filters: dict[str, Any] = {"scopes": sorted(principal.visible_scopes)}
-        if types:
-            filters["types"] = sorted(set(types))
+        filters = self._filters(principal, types, narrow)
         with self.lock:
             freqs, n_docs = self.index.doc_freqs(terms, filters)
-        hits = self.signals(query, principal, types=types, min_score=min_score, pool=pool, query_vec=pending)
+        hits = self.signals(
+            query, principal, types=types, min_score=min_score, pool=pool, query_vec=pending,
+            narrow=narrow,
+        )
         mass = QueryMass.of(terms, freqs, n_docs)
         floor = similarity_floor(self.embedder)
         return make_candidates(((h.id, h.lexical_score, h.vector_score) for h in hits), mass, floor)

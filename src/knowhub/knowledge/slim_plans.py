@@ -36,7 +36,9 @@ def make_plan(hub: KnowledgeHub, principal: Principal, model: str | None) -> Sli
     # Only items the principal can see entirely take part: a merged text stays readable by
     # its merger, and no merge touches a scope the principal has no view of.
     visible = principal.visible_scopes
-    items = [item for item in items if visible.issuperset(item.scopes)]
+    # Keyed items are values their owner addresses (knowledge.keyed): a merge would change
+    # or remove what a key holds, so slim leaves them alone.
+    items = [item for item in items if visible.issuperset(item.scopes) and item.key is None]
 
     def known_vector(knowledge_id: str) -> Any:
         return hub._indexes.vector(knowledge_id)

@@ -19,6 +19,8 @@ Layout:
 - ``slim_plans``: stored slim proposals.
 - ``kh_meta``: facts about the store as a whole, such as the identity of the embedder
   that made the indexed vectors (``embedder``; see :mod:`knowhub.index.identity`).
+- ``knowledge_keys``: the ``(owner, namespace, key)`` address of each keyed item
+  (:mod:`knowhub.knowledge.keyed`), so that a put replaces it and a get is exact.
 - ``schema_version``: one row per applied migration.
 
 The table definitions live in :mod:`knowhub.knowledge.schema`.
@@ -59,6 +61,7 @@ from knowhub.knowledge.models import Knowledge
 from knowhub.knowledge.schema import (  # tables, also imported from here by other modules
     counters,
     knowledge,
+    knowledge_keys,
     knowledge_scopes,
     knowledge_types,
     knowledge_versions,
@@ -73,7 +76,10 @@ from knowhub.storage import create_private_file, ensure_dir
 from knowhub.storage.quarantine import Quarantine
 from knowhub.text import normalize
 
-__all__ = ["SCHEMA_VERSION", "KnowledgeStore", "content_hash"]
+__all__ = [
+    "SCHEMA_VERSION", "KnowledgeStore", "content_hash", "decode_namespace", "encode_namespace",
+    "key_hash",
+]
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +102,13 @@ _INSERT_SCOPE = insert(knowledge_scopes).values(
     knowledge_id=bindparam("kid"), scope=bindparam("scope")
 )
 _INSERT_TYPE = insert(knowledge_types).values(knowledge_id=bindparam("kid"), type=bindparam("type"))
+_DELETE_KEY = delete(knowledge_keys).where(
+    or_(knowledge_keys.c.knowledge_id == bindparam("kid"), knowledge_keys.c.key_hash == bindparam("khash"))
+)
+_INSERT_KEY = insert(knowledge_keys).values(
+    key_hash=bindparam("khash"), knowledge_id=bindparam("kid"), owner=bindparam("owner"),
+    namespace=bindparam("namespace"), item_key=bindparam("item_key"),
+)
 _BUMP_SEQ = (
     update(counters)
     .where(counters.c.name == "seq")
@@ -146,8 +159,15 @@ def _migrate_3(conn: Connection) -> None:
     store_meta.create(conn, checkfirst=True)
 
 
+def _migrate_4(conn: Connection) -> None:
+    """The (owner, namespace, key) addresses of keyed items."""
+    knowledge_keys.create(conn, checkfirst=True)
+
+
 #: Ordered migrations; index i migrates from version i to i + 1.
-MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_migrate_1, _migrate_2, _migrate_3)
+MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
+    _migrate_1, _migrate_2, _migrate_3, _migrate_4,
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -155,6 +175,23 @@ def content_hash(task: str, content: str) -> str:
     """Hash of normalized task and content: finds exact duplicates (extraction dedup)."""
     key = f"{normalize(task)}\x1f{normalize(content)}"
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def encode_namespace(namespace: Sequence[str]) -> str:
+    """A namespace as text whose string prefixes are exactly its label prefixes:
+    ``("a", "b/c")`` is ``a/b%2Fc/`` (``%`` and ``/`` escaped, every label ends in ``/``)."""
+    return "".join(label.replace("%", "%25").replace("/", "%2F") + "/" for label in namespace)
+
+
+def decode_namespace(text: str) -> list[str]:
+    """The labels of :func:`encode_namespace` text."""
+    return [part.replace("%2F", "/").replace("%25", "%") for part in text.split("/")[:-1]]
+
+
+def key_hash(owner: str, namespace: Sequence[str], key: str) -> str:
+    """The primary key of a keyed item's address (bounded, whatever the key's length)."""
+    raw = json.dumps([owner, list(namespace), key], ensure_ascii=False)
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
 def _dumps(obj: Any) -> str:
@@ -199,7 +236,10 @@ class KnowledgeStore:
         self, data_dir: Path, db_url: str | None = None, *, migrate_to: int = SCHEMA_VERSION
     ) -> None:
         self.data_dir = Path(data_dir)
-        self.damaged = DamagedRows(Quarantine(self.data_dir, "knowledge"), knowledge, [knowledge_scopes, knowledge_types])
+        self.damaged = DamagedRows(
+            Quarantine(self.data_dir, "knowledge"), knowledge,
+            [knowledge_scopes, knowledge_types, knowledge_keys],
+        )
         self._writing = threading.local()
         try:
             if db_url is None:
@@ -384,6 +424,14 @@ class KnowledgeStore:
             conn.execute(_DELETE_TYPES, {"kid": item.id})
         conn.execute(_INSERT_SCOPE, [{"kid": item.id, "scope": s} for s in item.scopes])
         conn.execute(_INSERT_TYPE, [{"kid": item.id, "type": t} for t in item.types])
+        if item.key is not None:
+            # the address row goes with the item (deleted items keep theirs: a put revives them)
+            khash = key_hash(item.owner, item.namespace, item.key)
+            conn.execute(_DELETE_KEY, {"kid": item.id, "khash": khash})
+            conn.execute(_INSERT_KEY, {
+                "khash": khash, "kid": item.id, "owner": item.owner,
+                "namespace": encode_namespace(item.namespace), "item_key": item.key,
+            })
         if self.index_writer is not None:
             self.index_writer(conn, item, deleted)
         return seq

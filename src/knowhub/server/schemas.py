@@ -198,6 +198,14 @@ class KnowledgeCreate(RequestBody):
     resource_ids: Annotated[list[IdText], Field(max_length=MAX_LIST_ITEMS)] | None = None
 
 
+class KeyedPut(RequestBody):
+    """Body of ``PUT /api/knowledge/keyed``: an item under the caller's namespace and key."""
+
+    namespace: Annotated[list[Annotated[str, Field(min_length=1, max_length=300)]], Field(min_length=1, max_length=32)]
+    key: Annotated[str, Field(max_length=1_000)]
+    item: KnowledgeCreate
+
+
 class KnowledgeUpdate(RequestBody):
     """Body of ``PUT /api/knowledge/{id}``: feedback, score, or an evolve request."""
 

@@ -21,6 +21,7 @@ from knowhub.server.schemas import (
     QUERY_INT,
     BatchUpdate,
     ExtractRequest,
+    KeyedPut,
     KnowledgeCreate,
     KnowledgeUpdate,
     SlimRequest,
@@ -29,6 +30,11 @@ from knowhub.server.schemas import (
 
 KnowledgeId = Annotated[str, Path(min_length=1, max_length=512, description="knowledge id")]
 CsvParam = Annotated[str | None, Query(max_length=4_000, description="comma-separated")]
+Labels = Annotated[
+    list[str] | None,
+    Query(max_length=32, description="namespace labels of a keyed item, in order (repeat the parameter)"),
+]
+ItemKey = Annotated[str, Query(max_length=1_000, description="key of a keyed item")]
 
 
 def build_router() -> APIRouter:
@@ -43,16 +49,58 @@ def build_router() -> APIRouter:
         top_k: Annotated[int, Query(ge=1, le=100), QUERY_INT] = 5,
         min_score: Annotated[int, Query(ge=0, le=5), QUERY_INT] = 3,
         types: CsvParam = None,
+        keyed: Annotated[bool, Query(description="only the caller's keyed items")] = False,
+        namespace: Labels = None,
     ) -> dict[str, Any]:
-        """Two-stage retrieval (semantic routing, then quality ranking) over visible items."""
+        """Two-stage retrieval (semantic routing, then quality ranking) over visible items;
+        ``keyed=true`` narrows it to the caller's keyed items under the ``namespace`` prefix."""
         hits = hub.search(
             principal,
             clean_query(q, field="q"),
             top_k=top_k,
             min_score=min_score,
             types=split_csv(types, field="types"),
+            namespace_prefix=(namespace or []) if keyed else None,
         )
         return results(hits)
+
+    @router.put("/keyed")
+    def put_keyed(principal: PrincipalDep, hub: HubDep, body: KeyedPut) -> dict[str, Any]:
+        """Save an item under the caller's ``(namespace, key)``, replacing what is there."""
+        return dict(to_json(hub.put(principal, body.namespace, body.key, body.item.to_engine())))
+
+    @router.get("/keyed")
+    def get_keyed(
+        principal: PrincipalDep, hub: HubDep, key: ItemKey, namespace: Labels = None
+    ) -> dict[str, Any]:
+        """The caller's item under ``(namespace, key)`` (404 when there is none)."""
+        return dict(to_json(hub.get_by_key(principal, namespace or [], key)))
+
+    @router.delete("/keyed")
+    def delete_keyed(
+        principal: PrincipalDep, hub: HubDep, key: ItemKey, namespace: Labels = None
+    ) -> dict[str, Any]:
+        """Delete the caller's item under ``(namespace, key)`` (404 when there is none)."""
+        hub.delete_by_key(principal, namespace or [], key)
+        return {"namespace": namespace or [], "key": key, "deleted": True}
+
+    @router.get("/keyed/list")
+    def list_keyed(
+        principal: PrincipalDep,
+        hub: HubDep,
+        namespace: Labels = None,
+        limit: Annotated[int, Query(ge=1, le=1_000), QUERY_INT] = 100,
+        offset: Annotated[int, Query(ge=0, le=10**9), QUERY_INT] = 0,
+    ) -> dict[str, Any]:
+        """The caller's keyed items under the ``namespace`` prefix, newest change first."""
+        return results(hub.list_keyed(principal, namespace or [], limit=limit, offset=offset))
+
+    @router.get("/keyed/namespaces")
+    def list_keyed_namespaces(
+        principal: PrincipalDep, hub: HubDep, namespace: Labels = None
+    ) -> dict[str, Any]:
+        """Distinct namespaces of the caller's keyed items under the prefix, sorted."""
+        return results(hub.list_namespaces(principal, namespace or []))
 
     @router.post("/batch_update")
     def batch_update_knowledge(
