@@ -139,8 +139,8 @@ def test_a_search_over_mcp_is_tagged_and_hidden_from_others(tmp_path: Path, tree
 
     result = anyio.run(body)
     assert not result.is_error
-    assert [rec["principal"] for rec in tree.search_decisions(everyone=True)] == ["user:alice"]
     assert "HIV" not in json.dumps(_history(http, "bob"), ensure_ascii=False)
+    assert [rec["principal"] for rec in tree.search_decisions(everyone=True)] == ["user:alice"]
 
 
 # -- what a search costs -------------------------------------------------------------
