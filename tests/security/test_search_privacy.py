@@ -229,7 +229,25 @@ def test_a_broken_audit_never_breaks_a_search(tmp_path: Path) -> None:
 def test_operator_can_erase_one_principals_searches(tree: KeywordTree) -> None:
     tree.search(SECRET, principal="user:alice")
     tree.search("流感 treatment at home", principal="user:bob")
-    assert tree.audit.erase("user:alice") == 1
+    assert tree.erase_search_decisions("user:alice") == 1
     assert [rec["principal"] for rec in tree.search_decisions(everyone=True)] == ["user:bob"]
     raw = b"".join(p.read_bytes() for p in tree.audit.paths())
     assert b"HIV" not in raw
+
+
+def test_cli_history_is_the_operators_view_with_who_searched(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from knowhub.cli.tree import app
+
+    data = tmp_path / "tree"
+    with KeywordTree(data) as tree:
+        _grow(tree)
+        tree.search(SECRET, principal="user:alice")
+    runner = CliRunner()
+    result = runner.invoke(app, ["--data", str(data), "history", "--limit", "50", "--json"])
+    assert result.exit_code == 0, result.output
+    [row] = _searches(json.loads(result.output))
+    assert row["principal"] == "user:alice" and row["undoable"] is False
+    table = runner.invoke(app, ["--data", str(data), "history", "--limit", "50"], env={"COLUMNS": "300"})
+    assert "by user:alice" in table.output

@@ -112,6 +112,13 @@ class OperationsMixin(InfoWritesMixin):
             raise InvalidInputError("limit must be a positive integer")
         return self.audit.records(principal, everyone=everyone, limit=limit)
 
+    def erase_search_decisions(self, principal: str) -> int:
+        """Delete every search decision of ``principal`` from the audit (right to be
+        forgotten); returns how many were removed. The change log is not touched."""
+        if not isinstance(principal, str) or not principal:
+            raise InvalidInputError("principal must be a non-empty string")
+        return self.audit.erase(principal)
+
     # -- undo ------------------------------------------------------------------------------
 
     def undo(self, operation_id: str) -> WriteResult:

@@ -55,6 +55,8 @@ class ReadsMixin(DescentMixin):
             use_agent = bool(llm_expand_query)
         if not isinstance(query, str):
             raise InvalidInputError("query must be a string")
+        if principal is not None and not isinstance(principal, str):
+            raise InvalidInputError("principal must be a string (a principal id such as 'user:alice')")
         with self._lock:
             self._check_open()
             self._sync()
