@@ -124,6 +124,11 @@ class TreeSettings(BaseModel):
     exact_cache_ttl_s: float = 3600.0
     descend_cache_ttl_s: float = 3600.0
     agent_cache_ttl_s: float = 6 * 3600.0
+    # search-decision audit (knowhub.tree.audit): per-file cap (0 keeps none), files kept,
+    # and how long a record is kept; at most files x max_bytes on disk
+    decision_audit_max_bytes: int = Field(default=4 * 1024 * 1024, ge=0)
+    decision_audit_files: int = Field(default=4, ge=1, le=100)
+    decision_audit_max_age_s: float = Field(default=30 * 24 * 3600.0, gt=0)
 
 
 class KnowledgeSettings(BaseModel):

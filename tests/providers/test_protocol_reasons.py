@@ -2,8 +2,8 @@
 the request asks for every field the engine uses (and a ``reason``), a valid answer's
 reason lands where the decision is audited, and one bad field costs that field only.
 
-Audit places: tree → the change log's ``agent_io`` (``search_decision`` records for
-reads); knowledge → the version record (evolve, slim), the item's ``source.reason``
+Audit places: tree → the change log's ``agent_io`` for writes, the search-decision audit
+(``search_decision`` records) for reads; knowledge → the version record (evolve, slim), the item's ``source.reason``
 (extract) and the ``knowhub.knowledge.search`` log record (route)."""
 
 from __future__ import annotations
@@ -63,7 +63,10 @@ def assert_asks_reason(server: FakeOpenAIServer, task: str, fields: set[str]) ->
 
 
 def log_records(tree: KeywordTree) -> list[dict[str, Any]]:
-    return [record for _seq, record in tree.store.scan_change_log(0)]
+    """Change-log records (writes) and the search audit's records (reads), oldest first."""
+    reads = tree.search_decisions(everyone=True, limit=10_000)
+    records = [*(record for _seq, record in tree.store.scan_change_log(0)), *reads]
+    return sorted(records, key=lambda record: record["timestamp"])
 
 
 def io_of(tree: KeywordTree, task: str) -> dict[str, Any]:

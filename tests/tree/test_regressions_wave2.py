@@ -157,14 +157,16 @@ def test_search_decisions_are_logged_and_not_undoable(tmp_path) -> None:
     stub.push({"action": "match", "node_id": 1, "reason": "python is a language"})
     result = tree.search("蟒蛇语言", use_agent=True)
     assert result.node is not None and result.node.id == py.id
-    record = list(tree.store.scan_change_log(0))[-1][1]
+    [record] = tree.search_decisions(everyone=True)  # the private search audit, not the change log
     assert record["op"] == "search_decision"
     assert record["agent_io"][0]["task"] == "pick_branch"
     assert record["agent_io"][0]["answer"]["reason"] == "python is a language"
+    assert all(rec["op"] != "search_decision" for _, rec in tree.store.scan_change_log(0))
+    assert tree.history(everyone=True)[0]["undoable"] is False
     try:
-        tree.undo(record["operation_id"])
-    except ValueError as exc:
-        assert "cannot be undone" in str(exc)
+        tree.undo(record["id"])
+    except LookupError:
+        pass  # not an operation of the change log: nothing to undo
     else:
         raise AssertionError("a search decision must not be undoable")
     tree.close()

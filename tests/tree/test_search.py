@@ -245,7 +245,7 @@ def test_search_reports_each_round_of_the_agent(tree: KeywordTree, stub: StubLLM
     assert second["path"] == ["技术", "后端"] and [c["name"] for c in second["candidates"]] == ["Django"]
     assert second["action"] == "match" and second["reason"] == "a Python web framework"
     assert result.to_dict()["trajectory"] == result.trajectory
-    logged = tree.history(limit=1)[0]  # the same decisions, in the change log
+    logged = tree.history(limit=1, everyone=True)[0]  # the same decisions, in the search audit
     assert logged["op"] == "search_decision" and logged["undoable"] is False
     assert tree.search("Django").trajectory == []  # exact hit: the agent is not asked
     assert tree.search("python web 框架").reason == "descend_cache"

@@ -392,10 +392,13 @@ def history(
 ) -> None:
     """Newest operations first, with the ids that `undo` takes.
 
+    The CLI opens the data dir itself, so it is an operator's view: every write and every
+    principal's search decisions (each marked with who searched).
+
     Example: knowhub tree history --limit 5
     """
     with _open(ctx, data, config) as tree:
-        rows = tree.history(limit=limit)
+        rows = tree.history(limit=limit, everyone=True)
     if as_json:
         typer.echo(json.dumps(rows, ensure_ascii=False))
         return
@@ -405,6 +408,8 @@ def history(
     for row in rows:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(row["timestamp"] or 0))
         summary = row["summary"] + (f" (undo of {row['undo_of']})" if row.get("undo_of") else "")
+        if row.get("op") == "search_decision":
+            summary += f" [by {row.get('principal') or 'unknown'}]"
         table.add_row(row["operation_id"], row["op"], when, escape(summary))
     _console().print(table)
 

@@ -107,12 +107,14 @@ class _Bound:
     """One namespace: the engine's methods named by the remote namespace, first argument bound."""
 
     def __init__(self, engines: _Engines, name: str, allowed: frozenset[str],
-                 first: Callable[[], Any] | None, guard: Callable[[str], None] | None = None) -> None:
+                 first: Callable[[], Any] | None, guard: Callable[[str], None] | None = None,
+                 bound_kwargs: Callable[[str], dict[str, Any]] | None = None) -> None:
         self._engines = engines
         self._name = name
         self._allowed = allowed
         self._first = first
         self._guard = guard
+        self._bound_kwargs = bound_kwargs
 
     def __getattr__(self, method: str) -> Any:
         if method.startswith("_") or method not in self._allowed:
@@ -123,6 +125,8 @@ class _Bound:
         def call(*args: Any, **kwargs: Any) -> Any:
             if self._guard is not None:
                 self._guard(method)
+            if self._bound_kwargs is not None:
+                kwargs.update(self._bound_kwargs(method))
             if self._first is None:
                 return target(*args, **kwargs)
             return target(self._first(), *args, **kwargs)
@@ -170,7 +174,8 @@ class LocalKnowhub:
         self.principal = principal_of(self.settings, principal)
         self.agent_id = agent_id
         self._ctx: Any = None
-        self.tree: Any = _Bound(_engines, "tree", public_methods(TreeNamespace), None, self._check_tree)
+        self.tree: Any = _Bound(_engines, "tree", public_methods(TreeNamespace), None, self._check_tree,
+                                self._tree_kwargs)
         self.knowledge: Any = _Bound(_engines, "knowledge", public_methods(KnowledgeNamespace), lambda: self.principal)
         self.context: Any = _Bound(_engines, "context", public_methods(ContextNamespace), self.request_context)
 
@@ -190,6 +195,18 @@ class LocalKnowhub:
     def _check_tree(self, method: str) -> None:
         if method in TREE_WRITES:
             self.principal.check_tree_write()
+
+    def _tree_kwargs(self, method: str) -> dict[str, Any]:
+        """Who searched, and whose search decisions the history shows (as over HTTP)."""
+        if method == "search":
+            return {"principal": self.user_id}
+        if method == "history":
+            from knowhub.server.auth import operator_right
+
+            if operator_right(self.principal, keys_configured=bool(self.settings.auth.keys)):
+                return {"everyone": True}
+            return {"principal": self.user_id}
+        return {}
 
     def with_user(self, user_id: Any, *, agent_id: str | None = None) -> LocalKnowhub:
         """The same engines acting for ``user_id`` (``alice`` means ``user:alice``)."""

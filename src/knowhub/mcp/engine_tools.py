@@ -103,9 +103,10 @@ def register_tree_tools(server: MCPServer, env: ToolEnv) -> None:
         ctx: Context | None = None,
     ) -> Annotated[CallToolResult, TreeSearchOutput]:
         async def run() -> CallToolResult:
-            env.principal(ctx)
+            caller = env.principal(ctx).id  # tags the agent's decisions in the private search audit
             tree = await env.tree()
-            found = (await anyio.to_thread.run_sync(lambda: tree.search(query, use_agent=use_agent))).to_dict()
+            found = (await anyio.to_thread.run_sync(
+                lambda: tree.search(query, use_agent=use_agent, principal=caller))).to_dict()
             title, body = format_tree_search(found)
             return ok(title, body, found)
 

@@ -28,7 +28,7 @@ from starlette.requests import Request  # = fastapi.Request; fastapi itself is n
 
 from knowhub.config import AuthKey, Settings
 from knowhub.errors import ConfigError, InvalidInputError, KnowhubError, PermissionDeniedError
-from knowhub.scope import Principal, may_act_for, normalize_scope
+from knowhub.scope import PUBLIC, Principal, may_act_for, normalize_scope
 
 #: The request header that names the end user a delegating key acts for.
 USER_HEADER = "X-Knowhub-User"
@@ -335,6 +335,20 @@ def current_principal(request: Request) -> Principal:
     return identity.principal
 
 
+def operator_right(principal: Principal, *, keys_configured: bool) -> bool:
+    """True for an operator: anyone when no keys are configured (the server then listens
+    on loopback only, so its one user runs the machine and the data dir anyway), else a
+    principal whose ``admin_of`` lists ``public`` (the widest admin right of the scopes)."""
+    return not keys_configured or PUBLIC in principal.admin_of
+
+
+def is_operator(request: Request, principal: Principal) -> bool:
+    """:func:`operator_right` for the effective principal of an HTTP request."""
+    authenticator = getattr(request.app.state, "authenticator", None)
+    keys = not isinstance(authenticator, Authenticator) or authenticator.keys_configured
+    return operator_right(principal, keys_configured=keys)
+
+
 def is_loopback_host(host: str) -> bool:
     """True for ``localhost``, 127.0.0.0/8 and ::1 (with or without brackets)."""
     name = host.strip().strip("[]").lower()
@@ -381,6 +395,8 @@ __all__ = [
     "default_principal",
     "end_user_id",
     "is_loopback_host",
+    "is_operator",
     "key_principal",
     "local_principal",
+    "operator_right",
 ]

@@ -23,6 +23,7 @@ from knowhub.errors import CorruptStoreError, InvalidInputError, NotFoundError
 from knowhub.providers.llm import LLMClient, LocalAgent
 from knowhub.storage import ensure_dir
 from knowhub.text import BM25Index, DefaultNormalizer, MultiPatternMatcher, Normalizer
+from knowhub.tree.audit import DEFAULT_FILES, DEFAULT_MAX_AGE_S, DEFAULT_MAX_BYTES, DecisionAudit
 from knowhub.tree.caches import MRUCache, TreeCaches
 from knowhub.tree.indexes import TreeState
 from knowhub.tree.models import ROOT_ID, Info, InfoKeywordLink, KeywordNode, new_id
@@ -110,6 +111,12 @@ class TreeCore:
             agent_ttl_s=float(_opt(settings, "agent_cache_ttl_s", 6 * 3600.0)),
         )
         self.mru = MRUCache(mru_capacity)
+        self.audit = DecisionAudit(
+            self.data_dir / "audit",
+            max_bytes=int(_opt(settings, "decision_audit_max_bytes", DEFAULT_MAX_BYTES)),
+            files=int(_opt(settings, "decision_audit_files", DEFAULT_FILES)),
+            max_age_s=float(_opt(settings, "decision_audit_max_age_s", DEFAULT_MAX_AGE_S)),
+        )
         self.last_operation_id: str | None = None
         self.load_report: dict[str, Any] = {}
         self._bm25: BM25Index | None = None
@@ -289,18 +296,19 @@ class TreeCore:
                 self._sync()
                 yield
 
-    def _log_decisions(self, op: str, summary: str, ios: list[dict[str, Any]]) -> str | None:
-        """Record agent decisions made by a read (search) in the change log (seed 000 §7:
-        every agent decision lands there, for replay and offline evaluation).
+    def _log_decisions(self, op: str, summary: str, ios: list[dict[str, Any]], principal: str | None = None) -> str | None:
+        """Record agent decisions made by a read (search) for replay and offline evaluation
+        (seed 000 §7), in the search-decision audit (:mod:`knowhub.tree.audit`), tagged
+        with the principal who searched: never in the change log, so a read costs no
+        durable write and other principals never see the query in their history.
 
-        The record changes no entity and cannot be undone; decisions served from the
-        decision cache are not logged again. Returns the operation id, or None.
+        Decisions served from the decision cache are not logged again. Returns the record
+        id, or None.
         """
         fresh = [io for io in ios if not io.get("cached")]
         if not fresh:
             return None
-        with self._writing():
-            return self._commit(Txn(self.state), op, summary, agent_io=self._public_io(fresh))
+        return self.audit.append(principal, op, summary, self._public_io(fresh))
 
     def _check_open(self) -> None:
         if self._closed:

@@ -53,17 +53,29 @@ class OperationsMixin(InfoWritesMixin):
                 return record
         raise NotFoundError(f"operation {operation_id!r} not found", id=operation_id)
 
-    def history(self, limit: int = 50) -> list[dict[str, Any]]:
+    def history(self, limit: int = 50, *, principal: str | None = None, everyone: bool = False) -> list[dict[str, Any]]:
         """Newest operations first: ``{operation_id, op, timestamp, summary, undo_of,
-        undoable}`` (``undoable`` is False for the operations :meth:`undo` refuses)."""
-        if not isinstance(limit, int) or limit < 1:
+        undoable}`` (``undoable`` is False for the operations :meth:`undo` refuses).
+
+        Writes come from the change log and are shown to everyone (the tree is shared).
+        Search decisions (``op: "search_decision"``, with ``principal``) come from the
+        search-decision audit and are private: only ``principal``'s own are listed, or
+        everyone's with ``everyone=True`` (the operator's view; faces decide it from the
+        authenticated principal, never from the request). With neither, none are listed.
+        Search decisions that older versions wrote into the change log count as everyone's.
+        """
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise InvalidInputError("limit must be a positive integer")
+        if principal is not None and not isinstance(principal, str):
+            raise InvalidInputError("principal must be a string")
         with self._lock:
             self._sync()
             rows: list[dict[str, Any]] = []
             for off, rec in self.store.scan_change_log(0):
                 if rec.get("operation_id"):
                     self._op_offsets[rec["operation_id"]] = off
+                if rec.get("op") == "search_decision" and not everyone:
+                    continue
                 rows.append(
                     {
                         "operation_id": rec.get("operation_id"),
@@ -76,7 +88,36 @@ class OperationsMixin(InfoWritesMixin):
                 )
                 if len(rows) > 4 * limit:
                     rows = rows[-limit:]
-            return list(reversed(rows[-limit:]))
+            rows = rows[-limit:]
+        searches = self.audit.records(principal, everyone=everyone, limit=limit) if everyone or principal else []
+        rows.extend(
+            {
+                "operation_id": rec.get("id"),
+                "op": rec.get("op", "search_decision"),
+                "timestamp": rec.get("timestamp"),
+                "summary": rec.get("summary", ""),
+                "undo_of": None,
+                "undoable": False,
+                "principal": rec.get("principal"),
+            }
+            for rec in searches
+        )
+        rows.sort(key=lambda r: float(r.get("timestamp") or 0.0), reverse=True)
+        return rows[:limit]
+
+    def search_decisions(self, principal: str | None = None, *, everyone: bool = False, limit: int = 50) -> list[dict[str, Any]]:
+        """Full search-decision records (with ``agent_io``), newest first: ``principal``'s
+        own, or everyone's with ``everyone=True`` (for replay and offline evaluation)."""
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise InvalidInputError("limit must be a positive integer")
+        return self.audit.records(principal, everyone=everyone, limit=limit)
+
+    def erase_search_decisions(self, principal: str) -> int:
+        """Delete every search decision of ``principal`` from the audit (right to be
+        forgotten); returns how many were removed. The change log is not touched."""
+        if not isinstance(principal, str) or not principal:
+            raise InvalidInputError("principal must be a non-empty string")
+        return self.audit.erase(principal)
 
     # -- undo ------------------------------------------------------------------------------
 
@@ -174,7 +215,7 @@ class OperationsMixin(InfoWritesMixin):
             self._check_open()
             with self.store.lock:
                 self.store.close()
-                restore_snapshot(archive, self.data_dir, keep=[".lock", "snapshots"])
+                restore_snapshot(archive, self.data_dir, keep=[".lock", "snapshots", "audit"])
                 self._reload()
             self.last_operation_id = None
 

@@ -43,14 +43,20 @@ class ReadsMixin(DescentMixin):
 
     # -- search ------------------------------------------------------------------------
 
-    def search(self, query: str, use_agent: bool = True, *, llm_expand_query: bool | None = None) -> SearchResult:
+    def search(
+        self, query: str, use_agent: bool = True, *, llm_expand_query: bool | None = None, principal: str | None = None
+    ) -> SearchResult:
         """Exact inverted lookup first; the agent disambiguates same-name hits and descends
         from root when nothing matches exactly. ``llm_expand_query`` is seed 001's name of
-        ``use_agent`` (same switch)."""
+        ``use_agent`` (same switch). ``principal`` (the caller's id; faces pass the
+        authenticated one) tags the agent's decisions in the search-decision audit, so
+        that only that principal and operators see them in :meth:`history`."""
         if llm_expand_query is not None:
             use_agent = bool(llm_expand_query)
         if not isinstance(query, str):
             raise InvalidInputError("query must be a string")
+        if principal is not None and not isinstance(principal, str):
+            raise InvalidInputError("principal must be a string (a principal id such as 'user:alice')")
         with self._lock:
             self._check_open()
             self._sync()
@@ -64,7 +70,7 @@ class ReadsMixin(DescentMixin):
                 trajectory: list[dict[str, Any]] = []
                 if use_agent:
                     picked, io = self._disambiguate(query, hits)
-                    self._log_decisions("search_decision", f"disambiguate {query[:80]!r}", [io])
+                    self._log_decisions("search_decision", f"disambiguate {query[:80]!r}", [io], principal)
                     trajectory = trajectory_of(self._public_io([io]))
                     if picked is not None:
                         return self._matched(picked, "disambiguated", trajectory)
@@ -84,7 +90,7 @@ class ReadsMixin(DescentMixin):
             if cached and all(n in self.state.nodes for n in cached):
                 return self._matched(cached[-1], "descend_cache")
             desc = self._agent_descend(query, "search")
-            self._log_decisions("search_decision", f"descend {query[:80]!r}: {desc['outcome']}", desc["agent_io"])
+            self._log_decisions("search_decision", f"descend {query[:80]!r}: {desc['outcome']}", desc["agent_io"], principal)
             return self._descent_result(desc, q_norm)
 
     def _descent_result(self, desc: dict[str, Any], q_norm: str) -> SearchResult:

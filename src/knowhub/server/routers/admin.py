@@ -22,8 +22,8 @@ from fastapi import APIRouter, Depends, Query, Request
 from pydantic import Field
 
 from knowhub.errors import PermissionDeniedError
-from knowhub.scope import PUBLIC, Principal
-from knowhub.server.auth import Authenticator, current_principal
+from knowhub.scope import Principal
+from knowhub.server.auth import current_principal, is_operator
 from knowhub.server.deps import KNOWLEDGE_HUB, engine
 from knowhub.server.routers.context import CONTEXT_ENGINE
 from knowhub.server.routers.tree import TREE_ENGINE
@@ -34,9 +34,7 @@ MAX_EVENTS = 500
 
 def operator(request: Request, principal: Annotated[Principal, Depends(current_principal)]) -> Principal:
     """FastAPI dependency: the principal, refused with 403 unless it is an operator."""
-    authenticator = getattr(request.app.state, "authenticator", None)
-    keyless = isinstance(authenticator, Authenticator) and not authenticator.keys_configured
-    if keyless or PUBLIC in principal.admin_of:
+    if is_operator(request, principal):
         return principal
     raise PermissionDeniedError(
         "operations need an operator: a key with admin_of = [\"public\"] (or no keys, on loopback)"

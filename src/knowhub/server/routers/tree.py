@@ -8,6 +8,8 @@ versions) is the engine's, and its errors map through ``server/errors.py``
 Access: the tree is one shared tree per deployment. The seeds give it no owners and no
 scopes, so there is no per-principal visibility: every route needs an authenticated
 principal (a valid key when keys are configured), and any authenticated principal may read.
+The one exception is what principals searched for: the agent's search decisions are tagged
+with the caller, and ``GET /history`` lists a caller's own only (an operator's, everyone's).
 Writes (every POST, PATCH and DELETE here) take ``TreeWriterDep``: a key configured with
 ``tree = "read-only"`` gets 403 ``permission_denied`` on them; read-write is the default.
 
@@ -26,6 +28,7 @@ from pydantic import AfterValidator, Field
 
 from knowhub.config import Settings
 from knowhub.errors import NotFoundError
+from knowhub.server.auth import is_operator
 from knowhub.server.deps import PrincipalDep, TreeWriterDep, clean_query, engine
 from knowhub.server.routers._json import results, to_json
 from knowhub.server.schemas import (
@@ -192,13 +195,14 @@ def build_router() -> APIRouter:
 
     @router.get("/search")
     def search(
-        _principal: PrincipalDep,
+        principal: PrincipalDep,
         tree: TreeDep,
         q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS, description="query")],
         use_agent: Annotated[bool, Query(description="agent disambiguation and descent"), QUERY_BOOL] = True,
     ) -> dict[str, Any]:
-        """Exact lookup (names, aliases, pinyin); the agent disambiguates or descends."""
-        return dict(to_json(tree.search(clean_query(q, field="q"), use_agent=use_agent)))
+        """Exact lookup (names, aliases, pinyin); the agent disambiguates or descends (its
+        decisions are audited privately, tagged with the caller)."""
+        return dict(to_json(tree.search(clean_query(q, field="q"), use_agent=use_agent, principal=principal.id)))
 
     @router.get("/metrics")
     def metrics(
@@ -211,12 +215,16 @@ def build_router() -> APIRouter:
 
     @router.get("/history")
     def history(
-        _principal: PrincipalDep,
+        principal: PrincipalDep,
+        request: Request,
         tree: TreeDep,
         limit: Annotated[int, Query(ge=1, le=1_000), QUERY_INT] = 50,
     ) -> dict[str, Any]:
-        """Operations, newest first (ids for ``POST /undo``)."""
-        return results(tree.history(limit))
+        """Operations, newest first (ids for ``POST /undo``): every write, and the caller's
+        own search decisions (an operator sees everyone's, each with its ``principal``)."""
+        if is_operator(request, principal):
+            return results(tree.history(limit, everyone=True))
+        return results(tree.history(limit, principal=principal.id))
 
     @router.post("/undo")
     def undo(_writer: TreeWriterDep, tree: TreeDep, body: TreeUndoRequest) -> dict[str, Any]:

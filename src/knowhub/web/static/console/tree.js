@@ -177,7 +177,8 @@ async function loadHistory() {
         h("thead", {}, h("tr", {}, [t("common.time"), t("tree.op"), t("tree.summary"), ""].map((c) => h("th", {}, c)))),
         h("tbody", {}, history.results.map((op) => h("tr", { "data-op": op.operation_id },
           h("td", { class: "nowrap" }, when(op.timestamp)), h("td", { class: "mono" }, op.op),
-          h("td", {}, op.summary, op.undo_of ? h("span", { class: "muted small" }, ` (${t("tree.undoOf")} ${op.undo_of.slice(0, 8)})`) : null),
+          h("td", {}, op.summary, op.undo_of ? h("span", { class: "muted small" }, ` (${t("tree.undoOf")} ${op.undo_of.slice(0, 8)})`) : null,
+            op.principal ? h("span", { class: "muted small", "data-testid": "tree-history-by" }, ` — ${op.principal}`) : null),
           h("td", {}, op.undoable === false ? null : h("button", { type: "button", class: "secondary", "data-testid": "tree-undo",
             onclick: () => guard(async () => {
               await api("POST", "/api/tree/undo", { body: { operation_id: op.operation_id } });
@@ -205,7 +206,7 @@ async function search(query, useAgent) {
       result.candidates.length ? h("p", {}, h("b", {}, t("tree.candidates"), ": "), chips(result.candidates.map((c) => c.name))) : null,
       result.suggested_name ? h("p", {}, t("tree.suggested", { name: result.suggested_name, parent: result.suggested_parent_id })) : null,
       trajectory(result.trajectory || [], result.reason));
-    loadHistory();  // the agent's decisions are logged as search_decision records
+    loadHistory();  // the agent's decisions show there as search_decision records (our own only)
   }, panes.search);
 }
 
