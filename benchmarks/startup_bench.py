@@ -10,8 +10,8 @@ Prints one table, median and p95 over ``--runs`` fresh processes each:
   the JSON-RPC ``initialize`` request (written to stdin at once) is read from stdout, and
   the CPU seconds the server process had used by then (from ``/proc``, less load-bound);
 * ``knowhub hook UserPromptSubmit`` against a running ``knowhub serve``: wall seconds of
-  the whole hook process (spawn, read the hook JSON, ask the server, print, exit). Skipped
-  with one line when this checkout has no ``knowhub hook`` command.
+  the whole hook process (spawn, read the hook JSON, ask the server, print, exit), and its
+  CPU seconds. Skipped with one line when this checkout has no ``knowhub hook`` command.
 
 The children import ``knowhub`` from this checkout's ``src/`` (PYTHONPATH) and ignore the
 developer's ``KNOWHUB_*`` settings. ``python -c pass`` is printed as the floor that no
@@ -159,8 +159,9 @@ class Server:
             self.proc.wait()
 
 
-def hook_round_trip(env: dict[str, str], help_text: str, url: str, workdir: Path) -> Callable[[], float]:
-    """A function timing one ``knowhub hook UserPromptSubmit`` process (wall seconds).
+def hook_round_trip(env: dict[str, str], help_text: str, url: str,
+                    workdir: Path) -> Callable[[], tuple[float, float]]:
+    """A function timing one ``knowhub hook UserPromptSubmit`` process: (wall, CPU) seconds.
 
     The server is named with ``--url`` when the command has that option, else with the
     ``KNOWHUB_URL`` environment variable; the hook JSON is Claude Code's UserPromptSubmit.
@@ -177,13 +178,14 @@ def hook_round_trip(env: dict[str, str], help_text: str, url: str, workdir: Path
         "prompt": "how do we deploy the red team service? 部署流程",
     }).encode()
 
-    def once() -> float:
+    def once() -> tuple[float, float]:
+        before = _children_cpu()
         start = time.perf_counter()
         done = subprocess.run(args, env=hook_env, input=payload, capture_output=True, timeout=60, check=False)
         spent = time.perf_counter() - start
         if done.returncode != 0:
             raise RuntimeError(f"knowhub hook exited {done.returncode}: {done.stderr.decode()[-800:]}")
-        return spent
+        return spent, _children_cpu() - before
 
     return once
 
@@ -240,7 +242,9 @@ def main(argv: list[str] | None = None) -> int:
             server = Server(env, work / "serve-data")
             try:
                 once = hook_round_trip(env, help_text, server.url, work)
-                rows.append(("hook UserPromptSubmit round trip", "wall", measure(args.runs, once)))
+                hook_runs = measure_pairs(args.runs, once)
+                rows.append(("hook UserPromptSubmit round trip", "wall", [wall for wall, _ in hook_runs]))
+                rows.append(("hook UserPromptSubmit (hook CPU)", "cpu", [cpu for _, cpu in hook_runs]))
             finally:
                 server.stop()
 
