@@ -10,8 +10,8 @@ Prints one table, median and p95 over ``--runs`` fresh processes each:
   the JSON-RPC ``initialize`` request (written to stdin at once) is read from stdout, and
   the CPU seconds the server process had used by then (from ``/proc``, less load-bound);
 * ``knowhub hook UserPromptSubmit`` against a running ``knowhub serve``: wall seconds of
-  the whole hook process (spawn, read the hook JSON, ask the server, print, exit). Skipped
-  with one line when this checkout has no ``knowhub hook`` command.
+  the whole hook process (spawn, read the hook JSON, ask the server, print, exit), and its
+  CPU seconds. Skipped with one line when this checkout has no ``knowhub hook`` command.
 
 The children import ``knowhub`` from this checkout's ``src/`` (PYTHONPATH) and ignore the
 developer's ``KNOWHUB_*`` settings. ``python -c pass`` is printed as the floor that no
@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import resource
+import shlex
 import socket
 import statistics
 import subprocess
@@ -128,12 +129,17 @@ def hook_command_help(env: dict[str, str]) -> str | None:
 
 
 class Server:
-    """A ``knowhub serve`` child on a free loopback port (no keys: loopback only)."""
+    """A ``knowhub serve`` child on a free loopback port (no keys: loopback only), started
+    from a config file that names its data dir and port, so that a hook given the same file
+    finds it."""
 
-    def __init__(self, env: dict[str, str], data_dir: Path) -> None:
+    def __init__(self, env: dict[str, str], workdir: Path) -> None:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen([*CLI, "serve", "--data", str(data_dir), "--port", str(self.port)],
+        self.config = workdir / "knowhub.toml"
+        self.config.write_text(f'data_dir = "{(workdir / "serve-data").as_posix()}"\n\n'
+                               f'[server]\nhost = "127.0.0.1"\nport = {self.port}\n', encoding="utf-8")
+        self.proc = subprocess.Popen([*CLI, "serve", "--config", str(self.config)],
                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         import httpx
 
@@ -159,16 +165,22 @@ class Server:
             self.proc.wait()
 
 
-def hook_round_trip(env: dict[str, str], help_text: str, url: str, workdir: Path) -> Callable[[], float]:
-    """A function timing one ``knowhub hook UserPromptSubmit`` process (wall seconds).
+def hook_round_trip(env: dict[str, str], help_text: str, server: Server, workdir: Path,
+                    extra_args: list[str]) -> Callable[[], tuple[float, float]]:
+    """A function timing one ``knowhub hook UserPromptSubmit`` process: (wall, CPU) seconds.
 
-    The server is named with ``--url`` when the command has that option, else with the
-    ``KNOWHUB_URL`` environment variable; the hook JSON is Claude Code's UserPromptSubmit.
+    The hook gets the server's config file (``KNOWHUB_CONFIG``, and ``--config`` when the
+    command has that option) and its URL (``--url``, when the command has that option), then
+    ``extra_args``; the hook JSON is Claude Code's UserPromptSubmit.
     """
     args = [*CLI, "hook", "UserPromptSubmit"]
     if "--url" in help_text:
-        args += ["--url", url]
-    hook_env = {**env, "KNOWHUB_URL": url}
+        args += ["--url", server.url]
+    if "--config" in help_text:
+        args += ["--config", str(server.config)]
+    args += extra_args
+    hook_env = {**env, "KNOWHUB_CONFIG": str(server.config)}
+    (workdir / "transcript.jsonl").touch()
     payload = json.dumps({
         "session_id": "startup-bench",
         "transcript_path": str(workdir / "transcript.jsonl"),
@@ -177,13 +189,14 @@ def hook_round_trip(env: dict[str, str], help_text: str, url: str, workdir: Path
         "prompt": "how do we deploy the red team service? 部署流程",
     }).encode()
 
-    def once() -> float:
+    def once() -> tuple[float, float]:
+        before = _children_cpu()
         start = time.perf_counter()
         done = subprocess.run(args, env=hook_env, input=payload, capture_output=True, timeout=60, check=False)
         spent = time.perf_counter() - start
         if done.returncode != 0:
             raise RuntimeError(f"knowhub hook exited {done.returncode}: {done.stderr.decode()[-800:]}")
-        return spent
+        return spent, _children_cpu() - before
 
     return once
 
@@ -210,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the rows to this JSON file")
     parser.add_argument("--skip-mcp", action="store_true", help="leave out the MCP stdio row")
     parser.add_argument("--skip-hook", action="store_true", help="leave out the hook round trip")
+    parser.add_argument("--hook-args", default="",
+                        help="more arguments for `knowhub hook UserPromptSubmit` (one shell-quoted string)")
     args = parser.parse_args(argv)
     env = child_env()
     py = [sys.executable, "-c"]
@@ -237,10 +252,12 @@ def main(argv: list[str] | None = None) -> int:
             notes.append("hook UserPromptSubmit round trip: skipped, "
                          + ("--skip-hook" if args.skip_hook else "this checkout has no `knowhub hook` command"))
         else:
-            server = Server(env, work / "serve-data")
+            server = Server(env, work)
             try:
-                once = hook_round_trip(env, help_text, server.url, work)
-                rows.append(("hook UserPromptSubmit round trip", "wall", measure(args.runs, once)))
+                once = hook_round_trip(env, help_text, server, work, shlex.split(args.hook_args))
+                hook_runs = measure_pairs(args.runs, once)
+                rows.append(("hook UserPromptSubmit round trip", "wall", [wall for wall, _ in hook_runs]))
+                rows.append(("hook UserPromptSubmit (hook CPU)", "cpu", [cpu for _, cpu in hook_runs]))
             finally:
                 server.stop()
 

@@ -148,6 +148,30 @@ def test_the_remote_client_stays_light() -> None:
     assert _loaded(names, tuple(h for h in HEAVY if h != "httpx") + ENGINES) == []
 
 
+def test_a_fast_command_runs_before_typer_loads(tmp_path: Path) -> None:
+    """A FAST_COMMANDS handler gets the arguments after its name; Typer never loads unless
+    it returns None (fall back) or --help is asked."""
+    (tmp_path / "fasthook.py").write_text(
+        "import sys\n"
+        "def run(argv):\n"
+        "    if argv == ['fall', 'back']:\n"
+        "        return None\n"
+        "    print('fast', *argv)\n"
+        "    return 3\n", encoding="utf-8")
+    setup = (f"sys.path.insert(0, {str(tmp_path)!r})\n"
+             "import knowhub.cli.app as cli\n"
+             "cli.FAST_COMMANDS['tree'] = 'fasthook:run'\n")
+    names, out = _modules_after(setup + _cli("tree", "UserPromptSubmit", "--x").replace(
+        "except SystemExit:\n    pass", "except SystemExit as e:\n    print('exit', e.code)"))
+    assert out.split() == ["fast", "UserPromptSubmit", "--x", "exit", "3"]
+    assert _loaded(names, ("typer", "click", "pydantic", "rich", "knowhub.cli.lazy", "knowhub.cli.tree")) == []
+
+    names, out = _modules_after(setup + _cli("tree", "--help"))
+    assert "knowhub.cli.tree" in names and "search" in out  # --help always goes to Typer
+    names, out = _modules_after(setup + _cli("tree", "fall", "back"))
+    assert "fast" not in out and {"typer", "knowhub.cli.tree"} <= names  # None: Typer takes over
+
+
 # --------------------------------------------------------------------------- registration
 
 

@@ -1,11 +1,20 @@
-"""Root of the CLI. Every sub-command is registered here, in :data:`COMMANDS`, and nowhere else."""
+"""Root of the CLI. Every sub-command is registered here, in :data:`COMMANDS`, and nowhere else.
+
+The Typer app is built on first use (``app`` is a lazy module attribute), so that
+:func:`main` can hand a command listed in :data:`FAST_COMMANDS` to its handler before Typer
+(and pydantic, which Typer uses to convert parameters) is imported at all.
+"""
 
 from __future__ import annotations
 
-import typer
+import sys
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from knowhub import __version__
-from knowhub.cli.lazy import lazy_group
+
+if TYPE_CHECKING:
+    import typer
 
 #: Every sub-command: name → ("module:attribute", the one-line help ``knowhub --help`` shows).
 #: A ``typer.Typer`` attribute becomes a group, a function a command. The module is imported
@@ -29,33 +38,63 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "Run one hook event: hook JSON on stdin, injected context on stdout; always exits 0."),
 }
 
-app = typer.Typer(
-    name="knowhub",
-    cls=lazy_group(COMMANDS),
-    help="Long-term memory and knowledge for LLM agents.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
+#: Optional fast path for commands run once per agent prompt (hooks): name →
+#: ``"module:function"``. :func:`main` calls ``function(argv_after_the_name)`` before Typer
+#: loads (Typer with pydantic costs ~0.1 s of CPU); it returns the exit code, or None to
+#: let the Typer command of :data:`COMMANDS` handle the arguments instead. ``--help`` and
+#: ``-h`` always go to Typer. Register the command in :data:`COMMANDS` too (help, docs).
+FAST_COMMANDS: dict[str, str] = {}
 
 
 def _version(value: bool) -> None:
+    import typer
+
     if value:
         typer.echo(f"knowhub {__version__}")
         raise typer.Exit()
 
 
-@app.callback()
-def root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                 help="Print the version and exit."),
-) -> None:
-    """knowhub: keyword tree, knowledge hub and context engine for agents."""
+def _build_app() -> typer.Typer:
+    import typer
+
+    from knowhub.cli.lazy import lazy_group
+
+    root_app = typer.Typer(
+        name="knowhub",
+        cls=lazy_group(COMMANDS),
+        help="Long-term memory and knowledge for LLM agents.",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        add_completion=False,
+    )
+
+    @root_app.callback()
+    def root(
+        version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                     help="Print the version and exit."),
+    ) -> None:
+        """knowhub: keyword tree, knowledge hub and context engine for agents."""
+
+    return root_app
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # the Typer app, built once on first use
+        built = globals()["app"] = _build_app()
+        return built
+    raise AttributeError(f"module 'knowhub.cli.app' has no attribute {name!r}")
 
 
 def main() -> None:
     """Console-script entry point."""
-    app()
+    argv = sys.argv[1:]
+    fast = FAST_COMMANDS.get(argv[0]) if argv else None
+    if fast is not None and not {"-h", "--help"} & set(argv[1:]):
+        module, _, function = fast.partition(":")
+        code = getattr(import_module(module), function)(argv[1:])
+        if code is not None:
+            sys.exit(code)
+    (globals().get("app") or __getattr__("app"))()
 
 
 if __name__ == "__main__":

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, MutableMapping
 from importlib import import_module
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import click
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 from typer.models import CommandInfo, TyperInfo
+
+if TYPE_CHECKING:  # Typer carries its own copy of click; these are its types
+    from typer._click import Command, Context, HelpFormatter
 
 
 def load_target(target: str) -> Any:
@@ -29,7 +31,7 @@ def load_target(target: str) -> Any:
     return getattr(import_module(module), attribute)
 
 
-def build_command(name: str, target: str, *, rich_markup_mode: Any, suggest_commands: bool) -> click.Command:
+def build_command(name: str, target: str, *, rich_markup_mode: Any, suggest_commands: bool) -> Command:
     """The click command for ``target``, built exactly as Typer builds a registered one."""
     obj = load_target(target)
     if isinstance(obj, typer.Typer):
@@ -46,17 +48,17 @@ def build_command(name: str, target: str, *, rich_markup_mode: Any, suggest_comm
     )
 
 
-class LazyCommands(MutableMapping[str, click.Command]):
+class LazyCommands(MutableMapping[str, "Command"]):
     """A group's command table: every name is known, each command is built on first access."""
 
-    def __init__(self, loaded: Mapping[str, click.Command], specs: Mapping[str, tuple[str, str]],
+    def __init__(self, loaded: Mapping[str, Command], specs: Mapping[str, tuple[str, str]],
                  build: Any) -> None:
-        self._loaded: dict[str, click.Command] = dict(loaded)
+        self._loaded: dict[str, Command] = dict(loaded)
         self._specs = dict(specs)
         self._build = build
         self._order = [*self._loaded, *(name for name in self._specs if name not in self._loaded)]
 
-    def __getitem__(self, name: str) -> click.Command:
+    def __getitem__(self, name: str) -> Command:
         found = self._loaded.get(name)
         if found is None:
             if name not in self._specs:
@@ -64,7 +66,7 @@ class LazyCommands(MutableMapping[str, click.Command]):
             found = self._loaded[name] = self._build(name, self._specs[name][0])
         return found
 
-    def __setitem__(self, name: str, command: click.Command) -> None:
+    def __setitem__(self, name: str, command: Command) -> None:
         if name not in self._loaded and name not in self._specs:
             self._order.append(name)
         self._loaded[name] = command
@@ -82,13 +84,13 @@ class LazyCommands(MutableMapping[str, click.Command]):
     def __len__(self) -> int:
         return len(self._order)
 
-    def peek(self, name: str) -> click.Command | None:
+    def peek(self, name: str) -> Command | None:
         """The built command, else a stand-in carrying only the name and one-line help."""
         found = self._loaded.get(name)
         if found is not None:
             return found
         spec = self._specs.get(name)
-        return None if spec is None else click.Command(name, help=spec[1], short_help=spec[1])
+        return None if spec is None else TyperCommand(name, help=spec[1], short_help=spec[1])
 
     def is_loaded(self, name: str) -> bool:
         return name in self._loaded
@@ -105,19 +107,19 @@ class LazyTyperGroup(TyperGroup):
         self.commands = LazyCommands(self.commands, self.lazy_commands, self._build)
         self._listing = False
 
-    def _build(self, name: str, target: str) -> click.Command:
+    def _build(self, name: str, target: str) -> Command:
         return build_command(name, target, rich_markup_mode=self.rich_markup_mode,
                              suggest_commands=self.suggest_commands)
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: Context) -> list[str]:
         return list(self.commands)  # names in registration order, nothing built
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
         if self._listing:  # the help lists names and one-line help only: import nothing
-            return self.commands.peek(cmd_name)  # type: ignore[attr-defined,no-any-return]
+            return self.commands.peek(cmd_name)  # type: ignore[attr-defined]
         return super().get_command(ctx, cmd_name)
 
-    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
         self._listing = True
         try:
             super().format_help(ctx, formatter)
