@@ -8,6 +8,7 @@
     │   └── ConfigError                              unusable settings or config file
     ├── VersionConflictError                         optimistic-lock version is stale
     ├── PermissionDeniedError                        principal may not see or change this
+    ├── RateLimitedError                             too many requests of one kind (429)
     ├── StorageError                                 the primary store failed
     │   ├── CorruptStoreError                        a store cannot be read back (not a torn tail)
     │   └── LockTimeoutError                         the inter-process lock was not acquired in time
@@ -153,6 +154,13 @@ class PermissionDeniedError(KnowhubError):
     code = "permission_denied"
 
 
+class RateLimitedError(KnowhubError):
+    """One principal sent more of a rate-limited request (feedback) than allowed."""
+
+    http_status = 429
+    code = "rate_limited"
+
+
 class StorageError(KnowhubError):
     """The primary store could not complete an operation."""
 
@@ -204,6 +212,7 @@ __all__ = [
     "LockTimeoutError",
     "NotFoundError",
     "PermissionDeniedError",
+    "RateLimitedError",
     "StorageError",
     "VersionConflictError",
     "redact_paths",
