@@ -83,6 +83,7 @@ from knowhub.index import (
     release_dead_local_leases,
 )
 from knowhub.index.identity import EmbedderIdentity, check_identity
+from knowhub.limits import MessageLimits
 from knowhub.providers.embedding import Embedder, HashingEmbedder, default_embedder
 from knowhub.providers.graph import InMemoryGraphStore
 from knowhub.providers.llm import LLMClient
@@ -115,6 +116,7 @@ class ContextEngineService:
         lexical_fields: node fields in the level-0 BM25 document (default all three levels:
             the abstract, the overview with its reply context, the full content).
         extractor_concurrency: parallel extractors per commit.
+        limits: caps of one commit (:class:`knowhub.limits.MessageLimits`; default caps).
         intent_weight: weight of category-specific typed queries (the general one has 1).
         speaker_boost: score gain of the memories of speakers the query names
             (:mod:`knowhub.context.retrieval.speaker_focus`; 0 turns it off).
@@ -142,6 +144,7 @@ class ContextEngineService:
         assembler_config: AssemblerConfig | None = None,
         lexical_fields: Sequence[str] = ("abstract", "overview", "content"),
         extractor_concurrency: int = 4,
+        limits: MessageLimits | None = None,
         save_interval_s: float = 30.0,
         intent_weight: float = 0.9,
         speaker_boost: float = DEFAULT_SPEAKER_BOOST,
@@ -179,7 +182,8 @@ class ContextEngineService:
         self.worker = IndexWorker(self.outbox, self.indexer, on_batch=self._on_batch)
         self.runner = BackgroundIndexRunner(self.worker, poll_interval_s=poll_interval_s, batch_size=batch_size,
                                             on_idle=self._on_idle)
-        self.coordinator = CommitCoordinator(self.fs, self.outbox, llm=llm, extractor_concurrency=extractor_concurrency)
+        self.coordinator = CommitCoordinator(self.fs, self.outbox, llm=llm, extractor_concurrency=extractor_concurrency,
+                                             limits=limits)
         self.planner = QueryPlanner()
         if retriever_config is None:
             # A hashing embedder only re-encodes the words BM25 already scores (benchmarks show it
@@ -236,6 +240,7 @@ class ContextEngineService:
             "batch_size": int(cs.index_batch_size),
             "poll_interval_s": float(cs.index_poll_interval_s),
             "extractor_concurrency": int(cs.extractor_concurrency),
+            "limits": MessageLimits.from_settings(cs),
         }
         options.update(kwargs)
         if cs.index_url and "index" not in options:

@@ -54,6 +54,7 @@ from knowhub.knowledge.search import rank_hits, route_candidates
 from knowhub.knowledge.secrets import SecretBox, load_or_create_key, parse_key, read_key_file
 from knowhub.knowledge.shared_index import SharedIndex
 from knowhub.knowledge.store import KnowledgeStore, knowledge, knowledge_scopes
+from knowhub.limits import MessageLimits
 from knowhub.providers.embedding import default_embedder
 from knowhub.providers.llm import LLMClient, LocalAgent
 from knowhub.scope import Principal
@@ -88,6 +89,7 @@ class KnowledgeHub(HubIndexes):
         progress: ``progress(done, total)`` after every re-indexed batch.
         feedback_per_minute: most feedback votes one principal may cast per minute in
             this process (0: no limit); see :mod:`knowhub.knowledge.votes`.
+        limits: caps of one extraction (:class:`knowhub.limits.MessageLimits`).
     """
 
     def __init__(
@@ -103,10 +105,12 @@ class KnowledgeHub(HubIndexes):
         reindex: bool = False,
         progress: Callable[[int, int], None] | None = None,
         feedback_per_minute: int = votes.DEFAULT_FEEDBACK_PER_MINUTE,
+        limits: MessageLimits | None = None,
     ) -> None:
         if not isinstance(candidate_pool, int) or candidate_pool < 1:
             raise InvalidInputError("candidate_pool must be a positive integer")
         self.votes_limit = votes.VoteLimiter(feedback_per_minute)
+        self.limits = limits or MessageLimits()
         self.data_dir = Path(data_dir)
         ensure_dir(self.data_dir)
         key = parse_key(secret_key) if secret_key is not None else load_or_create_key(self.data_dir)
@@ -148,6 +152,7 @@ class KnowledgeHub(HubIndexes):
             "secret_key": secret,
             "candidate_pool": section.candidate_pool,
             "feedback_per_minute": section.feedback_per_minute,
+            "limits": MessageLimits.from_settings(settings.context),
         }
         kwargs.update(overrides)
         return cls(settings.engine_dir("knowledge"), **kwargs)
@@ -698,11 +703,16 @@ class KnowledgeHub(HubIndexes):
         (:func:`~knowhub.knowledge.feedback.add_evidence`, change kind ``evidence``).
         """
         principal = self._principal(principal)
+        if isinstance(messages, list):
+            self.limits.check_count(len(messages))  # 413 before any work (knowhub.limits)
         clean = extraction.check_messages(messages)
         if not clean:
             return []
+        self.limits.check_messages([m["content"] for m in clean])
         scopes = extraction.extraction_scopes(principal)
-        candidates = extraction.run_extraction(self.llm, clean, scopes)
+        candidates, _ = self.limits.cap_candidates(
+            extraction.run_extraction(self.llm, clean, scopes), len(clean), extraction.confidence_of
+        )
         items = extraction.candidate_items(principal, candidates, clean, scopes)
         saved: builtins.list[Knowledge] = []
         now = utc_now()
