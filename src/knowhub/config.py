@@ -122,6 +122,8 @@ class KnowledgeSettings(BaseModel):
     secret_key: SecretStr | None = None
     secret_key_file: str | None = None
     candidate_pool: int = 200
+    #: Make a new secret.key although resource secrets are stored (they become unreadable).
+    new_secret_key: bool = False
     #: Feedback votes one principal may cast per minute, per server process (0: no limit).
     feedback_per_minute: int = Field(default=120, ge=0)
 

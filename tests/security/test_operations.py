@@ -78,3 +78,135 @@ def test_first_start_with_the_sample_makes_a_private_data_dir(tmp_path: Path) ->
         assert stat.S_IMODE(path.stat().st_mode) == 0o700, (path, oct(path.stat().st_mode))
     findings = {f.check: f for f in check_data_dir(settings)}
     assert findings["data_dir.permissions"].status == "ok", findings["data_dir.permissions"]
+
+
+# --------------------------------------------------------------------------- secrets
+
+
+def _hub_with_a_secret(data: Path) -> str:
+    from knowhub.knowledge import KnowledgeHub
+    from knowhub.scope import Principal
+
+    with KnowledgeHub(data / "knowledge") as hub:
+        hub.save_resource(Principal.of("user:local"), {"id": "creds/db", "title": "db", "body": "host=db",
+                                                       "secure_body": "password=hunter2", "content_type": "credential"})
+        hub.save_resource(Principal.of("user:local"), {"id": "creds/api", "title": "api", "body": "token",
+                                                       "secure_body": "sk-123", "content_type": "credential"})
+    return "creds/db"
+
+
+def test_missing_secret_key_with_stored_secrets_refuses_to_start(tmp_path: Path) -> None:
+    """Main: a new key was made silently; every old secret then answered 500."""
+    import subprocess
+    import sys
+
+    import knowhub
+    from knowhub.errors import ConfigError
+    from knowhub.knowledge import KnowledgeHub
+
+    data = tmp_path / "data"
+    _hub_with_a_secret(data)
+    (data / "knowledge" / "secret.key").unlink()
+    with pytest.raises(ConfigError, match="secret.key is missing but 2 resource secret"):
+        KnowledgeHub(data / "knowledge")
+    assert not (data / "knowledge" / "secret.key").exists()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWHUB_")}
+    env["PYTHONPATH"] = str(Path(knowhub.__file__).resolve().parents[1])
+    env["KNOWHUB_EMBEDDING__PROVIDER"] = "hashing"  # the embedder the data was written with
+    cli = [sys.executable, "-c", "from knowhub.cli.app import main; main()", "knowledge", "list", "-d", str(data)]
+    done = subprocess.run(cli, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode != 0
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "secret.key is missing" in lines[0], done.stderr
+    assert "Traceback" not in done.stderr and str(tmp_path) not in done.stderr
+    # The documented flag accepts a new key (the old secrets stay unreadable).
+    env["KNOWHUB_KNOWLEDGE__NEW_SECRET_KEY"] = "1"
+    assert subprocess.run(cli, capture_output=True, text=True, env=env, timeout=120).returncode == 0
+    assert (data / "knowledge" / "secret.key").exists()
+
+
+def test_one_corrupt_ciphertext_is_quarantined_and_the_export_goes_on(tmp_path: Path) -> None:
+    """Main: one damaged ciphertext aborted the whole secrets export with partial JSONL
+    files and no manifest."""
+    import json
+
+    from sqlalchemy import update
+
+    from knowhub.config import Settings
+    from knowhub.knowledge import KnowledgeHub
+    from knowhub.knowledge.store import resources
+    from knowhub.ops import ExportOptions, export_all, open_engines
+
+    data = tmp_path / "data"
+    damaged = _hub_with_a_secret(data)
+    with KnowledgeHub(data / "knowledge") as hub, hub.store.write() as conn:
+        blob = conn.execute(resources.select().where(resources.c.id == damaged)).first().secure_body
+        flipped = blob[:-1] + bytes([blob[-1] ^ 0xFF])
+        conn.execute(update(resources).where(resources.c.id == damaged).values(secure_body=flipped))
+    settings = Settings.load(None, data_dir=data)
+    with open_engines(settings, ["knowledge"]) as engines:
+        manifest = export_all(engines, tmp_path / "out", ExportOptions(include_secrets=True))
+    assert manifest["secrets"]["quarantined"] == [damaged]
+    lines = {d["id"]: d for d in map(json.loads, (tmp_path / "out" / "resources.jsonl").read_text().splitlines())}
+    assert lines[damaged]["secure_body"] == {"mode": "quarantined"}
+    assert lines["creds/api"]["secure_body"] == {"mode": "plaintext", "value": "sk-123"}
+    assert (tmp_path / "out" / "manifest.json").exists()
+    quarantine = data / "knowledge" / "quarantine"
+    assert any("secure_body_b64" in p.read_text() for p in quarantine.rglob("resource.json")), list(quarantine.rglob("*"))
+
+
+# --------------------------------------------------------------------------- restore
+
+
+_HOLDER = """
+import sys, time
+from knowhub.config import Settings
+from knowhub.ops import open_engines
+with open_engines(Settings.load(None, data_dir=sys.argv[1]), [sys.argv[2]]):
+    print("OPEN", flush=True)
+    sys.stdin.readline()
+"""
+
+
+@pytest.mark.parametrize("engine", ["knowledge", "tree", "context"])
+def test_restore_refuses_while_another_process_has_an_engine_open(tmp_path: Path, engine: str) -> None:
+    """Main: restore under a live server printed "restored"; the server's next knowledge
+    write answered 201 and was gone after a restart, while tree and context writes stayed."""
+    import subprocess
+    import sys
+
+    import knowhub
+    from knowhub.config import Settings
+    from knowhub.knowledge import KnowledgeHub
+    from knowhub.ops import open_engines
+    from knowhub.scope import Principal
+    from tests.cli.cli_support import run
+
+    data = tmp_path / "data"
+    settings = Settings.load(None, data_dir=data)
+    with open_engines(settings) as engines:  # every engine has data
+        engines.knowledge.save(Principal.of("user:local"), {"task": "before", "content": "snapshot", "types": ["tool"]})
+    taken = run("admin", "snapshot", "-d", str(data))
+    assert taken.exit_code == 0, taken.output
+    archive = next((data / "snapshots").glob("*.tar.gz"))
+    with KnowledgeHub(data / "knowledge") as hub:
+        after = hub.save(Principal.of("user:local"), {"task": "after", "content": "not in snapshot", "types": ["tool"]})
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWHUB_")}
+    env["PYTHONPATH"] = str(Path(knowhub.__file__).resolve().parents[1])
+    env["KNOWHUB_EMBEDDING__PROVIDER"] = "hashing"
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(data), engine], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "OPEN"
+        refused = run("admin", "restore", str(archive), "-d", str(data), "--yes")
+        assert refused.exit_code != 0
+        assert "open in another process" in refused.output and "restored" not in refused.output
+        with KnowledgeHub(data / "knowledge") as hub:  # nothing was replaced
+            assert hub.get(Principal.of("user:local"), after.id).task == "after"
+    finally:
+        holder.communicate("\n", timeout=60)
+    done = run("admin", "restore", str(archive), "-d", str(data), "--yes")
+    assert done.exit_code == 0, done.output
+    with KnowledgeHub(data / "knowledge") as hub:
+        assert [k.task for k in hub.list(Principal.of("user:local"), limit=100)] == ["before"]

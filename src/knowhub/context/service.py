@@ -88,6 +88,7 @@ from knowhub.providers.embedding import Embedder, HashingEmbedder, default_embed
 from knowhub.providers.graph import InMemoryGraphStore
 from knowhub.providers.llm import LLMClient
 from knowhub.storage import ensure_dir
+from knowhub.storage.inuse import InUseLease
 
 __all__ = ["ContextEngineService"]
 
@@ -162,6 +163,7 @@ class ContextEngineService:
         if not reindex:
             check_identity("context", recorded, self.identity)
         self.fs = ContextFS(self.data_dir, durable=durable)
+        self._in_use = InUseLease(self.data_dir)  # admin restore refuses while held
         if not reindex and not in_file:  # first use (or a data dir from before the file)
             identity_file(self.data_dir).save(self.identity)
         self.relations = RelationStore(self.fs)
@@ -372,6 +374,7 @@ class ContextEngineService:
             self._closed = True
             self.outbox.close()
             self.index.close()
+            self._in_use.release()
 
     def __enter__(self) -> ContextEngineService:
         return self

@@ -51,14 +51,14 @@ from knowhub.knowledge.models import (
 )
 from knowhub.knowledge.resources import ResourceService
 from knowhub.knowledge.search import rank_hits, route_candidates
-from knowhub.knowledge.secrets import SecretBox, load_or_create_key, parse_key, read_key_file
+from knowhub.knowledge.secrets import SecretBox, load_key_for_store, parse_key, read_key_file
 from knowhub.knowledge.shared_index import SharedIndex
 from knowhub.knowledge.store import KnowledgeStore, knowledge, knowledge_scopes
 from knowhub.limits import MessageLimits
 from knowhub.providers.embedding import default_embedder
 from knowhub.providers.llm import LLMClient, LocalAgent
 from knowhub.scope import Principal
-from knowhub.storage import ensure_dir
+from knowhub.storage.inuse import InUseLease
 
 __all__ = ["KnowledgeHub"]
 
@@ -90,6 +90,8 @@ class KnowledgeHub(HubIndexes):
         feedback_per_minute: most feedback votes one principal may cast per minute in
             this process (0: no limit); see :mod:`knowhub.knowledge.votes`.
         limits: caps of one extraction (:class:`knowhub.limits.MessageLimits`).
+        new_secret_key: make a new key file even though secrets are stored without one
+            (:func:`~knowhub.knowledge.secrets.load_key_for_store`).
     """
 
     def __init__(
@@ -106,14 +108,14 @@ class KnowledgeHub(HubIndexes):
         progress: Callable[[int, int], None] | None = None,
         feedback_per_minute: int = votes.DEFAULT_FEEDBACK_PER_MINUTE,
         limits: MessageLimits | None = None,
+        new_secret_key: bool = False,
     ) -> None:
         if not isinstance(candidate_pool, int) or candidate_pool < 1:
             raise InvalidInputError("candidate_pool must be a positive integer")
         self.votes_limit = votes.VoteLimiter(feedback_per_minute)
         self.limits = limits or MessageLimits()
         self.data_dir = Path(data_dir)
-        ensure_dir(self.data_dir)
-        key = parse_key(secret_key) if secret_key is not None else load_or_create_key(self.data_dir)
+        self._in_use = InUseLease(self.data_dir)  # admin restore refuses while held
         self.embedder = embedder if embedder is not None else default_embedder()
         # The LocalAgent routes lexically: recall has already ranked candidates by vector.
         self.llm: LLMClient = llm if llm is not None else LocalAgent()
@@ -121,14 +123,17 @@ class KnowledgeHub(HubIndexes):
         self.route_token_budget = route_token_budget
         identity = EmbedderIdentity.of(self.embedder)  # a remote embedder checks its dim here
         self.store = KnowledgeStore(self.data_dir, db_url)
-        self.resources = ResourceService(self.store, SecretBox(key))
         self._sync_lock = threading.RLock()
         self._snapshot_seq = -1
         self._shared: SharedIndex | None = None
         try:
+            key = parse_key(secret_key) if secret_key is not None else load_key_for_store(
+                self.data_dir, self.store.count_secrets, new_key=new_secret_key)
+            self.resources = ResourceService(self.store, SecretBox(key))
             self._open_indexes(identity, reindex, progress)
         except BaseException:
             self.store.close()
+            self._in_use.release()
             raise
 
     @classmethod
@@ -153,6 +158,7 @@ class KnowledgeHub(HubIndexes):
             "candidate_pool": section.candidate_pool,
             "feedback_per_minute": section.feedback_per_minute,
             "limits": MessageLimits.from_settings(settings.context),
+            "new_secret_key": section.new_secret_key,
         }
         kwargs.update(overrides)
         return cls(settings.engine_dir("knowledge"), **kwargs)
@@ -161,6 +167,7 @@ class KnowledgeHub(HubIndexes):
         """Checkpoint the retrieval index when it is stale, then release database connections."""
         self._close_indexes()
         self.store.close()
+        self._in_use.release()
 
     def __enter__(self) -> KnowledgeHub:
         return self

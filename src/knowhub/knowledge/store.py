@@ -752,6 +752,12 @@ class KnowledgeStore:
             "record": record,
         }
 
+    def count_secrets(self) -> int:
+        """Resources (live or deleted) that hold an encrypted ``secure_body``."""
+        with self.read() as conn:
+            query = select(func.count()).select_from(resources).where(resources.c.secure_body.is_not(None))
+            return int(conn.execute(query).scalar_one())
+
     def list_resources(
         self, conn: Connection, *, visible: Iterable[str], limit: int, content_type: str | None
     ) -> list[dict[str, Any]]:

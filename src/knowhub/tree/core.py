@@ -22,6 +22,7 @@ from typing import Any
 from knowhub.errors import CorruptStoreError, InvalidInputError, NotFoundError
 from knowhub.providers.llm import LLMClient, LocalAgent
 from knowhub.storage import ensure_dir
+from knowhub.storage.inuse import InUseLease
 from knowhub.text import BM25Index, DefaultNormalizer, MultiPatternMatcher, Normalizer
 from knowhub.tree.caches import MRUCache, TreeCaches
 from knowhub.tree.indexes import TreeState
@@ -101,6 +102,7 @@ class TreeCore:
         self.freeze_gc = bool(_opt(settings, "freeze_gc", True))
         self._lock = threading.RLock()
         ensure_dir(self.data_dir)
+        self._in_use = InUseLease(self.data_dir)  # admin restore refuses while held
         self.store = TreeStore(self.data_dir, lock_timeout_s)
         self.state = TreeState()
         self.caches = TreeCaches(
@@ -442,6 +444,7 @@ class TreeCore:
             finally:
                 self._closed = True
                 self.store.close()
+                self._in_use.release()
 
     def __enter__(self) -> TreeCore:
         return self
