@@ -107,7 +107,7 @@ def test_missing_secret_key_with_stored_secrets_refuses_to_start(tmp_path: Path)
     data = tmp_path / "data"
     _hub_with_a_secret(data)
     (data / "knowledge" / "secret.key").unlink()
-    with pytest.raises(ConfigError, match="secret.key is missing but 2 resource secret"):
+    with pytest.raises(ConfigError, match=r"secret\.key is missing but 2 resource secret"):
         KnowledgeHub(data / "knowledge")
     assert not (data / "knowledge" / "secret.key").exists()
     env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWHUB_")}
@@ -210,3 +210,59 @@ def test_restore_refuses_while_another_process_has_an_engine_open(tmp_path: Path
     assert done.exit_code == 0, done.output
     with KnowledgeHub(data / "knowledge") as hub:
         assert [k.task for k in hub.list(Principal.of("user:local"), limit=100)] == ["before"]
+
+
+# --------------------------------------------------------------------------- tree change log
+
+
+def _tree_with_history(path: Path) -> dict[str, set[str]]:
+    from knowhub.tree import KeywordTree
+
+    tree = KeywordTree(path)
+    try:
+        parents = [tree.create_keyword(f"主题{i} topic{i}", "root").id for i in range(6)]
+        kids = [tree.create_keyword(f"子项{i} item{i}", parents[i % 6]).id for i in range(24)]
+        infos = [tree.create_info(f"内容 {i}: notes about item{i}", keyword_ids=[kids[i], parents[i % 6]]).id
+                 for i in range(12)]
+        links = {f"{i}|{k}" for i in infos for k, _ in [(kw.id, r) for kw, r in tree.get_keywords_of_info(i)]}
+    finally:
+        tree.close()  # writes a checkpoint that covers the whole log
+    return {"keywords": set(parents + kids), "infos": set(infos), "links": links}
+
+
+def _tree_view(path: Path) -> dict[str, set[str]]:
+    from knowhub.tree import KeywordTree
+
+    tree = KeywordTree(path)
+    try:
+        infos = {i for i in tree.state.infos}
+        keywords = {k for k in tree.state.nodes if k != "root"}
+        links = {f"{i}|{kw.id}" for i in infos for kw, _ in tree.get_keywords_of_info(i)}
+        assert tree.check()["ok"]
+        tree.create_keyword("之后 afterwards", "root")  # still writable
+    finally:
+        tree.close()
+    return {"keywords": keywords, "infos": infos, "links": links}
+
+
+def test_a_damaged_change_log_never_quarantines_an_intact_tree(tmp_path: Path) -> None:
+    """Main: emptying the change log quarantined every keyword, info and link although the
+    entity files and a covering checkpoint were intact; cutting it in half, half of them."""
+    import shutil
+
+    template = tmp_path / "template"
+    truth = _tree_with_history(template)
+    size = (template / "logs" / "change_log.jsonl").stat().st_size
+    cuts = sorted({0, 1, 7, size // 10, size // 4, size // 3, size // 2, 2 * size // 3, 3 * size // 4,
+                   9 * size // 10, size - 2, size - 1})
+    for cut in cuts:
+        work = tmp_path / f"cut-{cut}"
+        shutil.copytree(template, work)
+        with (work / "logs" / "change_log.jsonl").open("r+b") as log:
+            log.truncate(cut)
+        view = _tree_view(work)
+        for kind in ("keywords", "infos", "links"):
+            assert truth[kind] <= view[kind], (cut, kind, len(truth[kind] - view[kind]))
+        quarantined = list((work / "quarantine").rglob("*-rows.jsonl"))
+        assert not quarantined, (cut, quarantined)
+        assert _tree_view(work)["keywords"] >= truth["keywords"]  # and again after the rebuild
