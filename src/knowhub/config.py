@@ -140,6 +140,10 @@ class KnowledgeSettings(BaseModel):
     secret_key: SecretStr | None = None
     secret_key_file: str | None = None
     candidate_pool: int = 200
+    #: Make a new secret.key although resource secrets are stored (they become unreadable).
+    new_secret_key: bool = False
+    #: Feedback votes one principal may cast per minute, per server process (0: no limit).
+    feedback_per_minute: int = Field(default=120, ge=0)
 
 
 class ContextSettings(BaseModel):
@@ -153,6 +157,13 @@ class ContextSettings(BaseModel):
     account_id: str = Field(default="default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
     index_url: str | None = None
     extractor_concurrency: int = 4
+    #: Caps of one commit and of knowledge extraction (knowhub.limits, issue 18 §2).
+    commit_max_messages: int = Field(default=500, ge=1)
+    commit_max_message_chars: int = Field(default=32_000, ge=1)
+    commit_max_total_chars: int = Field(default=400_000, ge=1)
+    commit_max_candidates_per_message: int = Field(default=8, ge=1)
+    commit_max_candidates: int = Field(default=200, ge=1)
+    commit_time_budget_s: float = Field(default=30.0, gt=0)
     index_batch_size: int = 100
     index_poll_interval_s: float = 0.5
     outbox_lease_s: float = 30.0

@@ -5,9 +5,11 @@
     KnowhubError
     ├── NotFoundError            (also KeyError)     an id, URI or key that does not exist
     ├── InvalidInputError        (also ValueError)   bad arguments, bad URIs, paths that escape
-    │   └── ConfigError                              unusable settings or config file
+    │   ├── ConfigError                              unusable settings or config file
+    │   └── PayloadTooLargeError                     a request over a documented size cap (413)
     ├── VersionConflictError                         optimistic-lock version is stale
     ├── PermissionDeniedError                        principal may not see or change this
+    ├── RateLimitedError                             too many requests of one kind (429)
     ├── StorageError                                 the primary store failed
     │   ├── CorruptStoreError                        a store cannot be read back (not a torn tail)
     │   └── LockTimeoutError                         the inter-process lock was not acquired in time
@@ -67,7 +69,10 @@ class KnowhubError(Exception):
 # An absolute path: a "/" not preceded by a name, URI or path character, then at least two
 # components. Only paths whose first component exists under "/" are rewritten, so text such
 # as a keyword path "/技术/编程" or a route "/api/x" stays as it is.
-_ABS_PATH_RE = re.compile(r"(?<![\w.:/~\\-])/[^\s'\"`,;()<>\[\]{}|]+(?:/[^\s'\"`,;()<>\[\]{}|]*)+")
+# A path right after a URL's "://" (``sqlite:///abs/path``, ``file:///etc/x``) counts too.
+_ABS_PATH_RE = re.compile(
+    r"(?:(?<=://)|(?<![\w.:/~\\-]))/[^\s'\"`,;()<>\[\]{}|]+(?:/[^\s'\"`,;()<>\[\]{}|]*)+"
+)
 
 
 @functools.lru_cache(maxsize=256)
@@ -96,6 +101,7 @@ def redact_paths(text: str, root: str | os.PathLike[str] | None = None) -> str:
         while path and path[-1] in ".:!?":  # sentence punctuation after a path
             trailing = path[-1] + trailing
             path = path[:-1]
+        path = "/" + path.lstrip("/")  # sqlite:////abs/path leaves two slashes
         first = path.lstrip("/").split("/", 1)[0]
         if not first or not _is_root_dir(first):
             return match.group(0)
@@ -132,6 +138,13 @@ class ConfigError(InvalidInputError):
     code = "config_error"
 
 
+class PayloadTooLargeError(InvalidInputError):
+    """A request over one of the documented caps (:mod:`knowhub.limits`); it did no work."""
+
+    http_status = 413
+    code = "payload_too_large"
+
+
 class EmbedderMismatchError(ConfigError):
     """The configured embedder is not the one an engine's vectors were made with; nothing
     was changed (``knowhub admin reindex`` re-embeds with the configured one)."""
@@ -151,6 +164,13 @@ class PermissionDeniedError(KnowhubError):
 
     http_status = 403
     code = "permission_denied"
+
+
+class RateLimitedError(KnowhubError):
+    """One principal sent more of a rate-limited request (feedback) than allowed."""
+
+    http_status = 429
+    code = "rate_limited"
 
 
 class StorageError(KnowhubError):
@@ -203,7 +223,9 @@ __all__ = [
     "LLMTimeoutError",
     "LockTimeoutError",
     "NotFoundError",
+    "PayloadTooLargeError",
     "PermissionDeniedError",
+    "RateLimitedError",
     "StorageError",
     "VersionConflictError",
     "redact_paths",

@@ -32,8 +32,9 @@ def test_round_trip_export_import_export_loses_nothing(sample_dir: Path, tmp_pat
     assert manifest["counts"]["context.jsonl"] > 5
     assert manifest["tree_counts"]["node"] == 96 and manifest["tree_counts"]["link"] > 0
     exported = {json.loads(line)["id"]: json.loads(line) for line in (first / "knowledge.jsonl").open(encoding="utf-8")}
-    assert exported[target]["eval"]["helpful"] == 1 and exported[target]["eval"]["harmful"] == 1
-    assert exported[target]["eval"]["helpful_history"]
+    # One vote per principal (issue 18): the CLI user's harmful vote replaced its helpful one.
+    assert exported[target]["eval"]["helpful"] == 0 and exported[target]["eval"]["harmful"] == 1
+    assert exported[target]["eval"]["harmful_history"]
 
     fresh = tmp_path / "fresh"
     result = run("admin", "import", str(first), "-d", str(fresh), "-q")

@@ -18,10 +18,13 @@ def test_helpful_feedback_raises_and_harmful_lowers_confidence(hub: KnowledgeHub
     kid = _item(hub, alice)
     assert hub.get(alice, kid).confidence == 0.5
     assert hub.update(alice, kid, add_helpful_case={"outcome": "ok"}).confidence == pytest.approx(0.55)
-    assert hub.update(alice, kid, add_helpful_case={"outcome": "ok"}).confidence == pytest.approx(0.595)
-    assert hub.update(alice, kid, add_harmful_case={"why": "wrong"}).confidence == pytest.approx(0.476)
+    # One vote per principal (issue 18): the same vote again moves nothing ...
+    assert hub.update(alice, kid, add_helpful_case={"outcome": "ok"}).confidence == pytest.approx(0.55)
+    # ... a changed vote takes its old step back and makes the new one: 0.5 * 0.8.
+    assert hub.update(alice, kid, add_harmful_case={"why": "wrong"}).confidence == pytest.approx(0.4)
     result = hub.batch_update(alice, [{"knowledge_id": kid, "is_helpful": True}])
-    assert result["updated"] == 1 and hub.get(alice, kid).confidence == pytest.approx(0.5284)
+    assert result["updated"] == 1 and hub.get(alice, kid).confidence == pytest.approx(0.55)
+    assert (hub.get(alice, kid).helpful, hub.get(alice, kid).harmful) == (1, 0)
 
 
 def test_the_rule_is_bounded_and_gradual() -> None:

@@ -14,11 +14,16 @@ from knowhub.scope import Principal
 def test_cases_are_stored_as_given_with_timestamp(hub: KnowledgeHub, alice) -> None:
     item = hub.save(alice, {"task": "t", "content": "c", "types": ["plan"]})
     given = {"task": "任务描述", "outcome": "成功", "timestamp": "2026-03-05T12:00:00Z", "extra": [1, 2]}
-    out = hub.update(alice, item.id, add_helpful_case=given, add_harmful_case={"outcome": "失败"})
+    with pytest.raises(InvalidInputError):  # one vote per principal: not both at once
+        hub.update(alice, item.id, add_helpful_case=given, add_harmful_case={"outcome": "失败"})
+    out = hub.update(alice, item.id, add_helpful_case=given)
     assert out.eval["helpful_history"] == [given]
+    out = hub.update(alice, item.id, add_harmful_case={"outcome": "失败"})  # replaces the vote
+    assert out.eval["helpful_history"] == []
     assert out.eval["harmful_history"][0]["outcome"] == "失败"
     assert out.eval["harmful_history"][0]["timestamp"].endswith("Z")
-    assert (out.helpful, out.harmful, out.quality_score) == (1, 1, 3 + 1 - 2)
+    # One principal's vote does not move the rank alone (quorum of 2).
+    assert (out.helpful, out.harmful, out.quality_score) == (0, 1, 3)
 
 
 @pytest.mark.parametrize("score", [0, 6, 3.5, "4", True, None])
@@ -105,9 +110,12 @@ def test_user_profile_order(hub: KnowledgeHub) -> None:
     low = hub.save(ann, {"task": "偏好", "content": "喜欢简洁回答", "types": ["user_profile"]})
     hub.save(ann, {"task": "not a profile", "content": "x", "types": ["tool"]})
     hub.save(Principal.of("user:eve"), {"task": "eve", "content": "e", "types": ["user_profile"]})
-    # Counters come from feedback only: helpful tie 3, high 2, low 1, shared 9.
-    votes = [tie.id] * 3 + [high.id] * 2 + [low.id] + [shared.id] * 9
-    assert hub.batch_update(ann, [{"knowledge_id": v, "is_helpful": True} for v in votes])["updated"] == 15
+    # Counters come from feedback only, one vote per principal: high and tie get ann's
+    # vote (confidence 0.55, tie voted last), low none, shared (another's) two votes.
+    votes = [high.id, tie.id, shared.id]
+    assert hub.batch_update(ann, [{"knowledge_id": v, "is_helpful": True} for v in votes])["updated"] == 3
+    assert hub.batch_update(other, [{"knowledge_id": shared.id, "is_helpful": True}])["updated"] == 1
+    assert hub.get(ann, shared.id).helpful == 2
     profile = hub.user_profile(ann)
     assert [k.id for k in profile] == [tie.id, high.id, low.id, shared.id]
     assert [k.id for k in hub.user_profile(ann, limit=2)] == [tie.id, high.id]

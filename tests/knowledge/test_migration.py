@@ -49,10 +49,10 @@ def test_v1_database_is_migrated(tmp_path: Path, alice) -> None:
     legacy_id = _v1_store_with_item(data_dir, alice)
     hub = KnowledgeHub(data_dir, secret_key=bytes(32))
     try:
-        assert hub.store.schema_version() == SCHEMA_VERSION == 4
+        assert hub.store.schema_version() == SCHEMA_VERSION == 5
         with hub.store.read() as conn:
             versions = [r.version for r in conn.execute(select(schema_version.c.version))]
-        assert versions == [1, 2, 3, 4]
+        assert versions == [1, 2, 3, 4, 5]
         # Backfilled type rows make the SQL type filter work on old items.
         assert [k.id for k in hub.list(alice, types=["tool"])] == [legacy_id]
         assert [h.knowledge.id for h in hub.search(alice, "legacy caching")] == [legacy_id]

@@ -29,27 +29,39 @@ def test_result_item_shape(hub: KnowledgeHub, alice) -> None:
     assert 0 < data["relevance"] <= 1
 
 
+def _voters(n: int) -> list[Principal]:
+    """Distinct readers of org:acme: feedback counts one vote per principal (issue 18)."""
+    return [Principal.of(f"user:voter{i}", ["org:acme"]) for i in range(n)]
+
+
 def test_quality_formula_orders_results(hub: KnowledgeHub, alice) -> None:
-    low = hub.save(alice, {"task": "python packaging", "content": "use pyproject", "types": ["tool"], "score": 3})
-    high = hub.save(alice, {"task": "python packaging tips", "content": "use uv", "types": ["tool"], "score": 4})
-    mid = hub.save(alice, {"task": "python packaging guide", "content": "use hatch", "types": ["tool"], "score": 5})
-    for _ in range(3):
-        hub.update(alice, high.id, add_helpful_case={"outcome": "ok"})
-    hub.update(alice, mid.id, add_harmful_case={"reason": "bad"})
+    org = ["org:acme"]
+    low = hub.save(alice, {"task": "python packaging", "content": "use pyproject", "types": ["tool"], "score": 3,
+                           "scopes": org})
+    high = hub.save(alice, {"task": "python packaging tips", "content": "use uv", "types": ["tool"], "score": 4,
+                            "scopes": org})
+    mid = hub.save(alice, {"task": "python packaging guide", "content": "use hatch", "types": ["tool"], "score": 5,
+                           "scopes": org})
+    for voter in _voters(3):
+        hub.update(voter, high.id, add_helpful_case={"outcome": "ok"})
+    for voter in _voters(2):
+        hub.update(voter, mid.id, add_harmful_case={"reason": "bad"})
     hits = hub.search(alice, "python packaging", top_k=5)
-    # quality: high 4+3=7, low 3, mid 5-2=3 (tie with low: routing order decides)
+    # quality: high 4+3=7, low 3, mid 5-2*2=1
+
     assert ids(hits)[0] == high.id
     assert hits[0].quality_score == 7.0
-    assert {h.quality_score for h in hits[1:]} == {3.0}
+    assert [h.quality_score for h in hits[1:]] == [3.0, 1.0]
     assert set(ids(hits)) == {low.id, high.id, mid.id}
 
 
 def test_min_score_and_negative_quality_are_dropped(hub: KnowledgeHub, alice) -> None:
     weak = hub.save(alice, {"task": "redis cache", "content": "set ttl", "types": ["tool"], "score": 2})
-    harmful = hub.save(alice, {"task": "redis cache eviction", "content": "use lru", "types": ["tool"], "score": 3})
+    harmful = hub.save(alice, {"task": "redis cache eviction", "content": "use lru", "types": ["tool"], "score": 3,
+                               "scopes": ["org:acme"]})
     good = hub.save(alice, {"task": "redis cache warmup", "content": "preload keys", "types": ["tool"], "score": 3})
-    for _ in range(2):
-        hub.update(alice, harmful.id, add_harmful_case={"reason": "wrong"})  # 3 - 4 = -1
+    for voter in _voters(2):
+        hub.update(voter, harmful.id, add_harmful_case={"reason": "wrong"})  # 3 - 4 = -1
     assert ids(hub.search(alice, "redis cache")) == [good.id]
     assert set(ids(hub.search(alice, "redis cache", min_score=1))) == {weak.id, good.id}
 
@@ -177,8 +189,8 @@ def test_each_hit_says_why_it_ranked_there(hub: KnowledgeHub) -> None:
                           "scopes": ["team:t1", "public"], "score": 4})
     better = hub.save(who, {"task": "build cache keys fast", "content": "cache by hash", "types": ["plan"],
                             "scopes": ["public"], "score": 3})
-    for _ in range(2):
-        hub.update(who, better.id, add_helpful_case={"outcome": "ok"})  # quality 3 + 2 = 5
+    for voter in (who, Principal.of("user:second", [])):
+        hub.update(voter, better.id, add_helpful_case={"outcome": "ok"})  # quality 3 + 2 = 5
     hits = hub.search(who, "build cache keys", top_k=3)
     assert ids(hits) == [better.id, team.id, public.id]
     whys = [h.to_dict()["why"] for h in hits]

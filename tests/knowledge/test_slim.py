@@ -8,6 +8,8 @@ from knowhub.errors import LLMError, NotFoundError, VersionConflictError
 from knowhub.knowledge import KnowledgeHub
 from knowhub.providers.llm import StubLLMClient, parse_task_message
 
+from .conftest import RED_ADMIN
+
 EN_A = ("Deploy with docker compose", "Use docker compose up -d to start all services in the background.")
 EN_B = ("Deploy with docker compose", "Use docker compose up -d to start all the services in background.")
 ZH_A = ("部署服务", "使用 docker compose up -d 在后台启动所有服务。")
@@ -21,14 +23,14 @@ def _save(hub, who, pair, **extra):
 
 @pytest.fixture
 def dupes(hub: KnowledgeHub, alice):
-    a = _save(hub, alice, EN_A, score=3, resource_ids=["code/a"])
-    b = _save(hub, alice, EN_B, score=5, scopes=["team:red"], resource_ids=["code/b"])
+    a = _save(hub, alice, EN_A, score=5, resource_ids=["code/a"])
+    b = _save(hub, alice, EN_B, score=3, scopes=["team:red"], resource_ids=["code/b"])
     c = _save(hub, alice, ZH_A, types=["strategy"])
     d = _save(hub, alice, ZH_B, types=["strategy", "tool"])
     e = _save(hub, alice, OTHER)
     hub.update(alice, a.id, add_helpful_case={"outcome": "ok"})
-    hub.update(alice, a.id, add_helpful_case={"outcome": "ok again"})
     hub.update(alice, b.id, add_harmful_case={"reason": "flaky"})
+    hub.update(RED_ADMIN, b.id, add_helpful_case={"outcome": "ok for me"})
     return {"a": hub.get(alice, a.id), "b": hub.get(alice, b.id), "c": c, "d": d, "e": e}
 
 
@@ -48,7 +50,7 @@ def test_apply_merges_and_undo_restores_as_one(hub: KnowledgeHub, alice, dupes) 
     applied = hub.slim(alice, apply=True, plan_id=plan.plan_id)
     assert applied.applied and applied.change_id
     survivor_id, gone_id = en.ids
-    # a: score 3 + helpful 2 = 5, b: 5 + 0 - 2 = 3 → a survives.
+    # a: score 5, b: 3 (one vote per side moves no rank) → a survives.
     assert survivor_id == dupes["a"].id
     survivor = hub.get(alice, survivor_id)
     assert survivor.helpful == 2 and survivor.harmful == 1 and survivor.score == 5
@@ -70,7 +72,7 @@ def test_apply_merges_and_undo_restores_as_one(hub: KnowledgeHub, alice, dupes) 
     for key in ("a", "b", "c", "d"):
         again = hub.get(alice, dupes[key].id)
         assert (again.task, again.content, again.types) == (dupes[key].task, dupes[key].content, dupes[key].types)
-    assert hub.get(alice, dupes["a"].id).helpful == 2
+    assert hub.get(alice, dupes["a"].id).helpful == 1
     assert hub.get(alice, dupes["a"].id).scopes == ["user:alice"]
     with pytest.raises(VersionConflictError):
         hub.slim(alice, apply=True, plan_id=plan.plan_id)  # already applied

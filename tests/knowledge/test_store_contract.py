@@ -9,6 +9,7 @@ import pytest
 from knowhub.errors import NotFoundError, PermissionDeniedError, VersionConflictError
 from knowhub.knowledge import KnowledgeHub
 from knowhub.knowledge.store import SCHEMA_VERSION
+from knowhub.scope import Principal
 
 TEST_KEY = bytes(range(32))
 
@@ -187,7 +188,7 @@ def test_stale_evolve_is_a_version_conflict(any_hub: KnowledgeHub, alice, mk) ->
 
     class RacingAgent(LocalAgent):
         def chat(self, messages, json_schema):  # another writer lands during the LLM call
-            any_hub.update(alice, item.id, add_helpful_case={"outcome": "meanwhile"})
+            any_hub.update(alice, item.id, update_score=5)
             return {"content": "rewritten"}
 
     any_hub.llm = RacingAgent()
@@ -216,7 +217,9 @@ def test_concurrent_threads(any_hub: KnowledgeHub, alice, bob) -> None:
     def work(n: int) -> str:
         who = alice if n % 2 else bob
         item = any_hub.save(who, {"task": f"thread item {n}", "content": f"parallel {n}", "types": ["tool"]})
-        any_hub.update(who, shared.id, add_helpful_case={"outcome": str(n)})
+        # one vote per principal: 24 distinct voters
+        voter = Principal.of(f"user:thread{n}", ["org:acme"])
+        any_hub.update(voter, shared.id, add_helpful_case={"outcome": str(n)})
         any_hub.search(who, f"thread item {n}")
         return item.id
 
@@ -224,7 +227,7 @@ def test_concurrent_threads(any_hub: KnowledgeHub, alice, bob) -> None:
         made = list(pool.map(work, range(24)))
     assert len(set(made)) == 24
     assert any_hub.get(alice, shared.id).helpful == 24
-    assert any_hub.get(alice, shared.id).version == 25
+    assert any_hub.get(alice, shared.id).version == 1  # votes are deltas, not versions
     assert any_hub.check()["ok"]
 
 

@@ -70,6 +70,7 @@ def test_knowledge_routes_are_exactly_the_documented_ones(client: TestClient) ->
         "/api/knowledge/slim": ["post"],
         "/api/knowledge/extract": ["post"],
         "/api/knowledge/undo": ["post"],
+        "/api/knowledge/retract_votes": ["post"],
         "/api/knowledge/profile": ["get"],
         "/api/knowledge/keyed": ["delete", "get", "put"],
         "/api/knowledge/keyed/list": ["get"],

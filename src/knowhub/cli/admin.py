@@ -294,6 +294,12 @@ def export(
         )
     elif manifest["secrets"]["mode"] == "plaintext":
         err_console.print("[yellow]warning:[/yellow] resource secrets are written in plain text")
+    if manifest["secrets"].get("quarantined"):
+        err_console.print(
+            f"[yellow]warning:[/yellow] {len(manifest['secrets']['quarantined'])} resource secret(s) could not "
+            f"be decrypted and were quarantined (listed by `knowhub admin check`): "
+            + ", ".join(manifest["secrets"]["quarantined"][:10])
+        )
     counts = ", ".join(f"{k.removesuffix('.jsonl')}: {v}" for k, v in manifest["counts"].items())
     console.print(f"exported to {dest} ({counts})")
 

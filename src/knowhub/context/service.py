@@ -84,10 +84,12 @@ from knowhub.index import (
     release_dead_local_leases,
 )
 from knowhub.index.identity import EmbedderIdentity, check_identity
+from knowhub.limits import MessageLimits
 from knowhub.providers.embedding import Embedder, HashingEmbedder, default_embedder
 from knowhub.providers.graph import InMemoryGraphStore
 from knowhub.providers.llm import LLMClient
 from knowhub.storage import ensure_dir
+from knowhub.storage.inuse import InUseLease
 
 __all__ = ["ContextEngineService"]
 
@@ -116,6 +118,7 @@ class ContextEngineService:
         lexical_fields: node fields in the level-0 BM25 document (default all three levels:
             the abstract, the overview with its reply context, the full content).
         extractor_concurrency: parallel extractors per commit.
+        limits: caps of one commit (:class:`knowhub.limits.MessageLimits`; default caps).
         intent_weight: weight of category-specific typed queries (the general one has 1).
         speaker_boost: score gain of the memories of speakers the query names
             (:mod:`knowhub.context.retrieval.speaker_focus`; 0 turns it off).
@@ -143,6 +146,7 @@ class ContextEngineService:
         assembler_config: AssemblerConfig | None = None,
         lexical_fields: Sequence[str] = ("abstract", "overview", "content"),
         extractor_concurrency: int = 4,
+        limits: MessageLimits | None = None,
         save_interval_s: float = 30.0,
         intent_weight: float = 0.9,
         speaker_boost: float = DEFAULT_SPEAKER_BOOST,
@@ -160,6 +164,7 @@ class ContextEngineService:
         if not reindex:
             check_identity("context", recorded, self.identity)
         self.fs = ContextFS(self.data_dir, durable=durable)
+        self._in_use = InUseLease(self.data_dir)  # admin restore refuses while held
         if not reindex and not in_file:  # first use (or a data dir from before the file)
             identity_file(self.data_dir).save(self.identity)
         self.relations = RelationStore(self.fs)
@@ -182,7 +187,8 @@ class ContextEngineService:
         self.worker = IndexWorker(self.outbox, self.indexer, on_batch=self._on_batch)
         self.runner = BackgroundIndexRunner(self.worker, poll_interval_s=poll_interval_s, batch_size=batch_size,
                                             on_idle=self._on_idle)
-        self.coordinator = CommitCoordinator(self.fs, self.outbox, llm=llm, extractor_concurrency=extractor_concurrency)
+        self.coordinator = CommitCoordinator(self.fs, self.outbox, llm=llm, extractor_concurrency=extractor_concurrency,
+                                             limits=limits)
         self.planner = QueryPlanner()
         if retriever_config is None:
             # A hashing embedder only re-encodes the words BM25 already scores (benchmarks show it
@@ -239,6 +245,7 @@ class ContextEngineService:
             "batch_size": int(cs.index_batch_size),
             "poll_interval_s": float(cs.index_poll_interval_s),
             "extractor_concurrency": int(cs.extractor_concurrency),
+            "limits": MessageLimits.from_settings(cs),
         }
         options.update(kwargs)
         if cs.index_url and "index" not in options:
@@ -370,6 +377,7 @@ class ContextEngineService:
             self._closed = True
             self.outbox.close()
             self.index.close()
+            self._in_use.release()
 
     def __enter__(self) -> ContextEngineService:
         return self

@@ -34,6 +34,7 @@ the events others completed (:meth:`knowhub.index.IndexWorker.follow`).
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 import time
@@ -76,6 +77,9 @@ _COLUMNS = (
 )
 _MAX_ERROR_CHARS = 2000
 _OPEN = (OutboxStatus.PENDING.value, OutboxStatus.FAILED.value, OutboxStatus.PROCESSING.value)
+
+
+log = logging.getLogger(__name__)
 
 
 class SQLiteOutboxStore:
@@ -145,14 +149,26 @@ class SQLiteOutboxStore:
                 raise StorageError(f"outbox is busy: {exc}", path=str(self.path)) from exc
             try:
                 yield self._conn
+            except sqlite3.Error as exc:  # SQLITE_FULL, I/O errors: a storage error, always
+                self._rollback()
+                raise StorageError(f"outbox write failed: {exc}", path=str(self.path)) from exc
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._rollback()
                 raise
             try:
                 self._conn.execute("COMMIT")
             except sqlite3.Error as exc:
-                self._conn.execute("ROLLBACK")
+                self._rollback()
                 raise StorageError(f"outbox commit failed: {exc}", path=str(self.path)) from exc
+
+    def _rollback(self) -> None:
+        """Roll back if a transaction is still open. After SQLITE_FULL or an I/O error SQLite
+        may have rolled back already; a failing ROLLBACK must never mask the first error."""
+        try:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+        except sqlite3.Error as exc:
+            log.warning("outbox rollback failed after an error: %s", exc)
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:

@@ -35,6 +35,7 @@ __all__ = [
     "clean_confidence",
     "clean_tags",
     "clean_types",
+    "confidence_of",
     "extraction_scopes",
     "run_extraction",
 ]
@@ -268,6 +269,14 @@ def clean_confidence(raw: Any) -> float:
     if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 <= raw <= 1:
         return float(INITIAL_EVAL["confidence"])
     return float(raw)
+
+
+def confidence_of(candidate: Any) -> float:
+    """A raw candidate's confidence for the candidate cap (0 when unusable)."""
+    value = candidate.get("confidence") if isinstance(candidate, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return 0.0
+    return float(value)
 
 
 def candidate_items(

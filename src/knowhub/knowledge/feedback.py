@@ -35,7 +35,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 MAX_FEEDBACK_CHARS = 10_000
-MAX_HISTORY = 1_000  # newest cases kept per history list; counters keep counting
 MAX_EVIDENCE_IDS = 100  # newest source message ids kept on an item
 
 #: Seed 003: "置信度逐渐提高" — confidence grows gradually with helpful feedback and with
@@ -96,6 +95,15 @@ class UpdateRequest:
         return self.score is not None or self.evolve_feedback is not None
 
     @property
+    def vote(self) -> tuple[bool, dict[str, Any]] | None:
+        """``(is_helpful, case)`` of the feedback part, or None."""
+        if self.helpful_case is not None:
+            return True, self.helpful_case
+        if self.harmful_case is not None:
+            return False, self.harmful_case
+        return None
+
+    @property
     def kind(self) -> str:
         if self.evolve_feedback is not None:
             return "evolve"
@@ -131,6 +139,12 @@ def parse_update(
                 field="evolve_feedback",
             )
         request.evolve_feedback = evolve_feedback.strip()
+    if request.helpful_case is not None and request.harmful_case is not None:
+        raise InvalidInputError(
+            "one vote per principal per item: give add_helpful_case or add_harmful_case, "
+            "not both",
+            field="add_harmful_case",
+        )
     if (
         request.helpful_case is None
         and request.harmful_case is None
@@ -185,21 +199,10 @@ def _rename(payload: dict[str, Any]) -> dict[str, Any]:
 def apply_update(
     item: Knowledge, request: UpdateRequest, *, new_content: str | None, now: str
 ) -> Knowledge:
-    """The item after the update (a new object; ``version`` is bumped by the caller)."""
+    """The item after the score / content part of the update (a new object; ``version`` is
+    bumped by the caller). Feedback cases are votes: :mod:`knowhub.knowledge.votes`."""
     updated = Knowledge.from_dict(copy.deepcopy(item.to_dict()))
     evaluation = updated.eval
-    if request.helpful_case is not None:
-        evaluation["helpful"] = int(evaluation.get("helpful", 0)) + 1
-        evaluation["confidence"] = raise_confidence(updated.confidence)
-        history = list(evaluation.get("helpful_history") or [])
-        history.append(request.helpful_case)
-        evaluation["helpful_history"] = history[-MAX_HISTORY:]
-    if request.harmful_case is not None:
-        evaluation["harmful"] = int(evaluation.get("harmful", 0)) + 1
-        evaluation["confidence"] = lower_confidence(updated.confidence)
-        history = list(evaluation.get("harmful_history") or [])
-        history.append(request.harmful_case)
-        evaluation["harmful_history"] = history[-MAX_HISTORY:]
     if request.score is not None:
         evaluation["score"] = request.score
     if new_content is not None:

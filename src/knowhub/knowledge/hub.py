@@ -33,7 +33,7 @@ from knowhub.errors import (
 )
 from knowhub.index.identity import EmbedderIdentity
 from knowhub.knowledge import extract as extraction
-from knowhub.knowledge import keyed, slim_plans
+from knowhub.knowledge import keyed, slim_plans, votes
 from knowhub.knowledge.feedback import add_evidence, apply_update, evolve_content, parse_update
 from knowhub.knowledge.hub_indexes import HubIndexes
 from knowhub.knowledge.models import (
@@ -51,13 +51,14 @@ from knowhub.knowledge.models import (
 )
 from knowhub.knowledge.resources import ResourceService
 from knowhub.knowledge.search import rank_hits, route_candidates
-from knowhub.knowledge.secrets import SecretBox, load_or_create_key, parse_key, read_key_file
+from knowhub.knowledge.secrets import SecretBox, load_key_for_store, parse_key, read_key_file
 from knowhub.knowledge.shared_index import SharedIndex
 from knowhub.knowledge.store import KnowledgeStore, knowledge, knowledge_scopes
+from knowhub.limits import MessageLimits
 from knowhub.providers.embedding import default_embedder
 from knowhub.providers.llm import LLMClient, LocalAgent
 from knowhub.scope import Principal
-from knowhub.storage import ensure_dir
+from knowhub.storage.inuse import InUseLease
 
 __all__ = ["KnowledgeHub"]
 
@@ -86,6 +87,11 @@ class KnowledgeHub(HubIndexes):
             embedder (``knowhub admin reindex``). Otherwise an embedder other than the
             recorded one is refused with EmbedderMismatchError before anything is written.
         progress: ``progress(done, total)`` after every re-indexed batch.
+        feedback_per_minute: most feedback votes one principal may cast per minute in
+            this process (0: no limit); see :mod:`knowhub.knowledge.votes`.
+        limits: caps of one extraction (:class:`knowhub.limits.MessageLimits`).
+        new_secret_key: make a new key file even though secrets are stored without one
+            (:func:`~knowhub.knowledge.secrets.load_key_for_store`).
     """
 
     def __init__(
@@ -100,12 +106,16 @@ class KnowledgeHub(HubIndexes):
         route_token_budget: int = 3_500,
         reindex: bool = False,
         progress: Callable[[int, int], None] | None = None,
+        feedback_per_minute: int = votes.DEFAULT_FEEDBACK_PER_MINUTE,
+        limits: MessageLimits | None = None,
+        new_secret_key: bool = False,
     ) -> None:
         if not isinstance(candidate_pool, int) or candidate_pool < 1:
             raise InvalidInputError("candidate_pool must be a positive integer")
+        self.votes_limit = votes.VoteLimiter(feedback_per_minute)
+        self.limits = limits or MessageLimits()
         self.data_dir = Path(data_dir)
-        ensure_dir(self.data_dir)
-        key = parse_key(secret_key) if secret_key is not None else load_or_create_key(self.data_dir)
+        self._in_use = InUseLease(self.data_dir)  # admin restore refuses while held
         self.embedder = embedder if embedder is not None else default_embedder()
         # The LocalAgent routes lexically: recall has already ranked candidates by vector.
         self.llm: LLMClient = llm if llm is not None else LocalAgent()
@@ -113,14 +123,17 @@ class KnowledgeHub(HubIndexes):
         self.route_token_budget = route_token_budget
         identity = EmbedderIdentity.of(self.embedder)  # a remote embedder checks its dim here
         self.store = KnowledgeStore(self.data_dir, db_url)
-        self.resources = ResourceService(self.store, SecretBox(key))
         self._sync_lock = threading.RLock()
         self._snapshot_seq = -1
         self._shared: SharedIndex | None = None
         try:
+            key = parse_key(secret_key) if secret_key is not None else load_key_for_store(
+                self.data_dir, self.store.count_secrets, new_key=new_secret_key)
+            self.resources = ResourceService(self.store, SecretBox(key))
             self._open_indexes(identity, reindex, progress)
         except BaseException:
             self.store.close()
+            self._in_use.release()
             raise
 
     @classmethod
@@ -143,6 +156,9 @@ class KnowledgeHub(HubIndexes):
             "embedder": embedder,
             "secret_key": secret,
             "candidate_pool": section.candidate_pool,
+            "feedback_per_minute": section.feedback_per_minute,
+            "limits": MessageLimits.from_settings(settings.context),
+            "new_secret_key": section.new_secret_key,
         }
         kwargs.update(overrides)
         return cls(settings.engine_dir("knowledge"), **kwargs)
@@ -151,6 +167,7 @@ class KnowledgeHub(HubIndexes):
         """Checkpoint the retrieval index when it is stale, then release database connections."""
         self._close_indexes()
         self.store.close()
+        self._in_use.release()
 
     def __enter__(self) -> KnowledgeHub:
         return self
@@ -283,10 +300,14 @@ class KnowledgeHub(HubIndexes):
         update_score: Any = None,
         evolve_feedback: Any = None,
     ) -> Knowledge:
-        """Feedback (viewers), score and evolution (owner/admin) in one new version."""
+        """Feedback (viewers: one vote each, :mod:`~knowhub.knowledge.votes`), score and
+        evolution (owner/admin: a new version), all under one change id."""
         principal = self._principal(principal)
         knowledge_id = self._id(knowledge_id)
         request = parse_update(add_helpful_case, add_harmful_case, update_score, evolve_feedback)
+        vote = request.vote
+        if vote is not None:
+            self.votes_limit.take(principal.id)
         new_content: str | None = None
         reason = ""
         seen_version: int | None = None
@@ -307,17 +328,24 @@ class KnowledgeHub(HubIndexes):
                     id=knowledge_id,
                     version=item.version,
                 )
-            updated = apply_update(item, request, new_content=new_content, now=now)
-            result = self._commit(
-                conn,
-                change_id=self.store.new_change_id(),
-                principal=principal,
-                previous=item,
-                new=updated,
-                kind=request.kind,
-                now=now,
-                reason=reason,
-            )
+            change_id = self.store.new_change_id()
+            result = item
+            if request.needs_modify:
+                updated = apply_update(item, request, new_content=new_content, now=now)
+                result = self._commit(
+                    conn,
+                    change_id=change_id,
+                    principal=principal,
+                    previous=item,
+                    new=updated,
+                    kind=request.kind,
+                    now=now,
+                    reason=reason,
+                )
+            if vote is not None:
+                votes.cast(conn, result, voter=principal.id, helpful=vote[0], case=vote[1],
+                           change_id=change_id, at=now)
+                self.store.write_knowledge(conn, result)
         self._sync()
         return result
 
@@ -333,6 +361,7 @@ class KnowledgeHub(HubIndexes):
         updated = 0
         failed: list[dict[str, Any]] = []
         now = utc_now()
+        touched: dict[str, Knowledge] = {}  # each item is written once, after its votes
         with self.store.write() as conn:
             for pos, entry in enumerate(feedback_list):
                 kid = entry.get("knowledge_id") if isinstance(entry, dict) else None
@@ -349,16 +378,13 @@ class KnowledgeHub(HubIndexes):
                         add_helpful_case=case if helpful else None,
                         add_harmful_case=None if helpful else case,
                     )
-                    item = self._load_visible(conn, principal, self._id(kid), for_update=True)
-                    self._commit(
-                        conn,
-                        change_id=self.store.new_change_id(),
-                        principal=principal,
-                        previous=item,
-                        new=apply_update(item, request, new_content=None, now=now),
-                        kind="feedback",
-                        now=now,
-                    )
+                    kid = self._id(kid)
+                    item = touched.get(kid) or self._load_visible(conn, principal, kid, for_update=True)
+                    self.votes_limit.take(principal.id)
+                    votes.cast(conn, item, voter=principal.id, helpful=helpful,
+                               case=request.helpful_case or request.harmful_case or {},
+                               change_id=self.store.new_change_id(), at=now)
+                    touched[kid] = item
                     updated += 1
                 except KnowhubError as exc:
                     failed.append(
@@ -368,6 +394,8 @@ class KnowledgeHub(HubIndexes):
                             "code": exc.code,
                         }
                     )
+            for item in touched.values():
+                self.store.write_knowledge(conn, item)
         self._sync()
         return {"updated": updated, "failed": failed}
 
@@ -509,7 +537,8 @@ class KnowledgeHub(HubIndexes):
     # ------------------------------------------------------------------ history, undo
 
     def history(self, principal: Principal, knowledge_id: str) -> builtins.list[dict[str, Any]]:
-        """Previous versions of a visible (or deleted, once visible) item, newest first."""
+        """Previous versions of a visible (or deleted, once visible) item, newest first,
+        with the vote changes that were not part of a version (entries with ``vote``)."""
         principal = self._principal(principal)
         knowledge_id = self._id(knowledge_id)
         with self.store.read() as conn:
@@ -517,9 +546,14 @@ class KnowledgeHub(HubIndexes):
             if found is None or not principal.can_see(found[0].scopes):
                 raise NotFoundError(f"knowledge not found: {knowledge_id}", id=knowledge_id)
             versions = self.store.history(conn, knowledge_id)
+            vote_changes = votes.history_rows(conn, knowledge_id)
         # An undo can restore wider scopes than an earlier version had: each version stays
         # with its own readers.
-        return [v for v in versions if principal.can_see(v["snapshot"].get("scopes") or [])]
+        shown = [v for v in versions if principal.can_see(v["snapshot"].get("scopes") or [])]
+        in_versions = {v["change_id"] for v in versions}
+        shown.extend(v for v in vote_changes if v["change_id"] not in in_versions)
+        shown.sort(key=lambda v: v["timestamp"], reverse=True)  # stable: versions keep order
+        return shown
 
     def undo(self, principal: Principal, change_id: str) -> Knowledge:
         """Restore the snapshots of one change as new versions (slim: every item at once)."""
@@ -533,8 +567,10 @@ class KnowledgeHub(HubIndexes):
         restored: builtins.list[tuple[bool, Knowledge]] = []
         with self.store.write() as conn:
             rows = self.store.change(conn, change_id)
-            if not rows:
+            vote_changes = votes.changes_of(conn, change_id)
+            if not rows and not vote_changes:
                 raise NotFoundError(f"change not found: {change_id}", change_id=change_id)
+            written: dict[str, tuple[Knowledge, bool]] = {}
             for row in rows:
                 found = self.store.load(conn, row["knowledge_id"], for_update=True)
                 if found is None:
@@ -556,6 +592,10 @@ class KnowledgeHub(HubIndexes):
                         change_id=change_id,
                     )
                 snapshot = Knowledge.from_dict(row["snapshot"])
+                if row["kind"] not in ("feedback", "slim"):
+                    # Votes are not versions: the restored text keeps today's votes.
+                    for key in ("helpful", "harmful", "helpful_history", "harmful_history"):
+                        snapshot.eval[key] = current.eval.get(key, [] if "history" in key else 0)
                 result = self._commit(
                     conn,
                     change_id=undo_id,
@@ -567,14 +607,78 @@ class KnowledgeHub(HubIndexes):
                     deleted=bool(row["was_deleted"]),
                     was_deleted=deleted,
                 )
+                written[result.id] = (result, bool(row["was_deleted"]))
                 if not row["was_deleted"]:
                     restored.append((not deleted, result))
+            for change in vote_changes:
+                restored.append(self._undo_vote(conn, principal, change, written, undo_id, now))
         self._sync()
         if not restored:
             raise NotFoundError(f"change {change_id} restored nothing visible", change_id=change_id)
         # For a slim merge, the survivor is the one item that was live before the undo.
         restored.sort(key=lambda pair: (not pair[0], pair[1].id))
         return restored[0][1]
+
+    def _undo_vote(
+        self,
+        conn: Connection,
+        principal: Principal,
+        change: dict[str, Any],
+        written: dict[str, tuple[Knowledge, bool]],
+        undo_id: str,
+        now: str,
+    ) -> tuple[bool, Knowledge]:
+        """Undo one vote delta: its voter, its caster or the item's modifiers may."""
+        kid, change_id = change["knowledge_id"], change["change_id"]
+        if kid in written:
+            item, deleted = written[kid]
+        else:
+            found = self.store.load(conn, kid, for_update=True)
+            if found is None or not principal.can_see(found[0].scopes):
+                raise NotFoundError(f"change not found: {change_id}", change_id=change_id)
+            item, deleted = found
+        if principal.id not in (change["voter"], change["principal"]):
+            self._require_modify(principal, item, "undo votes on")
+        if not votes.restore(conn, item, change, undo_id=undo_id, actor=principal.id, at=now,
+                             move_confidence=kid not in written):
+            raise VersionConflictError(
+                f"a later vote of {change['voter']} on {kid} replaced this one; undo that first",
+                id=kid,
+                change_id=change_id,
+            )
+        self.store.write_knowledge(conn, item, deleted=deleted)
+        return not deleted, item
+
+    def retract_votes(
+        self, principal: Principal, voter: str, knowledge_id: str | None = None
+    ) -> dict[str, Any]:
+        """Take back every vote of ``voter`` (on ``knowledge_id`` only, if given) in one
+        change, on the items ``principal`` may modify (or all of them, for the voter's own
+        votes). ``undo(change_id)`` puts them back."""
+        principal = self._principal(principal)
+        if not isinstance(voter, str) or not voter.strip() or len(voter) > 300:
+            raise InvalidInputError("voter must be a principal id such as user:bob", field="voter")
+        voter = voter.strip()
+        only = None if knowledge_id is None else self._id(knowledge_id)
+        now = utc_now()
+        change_id = self.store.new_change_id()
+        items: builtins.list[str] = []
+        with self.store.write() as conn:
+            for kid in votes.retract_rows(conn, voter, only):
+                found = self.store.load(conn, kid, for_update=True)
+                if found is None or not principal.can_see(found[0].scopes):
+                    continue
+                item, deleted = found
+                if voter != principal.id and not principal.can_modify(item.owner, item.scopes):
+                    continue
+                votes.retract(conn, item, voter=voter, change_id=change_id, actor=principal.id, at=now)
+                self.store.write_knowledge(conn, item, deleted=deleted)
+                items.append(kid)
+        if only is not None and not items:
+            raise NotFoundError(f"no vote of {voter} you may take back on {only}", id=only)
+        self._sync()
+        return {"change_id": change_id if items else None, "voter": voter, "retracted": len(items),
+                "knowledge_ids": items}
 
     # ------------------------------------------------------------------ slim
 
@@ -648,11 +752,16 @@ class KnowledgeHub(HubIndexes):
         (:func:`~knowhub.knowledge.feedback.add_evidence`, change kind ``evidence``).
         """
         principal = self._principal(principal)
+        if isinstance(messages, list):
+            self.limits.check_count(len(messages))  # 413 before any work (knowhub.limits)
         clean = extraction.check_messages(messages)
         if not clean:
             return []
+        self.limits.check_messages([m["content"] for m in clean])
         scopes = extraction.extraction_scopes(principal)
-        candidates = extraction.run_extraction(self.llm, clean, scopes)
+        candidates, _ = self.limits.cap_candidates(
+            extraction.run_extraction(self.llm, clean, scopes), len(clean), extraction.confidence_of
+        )
         items = extraction.candidate_items(principal, candidates, clean, scopes)
         saved: builtins.list[Knowledge] = []
         now = utc_now()

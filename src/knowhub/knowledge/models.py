@@ -447,8 +447,20 @@ class Knowledge:
         )
 
 
+#: Distinct principals that must vote on one side before that side moves the rank
+#: (issue 18: a single principal cannot raise or bury an item alone).
+FEEDBACK_QUORUM = 2
+
+
 def quality_score(score: int, helpful: int, harmful: int) -> float:
-    """Seed 002's quality formula ``score + helpful - harmful * 2.0``."""
+    """Seed 002's quality formula ``score + helpful - harmful * 2.0``.
+
+    ``helpful`` and ``harmful`` count distinct principals (one vote each). A side counts
+    only once :data:`FEEDBACK_QUORUM` principals voted it: one reader's harmful vote
+    cannot push a public item under ``min_score`` or out of search, and one principal
+    cannot lift their own item."""
+    helpful = helpful if helpful >= FEEDBACK_QUORUM else 0
+    harmful = harmful if harmful >= FEEDBACK_QUORUM else 0
     return float(score) + float(helpful) - 2.0 * float(harmful)
 
 

@@ -8,10 +8,18 @@ NotFoundError, exactly like a missing id.
 
 from __future__ import annotations
 
+import base64
 import builtins
+import json
 from typing import Any
 
-from knowhub.errors import NotFoundError, PermissionDeniedError, VersionConflictError
+from knowhub.errors import (
+    CorruptStoreError,
+    NotFoundError,
+    PermissionDeniedError,
+    StorageError,
+    VersionConflictError,
+)
 from knowhub.knowledge.models import (
     Resource,
     check_content_type,
@@ -111,8 +119,39 @@ class ResourceService:
                     id=resource_id,
                 )
             if record["secure_body"] is not None:
-                resource.secure_body = self._box.decrypt(record["secure_body"], resource_id)
+                resource.secure_body = self.decrypt(record)
         return resource
+
+    def decrypt(self, record: dict[str, Any]) -> str:
+        """The plaintext secret of a stored record.
+
+        Raises:
+            CorruptStoreError: the ciphertext cannot be decrypted (damaged, or another
+                key); a copy of the record is kept in the knowledge quarantine (once per
+                version) and the error names the resource, never the key or the bytes.
+        """
+        try:
+            return self._box.decrypt(record["secure_body"], record["id"])
+        except StorageError as exc:
+            entry = self.quarantine_secret(record, exc.message)
+            raise CorruptStoreError(
+                f"the secret of resource {record['id']} cannot be decrypted; a copy is in "
+                f"quarantine ({entry}); its other fields are intact",
+                id=record["id"],
+                quarantine=entry,
+            ) from exc
+
+    def quarantine_secret(self, record: dict[str, Any], reason: str) -> str:
+        """Keep the undecryptable record in the quarantine (idempotent); its entry id."""
+        origin = f"resource:{record['id']}@v{record['version']}"
+        quarantine = self.store.damaged.quarantine
+        for entry in quarantine.entries():
+            if entry.get("origin") == origin:
+                return str(entry["id"])
+        doc = {k: v for k, v in record.items() if k != "secure_body"}
+        doc["secure_body_b64"] = base64.b64encode(record["secure_body"]).decode("ascii")
+        data = json.dumps(doc, ensure_ascii=False, default=str).encode("utf-8")
+        return str(quarantine.keep("resource.json", data, reason, kind="secret", origin=origin)["id"])
 
     def list(
         self, principal: Principal, limit: int = 50, content_type: str | None = None

@@ -158,4 +158,33 @@ knowledge_keys = Table(
 )
 
 
-__all__ = ["counters", "knowledge", "knowledge_keys", "knowledge_scopes", "knowledge_types", "knowledge_versions", "metadata", "resource_scopes", "resource_versions", "resources", "schema_version", "slim_plans", "store_meta"]
+# ---- added by migration 5: feedback as one vote per principal per item (issue 18)
+knowledge_votes = Table(
+    "knowledge_votes",
+    metadata,
+    Column("knowledge_id", String(64), primary_key=True),
+    Column("voter", String(300), primary_key=True),
+    Column("helpful", Integer, nullable=False),
+    Column("vote_case", Text, nullable=False),
+    Column("change_id", String(64), nullable=False),
+    Column("created_at", String(40), nullable=False),
+    Index("ix_knowledge_votes_voter", "voter"),
+)
+
+knowledge_vote_changes = Table(
+    "knowledge_vote_changes",
+    metadata,
+    Column("change_id", String(64), primary_key=True),
+    Column("knowledge_id", String(64), primary_key=True),
+    Column("voter", String(300), primary_key=True),
+    Column("principal", String(300), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("before", Text, nullable=True),
+    Column("after", Text, nullable=True),
+    Column("created_at", String(40), nullable=False),
+    Index("ix_knowledge_vote_changes_item", "knowledge_id"),
+)
+
+
+__all__ = ["counters", "knowledge", "knowledge_keys", "knowledge_scopes", "knowledge_types", "knowledge_versions", "knowledge_vote_changes", "knowledge_votes", "metadata", "resource_scopes", "resource_versions", "resources", "schema_version", "slim_plans", "store_meta"]

@@ -15,6 +15,7 @@ import contextlib
 import os
 import secrets as _random
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from cryptography.exceptions import InvalidTag
@@ -24,7 +25,7 @@ from knowhub.errors import ConfigError, StorageError
 from knowhub.storage import ensure_dir, fsync_dir
 from knowhub.storage.modes import FILE_MODE
 
-__all__ = ["KEY_FILE_NAME", "SecretBox", "load_or_create_key", "parse_key", "read_key_file"]
+__all__ = ["KEY_FILE_NAME", "SecretBox", "load_key_for_store", "load_or_create_key", "parse_key", "read_key_file"]
 
 KEY_FILE_NAME = "secret.key"
 _NONCE_BYTES = 12
@@ -83,6 +84,31 @@ def load_or_create_key(data_dir: Path) -> bytes:
         os.close(fd)
     fsync_dir(path.parent)
     return key
+
+
+def load_key_for_store(data_dir: Path, stored_secrets: Callable[[], int], *, new_key: bool = False) -> bytes:
+    """The key file's key; a new one only while no secret is stored, or when asked.
+
+    A missing ``secret.key`` next to stored ciphertext means the key was lost or not
+    restored: making a new one silently would leave every old secret unreadable (HTTP
+    500s, an aborted secrets export). That start is refused, unless ``new_key``
+    (``knowledge.new_secret_key = true``, env ``KNOWHUB_KNOWLEDGE__NEW_SECRET_KEY=1``)
+    says to accept that the old secrets are lost.
+
+    Raises:
+        ConfigError: the key file is missing while secrets are stored (one line).
+    """
+    path = Path(data_dir) / KEY_FILE_NAME
+    if not path.exists() and not new_key:
+        count = stored_secrets()
+        if count:
+            raise ConfigError(
+                f"{KEY_FILE_NAME} is missing but {count} resource secret(s) are stored: restore the key "
+                "file (or set knowledge.secret_key), or set knowledge.new_secret_key = true to make a new "
+                "key and leave the old secrets unreadable",
+                stored=count,
+            )
+    return load_or_create_key(data_dir)
 
 
 def read_key_file(path: str | Path) -> bytes:

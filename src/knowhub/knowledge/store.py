@@ -13,7 +13,12 @@ Layout:
 - ``knowledge_scopes`` / ``knowledge_types``: one row per (item, scope) and (item, type),
   indexed by scope and type, so that visibility and type filters are SQL joins.
 - ``knowledge_versions``: the previous version of an item before every change, keyed by
-  ``(change_id, knowledge_id)``; one change may touch several items (slim).
+  ``(change_id, knowledge_id)``; one change may touch several items (slim). Snapshots
+  leave out the feedback case lists (they live in ``knowledge_votes``), so a version
+  costs the size of the item, never the size of its feedback history.
+- ``knowledge_votes`` / ``knowledge_vote_changes``: feedback, one current vote per
+  ``(item, principal)``, and each change of a vote as a delta (the vote before, the side
+  after) keyed by ``(change_id, knowledge_id, voter)`` (:mod:`knowhub.knowledge.votes`).
 - ``resources`` (+ ``resource_scopes``, ``resource_versions``): ``secure_body`` holds
   AES-GCM ciphertext only.
 - ``slim_plans``: stored slim proposals.
@@ -65,6 +70,8 @@ from knowhub.knowledge.schema import (  # tables, also imported from here by oth
     knowledge_scopes,
     knowledge_types,
     knowledge_versions,
+    knowledge_vote_changes,
+    knowledge_votes,
     resource_scopes,
     resource_versions,
     resources,
@@ -164,9 +171,18 @@ def _migrate_4(conn: Connection) -> None:
     knowledge_keys.create(conn, checkfirst=True)
 
 
+def _migrate_5(conn: Connection) -> None:
+    """Feedback votes, one per principal per item, and their changes (issue 18).
+
+    Counters recorded before this migration stay on their items; they cannot be split
+    by principal, so only later votes can be replaced or taken back."""
+    knowledge_votes.create(conn, checkfirst=True)
+    knowledge_vote_changes.create(conn, checkfirst=True)
+
+
 #: Ordered migrations; index i migrates from version i to i + 1.
 MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
-    _migrate_1, _migrate_2, _migrate_3, _migrate_4,
+    _migrate_1, _migrate_2, _migrate_3, _migrate_4, _migrate_5,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -588,6 +604,9 @@ class KnowledgeStore:
         ``reason`` (why the change was made) travels inside the snapshot as ``_reason``,
         like ``_deleted``, so older databases need no migration."""
         snapshot = previous.to_dict()
+        # Bounded: the case lists are derived from knowledge_votes and carried over on undo.
+        snapshot["eval"].pop("helpful_history", None)
+        snapshot["eval"].pop("harmful_history", None)
         snapshot["_deleted"] = deleted
         if reason:
             snapshot["_reason"] = reason
@@ -778,6 +797,12 @@ class KnowledgeStore:
             "timestamp": row.created_at,
             "record": record,
         }
+
+    def count_secrets(self) -> int:
+        """Resources (live or deleted) that hold an encrypted ``secure_body``."""
+        with self.read() as conn:
+            query = select(func.count()).select_from(resources).where(resources.c.secure_body.is_not(None))
+            return int(conn.execute(query).scalar_one())
 
     def list_resources(
         self, conn: Connection, *, visible: Iterable[str], limit: int, content_type: str | None

@@ -30,6 +30,7 @@ from knowhub.knowledge.secrets import KEY_FILE_NAME
 from knowhub.ops.engines import Engines
 from knowhub.storage import create_snapshot, ensure_dir, restore_snapshot, safe_join
 from knowhub.storage import list_snapshots as _list_snapshots
+from knowhub.storage.inuse import exclusive_use
 from knowhub.storage.quarantine import Quarantine
 
 log = logging.getLogger(__name__)
@@ -292,13 +293,20 @@ def restore_all(settings: Settings, name: str) -> RestoreReport:
 
     The ``snapshots`` dir and the secret key file in place are kept. The archive is
     checked against its manifest before anything in the data dir changes. Run it with no
-    server on the data dir: open engines would keep stale state."""
+    server on the data dir: open engines would keep stale state.
+
+    Raises:
+        DirInUseError: another process has an engine of the data dir open (a live server
+            would keep writing to the replaced files, and lose what it acknowledged). The
+            exclusive locks are held through the swap, so no engine opens meanwhile; the
+            swap replaces every engine's directory in one rename: all or none."""
     archive = resolve_snapshot(settings, name)
     data_dir = Path(settings.data_dir)
     ensure_dir(data_dir)
     keep = [p.name for p in data_dir.iterdir() if p.name not in SNAPSHOT_INCLUDE]
     keep += [rel for rel in _key_excludes(settings) if rel.split("/")[0] in SNAPSHOT_INCLUDE]
-    restore_snapshot(archive, data_dir, keep=keep)
+    with exclusive_use([settings.engine_dir(engine) for engine in ("tree", "knowledge", "context")]):
+        restore_snapshot(archive, data_dir, keep=keep)
     log.info("restored snapshot %s", archive.name)
     warnings: list[str] = []
     if (settings.engine_dir("knowledge") / "knowhub.db").exists() and not _key_in_place(settings):

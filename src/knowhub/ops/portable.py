@@ -44,7 +44,7 @@ from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 from sqlalchemy import select
 
 from knowhub import __version__
-from knowhub.errors import InvalidInputError, NotFoundError
+from knowhub.errors import CorruptStoreError, InvalidInputError, NotFoundError
 from knowhub.ops.engines import Engines
 from knowhub.scope import Principal, RequestContext, needs_publish_right
 from knowhub.storage import atomic_write_json, ensure_dir, fsync_dir, open_private, restore_snapshot
@@ -148,7 +148,7 @@ def _export_tree(tree: Any, out: _JsonlWriter, progress: Progress) -> None:
 
 
 def _export_knowledge(hub: Any, items: _JsonlWriter, res_out: _JsonlWriter, options: ExportOptions,
-                      salt: bytes, progress: Progress) -> int:
+                      salt: bytes, progress: Progress) -> tuple[int, list[str]]:
     from knowhub.knowledge.store import resources as resources_table
 
     store = hub.store
@@ -164,6 +164,7 @@ def _export_knowledge(hub: Any, items: _JsonlWriter, res_out: _JsonlWriter, opti
         records = [store.load_resource(conn, rid) for rid in ids]
     aead = AESGCM(_derive_key(options.passphrase, salt)) if options.passphrase else None
     omitted = 0
+    quarantined: list[str] = []
     progress("resources", 0, len(records))
     for record in records:
         if record is None:
@@ -176,12 +177,16 @@ def _export_knowledge(hub: Any, items: _JsonlWriter, res_out: _JsonlWriter, opti
             doc["secure_body"] = {"mode": "omitted"}
             omitted += 1
         else:
-            owner = Principal.of(record["owner"], record["scopes"], record["scopes"])
-            plain = hub.get_resource(owner, record["id"], include_secure=True).secure_body or ""
-            doc["secure_body"] = _seal(aead, plain, record["id"]) if aead else {"mode": "plaintext", "value": plain}
+            try:
+                plain = hub.resources.decrypt(record)
+            except CorruptStoreError:  # quarantined by decrypt: report it, export the rest
+                doc["secure_body"] = {"mode": "quarantined"}
+                quarantined.append(record["id"])
+            else:
+                doc["secure_body"] = _seal(aead, plain, record["id"]) if aead else {"mode": "plaintext", "value": plain}
         res_out.write(doc)
         progress("resources", 1, None)
-    return omitted
+    return omitted, quarantined
 
 
 def _export_context(service: Any, out: _JsonlWriter, progress: Progress) -> None:
@@ -234,12 +239,12 @@ def export_all(engines: Engines, dest: str | os.PathLike[str], options: ExportOp
     try:
         salt = secrets.token_bytes(16)
         writers = {name: _JsonlWriter(work / name) for name in EXPORT_FILES}
-        omitted = 0
+        omitted, quarantined = 0, []
         try:
             if engines.tree is not None:
                 _export_tree(engines.tree, writers["tree.jsonl"], progress)
             if engines.knowledge is not None:
-                omitted = _export_knowledge(engines.knowledge, writers["knowledge.jsonl"],
+                omitted, quarantined = _export_knowledge(engines.knowledge, writers["knowledge.jsonl"],
                                             writers["resources.jsonl"], options, salt, progress)
             if engines.context is not None:
                 _export_context(engines.context, writers["context.jsonl"], progress)
@@ -254,7 +259,7 @@ def export_all(engines: Engines, dest: str | os.PathLike[str], options: ExportOp
             "engines": [name for name, _ in engines.items()],
             "counts": {name: w.count for name, w in writers.items()},
             "tree_counts": _tree_counts(work / "tree.jsonl"),
-            "secrets": {"mode": options.secrets_mode, "omitted": omitted},
+            "secrets": {"mode": options.secrets_mode, "omitted": omitted, "quarantined": quarantined},
         }
         if options.passphrase:
             manifest["secrets"].update({"kdf": "scrypt", "n": 2**15, "r": 8, "p": 1,

@@ -34,7 +34,7 @@ from typing import Any
 
 from knowhub.errors import InvalidInputError
 from knowhub.scope import Principal
-from knowhub.storage import atomic_write_json, fsync_dir
+from knowhub.storage import atomic_write_json, ensure_dir, fsync_dir
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ def begin(data_dir: Path) -> bool:
         return True
     if not is_empty_data_dir(path):
         return False
-    path.mkdir(parents=True, exist_ok=True)
+    ensure_dir(path)  # 0700, like every other first start (doctor checks it)
     atomic_write_json(path / PENDING_NAME, {"started": True})
     return True
 

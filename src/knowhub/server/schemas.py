@@ -229,6 +229,13 @@ class BatchUpdate(RequestBody):
     feedback_list: Annotated[list[FeedbackItem], Field(max_length=MAX_BATCH_ITEMS)]
 
 
+class RetractVotes(RequestBody):
+    """Body of ``POST /api/knowledge/retract_votes``: one principal's votes, all or one item."""
+
+    voter: Annotated[str, Field(min_length=1, max_length=300)]
+    knowledge_id: IdText | None = None
+
+
 class SlimRequest(RequestBody):
     """Body of ``POST /api/knowledge/slim``: plan first, apply a reviewed plan second."""
 
@@ -320,6 +327,7 @@ __all__ = [
     "MessageTime",
     "ResourceCreate",
     "ResourceUpdate",
+    "RetractVotes",
     "SlimRequest",
     "SourceIn",
     "UndoRequest",

@@ -22,6 +22,7 @@ from typing import Any
 from knowhub.errors import CorruptStoreError, InvalidInputError, NotFoundError
 from knowhub.providers.llm import LLMClient, LocalAgent
 from knowhub.storage import ensure_dir
+from knowhub.storage.inuse import InUseLease
 from knowhub.text import BM25Index, DefaultNormalizer, MultiPatternMatcher, Normalizer
 from knowhub.tree.audit import DEFAULT_FILES, DEFAULT_MAX_AGE_S, DEFAULT_MAX_BYTES, DecisionAudit
 from knowhub.tree.caches import MRUCache, TreeCaches
@@ -102,6 +103,7 @@ class TreeCore:
         self.freeze_gc = bool(_opt(settings, "freeze_gc", True))
         self._lock = threading.RLock()
         ensure_dir(self.data_dir)
+        self._in_use = InUseLease(self.data_dir)  # admin restore refuses while held
         self.store = TreeStore(self.data_dir, lock_timeout_s)
         self.state = TreeState()
         self.caches = TreeCaches(
@@ -148,7 +150,9 @@ class TreeCore:
                 if not self.store.quarantine_damaged_lines():
                     raise
                 self._fresh_state()
-                report = self._load_locked()
+                # a quarantined change-log line loses its operation's record, never the
+                # entity rows that were appended after its commit
+                report = self._load_locked(adopt_orphans=True)
         self.caches.load(lambda node_id: node_id in self.state.nodes, self._known_size)
         self.load_report = {**report, "seconds": round(time.perf_counter() - started, 4)}
 
@@ -160,16 +164,22 @@ class TreeCore:
         self.state.link_hooks.append(self._on_link)
         self._op_offsets.clear()
 
-    def _load_locked(self) -> dict[str, Any]:
-        """The body of :meth:`_open`; returns the load report (without timing)."""
+    def _load_locked(self, adopt_orphans: bool = False) -> dict[str, Any]:
+        """The body of :meth:`_open`; returns the load report (without timing).
+
+        ``adopt_orphans`` (or a change log shorter than its checkpoint): the change log
+        lost records, so every entity row is kept (:meth:`_adopt_orphans`)."""
         repaired = self.store.repair_all()
         self.state.dead_versions.update(self.store.read_tombstones())
         ckpt = self.store.read_checkpoint()
         records = list(self.store.scan_change_log(ckpt["offset"]))
         committed = {rec.get("operation_id") for _, rec in records}
         dropped = 0
+        log_damaged = bool(ckpt.pop("log_damaged", False)) or adopt_orphans  # see TreeStore.read_checkpoint
+        trusted = self.store.sizes() if log_damaged else ckpt["sizes"]  # rows below are kept
+        log_ops = {rec.get("operation_id") for _, rec in self.store.scan_change_log(0)} if log_damaged else set()
         for kind in KINDS:
-            limit = ckpt["sizes"].get(kind, 0)
+            limit = trusted.get(kind, 0)
             kept: list[tuple[int, dict[str, Any]]] = []
             uncommitted: list[dict[str, Any]] = []
             for offset, row in self.store.scan_entity(kind):
@@ -186,6 +196,8 @@ class TreeCore:
                 rows = [row for _, row in kept]
                 kept = list(zip(self.store.entity[kind].rewrite(rows), rows, strict=True))
                 dropped += len(uncommitted)
+            if log_damaged:
+                kept = self._adopt_orphans(kind, kept, log_ops)
             self.state.bulk_load(kind, kept)
         rolled = self._roll_forward(records)
         for off, rec in records:
@@ -207,7 +219,7 @@ class TreeCore:
             txn = Txn(self.state)
             txn.put_node(KeywordNode(id=ROOT_ID, name="root", level=0, parent_id=None).to_row())
             self._commit(txn, "init_root", "create root node")
-        if rolled or dropped or (records and ckpt["offset"] == 0):
+        if rolled or dropped or log_damaged or (records and ckpt["offset"] == 0):
             self._checkpoint()
             if not adopted:
                 self._persist_indexes()
@@ -221,6 +233,21 @@ class TreeCore:
             "dropped_uncommitted_rows": dropped,
             "adopted_persisted_indexes": adopted,
         }
+
+    def _adopt_orphans(
+        self, kind: str, kept: list[tuple[int, dict[str, Any]]], log_ops: set[Any]
+    ) -> list[tuple[int, dict[str, Any]]]:
+        """After the change log lost records: the entity rows of those operations are the
+        truth now. Their ``op`` tags name records that no longer exist, so the file is
+        rewritten without those tags (rows without one are always loaded, and ``check``
+        does not call them uncommitted)."""
+        orphans = sum(1 for _, row in kept if row.get("op") is not None and row["op"] not in log_ops)
+        if not orphans:
+            return kept
+        rows = [{k: v for k, v in row.items() if k != "op"} if row.get("op") not in log_ops else row
+                for _, row in kept]
+        _log.warning("kept %d %s row(s) whose change-log records were lost", orphans, kind)
+        return list(zip(self.store.entity[kind].rewrite(rows), rows, strict=True))
 
     def _fingerprint(self, change_log_offset: int) -> dict[str, Any]:
         return {"offset": change_log_offset, "sizes": self.store.sizes()}
@@ -450,6 +477,7 @@ class TreeCore:
             finally:
                 self._closed = True
                 self.store.close()
+                self._in_use.release()
 
     def __enter__(self) -> TreeCore:
         return self

@@ -200,9 +200,20 @@ class TreeStore:
         offset = int(doc.get("offset", 0))
         sizes = {k: int(v) for k, v in doc["sizes"].items() if k in KINDS}
         current = self.sizes()
-        if offset > _size(self.change_log_path) or any(sizes.get(k, 0) > current[k] for k in KINDS):
+        if any(sizes.get(k, 0) > current[k] for k in KINDS):
             _log.warning("checkpoint %s does not match the files; replaying from 0", self.checkpoint_path)
             return {"offset": 0, "sizes": {}}
+        log_size = _size(self.change_log_path)
+        if offset > log_size:
+            # The change log lost records the checkpoint says the entity files already hold
+            # (emptied, cut): those files are the truth now. Every entity row was appended
+            # after its operation's commit, so none of them is quarantined for a lost record.
+            _log.warning(
+                "change log %s is shorter than its checkpoint (%d < %d bytes): rebuilding the tree "
+                "from the entity files; the history (undo) of the lost records is gone",
+                self.change_log_path.name, log_size, offset,
+            )
+            return {"offset": log_size, "sizes": sizes, "log_damaged": True}
         return {"offset": offset, "sizes": sizes}
 
     def read_tombstones(self) -> dict[tuple[str, str], int]:

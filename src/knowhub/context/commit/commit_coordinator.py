@@ -9,6 +9,11 @@ to its private space, and only abstracted experience to the shared one, see
 disk) → audit file ``accounts/{account}/.audit/commits/{commit_id}.json`` (atomic) →
 return. A returned CommitResult is durable.
 
+Bounded work (:mod:`knowhub.limits`): a batch over the message caps is refused with
+PayloadTooLargeError (413) before anything is done; at most ``max_candidates_per_message``
+per message and ``max_candidates`` candidates are written (the most confident); once
+``time_budget_s`` is spent no further candidate is written and the commit is ``partial``.
+
 Idempotency: ``commit_id`` is a hash of account, user, agent, session id, the used
 contexts and tools, and every message (id, role, name, content, timestamp). Committing the same batch again returns the
 stored result with status ``duplicate`` and writes nothing; if the audit file is missing
@@ -46,6 +51,7 @@ from knowhub.context.extraction.messages import batch_fingerprint, normalize_mes
 from knowhub.context.fs.context_fs import ContextFS, read_json_file
 from knowhub.context.fs.relations import RelationStore
 from knowhub.errors import CorruptStoreError, InvalidInputError, KnowhubError, VersionConflictError
+from knowhub.limits import MessageLimits
 from knowhub.providers.llm import LLMClient
 from knowhub.storage import atomic_write_json, ensure_dir
 
@@ -64,6 +70,7 @@ class CommitCoordinator:
         llm: model for summaries and extraction (None: offline rules).
         pipeline / router / writer / relation_writer / archive_builder: replaceable parts.
         extractor_concurrency: cap on concurrently running extractors.
+        limits: the caps of one commit (default :class:`~knowhub.limits.MessageLimits`).
     """
 
     def __init__(
@@ -78,8 +85,10 @@ class CommitCoordinator:
         relation_writer: RelationWriter | None = None,
         archive_builder: ArchiveBuilder | None = None,
         extractor_concurrency: int = 4,
+        limits: MessageLimits | None = None,
     ) -> None:
         self.fs = fs
+        self.limits = limits or MessageLimits()
         self.outbox = outbox
         self.pipeline = pipeline or CandidatePipeline(llm=llm, concurrency=extractor_concurrency)
         self.router = router or PolicyRouter(fs)
@@ -89,8 +98,9 @@ class CommitCoordinator:
 
     @classmethod
     def from_settings(cls, settings: Any, fs: ContextFS, outbox: OutboxSink | None = None, llm: LLMClient | None = None) -> CommitCoordinator:
-        """Coordinator with ``settings.context.extractor_concurrency``."""
-        return cls(fs, outbox, llm=llm, extractor_concurrency=int(settings.context.extractor_concurrency))
+        """Coordinator with ``settings.context.extractor_concurrency`` and its commit caps."""
+        return cls(fs, outbox, llm=llm, extractor_concurrency=int(settings.context.extractor_concurrency),
+                   limits=MessageLimits.from_settings(settings.context))
 
     # ------------------------------------------------------------------ audit
 
@@ -167,12 +177,16 @@ class CommitCoordinator:
 
         Raises:
             InvalidInputError: no messages, or an unusable session id.
+            PayloadTooLargeError: over a message cap (:mod:`knowhub.limits`); nothing done.
         """
         started = time.monotonic()
+        deadline = self.limits.deadline()
         opts = dict(options or {})
         if not messages:
             raise InvalidInputError("nothing to commit: no messages")
+        self.limits.check_count(len(messages))
         provisional = normalize_messages(messages, "pending")
+        self.limits.check_messages([m["content"] + (m.get("caption") or "") for m in provisional])
         session_id = str(opts.get("session_id") or getattr(ctx, "session_id", None) or "")
         if not session_id:
             session_id = "s-" + batch_fingerprint(ctx.account_id, ctx.user_id, messages=provisional)[:16]
@@ -192,6 +206,8 @@ class CommitCoordinator:
         only = opts.get("extractors")
         raw, extractor_errors = self.pipeline.extract_with_report(ctx, archive, normalized, only=only)
         candidates = self.pipeline.normalize_candidates(ctx, raw)
+        candidates, dropped = self.limits.cap_candidates(candidates, len(normalized), lambda c: c.confidence)
+        bounds: dict[str, Any] = {"candidates_dropped": dropped, "candidate_cap": self.limits.candidate_cap(len(normalized))}
         for candidate in candidates:
             candidate.metadata.setdefault("session_id", session_id)
             candidate.metadata.setdefault("archive_uri", archive.archive_uri)
@@ -222,7 +238,14 @@ class CommitCoordinator:
             if retry:
                 written[archive_result.uri] = archive_result
             try:
-                for routed in route_candidates(ctx, candidates, self.provenance_key(ctx)):
+                routed_all = route_candidates(ctx, candidates, self.provenance_key(ctx))
+                for done, routed in enumerate(routed_all):
+                    if deadline.expired:  # bounded time: the rest is reported, not written
+                        bounds["deadline_exceeded"] = True
+                        bounds["candidates_not_written"] = len(routed_all) - done
+                        log.warning("commit %s: time budget of %.0f s spent; %d candidates not written",
+                                    commit_id, self.limits.time_budget_s, len(routed_all) - done)
+                        break
                     candidate, target = routed.candidate, routed.ctx
                     try:
                         plan, result = self._plan_and_apply(target, candidate)
@@ -256,8 +279,9 @@ class CommitCoordinator:
                 archive=archive,
                 write_results=results,
                 outbox_events=list(stored),
-                stats=self._stats(normalized, raw, candidates, results, extractor_errors, write_errors, started),
-                status="partial" if extractor_errors or write_errors else "committed",
+                stats={**self._stats(normalized, raw, candidates, results, extractor_errors, write_errors, started),
+                       **bounds},
+                status="partial" if extractor_errors or write_errors or bounds.get("deadline_exceeded") else "committed",
                 commit_id=commit_id,
                 plans=plans,
             )

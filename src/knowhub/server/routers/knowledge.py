@@ -4,7 +4,7 @@ Each handler parses input, calls exactly one :class:`~knowhub.knowledge.Knowledg
 method with the authenticated principal, and shapes the answer; permissions and visibility
 are the engine's. Handlers are plain ``def`` because the engine is synchronous: FastAPI runs
 them in its threadpool. Fixed paths (``/search``, ``/batch_update``, ``/slim``,
-``/extract``, ``/undo``, ``/profile``) are declared before ``/{knowledge_id}`` so that the
+``/extract``, ``/undo``, ``/retract_votes``, ``/profile``) are declared before ``/{knowledge_id}`` so that the
 parameterized routes never capture them.
 """
 
@@ -24,6 +24,7 @@ from knowhub.server.schemas import (
     KeyedPut,
     KnowledgeCreate,
     KnowledgeUpdate,
+    RetractVotes,
     SlimRequest,
     UndoRequest,
 )
@@ -128,6 +129,12 @@ def build_router() -> APIRouter:
     def undo_change(principal: PrincipalDep, hub: HubDep, body: UndoRequest) -> dict[str, Any]:
         """Revert one recorded change; answers the item as it is afterwards."""
         return dict(to_json(hub.undo(principal, body.change_id)))
+
+    @router.post("/retract_votes")
+    def retract_votes(principal: PrincipalDep, hub: HubDep, body: RetractVotes) -> dict[str, Any]:
+        """Take back every feedback vote of ``voter`` on the items the caller may modify
+        (or the caller's own votes), in one change that ``/undo`` reverts."""
+        return hub.retract_votes(principal, body.voter, body.knowledge_id)
 
     @router.get("/profile")
     def user_profile(
