@@ -31,6 +31,7 @@ def root(
 
 def _register() -> None:
     from knowhub.cli import admin as admin_cli
+    from knowhub.cli import admin_forget
     from knowhub.cli import context as context_cli
     from knowhub.cli import doctor as doctor_cli
     from knowhub.cli import knowledge as knowledge_cli
@@ -41,6 +42,7 @@ def _register() -> None:
     app.add_typer(tree_cli.app, name="tree")
     app.add_typer(knowledge_cli.app, name="knowledge")
     app.add_typer(context_cli.app, name="context")
+    admin_forget.register(admin_cli.app)
     app.add_typer(admin_cli.app, name="admin")
     app.command("serve")(serve_cli.serve)
     app.command("mcp")(mcp_cli.mcp)

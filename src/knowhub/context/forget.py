@@ -143,7 +143,8 @@ def forget_user(service: Any, user_id: str, *, dry_run: bool = False) -> dict[st
     """Erase ``user_id`` (the context user id of a principal) from every account; counts.
 
     ``dry_run`` only counts what would be erased."""
-    counts: Counter[str] = Counter()
+    counts: Counter[str] = Counter({name: 0 for name in (
+        "user_space_nodes", "private_agent_nodes", "commit_audits", "shared_agent_records")})
     marks: list[str] = []
     origins: list[str] = []
     for account in _accounts(service):

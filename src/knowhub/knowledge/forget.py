@@ -56,6 +56,10 @@ log = logging.getLogger(__name__)
 #: one. Not a scope any key can hold (no ``kind:id`` form), so nobody owns such items.
 FORGOTTEN = "forgotten"
 _HISTORIES = ("helpful_history", "harmful_history")
+#: The counts every report has (zero when nothing was found).
+COUNTS = ("knowledge_erased", "knowledge_versions_erased", "knowledge_anonymized", "feedback_cases_removed",
+          "version_records_anonymized", "resources_erased", "secrets_erased", "resources_anonymized",
+          "slim_plans_erased")
 _COUNTS = {"helpful_history": "helpful", "harmful_history": "harmful"}
 
 
@@ -145,7 +149,7 @@ class _Forget:
         self.store = hub.store
         self.pid = principal_id
         self.dry_run = dry_run
-        self.counts: dict[str, int] = Counter()
+        self.counts: Counter[str] = Counter({name: 0 for name in COUNTS})
 
     def run(self, conn: Connection) -> dict[str, int]:
         erased_ids = self._items(conn)

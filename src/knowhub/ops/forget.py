@@ -31,6 +31,8 @@ def _principal_id(value: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInputError("give the principal to forget, e.g. user:alice")
     raw = value.strip()
+    if raw == PUBLIC:
+        raise InvalidInputError("'public' is not a principal")
     pid = normalize_scope(raw if ":" in raw else f"user:{raw}")
     if pid == PUBLIC:
         raise InvalidInputError("'public' is not a principal")
