@@ -153,7 +153,7 @@ class _Forget:
 
     def run(self, conn: Connection) -> dict[str, int]:
         erased_ids = self._items(conn)
-        self._feedback(conn)
+        self._feedback(conn, set(erased_ids))
         self._versions(conn)
         self._resources(conn)
         self._plans(conn, erased_ids)
@@ -206,7 +206,7 @@ class _Forget:
 
     # ---------------------------------------------------------------- its changes to others' items
 
-    def _feedback(self, conn: Connection) -> None:
+    def _feedback(self, conn: Connection, erased: set[str]) -> None:
         """Cases it added to items that stay: found by comparing each of its feedback
         versions with the state after it, then removed from the item and later versions."""
         mine = conn.execute(select(knowledge_versions).where(
@@ -214,8 +214,8 @@ class _Forget:
         for version in mine:
             kid, number = version.knowledge_id, int(version.version)
             row = conn.execute(select(knowledge).where(knowledge.c.id == kid)).first()
-            if row is None or row.owner == FORGOTTEN:
-                continue  # erased above
+            if row is None or kid in erased:
+                continue  # erased with the item
             later = conn.execute(select(knowledge_versions).where(
                 knowledge_versions.c.knowledge_id == kid, knowledge_versions.c.version > number)).all()
             after = next((json.loads(v.snapshot) for v in later if int(v.version) == number + 1), None)
