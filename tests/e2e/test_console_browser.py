@@ -294,6 +294,24 @@ def test_a_pasted_chat_is_committed_and_a_node_read_at_L2(console: Console) -> N
     console.wait_text("[data-testid=ctx-tree]", "ctx://default/users/alice")
 
 
+def test_a_memory_is_edited_then_deleted(console: Console) -> None:
+    """Issue 18 §5: the node view edits L0 (with the version check) and deletes the memory."""
+    console.go("#/context")
+    console.click("[data-testid=context-tabs] [data-tab=search]")
+    console.type("[data-testid=ctx-search-input]", "盆景")
+    console.click("[data-testid=ctx-search-button]")
+    console.one("[data-testid=ctx-blocks]")
+    console.click("[data-testid=ctx-blocks] button.link")
+    console.click("[data-testid=ctx-edit] summary")
+    console.type("[data-testid=ctx-edit-abstract]", "edited in the console 控制台")
+    console.click("[data-testid=ctx-edit-save]")
+    console.click("[data-testid=level-tabs] [data-tab=L0]")
+    console.wait_text("[data-testid=ctx-level]", "edited in the console 控制台")
+    console.click("[data-testid=ctx-delete]")
+    console.wait(lambda d: d.switch_to.alert, "no confirmation asked").accept()
+    console.wait(lambda _d: not console.css("[data-testid=ctx-uri]"), "the deleted memory is still shown")
+
+
 def test_a_second_principal_sees_none_of_the_first_ones_private_items(console: Console) -> None:
     console.sign_in(BOB_KEY)
     assert console.text_of("[data-testid=principal]") == "user:bob"

@@ -95,6 +95,7 @@ def test_every_tool_is_annotated_and_has_an_output_schema(tmp_path: Path) -> Non
         "tree_create_keyword": (False, False, False), "tree_create_info": (False, False, False),
         "knowledge_update": (False, True, False), "knowledge_slim": (False, True, False),
         "context_commit": (False, True, False), "resource_save": (False, True, True),
+        "context_edit": (False, True, True), "context_delete": (False, True, True),
     }
     tools = _tools(tmp_path)
     assert set(expected) == {t.name for t in tools}
@@ -136,8 +137,11 @@ def test_structured_content_matches_the_output_schemas(tmp_path: Path) -> None:
         ("knowledge_update", {"knowledge_id": knowledge_id, "update_score": 5}),
         ("knowledge_batch_update", {"feedback_list": [{"knowledge_id": knowledge_id, "is_helpful": True}]}),
         ("context_read", {"uri": uri, "level": "L2"}),
+        ("context_edit", {"uri": uri, "abstract": "喜欢烤鸭", "expected_version": 1}),
+        ("context_delete", {"uri": uri}),
     ])
-    for name, result in zip(("knowledge_update", "knowledge_batch_update", "context_read"), more, strict=True):
+    for name, result in zip(("knowledge_update", "knowledge_batch_update", "context_read", "context_edit",
+                             "context_delete"), more, strict=True):
         assert not result.is_error, (name, result.content)
         jsonschema.validate(result.structured_content, schemas[name])
     assert more[1].structured_content["updated"] == 1

@@ -32,7 +32,9 @@ app = typer.Typer(
         "Examples:\n\n"
         "  knowhub context commit chat.json --user alice\n\n"
         "  knowhub context search '她在哪里工作' --user alice\n\n"
-        "  knowhub context read ctx://default/users/alice/memories/entities/杭州 --level L2 --user alice"
+        "  knowhub context read ctx://default/users/alice/memories/entities/杭州 --level L2 --user alice\n\n"
+        "  knowhub context edit ctx://default/users/alice/memories/entities/杭州 --abstract '她在杭州工作' --user alice\n\n"
+        "  knowhub context delete ctx://default/users/alice/memories/entities/杭州 --user alice --yes"
     ),
     no_args_is_help=True,
 )
@@ -193,6 +195,54 @@ def children(
     with _service(config, data, account, user, agent) as (service, ctx):
         found = service.list_children(ctx, uri, recursive=recursive, depth=depth)
     print_json(_doc(found))
+
+
+@app.command("edit")
+@handle_errors
+def edit(
+    uri: Annotated[str, typer.Argument(help="ctx:// URI of the memory.")],
+    abstract: Annotated[str | None, typer.Option("--abstract", "--l0", help="New L0 abstract (one line).")] = None,
+    overview: Annotated[str | None, typer.Option("--overview", "--l1", help="New L1 overview.")] = None,
+    content: Annotated[str | None, typer.Option("--content", "--l2", help="New L2 content.")] = None,
+    content_file: Annotated[Path | None, typer.Option("--content-file", help="Read the new L2 content from a UTF-8 file.")] = None,
+    expected_version: Annotated[int | None, typer.Option("--expected-version", help="Refuse unless the memory is still at this version.")] = None,
+    account: AccountOpt = None, user: UserOpt = None, agent: AgentOpt = None,
+    data: DataOpt = None, config: ConfigOpt = None,
+) -> None:
+    """Replace a memory's L0/L1/L2 text; the memory is re-indexed.
+
+    Example: knowhub context edit ctx://default/users/alice/memories/preferences/tea --abstract "prefers green tea" --user alice
+    """
+    if content_file is not None:
+        if content is not None:
+            raise InvalidInputError("give --content or --content-file, not both")
+        content = content_file.read_text(encoding="utf-8")
+    with _service(config, data, account, user, agent) as (service, ctx):
+        found = service.edit_node(ctx, uri, abstract=abstract, overview=overview, content=content,
+                                  expected_version=expected_version)
+        service.flush_index()
+    print_json({"uri": found.uri, "version": found.version, "abstract": found.abstract})
+
+
+@app.command("delete")
+@handle_errors
+def delete(
+    uri: Annotated[str, typer.Argument(help="ctx:// URI of the memory (or directory, with --recursive).")],
+    recursive: Annotated[bool, typer.Option("--recursive", "-r", help="Also delete everything below it.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    account: AccountOpt = None, user: UserOpt = None, agent: AgentOpt = None,
+    data: DataOpt = None, config: ConfigOpt = None,
+) -> None:
+    """Delete a memory; it leaves search at once. Not undoable.
+
+    Example: knowhub context delete ctx://default/users/alice/memories/preferences/tea --user alice --yes
+    """
+    if not yes and not typer.confirm(f"delete {uri}{' and everything below it' if recursive else ''}?"):
+        raise typer.Exit(1)
+    with _service(config, data, account, user, agent) as (service, ctx):
+        service.delete_node(ctx, uri, recursive=recursive)
+        service.flush_index()
+    print_json({"deleted": uri, "recursive": recursive})
 
 
 @app.command("flush")

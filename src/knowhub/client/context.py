@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from knowhub.client._http import Call
-from knowhub.client._namespace import Namespace, check_no_extra, plain_rows, rows
+from knowhub.client._namespace import Namespace, check_no_extra, nothing, plain_rows, rows
 from knowhub.client.context_sessions import SessionItemsMixin
 
 _BASE = "/api/context"
@@ -101,6 +101,25 @@ class ContextNamespace(SessionItemsMixin, Namespace):
         """Children within the caller's spaces → list[NodeSummary]."""
         params = {"uri": uri, "recursive": recursive, "depth": depth}
         return self._run(Call("GET", f"{_BASE}/children", params=params, decode=rows(_summary)))
+
+    def edit_node(
+        self,
+        uri: str,
+        abstract: str | None = None,
+        overview: str | None = None,
+        content: str | None = None,
+        expected_version: int | None = None,
+    ) -> Any:
+        """Replace a node's L0/L1/L2 text (the levels given) → the new ContextNode;
+        ``expected_version`` refuses the edit (VersionConflictError) after another write."""
+        body = {"uri": uri, "abstract": abstract, "overview": overview, "content": content,
+                "expected_version": expected_version}
+        return self._run(Call("PATCH", f"{_BASE}/node", json={k: v for k, v in body.items() if v is not None},
+                              decode=_node))
+
+    def delete_node(self, uri: str, recursive: bool = False) -> None:
+        """Delete a node (``recursive``: with its subtree); it leaves search at once."""
+        return self._run(Call("DELETE", f"{_BASE}/node", params={"uri": uri, "recursive": recursive}, decode=nothing))
 
     def list_commits(self, limit: int = 50) -> Any:
         """The caller's commit audit, newest first → list[dict]."""

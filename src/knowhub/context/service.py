@@ -504,17 +504,56 @@ class ContextEngineService:
         """Delete a node (with ``recursive``, its subtree) and take it out of the index.
 
         The primary store changes first; a ``DELETE_CONTEXT`` event then removes the index
-        records (a crash in between is repaired when the index is next reconciled).
+        records (a crash in between is repaired when the index is next reconciled), and the
+        edges of the owner space's other nodes that pointed at it are dropped. The engine
+        keeps no copy: a delete cannot be undone.
 
         Raises:
             NotFoundError / InvalidInputError / PermissionDeniedError: as ContextFS.delete_node.
         """
         self._check_open()
         canonical = check_access(ctx, uri).uri
+        from knowhub.context.node_edits import drop_edges_to
+
         self.fs.delete_node(ctx, canonical, recursive=recursive)
-        self.outbox.append(make_event(OutboxEventType.DELETE_CONTEXT, canonical, ctx, {"recursive": recursive}))
+        events = [make_event(OutboxEventType.DELETE_CONTEXT, canonical, ctx, {"recursive": recursive})]
+        # neighbours' edges to it go too (their graph copies follow), so nothing names it
+        events.extend(make_event(OutboxEventType.UPSERT_RELATION, uri, ctx, {})
+                      for uri in drop_edges_to(self.fs, ctx, canonical))
+        self.outbox.append_batch(events)
         if self.runner.running:
             self.runner.wake()
+
+    def edit_node(
+        self,
+        ctx: Any,
+        uri: str,
+        abstract: str | None = None,
+        overview: str | None = None,
+        content: str | None = None,
+        expected_version: int | None = None,
+    ) -> ContextNode:
+        """Replace a node's L0, L1 and/or L2 text (the others stay); returns the new node.
+
+        All given levels change in one durable write that bumps the node's version (a
+        ``expected_version`` other than the stored one is refused, so two editors cannot
+        overwrite each other unseen); an ``UPSERT_CONTEXT`` event then re-indexes it.
+
+        Raises:
+            NotFoundError / PermissionDeniedError: no such node, or not the caller's.
+            InvalidInputError: nothing to change, empty abstract, text too long.
+            VersionConflictError: ``expected_version`` is not the stored version.
+        """
+        self._check_open()
+        from knowhub.context.node_edits import apply_edit
+
+        canonical = check_access(ctx, uri).uri
+        node = apply_edit(self.fs, ctx, canonical, abstract=abstract, overview=overview, content=content,
+                          expected_version=expected_version)
+        self.outbox.append(make_event(OutboxEventType.UPSERT_CONTEXT, canonical, ctx, {"edited": True}))
+        if self.runner.running:
+            self.runner.wake()
+        return node
 
     def move_node(self, ctx: Any, from_uri: str, to_uri: str) -> None:
         """Move a node and its subtree to a new URI of the caller's; the index follows

@@ -29,6 +29,8 @@ ADD = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_h
 CHANGE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 #: Replaces what exists by id; calling twice with the same arguments is the same as once.
 REPLACE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
+#: Deletes by id; once deleted, calling again changes nothing more.
+REMOVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
 
 # --------------------------------------------------------------------------- argument forms
 
@@ -246,16 +248,33 @@ class ContextReadOutput(MemoryBlock):
     level_hit: str | None = None
 
 
+class ContextEditOutput(_Open):
+    uri: str
+    abstract: str
+    overview: str
+    content: str
+    version: int = Field(description="The node's version after the edit (pass it as expected_version next time).")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ContextDeleteOutput(_Open):
+    deleted: str = Field(description="The ctx:// URI that was deleted.")
+    recursive: bool
+
+
 __all__ = [
     "ADD",
     "CHANGE",
     "MEMORY_CATEGORIES",
     "READ",
+    "REMOVE",
     "REPLACE",
     "SCOPE_FORMS",
     "BatchUpdateOutput",
     "Categories",
     "ContextCommitOutput",
+    "ContextDeleteOutput",
+    "ContextEditOutput",
     "ContextReadOutput",
     "ContextSearchOutput",
     "KnowledgeItemOutput",

@@ -32,6 +32,7 @@ from knowhub.mcp.engine_tools import ENGINE_TOOL_NAMES, register_context_tools, 
 from knowhub.mcp.engines import EngineSet
 from knowhub.mcp.env import ToolEnv
 from knowhub.mcp.knowledge_tools import KNOWLEDGE_TOOL_NAMES, register_knowledge_tools
+from knowhub.mcp.memory_edit_tools import MEMORY_EDIT_TOOL_NAMES, register_memory_edit_tools
 from knowhub.mcp.principals import (
     BearerAuthMiddleware,
     BodyLimitMiddleware,
@@ -48,7 +49,7 @@ from knowhub.server.hostguard import HostGuard, HostGuardMiddleware
 logger = logging.getLogger("knowhub.mcp")
 
 #: Every tool the server offers, in registration order.
-TOOL_NAMES: tuple[str, ...] = (*KNOWLEDGE_TOOL_NAMES, *ENGINE_TOOL_NAMES)
+TOOL_NAMES: tuple[str, ...] = (*KNOWLEDGE_TOOL_NAMES, *ENGINE_TOOL_NAMES, *MEMORY_EDIT_TOOL_NAMES)
 #: Path of the streamable-HTTP endpoint.
 HTTP_PATH = "/mcp"
 
@@ -57,7 +58,8 @@ INSTRUCTIONS = """knowhub: long-term memory and knowledge for agents.
   (knowledge_search), save what you learned (knowledge_save), give feedback (knowledge_update).
 - tree_*: a shared keyword tree; find a keyword and its infos (tree_search), add keywords and infos.
 - context_*: your personal long-term memory; commit conversations (context_commit), then
-  context_search and context_read (ctx:// URIs) to recall facts, preferences and events."""
+  context_search and context_read (ctx:// URIs) to recall facts, preferences and events;
+  context_edit corrects a memory, context_delete forgets one."""
 
 
 class KnowhubMCPServer(MCPServer[Any]):
@@ -132,6 +134,7 @@ def build_mcp_server(
     register_knowledge_tools(server, env)
     register_tree_tools(server, env)
     register_context_tools(server, env)
+    register_memory_edit_tools(server, env)
     for tool in server._tool_manager.list_tools():
         hoist_descriptions(tool.parameters)
     return server

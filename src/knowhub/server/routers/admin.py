@@ -9,7 +9,8 @@ Only an operator may call these routes (403 ``permission_denied`` for anyone els
 
 The routes read the engines the server has open (the same objects ``knowhub admin``
 opens from the data dir); none of them changes data except the requeue of dead letters,
-which only moves events back to ``pending``. Nothing here returns stored content: checks
+which only moves events back to ``pending``, and ``POST /api/admin/forget`` (with
+``dry_run: false``), which erases one principal (:mod:`knowhub.ops.forget`). Nothing here returns stored content: checks
 report counts and ids, the outbox lists event ids, kinds, URIs and errors.
 """
 
@@ -48,6 +49,14 @@ class RequeueRequest(RequestBody):
     """Body of ``POST /api/admin/outbox/requeue``: the dead events to requeue (all when empty)."""
 
     event_ids: Annotated[list[Annotated[str, Field(min_length=1, max_length=200)]], Field(max_length=MAX_EVENTS)] | None = None
+
+
+class ForgetRequest(RequestBody):
+    """Body of ``POST /api/admin/forget`` (``knowhub admin forget``)."""
+
+    principal: Annotated[str, Field(min_length=1, max_length=300, description="user:alice, agent:x ... (a bare id: user:<id>)")]
+    dry_run: bool = Field(True, description="true (default): only count what would be erased; false: erase")
+    purge_snapshots: bool = Field(False, description="also delete the snapshots taken before (they still hold the data)")
 
 
 def _event(event: Any) -> dict[str, Any]:
@@ -108,6 +117,21 @@ def build_router() -> APIRouter:
         store = engine(request, CONTEXT_ENGINE).outbox
         count = store.requeue_dead(body.event_ids or None)
         return {"requeued": count, "stats": store.stats()}
+
+    @router.post("/forget")
+    def forget(_operator: OperatorDep, request: Request, body: ForgetRequest) -> dict[str, Any]:
+        """Erase everything a principal owns or wrote privately, in every engine (see
+        docs/operations.md); ``dry_run`` (the default) only counts. Answers the counts."""
+        from knowhub.ops.engines import Engines
+        from knowhub.ops.forget import forget_principal
+
+        engines = Engines(
+            request.app.state.settings,
+            tree=engine(request, TREE_ENGINE),
+            knowledge=engine(request, KNOWLEDGE_HUB),
+            context=engine(request, CONTEXT_ENGINE),
+        )
+        return forget_principal(engines, body.principal, dry_run=body.dry_run, purge_old_snapshots=body.purge_snapshots)
 
     return router
 

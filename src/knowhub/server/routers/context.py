@@ -155,6 +155,16 @@ class CommitRequest(RequestBody):
     used_tools: Annotated[list[str], Field(max_length=100)] | None = None
 
 
+class EditRequest(RequestBody):
+    """Body of ``PATCH /api/context/node``: the levels to replace (at least one)."""
+
+    uri: Annotated[str, Field(min_length=1, max_length=MAX_URI_CHARS, description="ctx:// URI of the node")]
+    abstract: Annotated[str, Field(max_length=2_000, description="new L0 (one line; search ranks by it)")] | None = None
+    overview: Annotated[str, Field(max_length=20_000, description="new L1")] | None = None
+    content: Annotated[str, Field(max_length=200_000, description="new L2")] | None = None
+    expected_version: Annotated[int, Field(ge=1, description="refuse (409) unless the node is at this version")] | None = None
+
+
 def build_router() -> APIRouter:
     """A fresh router for ``/api/context``."""
     router = APIRouter(prefix="/api/context", tags=["context"])
@@ -213,7 +223,29 @@ def build_router() -> APIRouter:
         """Children of a node or directory (only the caller's own spaces are listed)."""
         return results(svc.list_children(ctx, clean_query(uri, field="uri"), recursive=recursive, depth=depth))
 
+    @router.patch("/node")
+    def edit_node(ctx: CtxDep, svc: EngineDep, body: EditRequest) -> dict[str, Any]:
+        """Replace a node's L0/L1/L2 text; bumps its version and re-indexes it."""
+        node = svc.edit_node(ctx, body.uri, abstract=body.abstract, overview=body.overview, content=body.content,
+                             expected_version=body.expected_version)
+        svc.flush_index()  # read-your-writes: a search right after ranks the new abstract
+        return dict(to_json(node))
+
+    @router.delete("/node")
+    def delete_node(
+        ctx: CtxDep,
+        svc: EngineDep,
+        uri: UriParam,
+        recursive: Annotated[bool, QUERY_BOOL] = False,
+    ) -> dict[str, Any]:
+        """Delete a node (``recursive``: with its children); it leaves search at once
+        (the index is updated before the answer). Not undoable."""
+        canonical = clean_query(uri, field="uri")
+        svc.delete_node(ctx, canonical, recursive=recursive)
+        svc.flush_index()
+        return {"deleted": canonical, "recursive": recursive}
+
     return router
 
 
-__all__ = ["CONTEXT_ENGINE", "CommitRequest", "build_engine", "build_router", "request_context"]
+__all__ = ["CONTEXT_ENGINE", "CommitRequest", "EditRequest", "build_engine", "build_router", "request_context"]

@@ -4,11 +4,13 @@ import { api, chips, empty, field, fill, guard, h, pretty, state, t, tabs, toast
 
 const expanded = new Set();
 let panes = null;
+let rootEl = null;
 let tab = "browse";
 let current = null;
 let level = "L1";
 
 export function render(root) {
+  rootEl = root;
   panes = { body: h("div", { class: "stack" }), node: h("section", { class: "card", "data-testid": "context-node" }) };
   fill(root, h("div", { class: "split wide" },
     h("div", { class: "stack" },
@@ -71,8 +73,43 @@ async function showNode(uri, wanted) {
         h("button", { type: "button", class: "link mono small", onclick: () => showNode(rel.to_uri === uri ? rel.from_uri : rel.to_uri) },
           rel.to_uri === uri ? rel.from_uri : rel.to_uri),
         rel.reason ? h("span", { class: "muted small" }, " — ", rel.reason) : null))) : empty(t("ctx.noRelations")),
-      h("details", {}, h("summary", {}, t("ctx.metadata")), pretty(read.metadata)));
+      h("details", {}, h("summary", {}, t("ctx.metadata")), pretty(read.metadata)),
+      await editor(uri));
   }, panes.node);
+}
+
+/** Edit form (L0/L1/L2, with the node's version as the expected one) and the delete button. */
+async function editor(uri) {
+  let node;
+  try {
+    node = await api("GET", "/api/context/node", { query: { uri } });
+  } catch (exc) {
+    return null; // a directory or a space root: nothing to edit
+  }
+  const abstract = h("input", { value: node.abstract, maxlength: 2000, "data-testid": "ctx-edit-abstract" });
+  const overview = h("textarea", { rows: 4, "data-testid": "ctx-edit-overview" });
+  overview.value = node.overview;
+  const content = h("textarea", { rows: 8, "data-testid": "ctx-edit-content" });
+  content.value = node.content;
+  const out = h("div", {});
+  return h("div", { class: "stack" },
+    h("details", { "data-testid": "ctx-edit" }, h("summary", {}, t("common.edit")),
+      h("p", { class: "muted small" }, t("ctx.editHelp")),
+      h("form", { class: "form", onsubmit: (e) => { e.preventDefault(); guard(async () => {
+        const saved = await api("PATCH", "/api/context/node", { body: { uri, abstract: abstract.value, overview: overview.value,
+          content: content.value, expected_version: node.version } });
+        toast(t("ctx.edited", { version: saved.version }));
+        showNode(uri);
+      }, out); } },
+        field(t("ctx.L0"), abstract), field(t("ctx.L1"), overview), field(t("ctx.L2"), content),
+        h("button", { type: "submit", "data-testid": "ctx-edit-save" }, t("common.save"))), out),
+    h("div", { class: "row" }, h("button", { type: "button", class: "danger", "data-testid": "ctx-delete", onclick: () => guard(async () => {
+      if (!window.confirm(t("ctx.confirmDelete"))) return;
+      await api("DELETE", "/api/context/node", { query: { uri, recursive: true } });
+      toast(t("ctx.deleted"));
+      current = null;
+      render(rootEl);
+    }, out) }, t("common.delete"))));
 }
 
 function searchView() {
