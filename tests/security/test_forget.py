@@ -22,7 +22,7 @@ from tests.security.security_support import OPERATOR, auth_header, files_contain
 ALICE = {  # strings only alice ever wrote
     "knowledge": b"QXALICEKNOWLEDGE", "version": b"QXALICEVERSION", "resource": b"QXALICERESOURCE",
     "secret": b"QXALICESECRET", "memory": b"qxalicememory", "session": b"QXALICESESSIONITEM",
-    "feedback": b"QXALICEFEEDBACK", "own_case": b"QXALICEOWNCASE",
+    "feedback": b"QXALICEFEEDBACK", "own_case": b"QXALICEOWNCASE", "tree_query": b"qxalicetreequery",
 }
 BOB = {"knowledge": b"QXBOBKNOWLEDGE", "secret": b"QXBOBSECRET", "memory": b"qxbobmemory",
        "feedback": b"QXBOBFEEDBACK"}
@@ -55,13 +55,20 @@ def _populate(client: TestClient) -> dict[str, str]:
         {"role": "user", "content": f"I like the color {ALICE['memory'].decode()} very much."}]}), 201)
     _ok(client.post("/api/context/session-items", headers=a, json={
         "session_id": "s-alice", "items": [{"type": "message", "content": ALICE["session"].decode()}]}))
+    # alice's tree search is audited under her name (a private search decision); a small
+    # branch makes the agent descend, so there is a decision to record
+    med = _ok(client.post("/api/tree/keywords", headers=OPERATOR, json={"name": "medicine", "auto_place": False}), 201)
+    for name in ("infections", "nutrition"):
+        _ok(client.post("/api/tree/keywords", headers=OPERATOR, json={"name": name, "parent_id": med["id"], "auto_place": False}), 201)
+    _ok(client.get("/api/tree/search", headers=a, params={"q": ALICE["tree_query"].decode(), "use_agent": "true"}))
     # pat publishes; alice and bob give feedback on it
     public = _ok(client.post("/api/knowledge", headers=auth_header("pat"), json={
         "task": "public tip", "content": "use retries", "types": ["tool"], "scopes": ["public"]}), 201)
     ids["public"] = public["id"]
     _ok(client.put(f"/api/knowledge/{public['id']}", headers=b, json={"add_helpful_case": {"note": BOB["feedback"].decode()}}))
     _ok(client.put(f"/api/knowledge/{public['id']}", headers=a, json={"add_helpful_case": {"note": ALICE["feedback"].decode()}}))
-    _ok(client.put(f"/api/knowledge/{public['id']}", headers=b, json={"add_harmful_case": {"note": "bob again"}}))
+    # (a second vote of bob's would replace his first: one vote per principal, issue 18 §1)
+    _ok(client.put(f"/api/knowledge/{public['id']}", headers=auth_header("dave"), json={"add_harmful_case": {"note": "dave's"}}))
     bob = _ok(client.post("/api/knowledge", headers=b, json={
         "task": BOB["knowledge"].decode(), "content": "bob's own", "types": ["tool"], "scopes": ["user:bob"]}), 201)
     ids["bob"] = bob["id"]
@@ -109,7 +116,7 @@ def test_forget_over_http_leaves_no_byte_of_alice(served: tuple[TestClient, Sett
     dry = _ok(client.post("/api/admin/forget", headers=OPERATOR, json={"principal": "user:alice"}))
     assert dry["dry_run"] is True and dry["knowledge"]["knowledge_erased"] == 1
     assert dry["knowledge"]["knowledge_anonymized"] == 1 and dry["knowledge"]["secrets_erased"] == 1
-    assert dry["knowledge"]["feedback_cases_removed"] == 1 and dry["context"]["user_space_nodes"] >= 3
+    assert dry["knowledge"]["votes_erased"] == 1 and dry["context"]["user_space_nodes"] >= 3
     assert dry["snapshots"]["earlier"] == [snapshot.name]
     assert files_containing(data_dir, [ALICE["knowledge"]], skip=["snapshots"])  # a dry run changes nothing
 
@@ -130,7 +137,7 @@ def test_forget_over_http_leaves_no_byte_of_alice(served: tuple[TestClient, Sett
     assert _ok(client.get("/api/context/search", headers=b, params={"q": BOB["memory"].decode()}))["total"] >= 1
     public = _ok(client.get(f"/api/knowledge/{ids['public']}", headers=b))
     notes = [c.get("note") for c in public["eval"]["helpful_history"] + public["eval"]["harmful_history"]]
-    assert notes == [BOB["feedback"].decode(), "bob again"]
+    assert notes == [BOB["feedback"].decode(), "dave's"]
     assert public["eval"]["helpful"] == 1 and public["eval"]["harmful"] == 1
     team = _ok(client.get(f"/api/knowledge/{ids['alice_shared']}", headers=auth_header("dave")))
     assert team["content"] == TEAM_TEXT and team["owner"] == "forgotten" and team["scopes"] == ["team:red"]

@@ -18,8 +18,9 @@ The rule, one for knowledge items and resources alike:
   item and of the versions after them (its helpful/harmful counts with them), and the
   version records of its changes name :data:`FORGOTTEN` instead of it.
 
-Rows of any further table with a ``principal`` column (per-principal feedback, for one) are
-deleted. Slim plans it made, or that name an erased item, are deleted. On SQLite the
+Its votes (:mod:`knowhub.knowledge.votes`) come off the items that stay, with their cases
+and counts, and every vote delta it cast or made is deleted, as are the votes and deltas of
+the items erased; the keyed addresses it owned go too. Slim plans it made, or that name an erased item, are deleted. On SQLite the
 database is then rewritten (``secure_delete``, ``VACUUM``, WAL truncated) so the erased
 bytes do not linger in free pages or the write-ahead log.
 """
@@ -32,16 +33,19 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Table, delete, inspect, select, text, update
+from sqlalchemy import Table, delete, or_, select, text, update
 from sqlalchemy.engine import Connection
 
+from knowhub.knowledge import votes
 from knowhub.knowledge.models import Knowledge
 from knowhub.knowledge.schema import (
     knowledge,
+    knowledge_keys,
     knowledge_scopes,
     knowledge_types,
     knowledge_versions,
-    metadata,
+    knowledge_vote_changes,
+    knowledge_votes,
     resource_scopes,
     resource_versions,
     resources,
@@ -59,7 +63,7 @@ _HISTORIES = ("helpful_history", "harmful_history")
 #: The counts every report has (zero when nothing was found).
 COUNTS = ("knowledge_erased", "knowledge_versions_erased", "knowledge_anonymized", "feedback_cases_removed",
           "version_records_anonymized", "resources_erased", "secrets_erased", "resources_anonymized",
-          "slim_plans_erased")
+          "slim_plans_erased", "votes_erased", "vote_changes_erased", "keyed_addresses_erased")
 _COUNTS = {"helpful_history": "helpful", "harmful_history": "harmful"}
 
 
@@ -157,7 +161,8 @@ class _Forget:
         self._versions(conn)
         self._resources(conn)
         self._plans(conn, erased_ids)
-        self._other_tables(conn)
+        self._votes(conn, set(erased_ids))
+        self._keyed_addresses(conn)
         return dict(self.counts)
 
     # ---------------------------------------------------------------- knowledge items
@@ -301,22 +306,37 @@ class _Forget:
         if doomed and not self.dry_run:
             conn.execute(delete(slim_plans).where(slim_plans.c.plan_id.in_(doomed)))
 
-    def _other_tables(self, conn: Connection) -> None:
-        """Rows of tables this module does not know (added by later migrations) that name
-        the principal in a ``principal`` column: per-principal records such as votes."""
-        known = {knowledge_versions.name, resource_versions.name, slim_plans.name}
-        for name in inspect(conn).get_table_names():
-            if name in known or name.startswith("kx_"):
+    def _votes(self, conn: Connection, erased: set[str]) -> None:
+        """Its votes on items that stay come off them (case and count); every vote delta it
+        cast or made, and the votes and deltas of erased items, are deleted."""
+        for kid in votes.retract_rows(conn, self.pid, None):
+            if kid in erased:
                 continue
-            columns = {c["name"] for c in inspect(conn).get_columns(name)}
-            if "principal" not in columns:
+            self.counts["votes_erased"] += 1
+            if self.dry_run:
                 continue
-            table = metadata.tables.get(name) or Table(name, metadata, autoload_with=conn)
-            found = conn.execute(select(table.c.principal).where(table.c.principal == self.pid)).all()
-            if found:
-                self.counts[f"{name}_rows_erased"] += len(found)
-                if not self.dry_run:
-                    conn.execute(delete(table).where(table.c.principal == self.pid))
+            row = conn.execute(select(knowledge).where(knowledge.c.id == kid)).first()
+            if row is None:
+                continue
+            item = Knowledge.from_dict(json.loads(row.doc))
+            if votes.erase_voter(conn, item, self.pid):
+                self.store.write_knowledge(conn, item, deleted=bool(row.deleted))
+        changes = knowledge_vote_changes.c
+        doomed = or_(changes.voter == self.pid, changes.principal == self.pid)
+        if erased:
+            doomed = or_(doomed, changes.knowledge_id.in_(sorted(erased)))
+        self.counts["vote_changes_erased"] += len(conn.execute(select(changes.change_id).where(doomed)).all())
+        if not self.dry_run:
+            conn.execute(delete(knowledge_vote_changes).where(doomed))
+            if erased:
+                conn.execute(delete(knowledge_votes).where(knowledge_votes.c.knowledge_id.in_(sorted(erased))))
+
+    def _keyed_addresses(self, conn: Connection) -> None:
+        """The (namespace, key) addresses it owned: the labels are its own words."""
+        owned = knowledge_keys.c.owner == self.pid
+        self.counts["keyed_addresses_erased"] += len(conn.execute(select(knowledge_keys.c.key_hash).where(owned)).all())
+        if not self.dry_run:
+            conn.execute(delete(knowledge_keys).where(owned))
 
 
 def _rewrite_sqlite(store: Any) -> dict[str, Any]:

@@ -315,6 +315,17 @@ def retract(conn: Connection, item: Knowledge, *, voter: str, change_id: str, ac
     return True
 
 
+def erase_voter(conn: Connection, item: Knowledge, voter: str) -> bool:
+    """Remove ``voter``'s vote from ``item`` (in place) and record nothing: the right to be
+    forgotten (``knowhub admin forget``) leaves no delta that would hold the vote's case.
+    False when there was no vote."""
+    current = _current(conn, item.id, voter)
+    if current is None:
+        return False
+    _set(conn, item, voter, None, current, move_confidence=True)
+    return True
+
+
 def history_rows(conn: Connection, knowledge_id: str) -> list[dict[str, Any]]:
     """The vote changes of one item as history entries (no cases), newest first."""
     rows = conn.execute(

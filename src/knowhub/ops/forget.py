@@ -4,9 +4,8 @@ The engines do the work (:func:`knowhub.knowledge.forget.forget_in_hub`,
 :func:`knowhub.context.forget.forget_user`); this module validates the principal, maps it
 to its context user id the way the HTTP face does, runs both, and deals with what lies
 outside the engines: whole-data-dir snapshots taken before still hold the principal's data
-until they are purged (``purge_snapshots``). The keyword tree is one shared tree that
-records no principal, so it has nothing of anyone to erase (a tree that does — search
-decisions kept per principal — is asked through its ``forget_principal`` method).
+until they are purged (``purge_snapshots``). The keyword tree is one shared tree whose
+writes name no principal; the search decisions it audits per principal are erased.
 
 A dry run (the default of the CLI without ``--yes``) only counts. See docs/operations.md,
 "What is kept where, for how long, and how to erase it".
@@ -77,9 +76,12 @@ def forget_principal(
         user_id = request_context(Principal.of(pid), engines.settings).user_id
         report["context"] = {"user_id": user_id, **forget_user(engines.context, user_id, dry_run=dry_run)}
     if engines.tree is not None:
-        forget = getattr(engines.tree, "forget_principal", None)
-        report["tree"] = forget(pid, dry_run=dry_run) if callable(forget) else {
-            "records_principals": False, "note": "the keyword tree is shared and records no principal"}
+        # The tree is shared and its writes name no principal; its search decisions do
+        # (the private, bounded audit of knowhub.tree.audit).
+        tree = engines.tree
+        decisions = (len(tree.audit.records(pid)) if dry_run
+                     else tree.erase_search_decisions(pid))
+        report["tree"] = {"search_decisions_erased": decisions}
     from knowhub.ops.maintenance import list_snapshots
 
     earlier = [path.name for _ts, path in list_snapshots(engines.settings)]
