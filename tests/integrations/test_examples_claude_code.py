@@ -13,8 +13,9 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "claude_code" / "ru
 
 
 def test_claude_code_example_runs_offline() -> None:
-    require_binary("claude", "KNOWHUB_CLAUDE_BIN", "@anthropic-ai/claude-code")
+    binary = require_binary("claude", "KNOWHUB_CLAUDE_BIN", "@anthropic-ai/claude-code")
     env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWHUB_")}
+    env["KNOWHUB_CLAUDE_BIN"] = str(binary)  # where CI installed it (not on PATH)
     done = subprocess.run([sys.executable, str(EXAMPLE)], env=env, capture_output=True, text=True, timeout=300,
                           check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
