@@ -7,6 +7,7 @@
     ├── InvalidInputError        (also ValueError)   bad arguments, bad URIs, paths that escape
     │   └── ConfigError                              unusable settings or config file
     ├── VersionConflictError                         optimistic-lock version is stale
+    ├── AliasConflictError                           a tree alias already names a sibling keyword
     ├── PermissionDeniedError                        principal may not see or change this
     ├── StorageError                                 the primary store failed
     │   ├── CorruptStoreError                        a store cannot be read back (not a torn tail)
@@ -144,6 +145,14 @@ class VersionConflictError(KnowhubError):
 
     http_status = 409
     code = "version_conflict"
+
+
+class AliasConflictError(KnowhubError):
+    """A keyword alias would also name another keyword under the same parent, where no path
+    could tell them apart; nothing was changed (the context names the alias and the holder)."""
+
+    http_status = 409
+    code = "alias_conflict"
 
 
 class PermissionDeniedError(KnowhubError):
