@@ -15,7 +15,13 @@ from knowhub.context.core import SessionArchive
 from knowhub.context.extraction import EntityEventExtractor
 from knowhub.providers.llm import StubLLMClient
 from knowhub.providers.llm.local_context import run_extraction
-from knowhub.providers.llm.local_context_code import check_entity, is_code_token, is_language, strip_code
+from knowhub.providers.llm.local_context_code import (
+    check_entity,
+    glued_to_identifier,
+    is_code_token,
+    is_language,
+    strip_code,
+)
 from knowhub.scope import RequestContext
 
 EN_CHAT = [
@@ -120,6 +126,8 @@ def test_code_token_and_language_rules() -> None:
     assert check_entity("SQLAlchemy", "place") == "named entity"
     assert check_entity("DateTime", "thing") is None
     assert check_entity("Tom", "person") == "person"
+    assert glued_to_identifier("call getUserName now", 8)  # get|UserName
+    assert not glued_to_identifier("a walk forMax today", 10)  # a missing space, not code
 
 
 def test_a_model_answer_is_held_to_the_same_rules() -> None:

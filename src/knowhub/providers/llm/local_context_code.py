@@ -227,13 +227,25 @@ def trim_code_words(words: list[str]) -> list[str]:
     return words[start:end]
 
 
+#: Function words a typo may glue to a name ("forMax", "andLisbon"); no identifier starts so.
+_GLUED_TYPO = frozenset(["a", "an", "and", "or", "but", "for", "nor", "so", "the", "of", "at", "by", "from", "with", "my", "our", "your", "his", "her", "their"])
+
+
 def glued_to_identifier(text: str, start: int) -> bool:
     """True when the capital at ``text[start]`` continues a Latin word ("get|UserName"):
-    the capitalised part of an identifier, not the start of a name."""
+    the capitalised part of an identifier, not the start of a name. A function word glued
+    to a name by a missing space ("forMax") is a typo, not an identifier."""
     if start <= 0:
         return False
     before = text[start - 1]
-    return before == "_" or (before.isascii() and before.isalnum())
+    if before == "_":
+        return True
+    if not (before.isascii() and before.isalnum()):
+        return False
+    head = start
+    while head > 0 and text[head - 1].isascii() and text[head - 1].isalnum():
+        head -= 1
+    return text[head:start].lower() not in _GLUED_TYPO
 
 
 # ---------------------------------------------------------------------- languages
