@@ -8,6 +8,7 @@
     │   ├── ConfigError                              unusable settings or config file
     │   └── PayloadTooLargeError                     a request over a documented size cap (413)
     ├── VersionConflictError                         optimistic-lock version is stale
+    ├── AliasConflictError                           a tree alias already names a sibling keyword
     ├── PermissionDeniedError                        principal may not see or change this
     ├── RateLimitedError                             too many requests of one kind (429)
     ├── StorageError                                 the primary store failed
@@ -157,6 +158,14 @@ class VersionConflictError(KnowhubError):
 
     http_status = 409
     code = "version_conflict"
+
+
+class AliasConflictError(KnowhubError):
+    """A keyword alias would also name another keyword under the same parent, where no path
+    could tell them apart; nothing was changed (the context names the alias and the holder)."""
+
+    http_status = 409
+    code = "alias_conflict"
 
 
 class PermissionDeniedError(KnowhubError):

@@ -328,3 +328,14 @@ def test_data_option_after_command_and_config_file(runner: CliRunner, tmp_path: 
     assert (tmp_path / "home" / "tree").is_dir()
     result = runner.invoke(app, ["search", "zeta", "--json", "--data", str(tmp_path / "home" / "tree")])
     assert json.loads(result.output)["node"]["name"] == "Zeta"
+
+
+def test_add_reports_a_shared_alias_and_refuses_a_sibling_clash(runner: CliRunner, data: Path) -> None:
+    assert run(runner, data, "add", "Ops", "--no-auto-place")[0] == 0
+    assert run(runner, data, "add", "MCP", "--no-auto-place")[0] == 0
+    assert run(runner, data, "add", "Kubernetes-stdio", "--parent-path", "Ops", "--alias", "k8s")[0] == 0
+    code, out = run(runner, data, "add", "Kubernetes-http", "--parent-path", "Ops", "--alias", "k8s")
+    assert code == 1 and "already names keyword 'Kubernetes-stdio' under the same parent" in out
+    assert "Traceback" not in out
+    code, out = run(runner, data, "add", "Kubernetes-http", "--parent-path", "MCP", "--alias", "k8s")
+    assert code == 0 and "alias 'k8s' also names Ops > Kubernetes-stdio" in " ".join(out.split())

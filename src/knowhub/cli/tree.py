@@ -224,6 +224,8 @@ def add(
             return
         verb = "created" if created else f"{escape(name)!r} recorded on the existing keyword"
         _console().print(f"{verb} [bold]{escape(node.name)}[/] {node.id} at {escape(_path_text(path))} (operation {tree.last_operation_id})")
+        for shared in (node.decision or {}).get("shared_aliases", []):
+            _console().print(f"note: alias {escape(shared['alias'])!r} also names {escape(shared['path'])}; a search for it is ambiguous")
 
 
 @app.command("add-info")

@@ -33,6 +33,7 @@ from typing import Any
 import httpx
 
 from knowhub.errors import (
+    AliasConflictError,
     ConfigError,
     CorruptStoreError,
     EmbedderMismatchError,
@@ -73,6 +74,7 @@ class ClientTimeoutError(ServerUnreachableError, TimeoutError):
 #: Server error code → exception class. Codes of :mod:`knowhub.errors` plus the generic
 #: ones the HTTP face uses for framework errors (``server/errors.py``).
 _ENGINE_ERRORS: tuple[type[KnowhubError], ...] = (
+    AliasConflictError,
     NotFoundError,
     InvalidInputError,
     ConfigError,

@@ -137,7 +137,9 @@ def register_tree_tools(server: MCPServer, env: ToolEnv) -> None:
 
             node, path = await anyio.to_thread.run_sync(create)
             verb = "已创建 / created" if node["name"] == name.strip() else f"记为别名 / recorded as alias of {node['name']}"
-            return ok(f"🌳 关键词{verb}", f"path: {_path_text(path)}\n{_keyword_line(node)}",
+            shared = "".join(f"\nalias {s['alias']!r} also names {s['path']} (search for it is ambiguous)"
+                             for s in (node.get("decision") or {}).get("shared_aliases", []))
+            return ok(f"🌳 关键词{verb}", f"path: {_path_text(path)}\n{_keyword_line(node)}{shared}",
                       {"keyword": node, "path": path})
 
         return await guarded("tree_create_keyword", run)

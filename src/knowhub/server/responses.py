@@ -18,7 +18,7 @@ Which statuses an operation may answer follows from how the server produces them
 - 403: writes, and every resource, context and admin route (not yours to change; secure
   bodies; an ``X-Context-Agent`` the key does not belong to; not an operator);
 - 409: writes outside ``/api/context`` (a stale ``version``, a changed item during evolve
-  or undo, a stale slim plan).
+  or undo, a stale slim plan, a tree alias that already names a sibling keyword).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ ERROR_DESCRIPTIONS: Mapping[int, str] = {
     401: "Missing or wrong API key (only when keys are configured)",
     403: "The caller may not do this (not its object, scope or agent space)",
     404: "Unknown or invisible id, URI or keyword",
-    409: "Conflict: the object changed since it was read (stale version, plan or undo)",
+    409: "Conflict: the object changed since it was read (stale version, plan or undo), or a tree alias names a sibling keyword",
     413: "Request body over the size limit",
     422: "The request does not match the schema (wrong type, range, unknown field)",
 }

@@ -20,6 +20,9 @@ from knowhub.tree.caches import decision_key, fingerprint
 from knowhub.tree.core import TreeCore
 from knowhub.tree.models import RelationType, choice
 
+#: Aliases shown per keyword in a disambiguate view (descent candidates use the same).
+CAND_ALIASES = 4
+
 _log = logging.getLogger("knowhub.tree")
 
 _IDX = {"type": ["integer", "string", "null"]}
@@ -93,8 +96,10 @@ REORGANIZE_SCHEMA: dict[str, Any] = {
 
 _INSTRUCTIONS = {
     "pick_branch": (
-        "You navigate a keyword tree. Candidates are keywords with an integer idx and the path "
-        "of their ancestors. intent=search: find the keyword that means the query. "
+        "You navigate a keyword tree. Candidates are keywords with an integer idx, the path "
+        "of their ancestors, and, when they have them, their aliases (other names of the same "
+        "keyword, often in another language) and the start of their description. A query "
+        "that names a keyword by an alias means that keyword. intent=search: find the keyword that means the query. "
         "intent=suggest_parent: find the keyword under which the query should be filed. "
         "Prefer 'match' (node_id=idx) when a candidate is the answer, at any depth; use 'jump' "
         "(node_id or node_ids) only to open a branch whose children are not listed; "
@@ -255,6 +260,7 @@ class AgentTasksMixin(TreeCore):
                 "idx": i,
                 "name": self.state.nodes[n].name,
                 "path": self._path_names(n),
+                "aliases": self.state.nodes[n].aliases[:CAND_ALIASES],
                 "description": self.state.nodes[n].description or "(no description)",
             }
             for i, n in enumerate(ids)

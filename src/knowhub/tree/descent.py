@@ -1,11 +1,14 @@
 """Agent descent of seed 001 §6 with query-aware candidates (a documented extension).
 
 Each round the agent sees a flat list of at most ``max_candidates`` keywords
-``{idx, name, path}`` where ``path`` is the `` > ``-joined ancestor names without root,
+``{idx, name, path, aliases?, description?}`` where ``path`` is the `` > ``-joined ancestor names without root,
 each cut to 20 characters, the nearest three ancestors only (``… > `` marks a cut). To keep
 prompt tokens low, a candidate whose parent is listed too carries ``parent_idx`` instead of
 ``path``, a top-level candidate has no ``path``, and inner nodes carry
-``has_children: true``.
+``has_children: true``. A keyword's aliases (at most ``CAND_ALIASES``, each cut to
+``CAND_ALIAS_WIDTH`` characters) and the start of its description (``CAND_DESC_WIDTH``
+characters) come with it, so the agent can match "Mapo tofu recipe" to 麻婆豆腐 whose
+alias is "Mapo tofu"; empty ones are left out.
 Candidates are, deduplicated and in this order:
 
 1. MRU entry points (seed 001 §6.2 step 1), within the current scope;
@@ -29,7 +32,7 @@ from typing import Any
 
 from knowhub.errors import InvalidInputError
 from knowhub.text import tokenize
-from knowhub.tree.agent_tasks import AgentTasksMixin
+from knowhub.tree.agent_tasks import CAND_ALIASES, AgentTasksMixin
 from knowhub.tree.models import ROOT_ID, AgentDecision
 
 #: Share of the candidate budget that MRU entries and lexical hits may take.
@@ -42,6 +45,26 @@ _WORD_SPLIT = re.compile(r"[\s,;:/|()\[\]]+")
 PATH_WIDTH = 20
 #: ... and only the nearest this-many ancestors are shown (``… > `` marks the cut).
 PATH_DEPTH = 3
+#: Width of each alias shown (at most ``CAND_ALIASES`` of them) and of the description:
+#: what an agent needs to recognise a keyword, at a bounded cost per candidate.
+CAND_ALIAS_WIDTH = 40
+CAND_DESC_WIDTH = 80
+
+
+def cut(text: str, width: int) -> str:
+    """``text`` on one line, at most ``width`` characters (``…`` marks a cut)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
+
+
+def candidate_extras(node: Any) -> dict[str, Any]:
+    """The bounded ``aliases`` / ``description`` of a keyword as the agent sees them."""
+    extra: dict[str, Any] = {}
+    if node.aliases:
+        extra["aliases"] = [cut(a, CAND_ALIAS_WIDTH) for a in node.aliases[:CAND_ALIASES]]
+    if node.description and node.description.strip():
+        extra["description"] = cut(node.description, CAND_DESC_WIDTH)
+    return extra
 
 
 class DescentMixin(AgentTasksMixin):
@@ -53,7 +76,8 @@ class DescentMixin(AgentTasksMixin):
         query: str | None = None,
         scope: set[str] | None = None,
     ) -> list[dict[str, Any]]:
-        """Candidate view ``[{idx, id, name, path, has_children, parent_idx?}]``.
+        """Candidate view ``[{idx, id, name, path, aliases?, description?, has_children,
+        parent_idx?}]``.
 
         ``id`` is for the engine only; :meth:`_agent_descend` strips it from the prompt
         (seed 001: no UUIDs in the prompt).
@@ -116,6 +140,7 @@ class DescentMixin(AgentTasksMixin):
                 path = self._path_names(node_id, width=PATH_WIDTH, last=PATH_DEPTH)
                 if path:
                     cand["path"] = path
+            cand.update(candidate_extras(node))
             if self.state.has_children(node_id):
                 cand["has_children"] = True
             out.append(cand)

@@ -5,15 +5,28 @@ Each public write validates its input, stages rows in one :class:`Txn` through t
 commits exactly one operation. Agent calls (suggest parent, dedup_check) happen before the
 data-dir lock is taken so that a slow LLM never blocks other processes; their input and
 output go into the change log as ``agent_io``.
+
+Alias collisions are decided by the parent path (:meth:`_shared_aliases`): an alias that
+already names another keyword under the same parent is refused with
+:class:`~knowhub.errors.AliasConflictError` (409), one that names keywords elsewhere is kept
+by both and reported (``KeywordNode.decision`` / ``WriteResult.shared_aliases``). Only a
+collision of the new *name* goes to the agent's dedup check: a keyword whose aliases alone
+meet another's ("Kubernetes-http" and "Kubernetes-stdio", both "k8s") is another keyword.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from knowhub.errors import InvalidInputError, NotFoundError, VersionConflictError
+from knowhub.errors import (
+    AliasConflictError,
+    InvalidInputError,
+    NotFoundError,
+    VersionConflictError,
+)
 from knowhub.tree.core import gc_paused
 from knowhub.tree.models import (
     ROOT_ID,
@@ -86,6 +99,39 @@ class KeywordWritesMixin(ReadsMixin):
                 if node_id != ROOT_ID and node_id in self.state.nodes:
                     found[node_id] = None
         return list(found)
+
+    def _shared_aliases(self, aliases: list[str], parent_id: str | None, exclude: set[str]) -> list[dict[str, Any]]:
+        """Decide the collisions of ``aliases`` (given to a keyword under ``parent_id``) by
+        the parent path: ``[{alias, id, name, path}]`` of keywords elsewhere that carry the
+        same name or alias (both keep it; a search for it is ambiguous). Raises
+        :class:`AliasConflictError` when one lies under the same parent, where no path could
+        tell the two apart. Keywords in ``exclude`` (the keyword itself, those the dedup
+        agent already judged) do not count."""
+        shared: list[dict[str, Any]] = []
+        for alias in aliases:
+            for holder in sorted(self.state.inverted.get(self._direct_key(alias), ())):
+                node = self.state.nodes.get(holder)
+                if node is None or holder == ROOT_ID or holder in exclude:
+                    continue
+                if node.parent_id == parent_id:
+                    where = self._full_path(parent_id) if parent_id else ""
+                    raise AliasConflictError(
+                        f"alias {alias!r} already names keyword {node.name!r} under the same parent "
+                        f"({where or 'root'}); choose another alias, or add it to that keyword",
+                        alias=alias,
+                        keyword_id=holder,
+                        name=node.name,
+                        parent_id=parent_id or ROOT_ID,
+                    )
+                shared.append({"alias": alias, "id": holder, "name": node.name, "path": self._full_path(holder)})
+        return shared
+
+    @staticmethod
+    def _shared_note(shared: list[dict[str, Any]]) -> str:
+        """Change-log summary suffix naming the shared aliases."""
+        if not shared:
+            return ""
+        return "; alias " + ", ".join(f"'{s['alias']}' shared with '{s['path']}'" for s in shared)
 
     # -- staging primitives --------------------------------------------------------------
 
@@ -239,9 +285,11 @@ class KeywordWritesMixin(ReadsMixin):
     ) -> KeywordNode:
         """Create a keyword under ``parent_id`` (or where the agent suggests, or root).
 
-        A name/alias collision asks the agent's ``dedup_check``: ``alias_of`` adds the new
-        name as an alias of the existing node and returns it, ``merge`` also merges the
-        description, ``create_new`` (and any failure) creates a new node.
+        A collision of the *name* with an existing name or alias asks the agent's
+        ``dedup_check``: ``alias_of`` adds the new name as an alias of the existing node and
+        returns it, ``merge`` also merges the description, ``create_new`` (and any failure)
+        creates a new node. Aliases that meet other keywords are decided by the parent path
+        (:meth:`_shared_aliases`). The returned node's ``decision`` says what happened.
         """
         if use_agent_for_parent is not None:
             llm_auto_place = bool(use_agent_for_parent)
@@ -259,7 +307,9 @@ class KeywordWritesMixin(ReadsMixin):
                 ios: list[dict[str, Any]] = []
                 if parent_id is not None:
                     self._node_or_raise(parent_id)
-                existing = self._collisions(name, aliases) if dedup else []
+                seen = self._collisions(name, aliases) if dedup else []
+                # the dedup agent judges a colliding name; aliases alone do not make a duplicate
+                existing = seen if dedup and self._collisions(name, []) else []
                 action, target = "create_new", None
                 if existing:
                     action, target, io = self._dedup_check(name, aliases, description, existing, parent_id)
@@ -269,11 +319,11 @@ class KeywordWritesMixin(ReadsMixin):
                     suggested, desc = self._suggest_parent_io(name)
                     ios.extend(desc["agent_io"])
                 with self._writing():
-                    if dedup and attempt + 1 < CREATE_ATTEMPTS and set(self._collisions(name, aliases)) - set(existing):
+                    if dedup and attempt + 1 < CREATE_ATTEMPTS and set(self._collisions(name, aliases)) - set(seen):
                         # another process created a colliding name while the agent thought
                         # (outside the file lock): decide again instead of duplicating it
                         continue
-                    return self._create_locked(name, parent_id, aliases, description, metadata, action, target, suggested, ios)
+                    return self._create_locked(name, parent_id, aliases, description, metadata, action, target, suggested, ios, existing)
             raise AssertionError("unreachable: the last attempt always commits")
 
     def _create_locked(
@@ -287,12 +337,17 @@ class KeywordWritesMixin(ReadsMixin):
         target: str | None,
         suggested: str | None,
         ios: list[dict[str, Any]],
+        judged: list[str],
     ) -> KeywordNode:
         """The commit of :meth:`create_keyword` (caller holds both locks)."""
         txn = Txn(self.state)
+        reason = next((io["reason"] for io in ios if io.get("task") == "dedup_check" and io.get("reason")), "")
         if target is not None and txn.node(target) is not None:
             dst = self._node_row(txn, target)
             merged = self._merge_aliases(dst, [name, *aliases])
+            added = merged[len(dst["aliases"]) :]
+            shared = self._shared_aliases(added, dst["parent_id"], {target, *judged})
+            decision = {"action": action, "target_id": target, "reason": reason, "shared_aliases": shared}
             new_desc = dst["description"]
             if action == "merge" and description and description not in new_desc:
                 new_desc = f"{new_desc}\n{description}".strip()
@@ -303,15 +358,22 @@ class KeywordWritesMixin(ReadsMixin):
                 fresh = [io for io in ios if not io.get("cached")]
                 if fresh:
                     self._commit(Txn(self.state), "dedup_decision", f"'{name}' is {action} of '{dst['name']}' (nothing new)", agent_io=self._public_io(fresh))
-                return self._out(self.state.nodes[target])
+                return self._decided(target, decision)
             txn.put_node({**dst, "aliases": merged, "normalized": self._normalized_of(dst["name"], merged), "description": new_desc, "metadata": {**metadata, **dst.get("metadata", {})}})
-            self._commit(txn, "create_keyword", f"'{name}' recorded as {action} of '{dst['name']}'", agent_io=self._public_io(ios), extra={"dedup": action})
-            return self._out(self.state.nodes[target])
+            self._commit(txn, "create_keyword", f"'{name}' recorded as {action} of '{dst['name']}'{self._shared_note(shared)}", agent_io=self._public_io(ios), extra={"dedup": action})
+            return self._decided(target, decision)
         parent = parent_id or (suggested if suggested in self.state.nodes else None) or ROOT_ID
+        shared = self._shared_aliases(aliases, parent, set())
         row = self._stage_new_node(txn, name, parent, aliases, description, metadata)
         where = self._full_path(parent) or "root"
-        self._commit(txn, "create_keyword", f"create '{name}' under {where}", agent_io=self._public_io(ios) or None)
-        return self._out(self.state.nodes[row["id"]])
+        self._commit(txn, "create_keyword", f"create '{name}' under {where}{self._shared_note(shared)}", agent_io=self._public_io(ios) or None)
+        return self._decided(row["id"], {"action": "created", "reason": reason, "shared_aliases": shared})
+
+    def _decided(self, node_id: str, decision: dict[str, Any]) -> KeywordNode:
+        """A copy of the live node carrying ``decision`` (the cached node stays clean)."""
+        node = replace(self._out(self.state.nodes[node_id]))
+        node.decision = decision
+        return node
 
     def update_keyword(self, id: str, patch: dict[str, Any], version: int | None = None) -> WriteResult:
         """Patch ``name``/``aliases``/``description``/``metadata`` if ``version`` is current."""
@@ -333,6 +395,9 @@ class KeywordWritesMixin(ReadsMixin):
                 new["aliases"] = self._clean_aliases(patch["aliases"], new["name"])
             elif "name" in patch:
                 new["aliases"] = self._clean_aliases(new["aliases"], new["name"])
+            old_keys = {self._direct_key(a) for a in row["aliases"]}
+            added = [a for a in new["aliases"] if self._direct_key(a) not in old_keys]
+            shared = self._shared_aliases(added, row["parent_id"], {id})
             if "description" in patch:
                 if not isinstance(patch["description"], str):
                     raise InvalidInputError("description must be a string")
@@ -341,8 +406,8 @@ class KeywordWritesMixin(ReadsMixin):
                 new["metadata"] = self._clean_metadata(patch["metadata"])
             new["normalized"] = self._normalized_of(new["name"], new["aliases"])
             staged = txn.put_node(new)
-            op = self._commit(txn, "update_keyword", f"update '{row['name']}' ({', '.join(sorted(patch))})")
-            return WriteResult(op, staged["version"], [id])
+            op = self._commit(txn, "update_keyword", f"update '{row['name']}' ({', '.join(sorted(patch))}){self._shared_note(shared)}")
+            return WriteResult(op, staged["version"], [id], shared)
 
     def move_keyword(self, id: str, new_parent_id: str, version: int | None = None) -> WriteResult:
         """Re-parent a keyword; refuses cycles and the root; recomputes subtree levels."""
@@ -386,9 +451,10 @@ class KeywordWritesMixin(ReadsMixin):
             aliases = self._merge_aliases(row, [alias])
             if len(aliases) == len(row["aliases"]):
                 raise InvalidInputError(f"{alias!r} is already a name or alias of this keyword", id=id)
+            shared = self._shared_aliases([alias], row["parent_id"], {id})
             staged = txn.put_node({**row, "aliases": aliases, "normalized": self._normalized_of(row["name"], aliases)})
-            op = self._commit(txn, "add_alias", f"add alias '{alias}' to '{row['name']}'")
-            return WriteResult(op, staged["version"], [id])
+            op = self._commit(txn, "add_alias", f"add alias '{alias}' to '{row['name']}'{self._shared_note(shared)}")
+            return WriteResult(op, staged["version"], [id], shared)
 
     def remove_alias(self, id: str, alias: str) -> WriteResult:
         with self._writing():

@@ -65,6 +65,9 @@ class KeywordNode:
     created_at: float = 0.0
     updated_at: float = 0.0
     deleted: bool = False
+    #: What ``create_keyword`` decided (never stored): ``{action: created | alias_of |
+    #: merge, target_id?, reason, shared_aliases: [{alias, id, name, path}]}``.
+    decision: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def to_row(self) -> dict[str, Any]:
         """The JSONL row (no ``children``: the children index is authoritative)."""
@@ -87,6 +90,8 @@ class KeywordNode:
         """JSON-safe dict including the current children ids (for faces and exports)."""
         row = self.to_row()
         row["children"] = list(self.children)
+        if self.decision is not None:
+            row["decision"] = self.decision
         return row
 
     @classmethod
@@ -112,7 +117,10 @@ class KeywordNode:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> KeywordNode:
         """Rebuild from :meth:`to_dict` output (children included): remote clients."""
-        return cls.from_row(data, list(data.get("children") or ()))
+        node = cls.from_row(data, list(data.get("children") or ()))
+        if isinstance(data.get("decision"), dict):
+            node.decision = data["decision"]
+        return node
 
 
 @dataclass(slots=True)
@@ -370,14 +378,21 @@ class WriteResult:
     operation_id: str
     version: int | None = None
     ids: list[str] = field(default_factory=list)
+    #: Aliases this write gave the keyword that other keywords (under other parents) also
+    #: carry: ``[{alias, id, name, path}]``; a search for one of them is ambiguous.
+    shared_aliases: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if not self.shared_aliases:
+            del out["shared_aliases"]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> WriteResult:
         """Rebuild from :meth:`to_dict` output; other keys (an HTTP answer's entity) are ignored."""
-        return cls(str(data["operation_id"]), data.get("version"), list(data.get("ids") or ()))
+        shared = [dict(s) for s in data.get("shared_aliases") or () if isinstance(s, dict)]
+        return cls(str(data["operation_id"]), data.get("version"), list(data.get("ids") or ()), shared)
 
 
 @dataclass

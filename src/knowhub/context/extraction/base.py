@@ -12,8 +12,10 @@ four extractors has two paths:
   bilingual rules of :mod:`knowhub.providers.llm.local_context_rules`, called directly.
 
 Whatever the model says is validated: unknown categories for the extractor are dropped,
-texts are coerced to strings, confidence is clamped to [0, 1], and ``source_refs`` keep
-only ids of messages that were actually sent.
+texts are coerced to strings, confidence is clamped to [0, 1], ``source_refs`` keep
+only ids of messages that were actually sent, and an entity that is a code token
+(``False``, ``DateTime``) is dropped while a language typed as a place becomes a
+``language`` (:func:`~knowhub.providers.llm.local_context_code.check_entity`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from knowhub.context.extraction.messages import normalize_messages
 from knowhub.errors import InvalidInputError, KnowhubError, LLMError
 from knowhub.providers.llm import LLMClient, build_task_messages
 from knowhub.providers.llm.local_context import run_extraction
+from knowhub.providers.llm.local_context_code import check_entity
 
 __all__ = [
     "CANDIDATES_SCHEMA",
@@ -158,6 +161,14 @@ def coerce_candidate(
     refs = [str(r) for r in refs_raw if str(r) in known_ids] if isinstance(refs_raw, list) else []
     raw_meta = raw.get("metadata")
     metadata: dict[str, Any] = dict(raw_meta) if isinstance(raw_meta, dict) else {}
+    routing_key = _as_text(raw.get("routing_key")).strip()
+    if category is MemoryCategory.ENTITIES:
+        found = metadata.get("entity_type")
+        kind = check_entity(routing_key or abstract, found if isinstance(found, str) else None)
+        if kind is None:
+            return None
+        if kind:
+            metadata["entity_type"] = kind
     if not (isinstance(metadata.get("speaker"), str) and metadata["speaker"].strip()):
         metadata.pop("speaker", None)
         named = [speakers[r] for r in refs if speakers and speakers.get(r)]
@@ -170,7 +181,7 @@ def coerce_candidate(
     return CandidateMemory(
         category=category.value,
         owner_scope=str(owner),
-        routing_key=_as_text(raw.get("routing_key")).strip(),
+        routing_key=routing_key,
         abstract=abstract,
         overview=_as_text(raw.get("overview")),
         content=_as_text(raw.get("content")),

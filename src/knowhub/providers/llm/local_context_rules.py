@@ -18,6 +18,12 @@ from collections import Counter
 from typing import Any
 
 from knowhub.providers.llm.local_context_cn import ORG_HEADS, cn_entities
+from knowhub.providers.llm.local_context_code import (
+    check_entity,
+    glued_to_identifier,
+    strip_code,
+    trim_code_words,
+)
 from knowhub.providers.llm.local_context_text import (
     MONTHS,
     STOPWORDS,
@@ -238,7 +244,7 @@ def extract_preferences(payload: dict[str, Any]) -> list[dict[str, Any]]:
 
 # ---------------------------------------------------------------------- entities and events
 
-_CAP_WORD = r"[A-Z][\w'’\-]*"
+_CAP_WORD = r"[A-Z](?:[^\W\u3400-\u9fff]|['’\-])*"  # a Latin word stops at Chinese text
 _ENTITY_RUN = re.compile(rf"(?:(?:Dr|Mr|Mrs|Ms|Prof|St)\.\s+)?{_CAP_WORD}(?:\s+(?:of|the|de|da|van|von)\s+{_CAP_WORD}|\s+{_CAP_WORD})*")
 _NOT_ENTITY = frozenset(
     {w.capitalize() for w in STOPWORDS}
@@ -321,7 +327,9 @@ def _entities_in(sentence: str, speakers: set[str], capitalized_elsewhere: set[s
     stripped = sentence.lstrip("\"'“‘(")
     offset = len(sentence) - len(stripped)
     for match in _ENTITY_RUN.finditer(sentence):
-        words = match.group(0).split()
+        if glued_to_identifier(sentence, match.start()):
+            continue  # the capitalised tail of an identifier (getUserName)
+        words = trim_code_words(match.group(0).split())
         while words and words[0].strip("'’") in _NOT_ENTITY:
             words = words[1:]
         if any(w.lower().strip("'’").removesuffix("'s").removesuffix("’s") in speakers for w in words):
@@ -395,7 +403,7 @@ def extract_entities_events(payload: dict[str, Any]) -> list[dict[str, Any]]:
     speakers = _speaker_names(turns) | _self_names(turns)
     capitalized_elsewhere: set[str] = set()
     for turn in turns:
-        for sentence in split_sentences(turn.text):
+        for sentence in split_sentences(strip_code(turn.text)):
             for word in re.findall(rf"(?<=\s){_CAP_WORD}", sentence):
                 capitalized_elsewhere.add(word.strip("'’").removesuffix("'s"))
     # like the profile and preference rules: an unnamed assistant's turns are no memories
@@ -460,7 +468,7 @@ def extract_entities_events(payload: dict[str, Any]) -> list[dict[str, Any]]:
 def _entity_candidates(turn: Turn, speakers: set[str], capitalized_elsewhere: set[str]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for sentence in split_sentences(turn.text):
+    for sentence in split_sentences(strip_code(turn.text)):  # code never names an entity
         annotated, _ = annotate_time_cues(sentence, turn.when)
         found: list[tuple[str, str, str]] = []  # (name, type, relation)
         for match in _REL_RE.finditer(sentence):
@@ -475,9 +483,10 @@ def _entity_candidates(turn: Turn, speakers: set[str], capitalized_elsewhere: se
         for name, kind in _entities_in(sentence, speakers, capitalized_elsewhere):
             if not any(name == f[0] for f in found):
                 found.append((name, kind, ""))
-        for name, kind, relation in found:
+        for name, found_kind, relation in found:
             key = name.lower()
-            if key in seen or (kind != "relation" and key in speakers):
+            kind = check_entity(name, found_kind)  # no code tokens; languages are no places
+            if kind is None or key in seen or (kind != "relation" and key in speakers):
                 continue
             seen.add(key)
             desc = f"{relation}, " if relation and relation != name else f"{kind}, "

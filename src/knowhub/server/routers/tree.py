@@ -245,7 +245,10 @@ def build_router() -> APIRouter:
     @router.post("/keywords", status_code=201)
     def create_keyword(_writer: TreeWriterDep, tree: TreeDep, body: KeywordCreate) -> dict[str, Any]:
         """Create a keyword (or, on a name collision the agent judges a duplicate, return
-        the existing keyword with the new name as an alias)."""
+        the existing keyword with the new name as an alias). ``decision`` in the answer says
+        which (``created``, ``alias_of``, ``merge``) and lists ``shared_aliases``: aliases
+        that keywords under other parents carry too. 409 ``alias_conflict`` when an alias
+        already names a keyword under the same parent."""
         node = tree.create_keyword(
             body.name,
             parent_id=body.parent_id,
@@ -301,7 +304,8 @@ def build_router() -> APIRouter:
     def add_alias(
         _writer: TreeWriterDep, tree: TreeDep, keyword_id: KeywordIdPath, body: AliasRequest
     ) -> dict[str, Any]:
-        """Add an alias (400 when it already names this keyword)."""
+        """Add an alias (400 when it already names this keyword, 409 ``alias_conflict`` when
+        it names a sibling; ``shared_aliases`` lists keywords elsewhere that carry it too)."""
         written = tree.add_alias(keyword_id, body.alias)
         return {**to_json(written), "keyword": _keyword_or_404(tree, keyword_id)}
 
