@@ -91,11 +91,15 @@ class HttpMetrics:
                                  buckets=LATENCY_BUCKETS, registry=registry)
         self.in_progress = Gauge("knowhub_http_requests_in_progress", "HTTP requests being answered.",
                                  registry=registry)
+        self._children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
 
     def observe(self, scope: Scope, root_path: str, status: int, seconds: float) -> None:
         labels = (method_label(scope), route_label(scope, root_path), f"{status // 100}xx")
-        self.requests.labels(*labels).inc()
-        self.latency.labels(*labels).observe(seconds)
+        children = self._children.get(labels)
+        if children is None:  # labels are bounded (module doc), so is this cache
+            children = self._children[labels] = (self.requests.labels(*labels), self.latency.labels(*labels))
+        children[0].inc()
+        children[1].observe(seconds)
 
 
 class MetricsMiddleware:
@@ -141,13 +145,18 @@ class EmbedderMetrics:
                              registry=None)
         self.errors = Counter("knowhub_embedding_errors", "Embedder calls that raised, by provider.",
                               ("provider",), registry=None)
+        self._children: dict[str, tuple[Any, Any, Any]] = {}
 
     def record(self, provider: str, seconds: float, texts: int, ok: bool) -> None:
         """The :data:`knowhub.providers.metering.Sink` of this process."""
-        self.seconds.labels(provider).observe(seconds)
-        self.texts.labels(provider).inc(texts)
+        children = self._children.get(provider)
+        if children is None:  # one entry per embedder class
+            children = self._children[provider] = (
+                self.seconds.labels(provider), self.texts.labels(provider), self.errors.labels(provider))
+        children[0].observe(seconds)
+        children[1].inc(texts)
         if not ok:
-            self.errors.labels(provider).inc()
+            children[2].inc()
 
     def collectors(self) -> tuple[Any, ...]:
         return (self.seconds, self.texts, self.errors)
