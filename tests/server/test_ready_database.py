@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,8 +30,20 @@ class PrivatePostgres:
 
         self._pgserver = pgserver
         self.pgdata = root / "pgdata"
-        self.server: Any = pgserver.get_server(self.pgdata, cleanup_mode="stop")
+        self.server: Any = self._get_server()
         self.url = self.server.get_uri().replace("postgresql://", "postgresql+psycopg://", 1)
+
+    def _get_server(self) -> Any:
+        # pgserver gives pg_ctl 10 s to start; on a loaded machine a second try finds the
+        # server up (or starts it), instead of skipping or failing the test
+        for attempt in range(3):
+            try:
+                return self._pgserver.get_server(self.pgdata, cleanup_mode="stop")
+            except Exception:
+                if attempt == 2:
+                    raise
+                time.sleep(1.0)
+        raise AssertionError("unreachable")
 
     def stop(self) -> None:
         if self.server is not None:
@@ -39,7 +52,7 @@ class PrivatePostgres:
 
     def start(self) -> None:
         if self.server is None:
-            self.server = self._pgserver.get_server(self.pgdata, cleanup_mode="stop")
+            self.server = self._get_server()
 
 
 @pytest.fixture()
