@@ -106,7 +106,9 @@ def test_compose_starts_knowhub_on_pgvector(tmp_path: Path) -> None:
 
         uid = _run([*base, "exec", "-T", "knowhub", "id", "-u"], env=env)
         assert uid.returncode == 0 and uid.stdout.strip() not in ("", "0"), uid.stdout + uid.stderr
-        health = _run([engine, "inspect", "--format", "{{.State.Health.Status}}", f"{project}-knowhub-1"])
+        container = _run([*base, "ps", "-q", "knowhub"], env=env).stdout.split()
+        assert container, "compose lists no knowhub container"
+        health = _run([engine, "inspect", "--format", "{{.State.Health.Status}}", container[0]])
         assert health.stdout.strip() in ("healthy", "starting"), health.stdout + health.stderr
     finally:
         logs = _run([*base, "logs", "--no-color", "knowhub"], timeout=60, env=env)
