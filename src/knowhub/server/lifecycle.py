@@ -10,9 +10,10 @@
   engines, :meth:`Lifecycle.mark_ready` marks the app ready,
   :meth:`Lifecycle.before_close` marks it not ready and drains the context outbox before
   the engines close.
-* ``GET /ready`` answers 200 only while every engine is open and, for the context engine,
-  its background index worker runs; 503 with the reasons otherwise. ``/health`` stays the
-  plain liveness probe.
+* ``GET /ready`` answers 200 only while every engine is open, for the context engine its
+  background index worker runs, and every configured PostgreSQL database answers
+  (:class:`~knowhub.server.dbcheck.DatabaseProbe`); 503 with the reasons otherwise.
+  ``/health`` stays the plain liveness probe.
 * :class:`JsonFormatter` and :func:`configure_logging` give one JSON object per line on
   stderr (``ts, level, logger, msg`` plus extra fields); :class:`AccessLogMiddleware` logs
   ``method, path, status, duration_ms`` per request. Query strings, headers and bodies are
@@ -40,6 +41,7 @@ from knowhub.config import Settings
 from knowhub.errors import KnowhubError, StorageError
 from knowhub.sample import sample_kb
 from knowhub.scope import Principal
+from knowhub.server.dbcheck import DatabaseProbe
 
 log = logging.getLogger("knowhub.server.lifecycle")
 #: Builds one engine from the settings (``knowhub.server.app.ENGINE_BUILDERS``).
@@ -262,6 +264,7 @@ class Lifecycle:
         self.expected = list(expected)
         self.ready = False
         self.sample_report: dict[str, Any] | None = None
+        self.databases = DatabaseProbe.from_settings(settings)
 
     @property
     def data_dir(self) -> Path:
@@ -281,6 +284,7 @@ class Lifecycle:
     def before_close(self, engines: Mapping[str, Any]) -> None:
         """Stop reporting ready and apply every pending context index event."""
         self.ready = False
+        self.databases.close()
         from knowhub.server.routers.context import CONTEXT_ENGINE
 
         service = engines.get(CONTEXT_ENGINE)
@@ -295,7 +299,7 @@ class Lifecycle:
     def problems(self, engines: Mapping[str, Any]) -> list[str]:
         """Reasons the app is not ready; empty when it is."""
         problems = [] if self.ready else ["starting or stopping"]
-        return problems + engine_problems(engines, self.expected)
+        return problems + engine_problems(engines, self.expected) + self.databases.problems()
 
 
 def install(app: FastAPI, lifecycle: Lifecycle) -> None:
@@ -304,7 +308,8 @@ def install(app: FastAPI, lifecycle: Lifecycle) -> None:
 
     @app.get("/ready", tags=["meta"], responses={503: {"description": "not ready"}})
     def ready() -> JSONResponse:
-        """Readiness: every engine open and the context index worker running. Needs no key."""
+        """Readiness: every engine open, the context index worker running and every
+        configured PostgreSQL database answering. Needs no key."""
         engines: Mapping[str, Any] = getattr(app.state, "engines", {})
         problems = lifecycle.problems(engines)
         if problems:

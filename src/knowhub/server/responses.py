@@ -16,7 +16,8 @@ Which statuses an operation may answer follows from how the server produces them
 - 400 and 404: every ``/api`` route (an engine refused a value or an unreadable body;
   an id, URI or keyword that does not exist or is not visible);
 - 403: writes, and every resource, context and admin route (not yours to change; secure
-  bodies; an ``X-Context-Agent`` the key does not belong to; not an operator);
+  bodies; an ``X-Context-Agent`` the key does not belong to; not an operator), and
+  ``/metrics`` (not an operator);
 - 409: writes outside ``/api/context`` (a stale ``version``, a changed item during evolve
   or undo, a stale slim plan, a tree alias that already names a sibling keyword).
 """
@@ -91,6 +92,8 @@ def error_statuses(method: str, path: str, *, has_input: bool, has_body: bool, n
             codes.add(403)
         if is_write and not path.startswith("/api/context"):
             codes.add(409)
+    if path == "/metrics":
+        codes.add(403)  # an operator key only (knowhub.server.metrics)
     return sorted(codes)
 
 
