@@ -80,6 +80,19 @@ def rows_containing(url: str, needles: list[bytes]) -> dict[bytes, list[str]]:
     return {n: places for n, places in found.items() if places}
 
 
+def never_vacuumed(url: str) -> list[str]:
+    """Tables of the database no ``VACUUM`` has run on (autovacuum aside)."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return sorted(r[0] for r in conn.execute(text(
+                "SELECT relname FROM pg_stat_user_tables WHERE schemaname = 'public' AND last_vacuum IS NULL")))
+    finally:
+        engine.dispose()
+
+
 def _eventually(probe: Any, needle: bytes, timeout_s: float = 20.0) -> dict[bytes, list[str]]:
     """``probe()`` once ``needle`` shows in it (the context index worker is asynchronous)."""
     deadline = time.monotonic() + timeout_s
@@ -111,6 +124,11 @@ def test_forget_leaves_no_trace_in_postgres(tmp_path: Path, database: str) -> No
         done = _ok(client.post("/api/admin/forget", headers=OPERATOR,
                                json={"principal": "user:alice", "dry_run": False}))
         assert done["knowledge"]["knowledge_erased"] >= 1 and done["knowledge"]["storage"]["vacuumed"] is True
+
+        assert done["context"]["index_vacuumed"] and done["knowledge"]["storage"]["tables"]
+        # every table was vacuumed: the dead row versions the erasure left (invisible to
+        # SQL, their bytes still in the pages) are removed
+        assert never_vacuumed(database) == [], done
 
         left = rows_containing(database, alice)
         assert left == {}, left

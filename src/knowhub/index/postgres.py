@@ -540,6 +540,21 @@ class PostgresIndex:
             conn.execute(text(f"DELETE FROM {t}_stats"))
             conn.execute(text(f"DELETE FROM {t}_meta WHERE key = 'stamp'"))
 
+    def vacuum(self) -> list[str]:
+        """``VACUUM`` every table of this index (after an erasure: the dead row versions a
+        delete leaves, which hold the deleted text until a vacuum, are removed and their
+        space reused); returns the tables vacuumed. Outside any transaction, as PostgreSQL
+        requires; a concurrent autovacuum makes it wait, never fail."""
+        names = [f"{self._t}_{table}" for table in _TABLES]
+        try:
+            with self._engine.connect() as conn:
+                conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+                for name in names:
+                    conn.execute(text(f"VACUUM {name}"))
+        except SQLAlchemyError as exc:
+            raise StorageError(f"index {self.name}: vacuum failed: {_one_line(exc)}") from exc
+        return names
+
     def checkpoint(self, stamp: str, *, connection: Connection | None = None) -> None:
         """Record ``stamp``: the documents are durable already (each write committed)."""
         if not isinstance(stamp, str):
