@@ -21,7 +21,7 @@ from knowhub.config import Settings
 from knowhub.server import create_app
 from tests.pgvector_server import pgvector_url
 from tests.security.security_support import OPERATOR, auth_header, files_containing, keyed_settings
-from tests.security.test_forget import ALICE, BOB, _ok, _populate
+from tests.security.test_forget import ALICE, BOB, TEAM_TEXT, _ok, _populate
 
 pytestmark = pytest.mark.postgres
 
@@ -109,7 +109,7 @@ def test_forget_leaves_no_trace_in_postgres(tmp_path: Path, database: str) -> No
                                         context={"index_url": database})
     # stems and lower-cased tokens: search a prefix that stemming leaves alone
     alice = [m[:-2] for m in ALICE.values()] + [ALICE_KEYED, b"user:alice"]
-    bob = [BOB["knowledge"], BOB["memory"], BOB["feedback"]]
+    bob = [BOB["knowledge"], BOB["memory"], BOB["feedback"], TEAM_TEXT.encode()]  # and the team's
     with TestClient(create_app(settings)) as client:
         ids = _populate(client)
         _ok(client.put("/api/knowledge/keyed", headers=auth_header("alice"), json={
