@@ -202,3 +202,36 @@ def test_an_older_layout_is_dropped_so_the_engine_rebuilds(engine: object, prefi
     assert index.stamp() is None  # the engine sees no checkpoint and rebuilds from its store
     index.upsert([IndexDocument(id="a", tokens=["x"], vector=np.eye(4)[1])])
     assert [h.id for h in index.search(tokens=["x"], vector=np.eye(4)[1], top_k=3)] == ["a"]
+
+
+def test_a_deleted_text_leaves_no_term_or_partition_row(engine: object, prefix: str) -> None:
+    """The statistics tables name terms and partitions: with the last document that held
+    one, its row goes (right to be forgotten), and the statistics stay exact."""
+    from sqlalchemy import text
+
+    from knowhub.index.postgres import PostgresIndex
+
+    index = PostgresIndex(engine, f"{prefix}_gone", 4)  # type: ignore[arg-type]
+    index.upsert([IndexDocument(id="a1", tokens=["secretword", "shared"], partition="user:alice"),
+                  IndexDocument(id="a2", tokens=["secretword"], partition="user:alice"),
+                  IndexDocument(id="b1", tokens=["shared", "bobword"], partition="user:bob")])
+
+    def rows() -> tuple[set[tuple[str, str]], set[str]]:
+        with engine.connect() as conn:  # type: ignore[attr-defined]
+            terms = {(r[0], r[1]) for r in conn.execute(text(f"SELECT term, part FROM kx_{prefix}_gone_terms"))}
+            parts = {r[0] for r in conn.execute(text(f"SELECT part FROM kx_{prefix}_gone_stats"))}
+        return terms, parts
+
+    index.delete(["a1"])  # "secretword" is still held by a2
+    terms, parts = rows()
+    assert ("secretword", "user:alice") in terms and ("shared", "user:alice") not in terms
+    assert parts == {"user:alice", "user:bob"}
+    index.delete(["a2"])
+    terms, parts = rows()
+    assert terms == {("shared", "user:bob"), ("bobword", "user:bob")} and parts == {"user:bob"}
+    assert index.search(tokens=["secretword"], top_k=3) == [] and index.count() == 1
+    index.upsert([IndexDocument(id="a3", tokens=["secretword"], partition="user:alice")])
+    assert [h.id for h in index.search(tokens=["secretword"], top_k=3)] == ["a3"]
+    assert index.doc_freqs(["secretword", "shared"]) == ({"secretword": 1, "shared": 1}, 2)
+    vacuumed = index.vacuum()
+    assert f"kx_{prefix}_gone_terms" in vacuumed and len(vacuumed) == 6

@@ -151,7 +151,8 @@ def test_forget_over_http_leaves_no_byte_of_alice(served: tuple[TestClient, Sett
     assert _ok(client.get("/api/context/search", headers=a, params={"q": ALICE["memory"].decode()}))["total"] == 0
     assert _ok(client.get("/api/context/commits", headers=a))["results"] == []
     assert _ok(client.get("/api/admin/check", headers=OPERATOR))["ok"] is True
-    client.close()  # closing saves the index copies again: still nothing of alice
+    client.__exit__(None, None, None)  # the server stops and saves its index copies and
+    # caches again: still nothing of alice (the fixture's exit is then a no-op)
     assert files_containing(data_dir, [*ALICE.values(), b"user:alice"]) == {}
     plain = [BOB["knowledge"], BOB["memory"], BOB["feedback"]]  # (bob's secret is stored encrypted)
     assert set(files_containing(data_dir, plain)) == set(plain)

@@ -10,7 +10,8 @@ erased (nothing is shared, so nothing is anonymized):
 * the commit audit files of the user's commits (``.audit/commits/*.json``);
 * the outbox rows that name the user (its URIs or its id in the payload) — once applied;
   the outbox file is then rewritten (``secure_delete``, ``VACUUM``, WAL truncated);
-* the index copy on disk (saved again without the user's records);
+* the index copy on disk (saved again without the user's records), or, with the index in
+  PostgreSQL (``context.index_url``), its rows, and then its tables are vacuumed;
 * quarantined files that came from the user's spaces.
 
 Shared agent spaces hold no text of the user's conversations, only experience records
@@ -182,4 +183,8 @@ def forget_user(service: Any, user_id: str, *, dry_run: bool = False) -> dict[st
     counts["outbox_rows"] = _purge_outbox(service, [*marks, f'"user_id":"{user_id}"'], False) if marks else 0
     counts["quarantine_entries"] = _purge_quarantine(service, origins, False)
     service.save_index()
-    return dict(counts)
+    report: dict[str, Any] = dict(counts)
+    vacuum = getattr(service.index, "vacuum", None)
+    if callable(vacuum):  # the shared index in PostgreSQL: dead row versions keep the text
+        report["index_vacuumed"] = vacuum()
+    return report

@@ -20,7 +20,9 @@ Storage (per index ``name``, tables prefixed ``kx_<name>_``):
   parsers never re-analyze it;
 - ``terms``: per (term, partition) the document frequency and the bounds of the term's
   contribution (largest tf, shortest document), and ``stats``: per partition the documents,
-  the documents with tokens and their total length; both updated in the writing transaction;
+  the documents with tokens and their total length; both updated in the writing transaction,
+  and a row goes with the last document that held its term or partition (a deleted text
+  leaves no token, and a forgotten owner no partition name, behind);
 - ``meta``: format, dimension and the checkpoint stamp.
 
 The lexical top-k prunes with MaxScore (:mod:`knowhub.index.postgres_lexical`): exact, but
@@ -141,6 +143,15 @@ class _StatsDelta:
                 {"terms": [k[0] for k in keys], "parts": [k[1] for k in keys], "dfs": [self.dfs[k] for k in keys],
                  "tfs": [self.tf_max.get(k, 0) for k in keys], "lens": [self.len_min.get(k, _NO_LENGTH) for k in keys]},
             )
+        emptied = [k for k in keys if self.dfs[k] < 0]
+        if emptied:  # a term no document holds any more names deleted text: drop its row
+            conn.execute(
+                text(
+                    f"""DELETE FROM {table}_terms t USING unnest(CAST(:terms AS text[]), CAST(:parts AS text[]))
+                        AS e(term, part) WHERE t.term = e.term AND t.part = e.part AND t.df <= 0"""
+                ),
+                {"terms": [k[0] for k in emptied], "parts": [k[1] for k in emptied]},
+            )
         changed = sorted((p, r) for p, r in self.parts.items() if any(r))
         if not changed:
             return
@@ -155,6 +166,12 @@ class _StatsDelta:
             {"parts": [p for p, _ in changed], "a": [r[0] for _, r in changed],
              "n": [r[1] for _, r in changed], "t": [r[2] for _, r in changed]},
         )
+        emptied_parts = [p for p, r in changed if r[0] < 0]
+        if emptied_parts:  # a partition names its owner (``user:...``): gone with its last document
+            conn.execute(
+                text(f"DELETE FROM {table}_stats WHERE part = ANY(CAST(:parts AS text[])) AND n_all <= 0"),
+                {"parts": emptied_parts},
+            )
 
 
 class PostgresIndex:
@@ -522,6 +539,21 @@ class PostgresIndex:
             conn.execute(text(f"TRUNCATE {t}_postings, {t}_vecs, {t}_docs, {t}_terms"))
             conn.execute(text(f"DELETE FROM {t}_stats"))
             conn.execute(text(f"DELETE FROM {t}_meta WHERE key = 'stamp'"))
+
+    def vacuum(self) -> list[str]:
+        """``VACUUM`` every table of this index (after an erasure: the dead row versions a
+        delete leaves, which hold the deleted text until a vacuum, are removed and their
+        space reused); returns the tables vacuumed. Outside any transaction, as PostgreSQL
+        requires; a concurrent autovacuum makes it wait, never fail."""
+        names = [f"{self._t}_{table}" for table in _TABLES]
+        try:
+            with self._engine.connect() as conn:
+                conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+                for name in names:
+                    conn.execute(text(f"VACUUM {name}"))
+        except SQLAlchemyError as exc:
+            raise StorageError(f"index {self.name}: vacuum failed: {_one_line(exc)}") from exc
+        return names
 
     def checkpoint(self, stamp: str, *, connection: Connection | None = None) -> None:
         """Record ``stamp``: the documents are durable already (each write committed)."""

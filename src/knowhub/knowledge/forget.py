@@ -22,7 +22,8 @@ Its votes (:mod:`knowhub.knowledge.votes`) come off the items that stay, with th
 and counts, and every vote delta it cast or made is deleted, as are the votes and deltas of
 the items erased; the keyed addresses it owned go too. Slim plans it made, or that name an erased item, are deleted. On SQLite the
 database is then rewritten (``secure_delete``, ``VACUUM``, WAL truncated) so the erased
-bytes do not linger in free pages or the write-ahead log.
+bytes do not linger in free pages or the write-ahead log; on PostgreSQL every table of the
+store and of its index is vacuumed (docs/operations.md says what that does and does not do).
 """
 
 from __future__ import annotations
@@ -42,10 +43,10 @@ from knowhub.knowledge.schema import (
     knowledge,
     knowledge_keys,
     knowledge_scopes,
-    knowledge_types,
     knowledge_versions,
     knowledge_vote_changes,
     knowledge_votes,
+    metadata,
     resource_scopes,
     resource_versions,
     resources,
@@ -371,10 +372,21 @@ def forget_in_hub(hub: Any, principal_id: str, *, dry_run: bool = False) -> dict
     if hub.store.dialect == "sqlite":
         counts["storage"] = _rewrite_sqlite(hub.store)
     else:
-        with hub.store.engine.connect() as conn:  # dead tuples hold the old bytes until a vacuum
-            conn.execution_options(isolation_level="AUTOCOMMIT")
-            for table in (knowledge, knowledge_scopes, knowledge_types, knowledge_versions, resources,
-                          resource_scopes, resource_versions, slim_plans):
-                conn.execute(text(f"VACUUM {table.name}"))
-        counts["storage"] = {"vacuumed": True}
+        counts["storage"] = {"vacuumed": True, "tables": _vacuum_postgres(hub)}
     return counts
+
+
+def _vacuum_postgres(hub: Any) -> list[str]:
+    """``VACUUM`` every table of the store and of its index (``kx_knowledge_*``): a delete
+    or update leaves the old row version (dead, invisible to SQL, its bytes still in the
+    table's pages) until a vacuum removes it. Returns the tables vacuumed."""
+    names = [table.name for table in metadata.sorted_tables]
+    with hub.store.engine.connect() as conn:
+        conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+        for name in names:
+            conn.execute(text(f'VACUUM "{name}"'))
+    index = getattr(getattr(hub, "_indexes", None), "index", None)
+    vacuum = getattr(index, "vacuum", None)
+    if callable(vacuum):
+        names += vacuum()
+    return names

@@ -114,10 +114,16 @@ class OperationsMixin(InfoWritesMixin):
 
     def erase_search_decisions(self, principal: str) -> int:
         """Delete every search decision of ``principal`` from the audit (right to be
-        forgotten); returns how many were removed. The change log is not touched."""
+        forgotten); returns how many were removed. The change log is not touched. The
+        descend and agent caches are keyed by query text and name no principal, so they are
+        emptied (in memory and their files under ``cache/``): they are only caches."""
         if not isinstance(principal, str) or not principal:
             raise InvalidInputError("principal must be a non-empty string")
-        return self.audit.erase(principal)
+        with self._lock:
+            erased = self.audit.erase(principal)
+            self.caches.clear()
+            self.caches.save(self._known_size)
+        return erased
 
     # -- undo ------------------------------------------------------------------------------
 
