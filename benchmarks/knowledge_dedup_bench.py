@@ -12,7 +12,8 @@ The thresholds are chosen on the dev half (even pair numbers): the pair of thres
 no false merge there that merges the most duplicates, ties to the stricter one. The test
 half (odd numbers) reports the false-merge rate (different items merged / different
 pairs) and the missed-merge rate (duplicates kept apart / duplicate pairs) at the chosen
-thresholds and at the engine's constants (``SAVE_RELATEDNESS``, ``SAVE_LEXICAL``).
+thresholds, at the engine's constants (``SAVE_RELATEDNESS``, ``SAVE_LEXICAL``) and, for
+contrast, at slim's looser ones (slim merges only after a reviewed plan).
 
     python benchmarks/knowledge_dedup_bench.py --embedder hashing
     python benchmarks/knowledge_dedup_bench.py --embedder e5
@@ -32,6 +33,7 @@ import numpy as np
 from knowhub.knowledge.dedup import SAVE_LEXICAL, SAVE_RELATEDNESS, dedup_text, near_duplicate
 from knowhub.knowledge.models import Knowledge
 from knowhub.knowledge.search import embed_text
+from knowhub.knowledge.slim import COSINE_THRESHOLD, LEXICAL_THRESHOLD
 from knowhub.providers.embedding import HashingEmbedder, relatedness
 
 DATA = Path(__file__).resolve().parent / "data" / "knowledge_dedup_pairs.jsonl"
@@ -117,10 +119,13 @@ def main(argv: list[str] | None = None) -> int:
         "engine_constants": {"min_related": SAVE_RELATEDNESS, "min_lexical": SAVE_LEXICAL,
                              "dev": rates(dev, SAVE_RELATEDNESS, SAVE_LEXICAL),
                              "test": rates(test, SAVE_RELATEDNESS, SAVE_LEXICAL)},
+        "slim_thresholds": {"min_related": COSINE_THRESHOLD, "min_lexical": LEXICAL_THRESHOLD,
+                            "dev": rates(dev, COSINE_THRESHOLD, LEXICAL_THRESHOLD),
+                            "test": rates(test, COSINE_THRESHOLD, LEXICAL_THRESHOLD)},
         "seconds": round(time.perf_counter() - started, 1),
     }
     print(f"{'thresholds':<34} {'half':<5} {'false merge':>14} {'missed merge':>14}")
-    for name in ("chosen_on_dev", "engine_constants"):
+    for name in ("chosen_on_dev", "engine_constants", "slim_thresholds"):
         part = report[name]
         label = f"{name} rel>={part['min_related']} lex>={part['min_lexical']}"
         for half in ("dev", "test"):
