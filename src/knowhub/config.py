@@ -144,6 +144,8 @@ class KnowledgeSettings(BaseModel):
     new_secret_key: bool = False
     #: Feedback votes one principal may cast per minute, per server process (0: no limit).
     feedback_per_minute: int = Field(default=120, ge=0)
+    #: Merge a save into the item in the same scopes it duplicates (knowledge.dedup).
+    dedup_on_save: bool = True
 
 
 class ContextSettings(BaseModel):

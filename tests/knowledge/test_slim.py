@@ -18,7 +18,9 @@ OTHER = ("Configure nginx TLS", "Set ssl_certificate and ssl_certificate_key in 
 
 
 def _save(hub, who, pair, **extra):
-    return hub.save(who, {"task": pair[0], "content": pair[1], "types": extra.pop("types", ["tool"]), **extra})
+    # dedup off: slim is about near-duplicates already stored (save would merge them)
+    return hub.save(who, {"task": pair[0], "content": pair[1], "types": extra.pop("types", ["tool"]),
+                          "dedup": False, **extra})
 
 
 @pytest.fixture
@@ -217,8 +219,10 @@ LONG = " ".join(f"Step {n}: check the shard {n} replica lag and its disk usage b
 
 
 def _long_pair(hub, alice):
-    hub.save(alice, {"task": "Shard maintenance", "content": LONG + "\nTAIL-A: page the DBA on lag over 5s.", "types": ["plan"]})
-    hub.save(alice, {"task": "Shard maintenance", "content": LONG + "\nTAIL-B: never resize during backups.", "types": ["plan"]})
+    hub.save(alice, {"task": "Shard maintenance", "content": LONG + "\nTAIL-A: page the DBA on lag over 5s.", "types": ["plan"],
+                     "dedup": False})
+    hub.save(alice, {"task": "Shard maintenance", "content": LONG + "\nTAIL-B: never resize during backups.", "types": ["plan"],
+                     "dedup": False})
 
 
 def test_slim_offline_keeps_long_contents_whole(hub: KnowledgeHub, alice) -> None:

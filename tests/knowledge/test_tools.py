@@ -273,7 +273,9 @@ def test_slim_plans_then_applies(make_client: ClientFactory) -> None:
         async with make_client() as client:
             text = "使用 undetected_chromedriver 绕过 Selenium 反爬检测,设置 user-agent 并随机延迟"
             await _save(client, task="Selenium 反爬登录", content=text)
-            await _save(client, task="Selenium 反爬登录", content=text + "。")
+            # stored twice on purpose (a tool save would merge it: slim is about stored ones)
+            await client.save({"task": "Selenium 反爬登录", "content": text + "。", "types": ["tool", "strategy"],
+                               "dedup": False})
             plan = await kt.knowledge_slim(client=client)
             assert plan.ok and plan.metadata["applied"] is False
             assert len(plan.metadata["clusters"]) == 1
@@ -392,5 +394,17 @@ def test_dot_segments_in_ids_never_reach_another_endpoint(make_client: ClientFac
             assert not sneaky.ok and sneaky.metadata["error"] == "invalid_input"
             odd = await kt.knowledge_update("..", update_score=4, client=client)
             assert not odd.ok and odd.metadata["error"] in {"not_found", "invalid_input"}
+
+    run(scenario())
+
+
+def test_save_twice_says_merged(make_client: ClientFactory) -> None:
+    async def scenario() -> None:
+        async with make_client() as client:
+            first = await _save(client)
+            again = await _save(client)
+            assert again.metadata["knowledge_id"] == first.metadata["knowledge_id"]
+            assert "merged" in again.title and "identical text" in again.output
+            assert again.metadata["item"]["version"] == 2
 
     run(scenario())

@@ -306,7 +306,7 @@ def test_slim_plans_then_applies(api: Api) -> None:
     me = api.as_("alice")
     text = "使用 undetected_chromedriver 绕过 Selenium 反爬检测,设置 user-agent 并随机延迟"
     first = _save(api, task="Selenium 反爬登录", content=text)
-    second = _save(api, task="Selenium 反爬登录", content=text + "。")
+    second = _save(api, task="Selenium 反爬登录", content=text + "。", dedup=False)  # stored twice on purpose
     distinct = _save(api, task="PostgreSQL 索引", content="GIN 索引适合 JSONB 数组包含查询", types=["definition"])
 
     plan = me.post("/api/knowledge/slim", json={"model": "google/gemini-2.0-flash-001"})

@@ -32,8 +32,8 @@ from knowhub.errors import (
     VersionConflictError,
 )
 from knowhub.index.identity import EmbedderIdentity
+from knowhub.knowledge import dedup, keyed, slim_plans, votes
 from knowhub.knowledge import extract as extraction
-from knowhub.knowledge import keyed, slim_plans, votes
 from knowhub.knowledge.feedback import add_evidence, apply_update, evolve_content, parse_update
 from knowhub.knowledge.hub_indexes import HubIndexes
 from knowhub.knowledge.models import (
@@ -92,6 +92,7 @@ class KnowledgeHub(HubIndexes):
         limits: caps of one extraction (:class:`knowhub.limits.MessageLimits`).
         new_secret_key: make a new key file even though secrets are stored without one
             (:func:`~knowhub.knowledge.secrets.load_key_for_store`).
+        dedup_on_save: merge a save into the item it duplicates (:mod:`~knowhub.knowledge.dedup`).
     """
 
     def __init__(
@@ -109,10 +110,12 @@ class KnowledgeHub(HubIndexes):
         feedback_per_minute: int = votes.DEFAULT_FEEDBACK_PER_MINUTE,
         limits: MessageLimits | None = None,
         new_secret_key: bool = False,
+        dedup_on_save: bool = True,
     ) -> None:
         if not isinstance(candidate_pool, int) or candidate_pool < 1:
             raise InvalidInputError("candidate_pool must be a positive integer")
         self.votes_limit = votes.VoteLimiter(feedback_per_minute)
+        self.dedup_on_save = bool(dedup_on_save)
         self.limits = limits or MessageLimits()
         self.data_dir = Path(data_dir)
         self._in_use = InUseLease(self.data_dir)  # admin restore refuses while held
@@ -159,6 +162,7 @@ class KnowledgeHub(HubIndexes):
             "feedback_per_minute": section.feedback_per_minute,
             "limits": MessageLimits.from_settings(settings.context),
             "new_secret_key": section.new_secret_key,
+            "dedup_on_save": section.dedup_on_save,
         }
         kwargs.update(overrides)
         return cls(settings.engine_dir("knowledge"), **kwargs)
@@ -245,13 +249,10 @@ class KnowledgeHub(HubIndexes):
     # ------------------------------------------------------------------ knowledge CRUD
 
     def save(self, principal: Principal, body: dict[str, Any]) -> Knowledge:
-        """Validate and store a new item (``POST /api/knowledge``)."""
-        principal = self._principal(principal)
-        item = build_knowledge(body, principal)
-        with self.store.write() as conn:
-            self._insert_new(conn, item)
-        self._sync()
-        return item
+        """Validate and store a new item (``POST /api/knowledge``), or merge it into the
+        item in the same scopes it duplicates (answer's ``merged`` set; body ``"dedup":
+        false`` or ``dedup_on_save=False`` turns that off): :mod:`knowhub.knowledge.dedup`."""
+        return dedup.save(self, self._principal(principal), body, enabled=self.dedup_on_save)
 
     def _insert_new(self, conn: Any, item: Knowledge) -> None:
         """Write a new item under an id no other row uses (write_knowledge is an upsert:

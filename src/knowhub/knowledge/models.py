@@ -380,6 +380,9 @@ class Knowledge:
     #: ordinary item, which is addressed by ``id`` alone.
     key: str | None = None
     namespace: list[str] = field(default_factory=list)
+    #: Set only on the answer of a save that was merged into an existing item
+    #: (:mod:`knowhub.knowledge.dedup`): ``{"into", "change_id", "reason"}``. Never stored.
+    merged: dict[str, Any] | None = None
 
     @property
     def score(self) -> int:
@@ -421,6 +424,7 @@ class Knowledge:
             "updated_at": self.updated_at,
             "version": self.version,
             **({"namespace": list(self.namespace), "key": self.key} if self.key is not None else {}),
+            **({"merged": dict(self.merged)} if self.merged is not None else {}),
         }
 
     @classmethod
@@ -444,6 +448,7 @@ class Knowledge:
             version=int(data.get("version") or 1),
             key=None if data.get("key") is None else str(data["key"]),
             namespace=[str(label) for label in data.get("namespace") or []],
+            merged=dict(data["merged"]) if isinstance(data.get("merged"), Mapping) else None,
         )
 
 

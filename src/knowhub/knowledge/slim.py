@@ -25,13 +25,13 @@ from typing import Any
 import numpy as np
 
 from knowhub.errors import KnowhubError, PermissionDeniedError
+from knowhub.knowledge.dedup import dedup_text, near_duplicate
 from knowhub.knowledge.extract import clean_types
 from knowhub.knowledge.models import KNOWLEDGE_TYPES, Knowledge, SlimCluster
 from knowhub.knowledge.search import embed_text
 from knowhub.providers.embedding import relatedness
 from knowhub.providers.llm import LLMClient, build_task_messages
 from knowhub.providers.llm.local_knowledge import merge_knowledge as local_merge
-from knowhub.text import similarity
 
 __all__ = [
     "COSINE_THRESHOLD",
@@ -155,7 +155,7 @@ def find_clusters(
     reasons: dict[int, list[str]] = {}
     type_sets = [set(i.types) for i in items]
     groups_of = [group_of(i) for i in items] if group_of is not None else [None] * n
-    texts = [f"{i.task}\n{i.content}" for i in items]
+    texts = [dedup_text(i.task, i.content) for i in items]
     for start in range(0, n, _BLOCK):
         # on every embedder's scale (0 = unrelated): E5 puts distinct items of one topic at
         # raw cosine 0.92-0.94 and rewordings at 0.98, the hashing embedder far lower
@@ -170,14 +170,12 @@ def find_clusters(
             for j in cols.tolist():
                 if type_sets[i].isdisjoint(type_sets[j]) or groups_of[i] != groups_of[j]:
                     continue
-                cosine = float(scores[j])
-                if cosine >= COSINE_THRESHOLD:
-                    why = f"relatedness {cosine:.2f}"
-                else:
-                    lexical = similarity(texts[i], texts[j])
-                    if lexical < LEXICAL_THRESHOLD:
-                        continue
-                    why = f"lexical similarity {lexical:.2f}"
+                why = near_duplicate(
+                    float(scores[j]), texts[i], texts[j],
+                    min_related=COSINE_THRESHOLD, min_lexical=LEXICAL_THRESHOLD,
+                )
+                if why is None:
+                    continue
                 root_i, root_j = _find(parent, i), _find(parent, j)
                 if root_i != root_j:
                     parent[root_j] = root_i

@@ -193,6 +193,13 @@ def content_hash(task: str, content: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
+def _stored(item: Knowledge) -> dict[str, Any]:
+    """The item's stored document: the save answer's ``merged`` marker is never kept."""
+    doc = item.to_dict()
+    doc.pop("merged", None)
+    return doc
+
+
 def encode_namespace(namespace: Sequence[str]) -> str:
     """A namespace as text whose string prefixes are exactly its label prefixes:
     ``("a", "b/c")`` is ``a/b%2Fc/`` (``%`` and ``/`` escaped, every label ends in ``/``)."""
@@ -425,7 +432,7 @@ class KnowledgeStore:
             "helpful": item.helpful,
             "harmful": item.harmful,
             "confidence": item.confidence,
-            "doc": _dumps(item.to_dict()),
+            "doc": _dumps(_stored(item)),
             "deleted": 1 if deleted else 0,
             "created_at": item.created_at,
             "updated_at": item.updated_at,
@@ -519,14 +526,25 @@ class KnowledgeStore:
         self, conn: Connection, task: str, content: str, visible: Iterable[str]
     ) -> str | None:
         """Id of a live visible item with the same normalized task and content."""
-        row = conn.execute(
-            select(knowledge.c.id).where(
+        found = self.duplicate_ids(conn, task, content, visible, limit=1)
+        return found[0] if found else None
+
+    def duplicate_ids(
+        self, conn: Connection, task: str, content: str, visible: Iterable[str], *, limit: int = 20
+    ) -> list[str]:
+        """Ids of live items in ``visible`` scopes with the same normalized task and content,
+        oldest first (save dedup: :mod:`knowhub.knowledge.dedup`)."""
+        rows = conn.execute(
+            select(knowledge.c.id)
+            .where(
                 knowledge.c.content_hash == content_hash(task, content),
                 knowledge.c.deleted == 0,
                 self.visible_clause(visible),
             )
-        ).first()
-        return None if row is None else str(row.id)
+            .order_by(knowledge.c.seq)
+            .limit(limit)
+        )
+        return [str(row.id) for row in rows]
 
     def changes_since(self, conn: Connection, seq: int) -> list[tuple[int, bool, Knowledge]]:
         """Items changed after ``seq`` (including soft deletes), in seq order."""
@@ -603,7 +621,7 @@ class KnowledgeStore:
 
         ``reason`` (why the change was made) travels inside the snapshot as ``_reason``,
         like ``_deleted``, so older databases need no migration."""
-        snapshot = previous.to_dict()
+        snapshot = _stored(previous)
         # Bounded: the case lists are derived from knowledge_votes and carried over on undo.
         snapshot["eval"].pop("helpful_history", None)
         snapshot["eval"].pop("harmful_history", None)

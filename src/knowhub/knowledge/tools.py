@@ -463,6 +463,9 @@ async def knowledge_save(
 ) -> ToolResult:
     """Save new knowledge (``POST /api/knowledge``) with seed 002's agent-side defaults.
 
+    A save that duplicates an item in the same scopes is merged into it, and the result
+    says so (docs/knowledge.md, "Duplicate saves merge").
+
     Without ``scopes``/``owner`` the item goes to ``[client.default_org]`` owned by
     ``agent:{agent_id}`` (seed 002). A caller without the rights for a default gets the
     server's refusal with a hint naming the default, never a silent change of scope or
@@ -515,10 +518,13 @@ async def knowledge_save(
                 "explicitly, or give this principal membership and the publish right there)"
             )
             raise type(exc)(hint, **exc.context) from exc
+        merged = item.get("merged")
         return ToolResult(
-            "✅ 知识已保存 / knowledge saved",
+            "✅ 已合并到已有知识 / merged into existing knowledge" if merged
+            else "✅ 知识已保存 / knowledge saved",
             f"id: {item.get('id')}\ntask: {item.get('task')}\nscopes: "
-            f"{', '.join(item.get('scopes') or [])} · owner: {item.get('owner')}",
+            f"{', '.join(item.get('scopes') or [])} · owner: {item.get('owner')}"
+            + (f"\nmerged ({merged.get('reason')}), version {item.get('version')}" if merged else ""),
             {"knowledge_id": item.get("id"), "item": item},
         )
 

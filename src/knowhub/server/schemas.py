@@ -196,6 +196,8 @@ class KnowledgeCreate(RequestBody):
     confidence: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
     message_id: Label | None = None
     resource_ids: Annotated[list[IdText], Field(max_length=MAX_LIST_ITEMS)] | None = None
+    #: false: store as a new item even when it duplicates one (knowledge.dedup).
+    dedup: bool | None = None
 
 
 class KeyedPut(RequestBody):

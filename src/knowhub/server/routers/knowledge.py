@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Response
 
 from knowhub.server.deps import HubDep, PrincipalDep, clean_query, split_csv
 from knowhub.server.routers._json import results, to_json
@@ -164,10 +164,14 @@ def build_router() -> APIRouter:
 
     @router.post("", status_code=201)
     def save_knowledge(
-        principal: PrincipalDep, hub: HubDep, body: KnowledgeCreate
+        principal: PrincipalDep, hub: HubDep, body: KnowledgeCreate, response: Response
     ) -> dict[str, Any]:
-        """Save a new item; answers the stored item including its new ``id``."""
-        return dict(to_json(hub.save(principal, body.to_engine())))
+        """Save a new item (201, the stored item with its new ``id``), or merge it into the
+        item it duplicates (200, that item with ``merged``; docs/knowledge.md)."""
+        item = hub.save(principal, body.to_engine())
+        if item.merged is not None:
+            response.status_code = 200
+        return dict(to_json(item))
 
     @router.get("/{knowledge_id}/history")
     def knowledge_history(
