@@ -2,10 +2,14 @@
 
 ``python benchmarks/worst_commit.py DIR MESSAGES CHARS`` in a fresh process (DIR must not
 exist); the worst cases are ``500 800`` (the message cap) and ``12 32000`` (the size caps)."""
-import resource, sys, time
+import resource
+import sys
+import time
 from pathlib import Path
+
 from knowhub.context.service import ContextEngineService
 from knowhub.scope import RequestContext
+
 S = ["I love painting sunsets with my sister Anna in Boston.", "My name is Melanie Jones and I work at Google as an engineer.",
      "Yesterday we went hiking on Mount Tam with Caroline and her dog Max.", "My favourite food is ramen and I hate cilantro.",
      "I fixed the build by pinning numpy 1.26 after the upgrade broke it."]

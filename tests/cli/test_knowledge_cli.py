@@ -19,7 +19,7 @@ def test_save_search_update_get_list_delete(tmp_path: Path) -> None:
     table = run("knowledge", "search", "Redis 连接池", "-d", data)
     assert table.exit_code == 0 and saved["id"] in table.stdout
     updated = run_json("knowledge", "update", saved["id"], "-d", data, "--helpful", "fixed prod outage")
-    assert updated["eval"]["helpful"] == 1 and updated["version"] == 2
+    assert updated["eval"]["helpful"] == 1 and updated["version"] == 1  # a vote is not a version (issue 18 §1)
     got = run_json("knowledge", "get", saved["id"], "-d", data, "--history")
     assert got["item"]["eval"]["helpful"] == 1 and len(got["history"]) == 1
     listed = run_json("knowledge", "list", "-d", data, "--json")

@@ -29,6 +29,7 @@ from knowhub.errors import (
     KnowhubError,
     LockTimeoutError,
     NotFoundError,
+    PayloadTooLargeError,
     PermissionDeniedError,
     VersionConflictError,
 )
@@ -79,7 +80,7 @@ def client_for(script: Script, **kwargs: Any) -> tuple[KnowhubClient, list[float
         (409, "conflict", VersionConflictError),
         (400, "invalid_input", InvalidInputError),
         (422, "validation_error", InvalidInputError),
-        (413, "payload_too_large", InvalidInputError),
+        (413, "payload_too_large", PayloadTooLargeError),
         (403, "permission_denied", PermissionDeniedError),
         (401, "unauthorized", PermissionDeniedError),
         (503, "lock_timeout", LockTimeoutError),

@@ -44,7 +44,9 @@ from knowhub.errors import (
     LLMTimeoutError,
     LockTimeoutError,
     NotFoundError,
+    PayloadTooLargeError,
     PermissionDeniedError,
+    RateLimitedError,
     StorageError,
     VersionConflictError,
 )
@@ -87,11 +89,12 @@ _ENGINE_ERRORS: tuple[type[KnowhubError], ...] = (
     LLMError,
     LLMTimeoutError,
     LLMResponseError,
+    PayloadTooLargeError,
+    RateLimitedError,
 )
 ERROR_CODES: dict[str, type[KnowhubError]] = {cls.code: cls for cls in _ENGINE_ERRORS} | {
     "validation_error": InvalidInputError,
     "bad_request": InvalidInputError,
-    "payload_too_large": InvalidInputError,
     "unsupported_media_type": InvalidInputError,
     "conflict": VersionConflictError,
     "unauthorized": PermissionDeniedError,
