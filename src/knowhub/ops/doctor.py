@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, SecretStr
 
-from knowhub.config import Settings, read_toml
+from knowhub.config import NON_SETTING_ENV, Settings, read_toml
 from knowhub.errors import ConfigError, KnowhubError, LLMError
 from knowhub.index.identity import REINDEX_COMMAND, EmbedderIdentity
 from knowhub.storage.modes import DIR_MODE, FILE_MODE
@@ -41,9 +41,6 @@ LOW_FREE_BYTES = 1024**3
 SLOW_FSYNC_MS = 50.0
 _FSYNC_ROUNDS = 5
 #: ``KNOWHUB_*`` variables that are read by a command, not by :class:`Settings`.
-NON_SETTING_VARIABLES = frozenset(
-    {"KNOWHUB_CONFIG", "KNOWHUB_MCP_KEY", "KNOWHUB_MCP_PRINCIPAL", "KNOWHUB_TEST_PG_URL"}
-)
 _LLM_PROBE_TIMEOUT_S = 20.0
 _PROBE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -107,7 +104,7 @@ def _env_settings(env: Mapping[str, str]) -> dict[str, Any]:
     """``KNOWHUB_*`` variables as a nested dict (``KNOWHUB_LLM__MODEL`` → llm.model)."""
     nested: dict[str, Any] = {}
     for name, value in env.items():
-        if not name.upper().startswith("KNOWHUB_") or name.upper() in NON_SETTING_VARIABLES:
+        if not name.upper().startswith("KNOWHUB_") or name.upper() in NON_SETTING_ENV:
             continue
         parts = name[len("KNOWHUB_"):].lower().split("__")
         node = nested
