@@ -123,7 +123,7 @@ def drive_tree(llm: LLMClient, root: Path) -> None:
 def drive_knowledge(llm: LLMClient, root: Path) -> None:
     """route_knowledge, merge_knowledge, evolve_knowledge and extract_knowledge."""
     alice = Principal.of("user:alice", ["team:red"])
-    hub = KnowledgeHub(root / "knowledge", llm=llm, secret_key=bytes(32))
+    hub = KnowledgeHub(root / "knowledge", llm=llm, secret_key=bytes(32), dedup_on_save=False)  # slim merges them
     try:
         first = hub.save(alice, {"task": "Deploy with docker compose", "types": ["tool"], "score": 4,
                                  "content": "Use docker compose up -d to start all services in the background."})

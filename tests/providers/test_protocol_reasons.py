@@ -184,7 +184,7 @@ CHAT = [{"id": "m1", "role": "user", "content": "Run the migrations before resta
 
 
 def hub_with(server: FakeOpenAIServer, tmp_path: Path) -> KnowledgeHub:
-    return KnowledgeHub(tmp_path / "kh", llm=client(server), secret_key=bytes(32))
+    return KnowledgeHub(tmp_path / "kh", llm=client(server), secret_key=bytes(32), dedup_on_save=False)  # slim merges them
 
 
 def save(hub: KnowledgeHub, pair: tuple[str, str]) -> Any:

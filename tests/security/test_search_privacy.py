@@ -232,7 +232,8 @@ def test_operator_can_erase_one_principals_searches(tree: KeywordTree) -> None:
     assert tree.erase_search_decisions("user:alice") == 1
     assert [rec["principal"] for rec in tree.search_decisions(everyone=True)] == ["user:bob"]
     raw = b"".join(p.read_bytes() for p in tree.audit.paths())
-    assert b"HIV" not in raw
+    # (bob's record may name the keyword 艾滋病 and its alias HIV: candidates carry aliases)
+    assert SECRET.encode() not in raw and b"privately" not in raw
 
 
 def test_cli_history_is_the_operators_view_with_who_searched(tmp_path: Path) -> None:

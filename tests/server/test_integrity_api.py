@@ -27,7 +27,9 @@ def test_save_ignores_forged_feedback_counters(api: Api) -> None:
     assert saved.status_code == 201, saved.text
     assert saved.json()["eval"] == {"score": 3, "helpful": 0, "harmful": 0, "confidence": 0.5,
                                     "helpful_history": [], "harmful_history": []}
-    honest = api.as_("pat").post("/api/knowledge", json=knowledge_body(scopes=["org:acme"], score=4)).json()
+    # the same text again: kept apart here (dedup off), so the two rank side by side
+    honest = api.as_("pat").post("/api/knowledge", json={**knowledge_body(scopes=["org:acme"], score=4),
+                                                         "dedup": False}).json()
     assert api.as_("olga").put(f"/api/knowledge/{honest['id']}",
                                json={"add_helpful_case": {"outcome": "worked"}}).status_code == 200
     # olga (org:acme) searches: the forged item no longer ranks first.
