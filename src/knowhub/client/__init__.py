@@ -7,8 +7,9 @@ All three have ``.tree``, ``.knowledge`` and ``.context`` namespaces whose metho
 in-process engine methods without the principal argument, returning the engines' own
 dataclasses and raising :mod:`knowhub.errors` exceptions. See ``docs/client.md``.
 
-Importing this package loads httpx and the standard library only (hook processes import
-it per prompt); engine modules load when a namespace first decodes or opens something.
+Importing this package loads the standard library only (hook processes import it per
+prompt): httpx loads when an httpx-backed client is built (the default; ``transport="stdlib"``
+never loads it), engine model modules when a namespace first decodes a result.
 """
 
 from __future__ import annotations
