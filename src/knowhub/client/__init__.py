@@ -14,6 +14,8 @@ never loads it), engine model modules when a namespace first decodes a result.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from knowhub.client._http import (
     ERROR_CODES,
     ClientTimeoutError,
@@ -21,7 +23,9 @@ from knowhub.client._http import (
     ServerUnreachableError,
 )
 from knowhub.client.client import DEFAULT_BASE_URL, AsyncKnowhubClient, KnowhubClient
-from knowhub.client.local import LocalKnowhub
+
+if TYPE_CHECKING:
+    from knowhub.client.local import LocalKnowhub
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -33,3 +37,12 @@ __all__ = [
     "RetryPolicy",
     "ServerUnreachableError",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "LocalKnowhub":  # the in-process face: a remote caller never needs it
+        from knowhub.client.local import LocalKnowhub
+
+        globals()[name] = LocalKnowhub
+        return LocalKnowhub
+    raise AttributeError(f"module 'knowhub.client' has no attribute {name!r}")

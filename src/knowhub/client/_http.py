@@ -26,9 +26,7 @@ Standard library only: hook processes import this module.
 
 from __future__ import annotations
 
-import email.utils
 import json
-import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -142,6 +140,8 @@ class RetryPolicy:
         if retry_after is not None:
             return min(max(retry_after, 0.0), self.max_delay_s)
         ceiling = min(self.max_delay_s, self.base_delay_s * (2**attempt))
+        import random
+
         return random.uniform(ceiling / 2, ceiling)
 
 
@@ -154,6 +154,8 @@ def retry_after_s(value: str | None) -> float | None:
         return float(value)
     except ValueError:
         pass
+    import email.utils  # an HTTP date is rare; the module costs a hook's start-up
+
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):

@@ -14,7 +14,8 @@ Configuration comes from the environment (documented in docs/integrations.md):
 turn every hook into a no-op, ``KNOWHUB_HOOK_START_TOKENS`` / ``KNOWHUB_HOOK_GOAL_TOKENS``
 / ``KNOWHUB_HOOK_TIMEOUT_MS`` for the budgets, ``KNOWHUB_HOOK_STATE`` for the state dir.
 
-Import-light: stdlib here, ``knowhub.client`` (httpx) only when a server is called.
+Import-light: stdlib here; ``knowhub.client`` with its standard-library backend (no httpx)
+when a server is called, and of the engines only their result model modules.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import contextlib
 import json
 import logging
 import os
-import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import replace
@@ -76,11 +76,12 @@ def _int(value: str | None) -> int | None:
 
 
 def build_client(config: HookConfig, timeout_s: float, retries: int) -> Any:
-    """A :class:`knowhub.client.KnowhubClient` for ``config`` (imported here: only when needed)."""
+    """A :class:`knowhub.client.KnowhubClient` for ``config`` over ``http.client``: a hook
+    process lives for one prompt, and httpx would cost more start-up than the round trip."""
     from knowhub.client import KnowhubClient
 
     return KnowhubClient(config.url, config.api_key, user_id=config.user_id, agent_id=config.agent_id,
-                         timeout=timeout_s, retries=retries)
+                         timeout=timeout_s, retries=retries, transport="stdlib")
 
 
 def _context(config: HookConfig, payload: Mapping[str, Any], knowhub: Any) -> AgentContext:
@@ -169,6 +170,8 @@ def commit_transcript(payload: Mapping[str, Any], runtime: str, config: HookConf
 
 def spawn_worker(event: str, payload: Mapping[str, Any], runtime: str, config: HookConfig) -> None:
     """Start ``python -m knowhub.cli.hook --worker EVENT`` detached, payload on its stdin."""
+    import subprocess
+
     state = Path(config.state_dir) if config.state_dir else SessionLedger().root
     state.mkdir(parents=True, exist_ok=True)
     with open(state / "hook.log", "ab") as log_file:
@@ -184,19 +187,8 @@ def spawn_worker(event: str, payload: Mapping[str, Any], runtime: str, config: H
         proc.stdin.close()
 
 
-def _skip_unused_imports() -> None:
-    """Keep a hook process from importing what it never uses, a good part of its start-up
-    CPU: httpcore's async backends (trio, anyio; the hook's client is synchronous, and
-    httpcore treats a backend it cannot import as absent) and httpx's command-line tool
-    (``httpx._main``, which pulls in click, rich and pygments; httpx falls back without it).
-    Only names not imported yet are blocked."""
-    for name in ("trio", "anyio", "httpx._main"):
-        sys.modules.setdefault(name, None)  # type: ignore[arg-type]
-
-
 def main(argv: list[str] | None = None) -> int:
     """``knowhub hook [--runtime claude-code|codex] EVENT``: always exits 0 (fail open)."""
-    _skip_unused_imports()
     args = list(sys.argv[1:] if argv is None else argv)
     worker = "--worker" in args
     args = [a for a in args if a != "--worker"]

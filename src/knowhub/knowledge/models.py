@@ -11,15 +11,16 @@ from __future__ import annotations
 import copy
 import math
 import re
-import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from knowhub.errors import InvalidInputError
-from knowhub.knowledge.slim_models import SlimCluster, SlimPlan  # re-exported (their historic home)
 from knowhub.scope import PUBLIC, Principal, normalize_scope, parse_scope
+
+if TYPE_CHECKING:  # re-exported lazily by __getattr__ below (their historic home)
+    from knowhub.knowledge.slim_models import SlimCluster, SlimPlan
 
 #: Knowledge types of seed 002 (``types`` is an array; seed 003's single ``type`` is accepted).
 KNOWLEDGE_TYPES: tuple[str, ...] = (
@@ -68,6 +69,8 @@ def new_knowledge_id(now: datetime | None = None) -> str:
     the store still refuses to reuse a taken id (see ``KnowledgeHub._insert_new``).
     """
     day = (now or datetime.now(UTC)).strftime("%Y%m%d")
+    import secrets  # here: a process that only decodes answers never needs it
+
     return f"knowledge-{day}-{secrets.token_hex(8)}"
 
 
@@ -782,3 +785,13 @@ __all__ = [
     "utc_now",
     "visibility_of",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``SlimCluster`` and ``SlimPlan`` keep this module as their historic home, loaded on
+    first use: a client decoding search answers has no use for them."""
+    if name in ("SlimCluster", "SlimPlan"):
+        from knowhub.knowledge import slim_models
+
+        return getattr(slim_models, name)
+    raise AttributeError(f"module 'knowhub.knowledge.models' has no attribute {name!r}")
