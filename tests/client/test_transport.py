@@ -554,3 +554,50 @@ def test_import_is_light() -> None:
             "for m in sys.modules if m.startswith(heavy)}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# --------------------------------------------------------------------------- the stdlib wire format
+
+
+def _answer(raw: bytes, method: str = "GET") -> tuple[Any, bool]:
+    import io
+
+    from knowhub.client._stdlib import read_answer
+
+    return read_answer(io.BufferedReader(io.BytesIO(raw)), method)  # type: ignore[arg-type]
+
+
+def test_stdlib_reads_every_framing_of_an_answer() -> None:
+    from knowhub.client._stdlib import ProtocolError
+
+    answer, close = _answer(b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n{\"a\":1}next")
+    assert (answer.status, answer.content, close) == (200, b'{"a":1}', False)
+    answer, close = _answer(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 503 Busy\r\nRetry-After: 2\r\n"
+                            b"Transfer-Encoding: chunked\r\n\r\n4;x=y\r\n{\"a\"\r\n3\r\n:1}\r\n0\r\nT: 1\r\n\r\n")
+    assert (answer.status, answer.content, answer.retry_after, close) == (503, b'{"a":1}', "2", False)
+    answer, close = _answer(b"HTTP/1.0 200 OK\r\n\r\n{}")
+    assert (answer.content, close) == (b"{}", True)
+    answer, close = _answer(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
+    assert (answer.status, answer.content, close) == (204, b"", True)
+    for broken in (b"", b"SSH-2.0-OpenSSH\r\n\r\n", b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nshort",
+                   b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"):
+        with pytest.raises(ProtocolError):
+            _answer(broken)
+
+
+def test_stdlib_refuses_requests_that_would_break_the_framing() -> None:
+    from knowhub.client._http import Call
+    from knowhub.client._stdlib import Connections
+
+    conns = Connections("http://127.0.0.1:8765/base", 1.0)
+    raw = conns.request_bytes(Call("POST", "/api/x", params={"q": "部署 a"}, json={"t": "部署"}), {"A": "b"})
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.split(b"\r\n")[0] == b"POST /base/api/x?q=%E9%83%A8%E7%BD%B2+a HTTP/1.1"
+    assert b"Host: 127.0.0.1:8765" in head and b"Content-Length: " + str(len(body)).encode() in head
+    assert json.loads(body) == {"t": "部署"}
+    with pytest.raises(InvalidInputError):
+        conns.request_bytes(Call("GET", "/api/x"), {"X-Knowhub-User": "alice\r\nX-Admin: 1"})
+    with pytest.raises(InvalidInputError):
+        conns.request_bytes(Call("GET", "/api/x"), {"X-Knowhub-User": "张三"})
+    with pytest.raises(InvalidInputError):
+        conns.request_bytes(Call("GET", "/api/x HTTP/1.1\r\nHost: evil"), {})

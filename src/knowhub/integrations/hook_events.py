@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import sys
 from collections.abc import Mapping
@@ -35,7 +34,17 @@ from knowhub.integrations.transcripts import claude_messages, codex_messages, re
 
 __all__ = ["COMMIT_EVENTS", "EVENTS", "INJECT_EVENTS", "HookConfig", "commit_transcript", "handle", "main"]
 
-log = logging.getLogger("knowhub.hook")
+_CONFIGURE_LOGGING = False  # set by main(): only a hook process of its own configures logging
+
+
+def _log() -> Any:
+    """The ``knowhub.hook`` logger, imported on first use (a hook that succeeds never loads
+    ``logging``); in a hook process it also sets up the stderr format once."""
+    import logging
+
+    if _CONFIGURE_LOGGING:
+        logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
+    return logging.getLogger("knowhub.hook")
 
 INJECT_EVENTS = ("SessionStart", "UserPromptSubmit")
 COMMIT_EVENTS = ("PreCompact", "Stop", "SessionEnd")
@@ -127,7 +136,7 @@ def handle(event: str, payload: Mapping[str, Any], runtime: str = "claude-code",
                 _close(client)
         return _injection_output(event, injection.text, runtime)
     except Exception as exc:  # fail open: the agent runs on without memory
-        log.warning("knowhub hook %s failed open: %s", event, f"{type(exc).__name__}: {str(exc)[:200]}")
+        _log().warning("knowhub hook %s failed open: %s", event, f"{type(exc).__name__}: {str(exc)[:200]}")
         return None
 
 
@@ -198,7 +207,8 @@ def main(argv: list[str] | None = None) -> int:
         runtime = args[at + 1] if at + 1 < len(args) else runtime
         del args[at:at + 2]
     event = args[0] if args else ""
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
+    global _CONFIGURE_LOGGING
+    _CONFIGURE_LOGGING = True
     try:
         raw = sys.stdin.read()
         payload = json.loads(raw) if raw.strip() else {}
@@ -208,10 +218,11 @@ def main(argv: list[str] | None = None) -> int:
         payload = {}
     if worker:
         try:
+            _log()  # the worker's stderr is hook.log: timestamps for whatever the agent logs
             count = commit_transcript(payload, runtime, HookConfig())
-            log.info("committed %d messages of session %s", count, payload.get("session_id"))
+            _log().info("committed %d messages of session %s", count, payload.get("session_id"))
         except Exception as exc:
-            log.warning("knowhub hook worker %s failed: %s", event, f"{type(exc).__name__}: {str(exc)[:200]}")
+            _log().warning("knowhub hook worker %s failed: %s", event, f"{type(exc).__name__}: {str(exc)[:200]}")
         return 0
     output = handle(event, payload, runtime)
     if output:
