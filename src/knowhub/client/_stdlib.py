@@ -109,7 +109,7 @@ def _read_exactly(reader: BinaryIO, size: int) -> bytes:
 
 
 def _read_chunked(reader: BinaryIO) -> bytes:
-    parts = []
+    parts: list[bytes] = []
     while True:
         size_line = _line(reader).split(b";", 1)[0].strip()
         try:
@@ -179,8 +179,11 @@ class Connections:
         self.closed = False
 
     def _connect(self) -> _Connection:
+        # An ASCII host goes to getaddrinfo as bytes: as str it is IDNA-encoded, which
+        # imports encodings.idna and unicodedata (~2 ms of a hook's start-up) for nothing.
+        host: str | bytes = self.host.encode("ascii") if self.host.isascii() else self.host
         try:
-            sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
+            sock = socket.create_connection((host, self.port), timeout=self.timeout)  # type: ignore[arg-type]
         except TimeoutError as exc:
             raise SendError(f"connect timed out ({exc})", timeout=True) from exc
         except OSError as exc:

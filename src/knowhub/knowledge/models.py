@@ -13,13 +13,16 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from knowhub.errors import InvalidInputError
 from knowhub.scope import PUBLIC, Principal, normalize_scope, parse_scope
 
-if TYPE_CHECKING:  # re-exported lazily by __getattr__ below (their historic home)
+# Functions import datetime where they use it: a client decoding answers never needs it.
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    # re-exported lazily by __getattr__ below (their historic home)
     from knowhub.knowledge.slim_models import SlimCluster, SlimPlan
 
 #: Knowledge types of seed 002 (``types`` is an array; seed 003's single ``type`` is accepted).
@@ -59,6 +62,8 @@ _KNOWLEDGE_ID = re.compile(r"^knowledge-\d{8}-[0-9a-f]{4,32}$")
 
 def utc_now() -> str:
     """Current time as ISO 8601 UTC with a ``Z`` suffix (seed 002's timestamp format)."""
+    from datetime import UTC, datetime
+
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
@@ -68,6 +73,8 @@ def new_knowledge_id(now: datetime | None = None) -> str:
     64 random bits per day make a collision unlikely even at millions of saves a day;
     the store still refuses to reuse a taken id (see ``KnowledgeHub._insert_new``).
     """
+    from datetime import UTC, datetime
+
     day = (now or datetime.now(UTC)).strftime("%Y%m%d")
     import secrets  # here: a process that only decodes answers never needs it
 
@@ -569,6 +576,8 @@ class Resource:
         if self.content_type != "cookie":
             return False
         expires = parse_timestamp(self.metadata.get("expires_at"))
+        from datetime import UTC, datetime
+
         return expires is not None and expires <= datetime.now(UTC)
 
     def to_dict(self) -> dict[str, Any]:
@@ -614,10 +623,14 @@ def parse_timestamp(value: Any) -> datetime | None:
     """ISO 8601 timestamp (``Z`` or offset; naive means UTC), or None when unparsable."""
     if not isinstance(value, str) or not value:
         return None
+    from datetime import datetime
+
     try:
         stamp = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
+    from datetime import UTC
+
     return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
 
 

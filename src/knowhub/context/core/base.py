@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from enum import Enum
 from typing import Any, ClassVar, TypeVar
 
@@ -21,6 +20,8 @@ T = TypeVar("T", bound="SerializableMixin")
 
 def utc_now_iso() -> str:
     """Current UTC time as ISO-8601 with microseconds (sorts lexicographically)."""
+    from datetime import UTC, datetime  # here: decoding an answer never needs the clock
+
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
