@@ -5,8 +5,8 @@ A namespace method (``client.knowledge.search`` ...) only *describes* its reques
 dataclass. An executor runs a Call: :class:`SyncExecutor` and :class:`AsyncExecutor` hold
 the rules below once, and a backend only sends one request and reports an :class:`Answer`
 or a :class:`SendError`. Two backends: httpx (:mod:`knowhub.client._httpx`, sync and async,
-the default) and the standard library's ``http.client`` (:mod:`knowhub.client._stdlib`,
-sync, what hook processes use because it starts in a few milliseconds).
+the default) and the standard library (:mod:`knowhub.client._stdlib`: HTTP/1.1 over
+``socket``, sync, what hook processes use because it starts in a few milliseconds).
 
 The rules:
 

@@ -78,7 +78,7 @@ class KnowhubClient(_ClientBase):
         timeout: seconds (or an ``httpx.Timeout``) per request; extraction and evolution
             wait on an LLM, so give those a client with a longer timeout.
         retries: extra attempts for idempotent calls on connection errors, 429 and 503.
-        transport: ``"httpx"`` (default), ``"stdlib"`` (``http.client``: no httpx import,
+        transport: ``"httpx"`` (default), ``"stdlib"`` (HTTP/1.1 over ``socket``: no httpx import,
             for short-lived processes such as hooks), or an httpx transport object
             (tests: ``httpx.MockTransport``).
     """
