@@ -143,6 +143,11 @@ class KnowledgeNamespace(Namespace):
         """Revert one recorded change → Knowledge as it is afterwards."""
         return self._run(Call("POST", f"{_BASE}/undo", json={"change_id": change_id}, decode=_knowledge))
 
+    def retract_votes(self, voter: str, knowledge_id: str | None = None) -> Any:
+        """Take back every feedback vote of ``voter`` (on ``knowledge_id`` only, if given) in
+        one change that :meth:`undo` reverts → dict with the change id and the items."""
+        return self._run(Call("POST", f"{_BASE}/retract_votes", json=compact(voter=voter, knowledge_id=knowledge_id)))
+
     def slim(self, *, model: str | None = None, apply: bool = False, plan_id: str | None = None) -> Any:
         """Plan (default) or apply merges of near-duplicates → SlimPlan."""
         body = compact(model=model, plan_id=plan_id) | {"apply": apply}
