@@ -601,3 +601,22 @@ def test_stdlib_refuses_requests_that_would_break_the_framing() -> None:
         conns.request_bytes(Call("GET", "/api/x"), {"X-Knowhub-User": "张三"})
     with pytest.raises(InvalidInputError):
         conns.request_bytes(Call("GET", "/api/x HTTP/1.1\r\nHost: evil"), {})
+
+
+def test_the_stdlib_backend_knows_when_a_proxy_applies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """It connects directly, so callers (the hooks) switch to httpx when a proxy is set."""
+    from knowhub.client._stdlib import proxied
+    from knowhub.integrations.hook_events import HookConfig, build_client
+
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    assert not proxied("https://knowhub.example.org")
+    with build_client(HookConfig({"KNOWHUB_URL": "https://knowhub.example.org"}), 1.0, 0) as client:
+        assert client.backend == "stdlib"
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example.org:3128")
+    assert proxied("https://knowhub.example.org") and not proxied("http://knowhub.example.org")
+    with build_client(HookConfig({"KNOWHUB_URL": "https://knowhub.example.org"}), 1.0, 0) as client:
+        assert client.backend == "httpx"
+    monkeypatch.setenv("NO_PROXY", "knowhub.example.org")
+    assert not proxied("https://knowhub.example.org")

@@ -19,6 +19,7 @@ httpx backend.
 
 from __future__ import annotations
 
+import os
 import select
 import socket
 import threading
@@ -41,6 +42,25 @@ def seconds(timeout: Any) -> float | None:
     parts = [getattr(timeout, name, None) for name in ("connect", "read")]
     given = [float(p) for p in parts if p is not None]
     return max(given) if given else None
+
+
+_PROXY_VARIABLES = frozenset({"http_proxy", "https_proxy", "all_proxy"})
+
+
+def proxied(url: str) -> bool:
+    """Whether the environment names a proxy for ``url``, as urllib and httpx read it
+    (``HTTPS_PROXY``, ``ALL_PROXY``, ... minus ``NO_PROXY``). This backend connects
+    directly, so a caller that must honour a proxy uses httpx then. Without any proxy
+    variable (the usual case) nothing is imported."""
+    if not any(name.lower() in _PROXY_VARIABLES for name in os.environ):
+        return False
+    import urllib.request
+
+    parts = urlsplit(url)
+    proxies = urllib.request.getproxies_environment()
+    if not (proxies.get(parts.scheme) or proxies.get("all")):
+        return False
+    return not urllib.request.proxy_bypass_environment(parts.hostname or "", proxies)
 
 
 class ProtocolError(Exception):
@@ -269,4 +289,4 @@ class Connections:
             conn.close()
 
 
-__all__ = ["Connections", "ProtocolError", "read_answer", "seconds"]
+__all__ = ["Connections", "ProtocolError", "proxied", "read_answer", "seconds"]

@@ -85,12 +85,15 @@ def _int(value: str | None) -> int | None:
 
 
 def build_client(config: HookConfig, timeout_s: float, retries: int) -> Any:
-    """A :class:`knowhub.client.KnowhubClient` for ``config`` over ``http.client``: a hook
-    process lives for one prompt, and httpx would cost more start-up than the round trip."""
+    """A :class:`knowhub.client.KnowhubClient` for ``config`` with the standard-library
+    backend: a hook process lives for one prompt, and httpx would cost more start-up than the
+    round trip. Where the environment routes the server through a proxy, httpx (which
+    honours it) is used instead."""
     from knowhub.client import KnowhubClient
+    from knowhub.client._stdlib import proxied
 
     return KnowhubClient(config.url, config.api_key, user_id=config.user_id, agent_id=config.agent_id,
-                         timeout=timeout_s, retries=retries, transport="stdlib")
+                         timeout=timeout_s, retries=retries, transport="httpx" if proxied(config.url) else "stdlib")
 
 
 def _context(config: HookConfig, payload: Mapping[str, Any], knowhub: Any) -> AgentContext:
