@@ -9,13 +9,20 @@ Prints one table, median and p95 over ``--runs`` fresh processes each:
 * ``knowhub mcp`` over stdio: wall seconds from spawning the process until its answer to
   the JSON-RPC ``initialize`` request (written to stdin at once) is read from stdout, and
   the CPU seconds the server process had used by then (from ``/proc``, less load-bound);
-* ``knowhub hook UserPromptSubmit`` against a running ``knowhub serve``: wall seconds of
-  the whole hook process (spawn, read the hook JSON, ask the server, print, exit), and its
-  CPU seconds. Skipped with one line when this checkout has no ``knowhub hook`` command.
+* a ``UserPromptSubmit`` hook against a running ``knowhub serve`` (hashing embedder, one
+  knowledge item and one committed session about deploying), in both forms: the installed
+  one (``python -m knowhub.cli.hook``, what ``knowhub hooks install`` writes) and
+  ``knowhub hook``: wall seconds of the whole hook process (spawn, read the hook JSON, ask
+  the server, decode, print, exit) and its CPU seconds. Each run is a new session, so each
+  renders and records its injection; a run whose output carries no injected context fails
+  the benchmark (a fail-open hook would time the wrong thing). Skipped with one line when
+  this checkout has no ``knowhub hook`` command.
 
-The children import ``knowhub`` from this checkout's ``src/`` (PYTHONPATH) and ignore the
-developer's ``KNOWHUB_*`` settings. ``python -c pass`` is printed as the floor that no
-change in knowhub can lower.
+The children import ``knowhub`` from this checkout's ``src/`` (PYTHONPATH), ignore the
+developer's ``KNOWHUB_*`` settings, and may write ``.pyc`` files (``PYTHONDONTWRITEBYTECODE``
+is dropped: an installed package has its bytecode compiled; the warm-up run writes it).
+``python -c pass`` is printed as the floor that no change in knowhub can lower, and the
+load average before and after, since wall times on a shared machine follow it.
 
     python benchmarks/startup_bench.py            # 10 runs each
     python benchmarks/startup_bench.py --runs 30 --json results.json
@@ -56,13 +63,15 @@ TARGETS = {
     "knowhub --help": ("cpu", 0.4),
     "import knowhub": ("cpu", 0.2),
     "mcp stdio initialize": ("wall", 1.5),
-    "hook UserPromptSubmit round trip": ("wall", 0.15),
+    "hook round trip: python -m knowhub.cli.hook": ("wall", 0.15),
+    "hook round trip: knowhub hook": ("wall", 0.15),
 }
 
 
 def child_env() -> dict[str, str]:
     """This process's environment without KNOWHUB_*, with this checkout's src first."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWHUB_")}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("KNOWHUB_") and k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), env.get("PYTHONPATH", "")) if p)
     env["COLUMNS"] = "100"
     return env
@@ -138,7 +147,9 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.config = workdir / "knowhub.toml"
         self.config.write_text(f'data_dir = "{(workdir / "serve-data").as_posix()}"\n\n'
-                               f'[server]\nhost = "127.0.0.1"\nport = {self.port}\n', encoding="utf-8")
+                               f'[server]\nhost = "127.0.0.1"\nport = {self.port}\nload_sample = false\n\n'
+                               '[embedding]\nprovider = "hashing"\n\n'
+                               '[context]\nindex_poll_interval_s = 0.05\n', encoding="utf-8")
         self.proc = subprocess.Popen([*CLI, "serve", "--config", str(self.config)],
                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         import httpx
@@ -156,6 +167,19 @@ class Server:
         self.stop()
         raise RuntimeError("knowhub serve did not become ready in 120 s")
 
+    def seed(self) -> None:
+        """One knowledge item and one committed session for the hook's prompt to find."""
+        import httpx
+
+        with httpx.Client(base_url=self.url, timeout=60.0) as http:
+            http.post("/api/knowledge", json={
+                "task": "deploy the red team service", "types": ["strategy"],
+                "content": "Run make deploy after the tests pass; 部署前先跑测试"}).raise_for_status()
+            http.post("/api/context/commit", json={"messages": [
+                {"role": "user", "content": "I always deploy the red team service with make deploy on Fridays"},
+                {"role": "assistant", "content": "Noted"}]}).raise_for_status()
+        time.sleep(1.0)  # the context index follows its outbox
+
     def stop(self) -> None:
         self.proc.terminate()
         try:
@@ -165,40 +189,45 @@ class Server:
             self.proc.wait()
 
 
-def hook_round_trip(env: dict[str, str], help_text: str, server: Server, workdir: Path,
+def hook_round_trip(env: dict[str, str], command: list[str], server: Server, workdir: Path,
                     extra_args: list[str]) -> Callable[[], tuple[float, float]]:
-    """A function timing one ``knowhub hook UserPromptSubmit`` process: (wall, CPU) seconds.
+    """A function timing one hook process ``command UserPromptSubmit``: (wall, CPU) seconds.
 
-    The hook gets the server's config file (``KNOWHUB_CONFIG``, and ``--config`` when the
-    command has that option) and its URL (``--url``, when the command has that option), then
-    ``extra_args``; the hook JSON is Claude Code's UserPromptSubmit.
+    The hook finds the server through ``KNOWHUB_URL`` and keeps its state under
+    ``workdir``; the hook JSON is Claude Code's UserPromptSubmit, with a new session id per
+    run (so every run renders and records its injection).
     """
-    args = [*CLI, "hook", "UserPromptSubmit"]
-    if "--url" in help_text:
-        args += ["--url", server.url]
-    if "--config" in help_text:
-        args += ["--config", str(server.config)]
-    args += extra_args
-    hook_env = {**env, "KNOWHUB_CONFIG": str(server.config)}
+    args = [*command, "UserPromptSubmit", *extra_args]
+    hook_env = {**env, "KNOWHUB_URL": server.url, "KNOWHUB_HOOK_STATE": str(workdir / "hook-state")}
     (workdir / "transcript.jsonl").touch()
-    payload = json.dumps({
-        "session_id": "startup-bench",
-        "transcript_path": str(workdir / "transcript.jsonl"),
-        "cwd": str(workdir),
-        "hook_event_name": "UserPromptSubmit",
-        "prompt": "how do we deploy the red team service? 部署流程",
-    }).encode()
+    runs = iter(range(1_000_000))
 
     def once() -> tuple[float, float]:
+        payload = json.dumps({
+            "session_id": f"startup-bench-{' '.join(command[-2:])}-{next(runs)}",
+            "transcript_path": str(workdir / "transcript.jsonl"),
+            "cwd": str(workdir),
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": "how do we deploy the red team service? 部署流程",
+        }).encode()
         before = _children_cpu()
         start = time.perf_counter()
         done = subprocess.run(args, env=hook_env, input=payload, capture_output=True, timeout=60, check=False)
         spent = time.perf_counter() - start
         if done.returncode != 0:
             raise RuntimeError(f"knowhub hook exited {done.returncode}: {done.stderr.decode()[-800:]}")
+        if b"additionalContext" not in done.stdout:
+            raise RuntimeError(f"the hook injected nothing (failed open?): {done.stderr.decode()[-800:]}")
         return spent, _children_cpu() - before
 
     return once
+
+
+#: The two forms of the hook command: as installed hooks run it, and as a person types it.
+HOOK_FORMS = {
+    "python -m knowhub.cli.hook": [sys.executable, "-m", "knowhub.cli.hook"],
+    "knowhub hook": [*CLI, "hook"],
+}
 
 
 def p95(values: list[float]) -> float:
@@ -227,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="more arguments for `knowhub hook UserPromptSubmit` (one shell-quoted string)")
     args = parser.parse_args(argv)
     env = child_env()
+    load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
     py = [sys.executable, "-c"]
     rows: list[tuple[str, str, list[float]]] = []
     notes: list[str] = []
@@ -249,30 +279,33 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(("mcp stdio initialize (server CPU)", "cpu", [cpu for _, cpu in mcp_runs]))
         help_text = None if args.skip_hook else hook_command_help(env)
         if help_text is None:
-            notes.append("hook UserPromptSubmit round trip: skipped, "
+            notes.append("hook round trip: skipped, "
                          + ("--skip-hook" if args.skip_hook else "this checkout has no `knowhub hook` command"))
         else:
             server = Server(env, work)
             try:
-                once = hook_round_trip(env, help_text, server, work, shlex.split(args.hook_args))
-                hook_runs = measure_pairs(args.runs, once)
-                rows.append(("hook UserPromptSubmit round trip", "wall", [wall for wall, _ in hook_runs]))
-                rows.append(("hook UserPromptSubmit (hook CPU)", "cpu", [cpu for _, cpu in hook_runs]))
+                server.seed()
+                for label, command in HOOK_FORMS.items():
+                    once = hook_round_trip(env, command, server, work, shlex.split(args.hook_args))
+                    hook_runs = measure_pairs(args.runs, once)
+                    rows.append((f"hook round trip: {label}", "wall", [wall for wall, _ in hook_runs]))
+                    rows.append((f"hook CPU: {label}", "cpu", [cpu for _, cpu in hook_runs]))
             finally:
                 server.stop()
 
     print(f"knowhub start-up, {args.runs} runs per row, Python {sys.version.split()[0]}, "
-          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
-    print(f"{'what':<36} {'measure':<8} {'median s':>9} {'p95 s':>8}  target")
+          f"{os.cpu_count()} CPUs, load average {load_before} before, "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} after")
+    print(f"{'what':<44} {'measure':<8} {'median s':>9} {'p95 s':>8}  target")
     out = []
     for label, kind, values in rows:
         target = TARGETS.get(label)
         verdict = ""
         if target is not None:
             limit = target[1]
-            check = p95(values) if label.startswith("hook") else statistics.median(values)
+            check = p95(values) if label.startswith("hook") else statistics.median(values)  # p95: issue 17
             verdict = f"{'≤' if check <= limit else '>'} {limit} ({'ok' if check <= limit else 'MISSED'})"
-        print(f"{label:<36} {kind:<8} {statistics.median(values):>9.3f} {p95(values):>8.3f}  {verdict}")
+        print(f"{label:<44} {kind:<8} {statistics.median(values):>9.3f} {p95(values):>8.3f}  {verdict}")
         out.append({"what": label, "measure": kind, "median_s": statistics.median(values), "p95_s": p95(values),
                     "runs": values})
     for note in notes:

@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -195,3 +196,72 @@ def test_an_unknown_command_still_gets_a_suggestion() -> None:
     result = CliRunner().invoke(app, ["tre"], env={"KNOWHUB_CONFIG": "", "COLUMNS": "200"})
     assert result.exit_code == 2
     assert "No such command 'tre'" in result.output and "'tree'" in result.output
+
+
+# --------------------------------------------------------------------------- the hook process
+
+#: What a hook process must never load: the third-party stacks, Typer and the settings
+#: model, and every engine module beyond the result models it decodes answers into.
+HOOK_NEVER = (*HEAVY, "httpcore", "anyio", "h11", "pydantic", "typer", "click", "rich", "knowhub.config",
+              "knowhub.cli.app_typer", "knowhub.cli.lazy", "knowhub.cli.hook_command",
+              "knowhub.knowledge.hub", "knowhub.knowledge.slim_models", "knowhub.context.core.objects",
+              "knowhub.context.core.uri", "knowhub.context.service", "knowhub.index", "knowhub.index.events",
+              "knowhub.tree", "knowhub.client.local", "knowhub.text", "knowhub.providers", "ssl")
+
+
+@pytest.fixture(scope="module")
+def hook_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A real ``knowhub serve`` holding one knowledge item and one committed memory about
+    deploying, so that a UserPromptSubmit hook gets both kinds of answer to decode."""
+    from knowhub.client import KnowhubClient
+    from tests.client.conftest import start_server
+
+    server = start_server(tmp_path_factory.mktemp("hook-imports"))
+    with KnowhubClient(server.base_url, timeout=60.0) as client:
+        client.knowledge.save({"task": "deploy the red team service", "types": ["strategy"],
+                               "content": "Run make deploy after the tests pass; 部署前先跑测试"})
+        client.context.commit_session([{"role": "user", "content": "I always deploy the red team service with make "
+                                                                   "deploy on Fridays"},
+                                       {"role": "assistant", "content": "Noted"}])
+    yield server
+    server.stop()
+
+
+def _hook_modules(argv_code: str, server: Any, tmp_path: Path) -> tuple[set[str], str]:
+    """Run a hook process (``argv_code`` sets sys.argv and runs it) against ``server`` and
+    return the modules it held when it exited, and its stdout."""
+    dump = tmp_path / "modules.json"
+    payload = json.dumps({"session_id": f"imports-{tmp_path.name}", "cwd": str(tmp_path),
+                          "hook_event_name": "UserPromptSubmit", "prompt": "how do we deploy the red team service?"})
+    loaded = "sorted(k for k, v in sys.modules.items() if v is not None)"  # None: blocked on purpose
+    script = ("import atexit, json, sys\n"
+              f"atexit.register(lambda: open({str(dump)!r}, 'w').write(json.dumps({loaded})))\n"
+              + argv_code)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KNOWHUB_")}
+    env.update(PYTHONPATH=os.pathsep.join(p for p in (str(SRC), env.get("PYTHONPATH", "")) if p),
+               KNOWHUB_URL=server.base_url, KNOWHUB_HOOK_STATE=str(tmp_path / "state"))
+    done = subprocess.run([sys.executable, "-c", script], input=payload, capture_output=True, text=True, env=env,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    names = set(json.loads(dump.read_text()))
+    return names | {name.split(".")[0] for name in names}, done.stdout
+
+
+@pytest.mark.parametrize("form", ["python -m knowhub.cli.hook", "knowhub hook"])
+def test_a_hook_process_loads_only_the_stdlib_client_and_result_models(form: str, hook_server: Any,
+                                                                       tmp_path: Path) -> None:
+    """The installed form and the CLI form answer a UserPromptSubmit from a real server,
+    decoding its answers into the engines' dataclasses, without httpx, pydantic, Typer,
+    the settings model, ssl (plain http), numpy or any engine beyond its model modules."""
+    if form.startswith("python -m"):
+        run = ("sys.argv = ['knowhub.cli.hook', 'UserPromptSubmit']\n"
+               "import runpy\nrunpy.run_module('knowhub.cli.hook', run_name='__main__')\n")
+    else:
+        run = ("sys.argv = ['knowhub', 'hook', 'UserPromptSubmit']\n"
+               "from knowhub.cli.app import main\nmain()\n")
+    names, out = _hook_modules(run, hook_server, tmp_path)
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert "[knowledge:knowledge-" in context and "ctx://" in context  # both answers were decoded
+    assert {"knowhub.client._stdlib", "knowhub.knowledge.models", "knowhub.context.core.query"} <= names
+    assert _loaded(names, HOOK_NEVER) == []
+    assert "knowhub.client._httpx" not in names

@@ -9,7 +9,6 @@ within the budget and one log line, never an exception, so the agent is never bl
 from __future__ import annotations
 
 import functools
-import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,7 +27,14 @@ from knowhub.agent.render import (
 
 __all__ = ["AgentContext", "CommitReport", "on_compaction", "on_goal", "on_session_end", "on_start"]
 
-log = logging.getLogger("knowhub.agent")
+
+def _log() -> Any:
+    """The ``knowhub.agent`` logger, imported on the first warning: a hook process that
+    succeeds never pays for ``logging``."""
+    import logging
+
+    return logging.getLogger("knowhub.agent")
+
 
 #: Messages per commit request (the HTTP API takes 1,000; knowledge extraction 500).
 BATCH = 200
@@ -74,7 +80,7 @@ class AgentContext:
         """Log a failure kind once per context (a hook must not flood the runtime's log)."""
         if what not in self._warned:
             self._warned.add(what)
-            log.warning("knowhub %s: %s", what, detail)
+            _log().warning("knowhub %s: %s", what, detail)
 
 
 @dataclass

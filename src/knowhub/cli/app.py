@@ -43,7 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 #: loads (Typer with pydantic costs ~0.1 s of CPU); it returns the exit code, or None to
 #: let the Typer command of :data:`COMMANDS` handle the arguments instead. ``--help`` and
 #: ``-h`` always go to Typer. Register the command in :data:`COMMANDS` too (help, docs).
-FAST_COMMANDS: dict[str, str] = {}
+FAST_COMMANDS: dict[str, str] = {"hook": "knowhub.cli.hook:run"}
 
 
 def _version(value: bool) -> None:

@@ -8,20 +8,19 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
 from knowhub.errors import KnowhubError, redact_paths
-
-err_console = Console(stderr=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
     """Print ``error: message`` in red on stderr and return the Exit to raise."""
+    from rich.console import Console  # here: a command that succeeds never loads rich
+    from rich.text import Text
+
     # Text, not markup: a message such as "[1, 2]" must print as it is.
-    err_console.print(Text.assemble(("error: ", "bold red"), message), highlight=False, soft_wrap=True)
+    Console(stderr=True).print(Text.assemble(("error: ", "bold red"), message), highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 

@@ -1,11 +1,14 @@
-"""The HTTP side of :mod:`knowhub.client`: one request description, two executors.
+"""The HTTP side of :mod:`knowhub.client`: one request description, the rules, executors.
 
 A namespace method (``client.knowledge.search`` ...) only *describes* its request as a
 :class:`Call`: method, path, query, body, and how to turn the JSON answer into the engine's
-dataclass. :class:`SyncTransport` and :class:`AsyncTransport` execute a Call, so the sync and
-the async client share every namespace method and differ only here.
+dataclass. An executor runs a Call: :class:`SyncExecutor` and :class:`AsyncExecutor` hold
+the rules below once, and a backend only sends one request and reports an :class:`Answer`
+or a :class:`SendError`. Two backends: httpx (:mod:`knowhub.client._httpx`, sync and async,
+the default) and the standard library (:mod:`knowhub.client._stdlib`: HTTP/1.1 over
+``socket``, sync, what hook processes use because it starts in a few milliseconds).
 
-Both executors apply the same rules:
+The rules:
 
 - errors: an error body ``{"error": code, "message", "detail"}`` is rebuilt into the
   :mod:`knowhub.errors` class of that code (:data:`ERROR_CODES`, the one mapping table);
@@ -14,23 +17,20 @@ Both executors apply the same rules:
 - retries: only for idempotent calls (GET, PUT, DELETE unless the Call says otherwise),
   on connection errors and on 429/503, with exponential backoff and full jitter; a
   ``Retry-After`` header is honoured (capped by :attr:`RetryPolicy.max_delay_s`);
-- timeouts: ``httpx`` timeouts become :class:`ClientTimeoutError`, unreachable servers
-  :class:`ServerUnreachableError` (both :class:`~knowhub.errors.KnowhubError`).
+- timeouts: no answer in time becomes :class:`ClientTimeoutError`, an unreachable server
+  :class:`ServerUnreachableError` (both :class:`~knowhub.errors.KnowhubError`); a read
+  timeout is never retried (the timeout is the caller's bound).
 
-Only httpx and the standard library are imported here: hook processes import this module.
+Standard library only: hook processes import this module.
 """
 
 from __future__ import annotations
 
-import asyncio
-import email.utils
-import random
+import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-
-import httpx
 
 from knowhub.errors import (
     AliasConflictError,
@@ -83,6 +83,7 @@ _ENGINE_ERRORS: tuple[type[KnowhubError], ...] = (
     EmbedderMismatchError,
     VersionConflictError,
     PermissionDeniedError,
+    RateLimitedError,
     StorageError,
     CorruptStoreError,
     LockTimeoutError,
@@ -90,7 +91,6 @@ _ENGINE_ERRORS: tuple[type[KnowhubError], ...] = (
     LLMTimeoutError,
     LLMResponseError,
     PayloadTooLargeError,
-    RateLimitedError,
 )
 ERROR_CODES: dict[str, type[KnowhubError]] = {cls.code: cls for cls in _ENGINE_ERRORS} | {
     "validation_error": InvalidInputError,
@@ -143,12 +143,13 @@ class RetryPolicy:
         if retry_after is not None:
             return min(max(retry_after, 0.0), self.max_delay_s)
         ceiling = min(self.max_delay_s, self.base_delay_s * (2**attempt))
+        import random
+
         return random.uniform(ceiling / 2, ceiling)
 
 
-def retry_after_s(response: httpx.Response) -> float | None:
-    """``Retry-After`` as seconds (delta-seconds or an HTTP date), or None."""
-    value = response.headers.get("retry-after")
+def retry_after_s(value: str | None) -> float | None:
+    """A ``Retry-After`` header value as seconds (delta-seconds or an HTTP date), or None."""
     if not value:
         return None
     value = value.strip()
@@ -156,6 +157,8 @@ def retry_after_s(response: httpx.Response) -> float | None:
         return float(value)
     except ValueError:
         pass
+    import email.utils  # an HTTP date is rare; the module costs a hook's start-up
+
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -219,123 +222,147 @@ def build_headers(api_key: str | None, user_id: str | None, agent_id: str | None
     return headers
 
 
-def make_timeout(timeout: float | httpx.Timeout | None) -> httpx.Timeout:
-    if isinstance(timeout, httpx.Timeout):
-        return timeout
-    return httpx.Timeout(timeout)
+@dataclass(frozen=True)
+class Answer:
+    """What a backend got back: status, body bytes and the ``Retry-After`` header."""
+
+    status: int
+    content: bytes
+    retry_after: str | None = None
 
 
-class _Base:
-    """What both executors share: headers, policy, and the answer → result step."""
+class SendError(Exception):
+    """A request that got no answer. ``timeout``: the server was reached or tried but did
+    not answer in time; ``retryable``: resending an idempotent call is safe and useful
+    (false for read and write timeouts)."""
+
+    def __init__(self, reason: str, *, timeout: bool = False, retryable: bool = True) -> None:
+        super().__init__(reason)
+        self.timeout = timeout
+        self.retryable = retryable
+
+
+class Executor:
+    """What every executor shares: where, who (headers), the retry policy, and the
+    answer → result and failure → exception steps."""
 
     def __init__(self, base_url: str, headers: dict[str, str], policy: RetryPolicy) -> None:
         self.base_url = base_url.rstrip("/")
         self.headers = headers
         self.policy = policy
 
-    def _transport_error(self, call: Call, exc: httpx.TransportError) -> KnowhubError:
+    def _failure(self, call: Call, err: SendError) -> KnowhubError:
         where = f"{call.method} {self.base_url}{call.path}"
-        if isinstance(exc, httpx.TimeoutException):
+        if err.timeout:
             return ClientTimeoutError(f"no answer from the knowhub server within the timeout ({where})",
                                       url=self.base_url)
-        return ServerUnreachableError(f"cannot reach the knowhub server at {self.base_url}: {exc} ({where})",
+        return ServerUnreachableError(f"cannot reach the knowhub server at {self.base_url}: {err} ({where})",
                                       url=self.base_url)
 
-    @staticmethod
-    def _may_retry_exc(call: Call, exc: httpx.TransportError) -> bool:
-        # a read timeout is the caller's bound: retrying would multiply it
-        return call.retryable and not isinstance(exc, httpx.ReadTimeout | httpx.WriteTimeout | httpx.PoolTimeout)
-
-    @staticmethod
-    def _may_retry_response(call: Call, response: httpx.Response) -> bool:
-        return call.retryable and response.status_code in RETRY_STATUSES
-
-    @staticmethod
-    def _result(call: Call, response: httpx.Response) -> Any:
-        if response.status_code == 404 and call.none_on_404:
+    def _retry_delay(self, call: Call, attempt: int, outcome: Answer | SendError) -> float | None:
+        """Seconds to wait before resending after ``outcome``, or None: do not resend."""
+        if attempt >= self.policy.retries or not call.retryable:
             return None
+        if isinstance(outcome, SendError):
+            return self.policy.delay(attempt) if outcome.retryable else None
+        if outcome.status in RETRY_STATUSES:
+            return self.policy.delay(attempt, retry_after_s(outcome.retry_after))
+        return None
+
+    def _result(self, call: Call, answer: Answer) -> Any:
+        if answer.status == 404 and call.none_on_404:
+            return None
+        text = answer.content.decode("utf-8", "replace") if answer.content else ""
         try:
-            body = response.json() if response.content else None
+            body = json.loads(text) if text else None
         except ValueError:
             body = None
-        if response.is_error:
-            raise error_from_response(response.status_code, body, response.text)
-        if body is None and response.content:
+        if answer.status >= 400:
+            raise error_from_response(answer.status, body, text)
+        if body is None and text:
             raise KnowhubError(f"the server answered {call.method} {call.path} with a body that is not JSON",
-                               status=response.status_code)
+                               status=answer.status)
         return call.decode(body)
 
 
-class SyncTransport(_Base):
-    """Executes Calls with an :class:`httpx.Client` (shared by clients made by ``with_user``)."""
+class SyncExecutor(Executor):
+    """Runs Calls synchronously over ``send`` (one attempt: an Answer or a SendError)."""
 
-    def __init__(self, http: httpx.Client, base_url: str, headers: dict[str, str], policy: RetryPolicy,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(self, send: Callable[[Call, dict[str, str]], Answer], base_url: str, headers: dict[str, str],
+                 policy: RetryPolicy, sleep: Callable[[float], None] = time.sleep) -> None:
         super().__init__(base_url, headers, policy)
-        self.http = http
+        self.send = send
         self.sleep = sleep
 
     def __call__(self, call: Call) -> Any:
         attempt = 0
         while True:
+            outcome: Answer | SendError
             try:
-                response = self.http.request(call.method, call.path, params=call.query(), json=call.json,
-                                             headers=self.headers)
-            except httpx.TransportError as exc:
-                if attempt < self.policy.retries and self._may_retry_exc(call, exc):
-                    self.sleep(self.policy.delay(attempt))
-                    attempt += 1
-                    continue
-                raise self._transport_error(call, exc) from exc
-            if attempt < self.policy.retries and self._may_retry_response(call, response):
-                response.close()
-                self.sleep(self.policy.delay(attempt, retry_after_s(response)))
+                outcome = self.send(call, self.headers)
+            except SendError as err:
+                outcome = err
+            delay = self._retry_delay(call, attempt, outcome)
+            if delay is not None:
+                self.sleep(delay)
                 attempt += 1
                 continue
-            return self._result(call, response)
+            if isinstance(outcome, SendError):
+                raise self._failure(call, outcome) from (outcome.__cause__ or outcome)
+            return self._result(call, outcome)
 
 
-class AsyncTransport(_Base):
-    """Executes Calls with an :class:`httpx.AsyncClient`; returns coroutines."""
+class AsyncExecutor(Executor):
+    """Runs Calls over an async ``send``; calling it returns a coroutine."""
 
-    def __init__(self, http: httpx.AsyncClient, base_url: str, headers: dict[str, str], policy: RetryPolicy,
-                 sleep: Callable[[float], Any] = asyncio.sleep) -> None:
+    def __init__(self, send: Callable[[Call, dict[str, str]], Awaitable[Answer]], base_url: str,
+                 headers: dict[str, str], policy: RetryPolicy, sleep: Callable[[float], Any] | None = None) -> None:
         super().__init__(base_url, headers, policy)
-        self.http = http
+        self.send = send
+        if sleep is None:
+            import asyncio
+
+            sleep = asyncio.sleep
         self.sleep = sleep
 
     async def __call__(self, call: Call) -> Any:
         attempt = 0
         while True:
+            outcome: Answer | SendError
             try:
-                response = await self.http.request(call.method, call.path, params=call.query(), json=call.json,
-                                                   headers=self.headers)
-            except httpx.TransportError as exc:
-                if attempt < self.policy.retries and self._may_retry_exc(call, exc):
-                    await self.sleep(self.policy.delay(attempt))
-                    attempt += 1
-                    continue
-                raise self._transport_error(call, exc) from exc
-            if attempt < self.policy.retries and self._may_retry_response(call, response):
-                await response.aclose()
-                await self.sleep(self.policy.delay(attempt, retry_after_s(response)))
+                outcome = await self.send(call, self.headers)
+            except SendError as err:
+                outcome = err
+            delay = self._retry_delay(call, attempt, outcome)
+            if delay is not None:
+                await self.sleep(delay)
                 attempt += 1
                 continue
-            return self._result(call, response)
+            if isinstance(outcome, SendError):
+                raise self._failure(call, outcome) from (outcome.__cause__ or outcome)
+            return self._result(call, outcome)
+
+
+def json_body(data: Any) -> bytes:
+    """A request body as both backends send it: compact UTF-8 JSON, no NaN."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 
 __all__ = [
     "AGENT_HEADER",
     "ERROR_CODES",
     "USER_HEADER",
-    "AsyncTransport",
+    "Answer",
+    "AsyncExecutor",
     "Call",
     "ClientTimeoutError",
+    "Executor",
     "RetryPolicy",
+    "SendError",
     "ServerUnreachableError",
-    "SyncTransport",
+    "SyncExecutor",
     "build_headers",
     "error_from_response",
-    "make_timeout",
+    "json_body",
     "retry_after_s",
 ]

@@ -4,27 +4,27 @@ Both expose ``.tree``, ``.knowledge`` and ``.context`` whose methods mirror the 
 engines (same names, arguments, result dataclasses and :mod:`knowhub.errors` exceptions),
 minus the principal / RequestContext argument: the server derives it from the API key and,
 for a key allowed to act for end users, from ``user_id`` (header ``X-Knowhub-User``).
+
+Two HTTP backends run the same rules (:mod:`knowhub.client._http`): httpx (default; sync
+and async) and the standard library (``transport="stdlib"``, sync only: what hook
+processes use, as it starts without importing httpx). A backend module is imported only
+when a client that uses it is built.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
-
-from knowhub.client._http import (
-    AsyncTransport,
-    Call,
-    RetryPolicy,
-    SyncTransport,
-    build_headers,
-    make_timeout,
-)
+from knowhub.client._http import AsyncExecutor, Call, RetryPolicy, SyncExecutor, build_headers
 from knowhub.client.context import ContextNamespace
 from knowhub.client.knowledge import KnowledgeNamespace
 from knowhub.client.tree import TreeNamespace
 
+if TYPE_CHECKING:
+    import httpx
+
 DEFAULT_BASE_URL = "http://127.0.0.1:8765"
+BACKENDS = ("httpx", "stdlib")
 
 
 class _ClientBase:
@@ -51,7 +51,7 @@ class _ClientBase:
         self.api_key = api_key
         self.user_id = user_id
         self.agent_id = agent_id
-        self.timeout = make_timeout(timeout)
+        self.timeout = timeout
         self.retries = retries
         self.policy = RetryPolicy(retries=retries)
         self.headers = build_headers(api_key, user_id, agent_id)
@@ -78,7 +78,9 @@ class KnowhubClient(_ClientBase):
         timeout: seconds (or an ``httpx.Timeout``) per request; extraction and evolution
             wait on an LLM, so give those a client with a longer timeout.
         retries: extra attempts for idempotent calls on connection errors, 429 and 503.
-        transport: an ``httpx`` transport (tests: ``httpx.MockTransport``).
+        transport: ``"httpx"`` (default), ``"stdlib"`` (HTTP/1.1 over ``socket``: no httpx import,
+            for short-lived processes such as hooks), or an httpx transport object
+            (tests: ``httpx.MockTransport``).
     """
 
     def __init__(
@@ -90,13 +92,23 @@ class KnowhubClient(_ClientBase):
         agent_id: str | None = None,
         timeout: float | httpx.Timeout | None = 10.0,
         retries: int = 3,
-        transport: httpx.BaseTransport | None = None,
-        _http: httpx.Client | None = None,
+        transport: str | httpx.BaseTransport = "httpx",
+        _http: Any = None,
     ) -> None:
         super().__init__(base_url, api_key, user_id, agent_id, timeout, retries)
+        self.backend = _backend(transport, sync=True)
         self._owns_http = _http is None
-        self._http = _http or httpx.Client(base_url=self.base_url, timeout=self.timeout, transport=transport)
-        self._transport = SyncTransport(self._http, self.base_url, self.headers, self.policy)
+        if self.backend == "stdlib":
+            from knowhub.client._stdlib import Connections
+
+            self._http = _http or Connections(self.base_url, timeout)
+            send = self._http.send
+        else:
+            from knowhub.client._httpx import open_client, sync_sender
+
+            self._http = _http or open_client(self.base_url, timeout, None if isinstance(transport, str) else transport)
+            send = sync_sender(self._http)
+        self._transport = SyncExecutor(send, self.base_url, self.headers, self.policy)
         self._bind(self._transport)
 
     def with_user(self, user_id: str | None, *, agent_id: str | None = None) -> KnowhubClient:
@@ -104,7 +116,7 @@ class KnowhubClient(_ClientBase):
         leaves this client open). ``agent_id`` defaults to this client's."""
         return KnowhubClient(self.base_url, self.api_key, user_id=user_id,
                              agent_id=agent_id if agent_id is not None else self.agent_id,
-                             timeout=self.timeout, retries=self.retries, _http=self._http)
+                             timeout=self.timeout, retries=self.retries, transport=self.backend, _http=self._http)
 
     def request(self, method: str, path: str, *, params: dict[str, Any] | None = None, json: Any = None) -> Any:
         """Any route as JSON (``/api/me``, admin routes), with this client's errors and retries."""
@@ -135,13 +147,17 @@ class AsyncKnowhubClient(_ClientBase):
         agent_id: str | None = None,
         timeout: float | httpx.Timeout | None = 10.0,
         retries: int = 3,
-        transport: httpx.AsyncBaseTransport | None = None,
+        transport: str | httpx.AsyncBaseTransport = "httpx",
         _http: httpx.AsyncClient | None = None,
     ) -> None:
         super().__init__(base_url, api_key, user_id, agent_id, timeout, retries)
+        _backend(transport, sync=False)
+        from knowhub.client._httpx import async_sender, open_async_client
+
         self._owns_http = _http is None
-        self._http = _http or httpx.AsyncClient(base_url=self.base_url, timeout=self.timeout, transport=transport)
-        self._transport = AsyncTransport(self._http, self.base_url, self.headers, self.policy)
+        self._http = _http or open_async_client(self.base_url, timeout,
+                                                None if isinstance(transport, str) else transport)
+        self._transport = AsyncExecutor(async_sender(self._http), self.base_url, self.headers, self.policy)
         self._bind(self._transport)
 
     def with_user(self, user_id: str | None, *, agent_id: str | None = None) -> AsyncKnowhubClient:
@@ -170,4 +186,16 @@ class AsyncKnowhubClient(_ClientBase):
         await self.aclose()
 
 
-__all__ = ["DEFAULT_BASE_URL", "AsyncKnowhubClient", "KnowhubClient"]
+def _backend(transport: Any, *, sync: bool) -> str:
+    """The backend a ``transport`` argument names: ``httpx`` for an httpx transport object."""
+    if not isinstance(transport, str):
+        return "httpx"
+    allowed = BACKENDS if sync else ("httpx",)
+    if transport not in allowed:
+        from knowhub.errors import InvalidInputError
+
+        raise InvalidInputError(f"transport must be one of {', '.join(allowed)}, not {transport!r}", field="transport")
+    return transport
+
+
+__all__ = ["BACKENDS", "DEFAULT_BASE_URL", "AsyncKnowhubClient", "KnowhubClient"]

@@ -15,7 +15,6 @@ Every dataclass has ``to_dict()`` (JSON-safe, enums become their values) and
 from __future__ import annotations
 
 import dataclasses
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
@@ -38,6 +37,8 @@ R = TypeVar("R", bound="_Record")
 
 def new_event_id() -> str:
     """Random unique id for an outbox event."""
+    import uuid  # here: importing uuid (and platform) is a cost decoders should not pay
+
     return uuid.uuid4().hex
 
 

@@ -14,16 +14,15 @@ Configuration comes from the environment (documented in docs/integrations.md):
 turn every hook into a no-op, ``KNOWHUB_HOOK_START_TOKENS`` / ``KNOWHUB_HOOK_GOAL_TOKENS``
 / ``KNOWHUB_HOOK_TIMEOUT_MS`` for the budgets, ``KNOWHUB_HOOK_STATE`` for the state dir.
 
-Import-light: stdlib here, ``knowhub.client`` (httpx) only when a server is called.
+Import-light: stdlib here; ``knowhub.client`` with its standard-library backend (no httpx)
+when a server is called, and of the engines only their result model modules.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
-import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import replace
@@ -35,7 +34,17 @@ from knowhub.integrations.transcripts import claude_messages, codex_messages, re
 
 __all__ = ["COMMIT_EVENTS", "EVENTS", "INJECT_EVENTS", "HookConfig", "commit_transcript", "handle", "main"]
 
-log = logging.getLogger("knowhub.hook")
+_CONFIGURE_LOGGING = False  # set by main(): only a hook process of its own configures logging
+
+
+def _log() -> Any:
+    """The ``knowhub.hook`` logger, imported on first use (a hook that succeeds never loads
+    ``logging``); in a hook process it also sets up the stderr format once."""
+    import logging
+
+    if _CONFIGURE_LOGGING:
+        logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
+    return logging.getLogger("knowhub.hook")
 
 INJECT_EVENTS = ("SessionStart", "UserPromptSubmit")
 COMMIT_EVENTS = ("PreCompact", "Stop", "SessionEnd")
@@ -76,11 +85,15 @@ def _int(value: str | None) -> int | None:
 
 
 def build_client(config: HookConfig, timeout_s: float, retries: int) -> Any:
-    """A :class:`knowhub.client.KnowhubClient` for ``config`` (imported here: only when needed)."""
+    """A :class:`knowhub.client.KnowhubClient` for ``config`` with the standard-library
+    backend: a hook process lives for one prompt, and httpx would cost more start-up than the
+    round trip. Where the environment routes the server through a proxy, httpx (which
+    honours it) is used instead."""
     from knowhub.client import KnowhubClient
+    from knowhub.client._stdlib import proxied
 
     return KnowhubClient(config.url, config.api_key, user_id=config.user_id, agent_id=config.agent_id,
-                         timeout=timeout_s, retries=retries)
+                         timeout=timeout_s, retries=retries, transport="httpx" if proxied(config.url) else "stdlib")
 
 
 def _context(config: HookConfig, payload: Mapping[str, Any], knowhub: Any) -> AgentContext:
@@ -126,7 +139,7 @@ def handle(event: str, payload: Mapping[str, Any], runtime: str = "claude-code",
                 _close(client)
         return _injection_output(event, injection.text, runtime)
     except Exception as exc:  # fail open: the agent runs on without memory
-        log.warning("knowhub hook %s failed open: %s", event, f"{type(exc).__name__}: {str(exc)[:200]}")
+        _log().warning("knowhub hook %s failed open: %s", event, f"{type(exc).__name__}: {str(exc)[:200]}")
         return None
 
 
@@ -169,6 +182,8 @@ def commit_transcript(payload: Mapping[str, Any], runtime: str, config: HookConf
 
 def spawn_worker(event: str, payload: Mapping[str, Any], runtime: str, config: HookConfig) -> None:
     """Start ``python -m knowhub.cli.hook --worker EVENT`` detached, payload on its stdin."""
+    import subprocess
+
     state = Path(config.state_dir) if config.state_dir else SessionLedger().root
     state.mkdir(parents=True, exist_ok=True)
     with open(state / "hook.log", "ab") as log_file:
@@ -184,19 +199,8 @@ def spawn_worker(event: str, payload: Mapping[str, Any], runtime: str, config: H
         proc.stdin.close()
 
 
-def _skip_unused_imports() -> None:
-    """Keep a hook process from importing what it never uses, a good part of its start-up
-    CPU: httpcore's async backends (trio, anyio; the hook's client is synchronous, and
-    httpcore treats a backend it cannot import as absent) and httpx's command-line tool
-    (``httpx._main``, which pulls in click, rich and pygments; httpx falls back without it).
-    Only names not imported yet are blocked."""
-    for name in ("trio", "anyio", "httpx._main"):
-        sys.modules.setdefault(name, None)  # type: ignore[arg-type]
-
-
 def main(argv: list[str] | None = None) -> int:
     """``knowhub hook [--runtime claude-code|codex] EVENT``: always exits 0 (fail open)."""
-    _skip_unused_imports()
     args = list(sys.argv[1:] if argv is None else argv)
     worker = "--worker" in args
     args = [a for a in args if a != "--worker"]
@@ -206,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
         runtime = args[at + 1] if at + 1 < len(args) else runtime
         del args[at:at + 2]
     event = args[0] if args else ""
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
+    global _CONFIGURE_LOGGING
+    _CONFIGURE_LOGGING = True
     try:
         raw = sys.stdin.read()
         payload = json.loads(raw) if raw.strip() else {}
@@ -216,10 +221,11 @@ def main(argv: list[str] | None = None) -> int:
         payload = {}
     if worker:
         try:
+            _log()  # the worker's stderr is hook.log: timestamps for whatever the agent logs
             count = commit_transcript(payload, runtime, HookConfig())
-            log.info("committed %d messages of session %s", count, payload.get("session_id"))
+            _log().info("committed %d messages of session %s", count, payload.get("session_id"))
         except Exception as exc:
-            log.warning("knowhub hook worker %s failed: %s", event, f"{type(exc).__name__}: {str(exc)[:200]}")
+            _log().warning("knowhub hook worker %s failed: %s", event, f"{type(exc).__name__}: {str(exc)[:200]}")
         return 0
     output = handle(event, payload, runtime)
     if output:

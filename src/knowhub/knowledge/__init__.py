@@ -15,16 +15,16 @@ from knowhub.knowledge.models import (
     Knowledge,
     Resource,
     SearchHit,
-    SlimCluster,
-    SlimPlan,
 )
 
 if TYPE_CHECKING:
     from knowhub.knowledge.hub import KnowledgeHub
+    from knowhub.knowledge.slim_models import SlimCluster, SlimPlan
 
 # The hub (index, embedder, LLM clients) loads on first use, so that the models and
 # knowhub.knowledge.tools stay cheap to import for remote clients and the MCP face.
-_LAZY = {"KnowledgeHub": "knowhub.knowledge.hub"}
+_LAZY = {"KnowledgeHub": "knowhub.knowledge.hub", "SlimCluster": "knowhub.knowledge.slim_models",
+         "SlimPlan": "knowhub.knowledge.slim_models"}
 
 __all__ = [
     "KNOWLEDGE_TYPES",

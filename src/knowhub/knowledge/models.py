@@ -11,15 +11,19 @@ from __future__ import annotations
 import copy
 import math
 import re
-import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from knowhub.errors import InvalidInputError
-from knowhub.knowledge.slim_models import SlimCluster, SlimPlan  # re-exported (their historic home)
 from knowhub.scope import PUBLIC, Principal, normalize_scope, parse_scope
+
+# Functions import datetime where they use it: a client decoding answers never needs it.
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    # re-exported lazily by __getattr__ below (their historic home)
+    from knowhub.knowledge.slim_models import SlimCluster, SlimPlan
 
 #: Knowledge types of seed 002 (``types`` is an array; seed 003's single ``type`` is accepted).
 KNOWLEDGE_TYPES: tuple[str, ...] = (
@@ -58,6 +62,8 @@ _KNOWLEDGE_ID = re.compile(r"^knowledge-\d{8}-[0-9a-f]{4,32}$")
 
 def utc_now() -> str:
     """Current time as ISO 8601 UTC with a ``Z`` suffix (seed 002's timestamp format)."""
+    from datetime import UTC, datetime
+
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
@@ -67,7 +73,11 @@ def new_knowledge_id(now: datetime | None = None) -> str:
     64 random bits per day make a collision unlikely even at millions of saves a day;
     the store still refuses to reuse a taken id (see ``KnowledgeHub._insert_new``).
     """
+    from datetime import UTC, datetime
+
     day = (now or datetime.now(UTC)).strftime("%Y%m%d")
+    import secrets  # here: a process that only decodes answers never needs it
+
     return f"knowledge-{day}-{secrets.token_hex(8)}"
 
 
@@ -571,6 +581,8 @@ class Resource:
         if self.content_type != "cookie":
             return False
         expires = parse_timestamp(self.metadata.get("expires_at"))
+        from datetime import UTC, datetime
+
         return expires is not None and expires <= datetime.now(UTC)
 
     def to_dict(self) -> dict[str, Any]:
@@ -616,10 +628,14 @@ def parse_timestamp(value: Any) -> datetime | None:
     """ISO 8601 timestamp (``Z`` or offset; naive means UTC), or None when unparsable."""
     if not isinstance(value, str) or not value:
         return None
+    from datetime import datetime
+
     try:
         stamp = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
+    from datetime import UTC
+
     return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
 
 
@@ -787,3 +803,13 @@ __all__ = [
     "utc_now",
     "visibility_of",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``SlimCluster`` and ``SlimPlan`` keep this module as their historic home, loaded on
+    first use: a client decoding search answers has no use for them."""
+    if name in ("SlimCluster", "SlimPlan"):
+        from knowhub.knowledge import slim_models
+
+        return getattr(slim_models, name)
+    raise AttributeError(f"module 'knowhub.knowledge.models' has no attribute {name!r}")

@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-import httpx
-
 from knowhub.config import SEED_ORG_SCOPE
 from knowhub.errors import (
     InvalidInputError,
@@ -37,6 +35,8 @@ from knowhub.errors import (
 from knowhub.scope import Principal
 
 if TYPE_CHECKING:
+    import httpx
+
     from knowhub.config import Settings
     from knowhub.knowledge import KnowledgeHub
 
@@ -135,6 +135,8 @@ class KnowledgeToolsClient:
         self.owner_from_agent = owner_from_agent
         self._http: httpx.AsyncClient | None = None
         if self.base_url is not None:
+            import httpx  # here: the MCP face and in-process tools never load it
+
             headers = {"Accept": "application/json"}
             if api_key:
                 headers["Authorization"] = f"Bearer {api_key}"
@@ -189,6 +191,8 @@ class KnowledgeToolsClient:
         params: Mapping[str, Any] | None = None,
         json: Any = None,
     ) -> Any:
+        import httpx
+
         assert self._http is not None
         clean = {k: v for k, v in (params or {}).items() if v is not None}
         try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from knowhub.context.core.objects import RelationEdge, SerializableMixin
+from knowhub.context.core.base import RelationEdge, SerializableMixin
 
 __all__ = ["NodeHit", "RetrievedBlock", "SearchResult", "SeedHit", "TypedQuery"]
 
