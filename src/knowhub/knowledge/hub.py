@@ -36,9 +36,9 @@ from knowhub.knowledge import dedup, keyed, slim_plans, votes
 from knowhub.knowledge import extract as extraction
 from knowhub.knowledge.feedback import add_evidence, apply_update, evolve_content, parse_update
 from knowhub.knowledge.hub_indexes import HubIndexes
+from knowhub.knowledge.hub_resources import ResourceMethods
 from knowhub.knowledge.models import (
     Knowledge,
-    Resource,
     SearchHit,
     SlimPlan,
     build_knowledge,
@@ -70,7 +70,7 @@ MAX_BATCH = 1_000
 MAX_SAVE_BATCH = 10_000
 
 
-class KnowledgeHub(HubIndexes):
+class KnowledgeHub(ResourceMethods, HubIndexes):
     """Scoped knowledge and resources with feedback, evolution, slimming and extraction.
 
     Args:
@@ -793,45 +793,3 @@ class KnowledgeHub(HubIndexes):
                     )
         self._sync()
         return saved
-
-    # ------------------------------------------------------------------ resources
-
-    def save_resource(self, principal: Principal, body: dict[str, Any]) -> Resource:
-        """Create (or, for its owner, replace) a resource; ``secure_body`` is encrypted."""
-        return self.resources.save(self._principal(principal), body)
-
-    def get_resource(
-        self, principal: Principal, resource_id: str, *, include_secure: bool = False
-    ) -> Resource:
-        """A visible resource; the decrypted secret only for owners/admins who ask."""
-        return self.resources.get(
-            self._principal(principal), resource_id, include_secure=include_secure
-        )
-
-    def list_resources(
-        self, principal: Principal, limit: int = 50, content_type: str | None = None
-    ) -> builtins.list[Resource]:
-        """Visible resources without secrets; expired cookies are marked ``expired``."""
-        return self.resources.list(
-            self._principal(principal), limit=limit, content_type=content_type
-        )
-
-    def update_resource(
-        self, principal: Principal, resource_id: str, patch: dict[str, Any]
-    ) -> Resource:
-        """Patch a resource (owner or scope admin)."""
-        return self.resources.update(self._principal(principal), resource_id, patch)
-
-    def delete_resource(self, principal: Principal, resource_id: str) -> None:
-        """Soft-delete a resource (owner or scope admin)."""
-        self.resources.delete(self._principal(principal), resource_id)
-
-    def resource_history(
-        self, principal: Principal, resource_id: str
-    ) -> builtins.list[dict[str, Any]]:
-        """Previous versions of a visible resource, newest first, never with secrets."""
-        return self.resources.history(self._principal(principal), resource_id)
-
-    def undo_resource(self, principal: Principal, change_id: str) -> Resource:
-        """Restore the resource version saved under ``change_id`` (owner or scope admin)."""
-        return self.resources.undo(self._principal(principal), change_id)
