@@ -62,3 +62,9 @@ def test_a_plain_key_cannot_name_a_user(keyed: ServerProcess) -> None:
             pytest.raises(PermissionDeniedError) as raised:
         impostor.knowledge.search("deploy trick")
     assert raised.value.http_status == 403
+
+
+@pytest.mark.parametrize("transport", ["httpx", "stdlib"])
+def test_a_chinese_end_user_id_reaches_the_server_intact(keyed: ServerProcess, transport: str) -> None:
+    with KnowhubClient(keyed.base_url, BACKEND, transport=transport, user_id="用户甲") as client:
+        assert client.request("GET", "/api/me")["principal"] == "user:用户甲"

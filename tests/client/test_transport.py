@@ -621,3 +621,68 @@ def test_the_stdlib_backend_knows_when_a_proxy_applies(monkeypatch: pytest.Monke
         assert client.backend == "httpx"
     monkeypatch.setenv("NO_PROXY", "knowhub.example.org")
     assert not proxied("https://knowhub.example.org")
+
+
+def test_a_non_ascii_user_id_is_sent_percent_encoded(client_for: Any) -> None:
+    script = Script(ok({"results": [], "count": 0}))
+    client, _ = client_for(script, user_id="张三")
+    client.knowledge.user_profile()
+    assert script.requests[-1].headers["x-knowhub-user"] == "%E5%BC%A0%E4%B8%89"
+
+
+def _one_shot_server(answers: list[bytes]) -> tuple[socket.socket, threading.Thread]:
+    """A 127.0.0.1 server that answers each request line with the next raw bytes."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+
+    def serve() -> None:
+        conn = server.accept()[0]
+        reader = conn.makefile("rb")
+        for raw in answers:
+            while reader.readline() not in (b"\r\n", b""):
+                pass
+            conn.sendall(raw)
+        conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return server, thread
+
+
+def test_stdlib_backend_never_reuses_a_connection_with_bytes_past_the_answer() -> None:
+    """An answer longer than its Content-Length must not become the next call's answer
+    (the connection is dropped instead of pooled)."""
+    from knowhub.client._http import Call
+    from knowhub.client._stdlib import Connections
+
+    server, _first = _one_shot_server([b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+                                       b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nSTALE"])
+    second, _second = _one_shot_server([b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfresh"])
+    try:
+        pool = Connections(f"http://127.0.0.1:{server.getsockname()[1]}", 5.0)
+        assert pool.send(Call("GET", "/a"), {}).content == b"ok"
+        time.sleep(0.05)
+        # the idle connection holds "STALE": a new one must be opened (here: refused, the
+        # one-shot server accepts once), never the buffered bytes served as the answer
+        pool.port = second.getsockname()[1]
+        assert pool.send(Call("GET", "/b"), {}).content == b"fresh"
+    finally:
+        server.close()
+        second.close()
+
+
+@pytest.mark.parametrize("head", [b"HTTP/1.1 2\xb2 OK\r\n\r\n", b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+                                  b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-3\r\nabc\r\n0\r\n\r\n"])
+def test_stdlib_backend_turns_malformed_framing_into_a_protocol_error(head: bytes) -> None:
+    from knowhub.client._http import Call, SendError
+    from knowhub.client._stdlib import Connections
+
+    server, _thread = _one_shot_server([head])
+    try:
+        pool = Connections(f"http://127.0.0.1:{server.getsockname()[1]}", 5.0)
+        with pytest.raises(SendError):
+            pool.send(Call("GET", "/a"), {})
+        assert pool._idle == []
+    finally:
+        server.close()

@@ -24,6 +24,7 @@ LISTED = "deleg-listed-key-0123456789"  # acts for alice and bob only
 PLAIN = "deleg-plain-key-0123456789"  # acts for nobody
 ALICE = "deleg-alice-key-0123456789"  # alice's own key: her memberships
 READONLY = "deleg-readonly-key-0123456789"  # acts for users, read-only for the tree
+ROOT = "deleg-root-key-0123456789"  # an operator's own key
 KEYS: list[dict[str, Any]] = [
     {"key": BACKEND, "principal": "agent:backend", "memberships": ["org:secret", "team:ops"],
      "admin_of": ["public", "org:secret"], "publish": ["org:secret"], "act_for": ["user:*"]},
@@ -31,6 +32,7 @@ KEYS: list[dict[str, Any]] = [
     {"key": PLAIN, "principal": "user:plain", "memberships": ["team:red"]},
     {"key": ALICE, "principal": "user:alice", "memberships": ["team:red"]},
     {"key": READONLY, "principal": "agent:reader", "tree": "read-only", "act_for": ["user:*"]},
+    {"key": ROOT, "principal": "user:root", "admin_of": ["public"], "publish": ["public"]},
 ]
 
 
@@ -117,6 +119,29 @@ def test_the_end_user_gets_its_own_rights_never_the_keys(client: TestClient) -> 
     assert client.post("/api/tree/keywords", json=body, headers=_h(READONLY, "zoe")).status_code == 403
     made = client.post("/api/tree/keywords", json=body, headers=_h(BACKEND, "zoe"))
     assert made.status_code in (200, 201), made.text
+
+
+def test_delegation_never_carries_admin_rights(client: TestClient) -> None:
+    """A user:* key naming an operator's user id acts as a plain member: no operator routes,
+    no admin_of, no publish right the key itself lacks (found by review: it used to get
+    the operator key's admin_of and reach /api/admin)."""
+    me = client.get("/api/me", headers=_h(BACKEND, "root")).json()
+    assert me["principal"] == "user:root" and me["admin_of"] == [] and me["publish"] == []
+    for path in ("/api/admin/outbox", "/api/admin/check", "/metrics"):
+        assert client.get(path, headers=_h(BACKEND, "root")).status_code == 403, path
+    assert client.post("/api/admin/forget", headers=_h(BACKEND, "root"),
+                       json={"principal": "user:alice"}).status_code == 403
+    # the operator's own key keeps its rights
+    assert client.get("/api/admin/outbox", headers=_h(ROOT)).status_code == 200
+
+
+def test_a_non_ascii_end_user_travels_percent_encoded(client: TestClient) -> None:
+    from urllib.parse import quote
+
+    me = client.get("/api/me", headers=_h(BACKEND, quote("用户甲"))).json()
+    assert me["principal"] == "user:用户甲" and me["context"]["user_id"]
+    bad = client.get("/api/me", headers=_h(BACKEND, "%FF%FE"))
+    assert bad.status_code == 400 and bad.json()["error"] == "invalid_input"
 
 
 def test_delegated_knowledge_is_isolated(client: TestClient) -> None:

@@ -208,6 +208,16 @@ class Call:
         return out
 
 
+def header_id(value: str) -> str:
+    """An id as a header value: non-ASCII ids (and a literal ``%``) percent-encoded as UTF-8,
+    which the server decodes (``X-Knowhub-User: %E5%BC%A0%E4%B8%89`` is ``user:张三``)."""
+    if value.isascii() and "%" not in value:
+        return value
+    from urllib.parse import quote
+
+    return quote(value, safe=":@")
+
+
 def build_headers(api_key: str | None, user_id: str | None, agent_id: str | None) -> dict[str, str]:
     """Request headers of a client acting as ``api_key`` for ``user_id`` in ``agent_id``."""
     from knowhub import __version__
@@ -216,7 +226,7 @@ def build_headers(api_key: str | None, user_id: str | None, agent_id: str | None
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     if user_id:
-        headers[USER_HEADER] = str(user_id)
+        headers[USER_HEADER] = header_id(str(user_id))
     if agent_id:
         headers[AGENT_HEADER] = str(agent_id)
     return headers

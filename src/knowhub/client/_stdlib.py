@@ -34,14 +34,13 @@ MAX_HEADERS = 200
 _NO_BODY_STATUSES = frozenset({204, 304})
 
 
-def seconds(timeout: Any) -> float | None:
-    """A timeout as seconds: a number, None (wait forever), or an object with ``read`` and
-    ``connect`` seconds (an ``httpx.Timeout``): the larger of the two."""
+def seconds(timeout: Any, part: str = "read") -> float | None:
+    """A timeout as seconds: a number (for every step), None (wait forever), or an object
+    with ``connect`` and ``read`` seconds (an ``httpx.Timeout``): its ``part``."""
     if timeout is None or isinstance(timeout, int | float):
         return None if timeout is None else float(timeout)
-    parts = [getattr(timeout, name, None) for name in ("connect", "read")]
-    given = [float(p) for p in parts if p is not None]
-    return max(given) if given else None
+    value = getattr(timeout, part, None)
+    return None if value is None else float(value)
 
 
 _PROXY_VARIABLES = frozenset({"http_proxy", "https_proxy", "all_proxy"})
@@ -75,9 +74,24 @@ class _Connection:
         self.reader: BinaryIO = sock.makefile("rb")
 
     def stale(self) -> bool:
-        """Whether the server closed (or wrote to) this idle connection."""
+        """Whether the server closed (or wrote to) this idle connection: bytes waiting on
+        the socket, already pulled into the reader's buffer (an answer longer than its
+        framing said) or, for TLS, decrypted and pending. Reusing such a connection would
+        serve those bytes as the next answer."""
         try:
-            return bool(select.select([self.sock], [], [], 0)[0])
+            if select.select([self.sock], [], [], 0)[0]:
+                return True
+            pending = getattr(self.sock, "pending", None)
+            if callable(pending) and pending() > 0:
+                return True
+            timeout = self.sock.gettimeout()
+            self.sock.settimeout(0.0)
+            try:
+                return bool(self.reader.peek(1))  # type: ignore[attr-defined]
+            except (BlockingIOError, TimeoutError):
+                return False  # nothing buffered, nothing on the wire
+            finally:
+                self.sock.settimeout(timeout)
         except (OSError, ValueError):
             return True
 
@@ -102,7 +116,7 @@ def _read_head(reader: BinaryIO) -> tuple[str, int, dict[str, str]]:
         if not line:
             raise ProtocolError("the server closed the connection without answering")
         parts = line.decode("latin-1").split(None, 2)
-        if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
+        if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not _is_number(parts[1]):
             raise ProtocolError(f"not an HTTP/1.x status line: {line[:80]!r}")
         headers: dict[str, str] = {}
         for _ in range(MAX_HEADERS + 1):
@@ -121,6 +135,11 @@ def _read_head(reader: BinaryIO) -> tuple[str, int, dict[str, str]]:
             return parts[0], status, headers
 
 
+def _is_number(text: str) -> bool:
+    """ASCII digits only (``str.isdigit`` also accepts '²' and other digits int() refuses)."""
+    return text.isascii() and text.isdigit()
+
+
 def _read_exactly(reader: BinaryIO, size: int) -> bytes:
     data = reader.read(size)
     if len(data) < size:
@@ -136,6 +155,8 @@ def _read_chunked(reader: BinaryIO) -> bytes:
             size = int(size_line, 16)
         except ValueError:
             raise ProtocolError(f"bad chunk size {size_line[:20]!r}") from None
+        if size < 0 or not size_line.isalnum():
+            raise ProtocolError(f"bad chunk size {size_line[:20]!r}")
         if size == 0:
             while _line(reader) not in (b"\r\n", b"\n", b""):  # trailers
                 pass
@@ -154,10 +175,10 @@ def read_answer(reader: BinaryIO, method: str) -> tuple[Answer, bool]:
     elif "chunked" in headers.get("transfer-encoding", "").lower():
         body = _read_chunked(reader)
     elif "content-length" in headers:
-        try:
-            length = int(headers["content-length"].split(",")[0])
-        except ValueError:
-            raise ProtocolError("bad Content-Length") from None
+        raw_length = headers["content-length"].split(",")[0].strip()
+        if not _is_number(raw_length):
+            raise ProtocolError("bad Content-Length")
+        length = int(raw_length)
         body = _read_exactly(reader, length)
     else:  # framed by the end of the connection
         body = reader.read()
@@ -193,7 +214,8 @@ class Connections:
         host = f"[{self.host}]" if ":" in self.host else self.host
         self.host_header = host if default_port else f"{host}:{self.port}"
         self.prefix = parts.path.rstrip("/")
-        self.timeout = seconds(timeout)
+        self.connect_timeout = seconds(timeout, "connect")
+        self.timeout = seconds(timeout, "read")
         self._idle: list[_Connection] = []
         self._lock = threading.Lock()
         self.closed = False
@@ -203,7 +225,7 @@ class Connections:
         # imports encodings.idna and unicodedata (~2 ms of a hook's start-up) for nothing.
         host: str | bytes = self.host.encode("ascii") if self.host.isascii() else self.host
         try:
-            sock = socket.create_connection((host, self.port), timeout=self.timeout)  # type: ignore[arg-type]
+            sock = socket.create_connection((host, self.port), timeout=self.connect_timeout)  # type: ignore[arg-type]
         except TimeoutError as exc:
             raise SendError(f"connect timed out ({exc})", timeout=True) from exc
         except OSError as exc:
@@ -214,6 +236,7 @@ class Connections:
                 import ssl
 
                 sock = ssl.create_default_context().wrap_socket(sock, server_hostname=self.host)
+            sock.settimeout(self.timeout)  # connected: each read waits at most the read timeout
         except TimeoutError as exc:
             sock.close()
             raise SendError(f"TLS handshake timed out ({exc})", timeout=True) from exc
@@ -274,6 +297,9 @@ class Connections:
         except (OSError, ProtocolError) as exc:
             conn.close()
             raise SendError(str(exc) or type(exc).__name__) from exc
+        except BaseException:
+            conn.close()  # never pool (or leak) a connection left mid-answer
+            raise
         if close:
             conn.close()
         else:

@@ -164,8 +164,14 @@ class Authenticator:
                 end_user=wanted,
             )
         acting = local_principal(self._settings, wanted) if self._settings is not None else Principal.of(wanted)
-        if not caller.tree_write and acting.tree_write:
-            acting = replace(acting, tree_write=False)  # a read-only key cannot lend tree writes
+        # A key lends no right it lacks, and delegation never carries admin rights: the end
+        # user acts as a plain member (its own key, used directly, keeps its admin_of).
+        acting = replace(
+            acting,
+            admin_of=(),
+            publish=tuple(scope for scope in acting.publish if scope in caller.publish),
+            tree_write=acting.tree_write and caller.tree_write,
+        )
         return Identity(acting, caller, key_number)
 
     def _entry(self, authorization: str | None) -> _KeyEntry | None:
@@ -187,12 +193,20 @@ class Authenticator:
 
 def end_user_id(value: str) -> str:
     """The principal id an ``X-Knowhub-User`` value names: a bare id is a user
-    (``alice`` → ``user:alice``), a value with a colon is a full principal id.
+    (``alice`` → ``user:alice``), a value with a colon is a full principal id; a value with
+    ``%`` is percent-encoded UTF-8 (``%E7%94%A8%E6%88%B7%E7%94%B2`` → ``user:用户甲``).
 
     Raises:
         InvalidInputError: empty, too long, ``public`` or not a valid principal id.
     """
     text = value.strip()
+    if "%" in text:  # percent-encoded UTF-8 (how clients send non-ASCII ids, e.g. 用户甲)
+        from urllib.parse import unquote
+
+        try:
+            text = unquote(text, errors="strict").strip()
+        except UnicodeDecodeError:
+            raise InvalidInputError(f"{USER_HEADER} is not percent-encoded UTF-8") from None
     if not text or len(text) > MAX_USER_HEADER:
         raise InvalidInputError(f"{USER_HEADER} must be a user id of 1 to {MAX_USER_HEADER} characters")
     try:
