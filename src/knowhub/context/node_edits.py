@@ -80,36 +80,15 @@ def drop_edges_to(fs: ContextFS, ctx: Any, uri: str) -> list[str]:
     its neighbours' relations any more. Returns the URIs of the nodes that changed (their
     graph copies must follow). Edges live in the writer's own space, so this walk is
     bounded by one user's memories, not the account."""
-    import os
-    from pathlib import Path
+    from knowhub.context.core.uri import parse_uri
 
-    from knowhub.context.core.uri import build_uri, parse_uri
-    from knowhub.context.fs.damage import META_FILE, RELATIONS_FILE
-    from knowhub.context.fs.files import _dumps, read_json_file
-
-    parsed = parse_uri(uri)
-    base = fs.account_dir(ctx)
-    space = base.joinpath(*parsed.segments[:2])
     prefix = uri.rstrip("/") + "/"
-    changed: list[str] = []
+
+    def drop(edges: list[Any]) -> list[dict[str, Any]] | None:
+        kept = [e for e in edges if not (isinstance(e, dict) and isinstance(e.get("to_uri"), str)
+                                         and (e["to_uri"] == uri or e["to_uri"].startswith(prefix)))]
+        return None if len(kept) == len(edges) else kept
+
+    space = fs.account_dir(ctx).joinpath(*parse_uri(uri).segments[:2])
     with fs.locked(ctx):
-        for root, dirs, files in os.walk(space):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            if RELATIONS_FILE not in files or META_FILE not in files:
-                continue
-            path = Path(root)
-            fs._roll_forward(path)
-            try:
-                doc = read_json_file(path / RELATIONS_FILE)
-            except FileNotFoundError:
-                continue
-            edges = doc.get("edges") if isinstance(doc, dict) else None
-            if not isinstance(edges, list):
-                continue  # a damaged file is reported by check(), never guessed at here
-            kept = [e for e in edges if not (isinstance(e, dict) and isinstance(e.get("to_uri"), str)
-                                             and (e["to_uri"] == uri or e["to_uri"].startswith(prefix)))]
-            if len(kept) == len(edges):
-                continue
-            fs._replace_files(path, [(RELATIONS_FILE, _dumps({"edges": kept}))])
-            changed.append(build_uri(ctx.account_id, *path.relative_to(base).parts))
-    return changed
+        return fs._rewrite_edges(ctx, space, drop)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,18 +74,23 @@ class RepairsMixin:
             raise NotFoundError(f"no node at {uri} (it was damaged and is quarantined)", uri=uri) from exc
 
 
-    def _retarget_edges(self, ctx: CtxLike, old_uri: str, new_uri: str) -> list[str]:
-        """Rewrite, in every node of the account, edges whose target is ``old_uri`` or below
-        it to the same place under ``new_uri`` (caller holds the lock). An edge that would
-        then duplicate an existing ``(to_uri, relation_type)`` is merged into it."""
+    def _rewrite_edges(
+        self,
+        ctx: CtxLike,
+        root: Path,
+        rewrite: Callable[[list[Any]], list[dict[str, Any]] | None],
+    ) -> list[str]:
+        """Apply ``rewrite`` to the relation edges of every node under ``root`` (caller
+        holds the lock); it returns the new edges, or None to leave a node as it is. Returns
+        the URIs of the nodes that changed (their graph copies must follow). A damaged
+        relations file is reported by check(), never guessed at here."""
         base = self.account_dir(ctx)
-        prefix = old_uri.rstrip("/") + "/"
         changed: list[str] = []
-        for root, dirs, files in os.walk(base):
+        for walked, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
             if RELATIONS_FILE not in files or META_FILE not in files:
                 continue
-            path = Path(root)
+            path = Path(walked)
             self._roll_forward(path)
             try:
                 doc = read_json_file(path / RELATIONS_FILE)
@@ -93,7 +98,21 @@ class RepairsMixin:
                 continue
             edges = doc.get("edges") if isinstance(doc, dict) else None
             if not isinstance(edges, list):
-                continue  # a damaged file is reported by check(), never guessed at here
+                continue
+            new_edges = rewrite(edges)
+            if new_edges is None:
+                continue
+            self._replace_files(path, [(RELATIONS_FILE, _dumps({"edges": new_edges}))])
+            changed.append(build_uri(ctx.account_id, *path.relative_to(base).parts))
+        return changed
+
+    def _retarget_edges(self, ctx: CtxLike, old_uri: str, new_uri: str) -> list[str]:
+        """Rewrite, in every node of the account, edges whose target is ``old_uri`` or below
+        it to the same place under ``new_uri`` (caller holds the lock). An edge that would
+        then duplicate an existing ``(to_uri, relation_type)`` is merged into it."""
+        prefix = old_uri.rstrip("/") + "/"
+
+        def retarget(edges: list[Any]) -> list[dict[str, Any]] | None:
             hit = False
             rewritten: list[dict[str, Any]] = []
             for edge in edges:
@@ -103,10 +122,9 @@ class RepairsMixin:
                     hit = True
                 rewritten.append(edge)
             if not hit:
-                continue
+                return None
             merged: list[dict[str, Any]] = []
             upsert_encoded(merged, [e for e in rewritten if isinstance(e, dict) and e.get("to_uri") and e.get("relation_type")])
-            self._replace_files(path, [(RELATIONS_FILE, _dumps({"edges": merged}))])
-            rel = path.relative_to(base).parts
-            changed.append(build_uri(ctx.account_id, *rel))
-        return changed
+            return merged
+
+        return self._rewrite_edges(ctx, self.account_dir(ctx), retarget)
