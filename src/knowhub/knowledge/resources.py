@@ -20,14 +20,11 @@ from knowhub.errors import (
     StorageError,
     VersionConflictError,
 )
-from knowhub.knowledge.models import (
-    Resource,
+from knowhub.knowledge.models import Resource, check_limit, check_resource_id, utc_now
+from knowhub.knowledge.resource_checks import (
     check_content_type,
-    check_limit,
     check_resource_body,
-    check_resource_id,
     check_resource_patch,
-    utc_now,
 )
 from knowhub.knowledge.secrets import SecretBox
 from knowhub.knowledge.store import KnowledgeStore
