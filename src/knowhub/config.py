@@ -26,7 +26,15 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from knowhub.errors import ConfigError
@@ -63,6 +71,20 @@ ENV_NESTED_DELIMITER = "__"
 
 # Values of the TOML file being loaded; read by the lowest-priority settings source.
 _FILE_VALUES: ContextVar[dict[str, Any] | None] = ContextVar("knowhub_file_values", default=None)
+
+
+def postgres_url_or_none(value: str | None) -> str | None:
+    """A ``postgresql://`` URL (stripped), None for unset/blank; any other URL is refused."""
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    scheme = value.split("://", 1)[0].lower() if "://" in value else ""
+    if scheme not in POSTGRES_SCHEMES:
+        raise ValueError(
+            "must be a postgresql:// URL (PostgreSQL with pgvector) or be left unset for the "
+            "embedded default"
+        )
+    return value
 
 
 class _TomlFileSource(PydanticBaseSettingsSource):
@@ -121,6 +143,9 @@ class TreeSettings(BaseModel):
     persist_every_ops: int = 5000
     reorganize_chunk: int = 300
     freeze_gc: bool = True
+    #: None keeps entities and the change log in JSONL files under the data dir; a
+    #: ``postgresql://`` URL puts them in that database (shared by every server).
+    db_url: str | None = None
     exact_cache_ttl_s: float = 3600.0
     descend_cache_ttl_s: float = 3600.0
     agent_cache_ttl_s: float = 6 * 3600.0
@@ -129,6 +154,11 @@ class TreeSettings(BaseModel):
     decision_audit_max_bytes: int = Field(default=4 * 1024 * 1024, ge=0)
     decision_audit_files: int = Field(default=4, ge=1, le=100)
     decision_audit_max_age_s: float = Field(default=30 * 24 * 3600.0, gt=0)
+
+    @field_validator("db_url")
+    @classmethod
+    def _postgres_url(cls, value: str | None) -> str | None:
+        return postgres_url_or_none(value)
 
 
 class KnowledgeSettings(BaseModel):
@@ -158,6 +188,10 @@ class ContextSettings(BaseModel):
 
     account_id: str = Field(default="default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
     index_url: str | None = None
+    #: Where context nodes (L0/L1/L2, meta, relations) and the outbox live: None keeps the
+    #: node directories and the SQLite outbox under the data dir (seed 004's default); a
+    #: ``postgresql://`` URL puts both in that database, the outbox in the node's transaction.
+    store_url: str | None = None
     extractor_concurrency: int = 4
     #: Caps of one commit and of knowledge extraction (knowhub.limits, issue 18 §2).
     commit_max_messages: int = Field(default=500, ge=1)
@@ -171,20 +205,11 @@ class ContextSettings(BaseModel):
     outbox_lease_s: float = 30.0
     outbox_max_retries: int = 5
 
-    @field_validator("index_url")
+    @field_validator("index_url", "store_url")
     @classmethod
     def _postgres_url(cls, value: str | None) -> str | None:
-        """Only PostgreSQL holds a shared index: refuse any other URL when the settings load."""
-        if value is None or not value.strip():
-            return None
-        value = value.strip()
-        scheme = value.split("://", 1)[0].lower() if "://" in value else ""
-        if scheme not in POSTGRES_SCHEMES:
-            raise ValueError(
-                "must be a postgresql:// URL (PostgreSQL with pgvector) or be left unset for the "
-                "embedded index"
-            )
-        return value
+        """Only PostgreSQL holds a shared store or index: refuse any other URL at load."""
+        return postgres_url_or_none(value)
 
 class AuthKey(BaseModel):
     """One API key and the principal it authenticates (``[[auth.keys]]`` in TOML)."""
@@ -267,6 +292,11 @@ class Settings(BaseSettings):
     )
 
     data_dir: Path = Path("./knowhub-data")
+    #: One PostgreSQL URL for every engine (``KNOWHUB_DATABASE_URL``): it fills
+    #: ``tree.db_url``, ``knowledge.db_url``, ``context.store_url`` and ``context.index_url``
+    #: wherever those are unset, so N servers with their own (or no shared) data dirs serve
+    #: one corpus. A per-engine setting overrides it. See :meth:`engine_urls`.
+    database_url: str | None = None
     llm: LLMSettings = Field(default_factory=LLMSettings)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     tree: TreeSettings = Field(default_factory=TreeSettings)
@@ -311,6 +341,34 @@ class Settings(BaseSettings):
             raise ConfigError(f"bad setting {where}: {first.get('msg')}", path=str(path or "")) from exc
         finally:
             _FILE_VALUES.reset(token)
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, value: str | None) -> str | None:
+        return postgres_url_or_none(value)
+
+    @model_validator(mode="after")
+    def _fill_engine_urls(self) -> Settings:
+        """``database_url`` is the default of every per-engine URL (one place for the rule)."""
+        if self.database_url:
+            if not self.tree.db_url:
+                self.tree.db_url = self.database_url
+            if not self.knowledge.db_url:
+                self.knowledge.db_url = self.database_url
+            if not self.context.store_url:
+                self.context.store_url = self.database_url
+            if not self.context.index_url:
+                self.context.index_url = self.database_url
+        return self
+
+    def engine_urls(self) -> dict[str, str | None]:
+        """Where each primary store and index lives: a URL, or None for the data dir."""
+        return {
+            "tree": self.tree.db_url,
+            "knowledge": self.knowledge.db_url,
+            "context.store": self.context.store_url,
+            "context.index": self.context.index_url,
+        }
 
     def engine_dir(self, engine: str) -> Path:
         """Directory of one engine inside the data dir, e.g. ``<data_dir>/tree``."""
@@ -408,6 +466,7 @@ def read_toml(path: Path) -> dict[str, Any]:
 
 __all__ = [
     "NON_SETTING_ENV",
+    "POSTGRES_SCHEMES",
     "SEED_AGENT_SCOPE",
     "SEED_ORG_SCOPE",
     "AuthKey",
@@ -421,5 +480,6 @@ __all__ = [
     "TreeSettings",
     "check_env",
     "check_keys",
+    "postgres_url_or_none",
     "read_toml",
 ]

@@ -28,7 +28,7 @@ log = logging.getLogger("knowhub.server.ready")
 
 #: Settings that may hold a PostgreSQL URL, as dotted paths of :class:`~knowhub.config.Settings`
 #: (``database_url`` is the one-setting-for-every-engine form, when the settings have it).
-URL_SETTINGS = ("database_url", "knowledge.db_url", "context.index_url")
+URL_SETTINGS = ("database_url", "tree.db_url", "knowledge.db_url", "context.store_url", "context.index_url")
 
 #: Words of a driver message → the reason shown by ``/ready``.
 _KINDS = (
