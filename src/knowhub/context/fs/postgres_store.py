@@ -347,7 +347,8 @@ class PostgresContextStore:
                       "l0": node.abstract, "l1": node.overview, "l2": node.content,
                       "meta": _dumps(self._meta_doc(node, version, created, now)),
                       "rel": _dumps({"edges": current}), "v": version, "c": created, "u": now}
-            self._ensure_ancestors(conn, account, parsed.segments)
+            if old is None:  # a new path: its ancestors may be missing
+                self._ensure_ancestors(conn, account, parsed.segments)
             conn.execute(
                 sql(f"""INSERT INTO {_T} (account, path, parent, depth, is_node, abstract, overview, content, meta,
                                            relations, version, created_at, updated_at)

@@ -113,9 +113,9 @@ class PgTransactions:
         if account in unit.accounts:
             return
         with self.translated("account lock"):
-            unit.conn.execute(text("SELECT set_config('lock_timeout', :t, true)"),
-                              {"t": f"{int(self.lock_timeout_s * 1000)}ms"})
-            unit.conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": account_lock_key(account)})
+            # one round trip: the wait is bounded (LockTimeoutError), then the lock is taken
+            unit.conn.execute(text("SELECT set_config('lock_timeout', :t, true), pg_advisory_xact_lock(:k)"),
+                              {"t": f"{int(self.lock_timeout_s * 1000)}ms", "k": account_lock_key(account)})
         unit.accounts.add(account)
 
     @contextlib.contextmanager
