@@ -24,11 +24,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from knowhub.context.commit import CommitCoordinator  # noqa: E402
-from knowhub.context.core import ContextNode, memory_uri  # noqa: E402
-from knowhub.context.fs.backends import open_outbox, open_store  # noqa: E402
-from knowhub.scope import RequestContext  # noqa: E402
-from tests.context.crash_commit_worker import session_messages  # noqa: E402
+from tests.context.crash_commit_worker import session_messages
+
+from knowhub.context.commit import CommitCoordinator
+from knowhub.context.core import ContextNode, memory_uri
+from knowhub.context.fs.backends import open_outbox, open_store
+from knowhub.scope import RequestContext
 
 CTX = RequestContext("acme", "alice", agent_id="helper")
 

@@ -67,13 +67,17 @@ def test_two_servers_with_their_own_data_dirs_serve_one_corpus(tmp_path: Path, u
         # the commit audit is shared: the same batch on the other server is a duplicate
         assert two.commit_session(ALICE, climbing).status == "duplicate"
         assert [c["commit_id"] for c in one.list_commits(ALICE)] == [second.commit_id, first.commit_id]
+        # an agent runtime's raw session items too
+        one.add_session_items(ALICE, "run-1", [{"role": "user", "content": "你好"}])
+        assert two.get_session_items(ALICE, "run-1").items == [{"role": "user", "content": "你好"}]
         # an edit and a delete on one server are seen, and indexed, by the other
         one.edit_node(ALICE, node_uri, abstract="Alice climbs in Patagonia (edited)")
         assert two.read_memory(ALICE, node_uri, "L0").abstract == "Alice climbs in Patagonia (edited)"
         two.delete_node(ALICE, node_uri)
         one.flush_index()
         assert node_uri not in {b.uri for b in one.search_memory(ALICE, "climbing Patagonia").blocks}
-    assert not list((tmp_path / "one" / "context" / "accounts").rglob("*.md"))  # no node files anywhere
+    for server in ("one", "two"):  # nothing of the corpus in a data dir
+        assert not [p for p in (tmp_path / server / "context" / "accounts").rglob("*") if p.is_file()]
 
 
 def test_events_commit_with_their_nodes_or_not_at_all(tmp_path: Path, url: str) -> None:

@@ -1,5 +1,6 @@
-"""ContextEngineService end to end with ``database_url``: nodes, outbox and index all in
-PostgreSQL. The service tests of ``test_service.py`` run again here (``svc`` overridden)."""
+"""ContextEngineService end to end with ``database_url``: nodes, outbox, raw session items
+and index all in PostgreSQL. The service tests of ``test_service.py`` and the session item
+tests of ``test_session_items.py`` run again here (``svc`` overridden)."""
 
 from __future__ import annotations
 
@@ -20,11 +21,20 @@ from tests.context.test_service import (  # noqa: F401 - collected again with th
     test_search_options,
     test_unknown_event_goes_dead_without_blocking,
 )
+from tests.context.test_session_items import (  # noqa: F401 - raw session items in PostgreSQL
+    test_bad_items_are_refused,
+    test_bad_session_ids_are_refused,
+    test_concurrent_appends_keep_whole_batches,
+    test_cursor_is_monotone_and_clamped,
+    test_random_operations_match_a_list_model,
+    test_round_trip_exact_and_limits,
+)
 
 pytestmark = pytest.mark.postgres
 
 #: Tables of the context index in the database (``kx_context_*``).
-INDEX_TABLES = tuple(f"kx_context_{t}" for t in ("meta", "docs", "vecs", "postings", "terms", "stats"))
+INDEX_TABLES = (*(f"kx_context_{t}" for t in ("meta", "docs", "vecs", "postings", "terms", "stats")),
+                "kx_ctx_sessions", "kx_ctx_session_items")
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,6 @@ from knowhub.index.postgres_outbox import PostgresOutboxStore
 from tests.context.pg_store_support import empty_tables, private_database, scalar
 from tests.index.test_outbox import (  # noqa: F401 - collected again with this module's store
     FakeClock,
-    clock,
     ev,
     test_backoff_then_dead,
     test_claim_leases_and_hides_claimed,
@@ -38,6 +37,11 @@ pytestmark = pytest.mark.postgres
 @pytest.fixture(scope="module")
 def database() -> Iterator[str]:
     yield from private_database()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
 
 
 @pytest.fixture

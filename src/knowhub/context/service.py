@@ -177,7 +177,12 @@ class ContextEngineService:
             identity_file(self.data_dir).save(self.identity)
         self.relations = RelationStore(self.fs)
         #: raw items of agent runtimes' sessions (:mod:`knowhub.context.session_items`)
-        self.session_items = SessionItemLog(self.fs.account_dir, durable=durable)
+        if is_postgres_store(self.fs):  # every server reads the same sessions
+            from knowhub.context.session_items_postgres import PostgresSessionItemLog
+
+            self.session_items: Any = PostgresSessionItemLog(self.fs.tx)
+        else:
+            self.session_items = SessionItemLog(self.fs.account_dir, durable=durable)
         self.index_dir = self.data_dir / "index"
         ensure_dir(self.index_dir)
         self.outbox = open_outbox(self.fs, self.index_dir, lease_s=lease_s, max_retries=max_retries,
