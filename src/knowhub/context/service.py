@@ -180,7 +180,7 @@ class ContextEngineService:
         if is_postgres_store(self.fs):  # every server reads the same sessions
             from knowhub.context.session_items_postgres import PostgresSessionItemLog
 
-            self.session_items: Any = PostgresSessionItemLog(self.fs.tx)
+            self.session_items: Any = PostgresSessionItemLog(self.fs.tx)  # type: ignore[union-attr]
         else:
             self.session_items = SessionItemLog(self.fs.account_dir, durable=durable)
         self.index_dir = self.data_dir / "index"

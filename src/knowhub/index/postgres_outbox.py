@@ -233,8 +233,8 @@ class PostgresOutboxStore:
                 FROM due WHERE o.seq = due.seq
                 RETURNING o.seq, {", ".join("o." + c.strip() for c in _COLUMNS.split(","))}"""),
                 {"p": _P, "f": _F, "r": _R, "now": now, "n": int(limit), "w": worker_id, "until": until}).fetchall()
-        rows.sort(key=lambda row: row[0])
-        return [event for _, event in self._decoded(rows, skip=1)]
+        ordered = sorted(rows, key=lambda row: row[0])  # RETURNING keeps no order
+        return [event for _, event in self._decoded(ordered, skip=1)]
 
     def mark_done(self, event_id: str) -> None:
         """Complete an event that is being processed: ``done`` and ``done_by`` (its lease

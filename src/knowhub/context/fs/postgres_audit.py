@@ -78,7 +78,8 @@ class PostgresAudit:
 
     def save(self, ctx: CtxLike, commit_id: str, doc: dict[str, Any]) -> None:
         """Record (or replace) a commit's result, in the caller's unit of work if one is open."""
-        archive = doc.get("archive") if isinstance(doc.get("archive"), dict) else {}
+        found = doc.get("archive")
+        archive: dict[str, Any] = found if isinstance(found, dict) else {}
         with self.tx.write(ctx.account_id, "commit audit write") as conn:
             conn.execute(
                 sql("""INSERT INTO kx_ctx_audit (account, commit_id, archive_uri, recorded_at, doc)

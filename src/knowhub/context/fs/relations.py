@@ -126,15 +126,15 @@ class RelationStore:
             ]
 
         if hasattr(self.fs, "update_edges"):
-            removed = [0]
+            counted = [0]
 
             def change(current: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
                 keep = keep_of(current)
-                removed[0] = len(current) - len(keep)
-                return keep if removed[0] else None
+                counted[0] = len(current) - len(keep)
+                return keep if counted[0] else None
 
             self.fs.update_edges(ctx, uri, change)
-            return removed[0]
+            return counted[0]
         with self.fs.lock(ctx):
             _, path = self._node_path(ctx, uri)
             self.fs._roll_forward(path)  # an interrupted update may still rename this file
