@@ -49,6 +49,7 @@ NON_SETTING_ENV = frozenset({
     "KNOWHUB_TEST_PG_URL",
     "KNOWHUB_TEST_PGVECTOR_URL",
     "KNOWHUB_KILL_RESULTS",
+    "KNOWHUB_CHAOS_REPORT",
     "KNOWHUB_LIVE_PYTHON",
     # coding-agent hooks (knowhub.integrations.hook_events): server, key, end user, agent,
     # on/off switch, budgets, state dir; they reach `knowhub mcp` started by the same agent
