@@ -265,3 +265,28 @@ def test_portable_export_of_a_postgres_tree_matches_the_files_tree(tmp_path: Pat
     first, second, third = (comparable(tmp_path / name) for name in ("from_files", "from_pg", "back_again"))
     assert first["tree.jsonl"] and len(first["tree.jsonl"]) > 100
     assert first["tree.jsonl"] == second["tree.jsonl"] == third["tree.jsonl"]
+
+
+def test_dropped_connections_are_replaced(tmp_path: Path, tree_db_url: str) -> None:
+    """What a PostgreSQL restart does to a server's pool: every session is cut. The next
+    read and the next write open new connections instead of failing."""
+    a = _open(tmp_path / "a", tree_db_url)
+    b = _open(tmp_path / "b", tree_db_url)
+    try:
+        first = a.create_keyword("before", llm_auto_place=False)
+        assert b.get_keyword(first.id) is not None
+        engine = create_engine(tree_db_url)
+        with engine.begin() as conn:
+            cut = conn.execute(text(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )).scalar_one()
+        engine.dispose()
+        assert cut >= 2
+        second = b.create_keyword("after", llm_auto_place=False)
+        assert a.get_keyword(second.id).name == "after"
+        third = a.create_keyword("and again", llm_auto_place=False)
+        assert b.get_keyword(third.id) is not None
+    finally:
+        a.close()
+        b.close()

@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -53,7 +53,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import Connection, make_url
-from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError, SQLAlchemyError
 
 from knowhub.errors import ConfigError, LockTimeoutError, StorageError
 from knowhub.tree.store import AFTER_KEYS, KINDS, row_key
@@ -156,6 +156,12 @@ class PgWriteLock:
         return self
 
     def _acquire(self) -> Connection:
+        try:
+            return self._try_acquire()
+        except _Dropped:
+            return self._try_acquire()  # the pooled connection was dropped (a restart)
+
+    def _try_acquire(self) -> Connection:
         store = self._store
         try:
             conn = store.engine.connect()
@@ -170,6 +176,8 @@ class PgWriteLock:
         except OperationalError as exc:
             conn.invalidate()
             conn.close()
+            if exc.connection_invalidated:
+                raise _Dropped from exc
             if "lock timeout" in str(exc).lower() or "55P03" in str(getattr(exc.orig, "sqlstate", "")):
                 raise LockTimeoutError(
                     f"tree write lock is held by another server (waited {self.timeout_s:.1f}s)", url=store.safe_url
@@ -210,7 +218,9 @@ class PgTreeStore:
     def __init__(self, url: str, lock_timeout_s: float = 30.0) -> None:
         self.url = engine_url(url)
         try:
-            self.engine = create_engine(self.url, pool_pre_ping=True, hide_parameters=True)
+            # no pre-ping (a round trip on every read): a connection the server dropped fails
+            # once, is invalidated with its pool, and the read is tried again (_read)
+            self.engine = create_engine(self.url, hide_parameters=True)
         except (SQLAlchemyError, ImportError) as exc:
             raise ConfigError(f"tree.db_url cannot be opened: {exc}", key="tree.db_url") from exc
         self.lock = PgWriteLock(self, lock_timeout_s)
@@ -263,21 +273,14 @@ class PgTreeStore:
             select(func.coalesce(func.max(change_log.c.seq), 0)).scalar_subquery(),
             select(tree_meta.c.value).where(tree_meta.c.key == "epoch").scalar_subquery(),
         )
-        try:
-            with self.engine.connect() as conn:
-                top, epoch = conn.execute(stmt).one()
-        except SQLAlchemyError as exc:
-            raise StorageError(f"cannot read the tree database: {exc}", url=self.safe_url) from exc
+        top, epoch = self._read(lambda conn: conn.execute(stmt).one(), "the tree database")
         return int(top), str(epoch)
 
     def records_after(self, seq: int) -> list[tuple[int, dict[str, Any]]]:
         """Change-log records with ``seq`` above the given one, in commit order."""
         stmt = select(change_log.c.seq, change_log.c.record).where(change_log.c.seq > seq).order_by(change_log.c.seq)
-        try:
-            with self._reader() as conn:
-                return [(int(s), orjson.loads(raw)) for s, raw in conn.execute(stmt)]
-        except SQLAlchemyError as exc:
-            raise StorageError(f"cannot read the tree change log: {exc}", url=self.safe_url) from exc
+        rows = self._read(lambda conn: conn.execute(stmt).all(), "the tree change log")
+        return [(int(s), orjson.loads(raw)) for s, raw in rows]
 
     def scan_change_log(self, start: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
         """Every record from ``seq >= start`` in commit order, fetched in chunks."""
@@ -289,11 +292,7 @@ class PgTreeStore:
                 .order_by(change_log.c.seq)
                 .limit(_FETCH_CHUNK // 10)
             )
-            try:
-                with self._reader() as conn:
-                    chunk = conn.execute(stmt).all()
-            except SQLAlchemyError as exc:
-                raise StorageError(f"cannot read the tree change log: {exc}", url=self.safe_url) from exc
+            chunk = self._read(lambda conn, stmt=stmt: conn.execute(stmt).all(), "the tree change log")
             if not chunk:
                 return
             for seq, raw in chunk:
@@ -302,11 +301,7 @@ class PgTreeStore:
 
     def find_operation(self, operation_id: str) -> dict[str, Any] | None:
         stmt = select(change_log.c.record).where(change_log.c.operation_id == _text(operation_id))
-        try:
-            with self._reader() as conn:
-                raw = conn.execute(stmt).scalar()
-        except SQLAlchemyError as exc:
-            raise StorageError(f"cannot read the tree change log: {exc}", url=self.safe_url) from exc
+        raw = self._read(lambda conn: conn.execute(stmt).scalar(), "the tree change log")
         return None if raw is None else orjson.loads(raw)
 
     def recent_operations(self, limit: int, *, skip_ops: tuple[str, ...] = ()) -> list[dict[str, Any]]:
@@ -315,11 +310,7 @@ class PgTreeStore:
         stmt = select(c.operation_id, c.op, c.ts, c.summary, c.undo_of).order_by(c.seq.desc()).limit(limit)
         if skip_ops:
             stmt = stmt.where(c.op.not_in(skip_ops))
-        try:
-            with self._reader() as conn:
-                rows = conn.execute(stmt).all()
-        except SQLAlchemyError as exc:
-            raise StorageError(f"cannot read the tree change log: {exc}", url=self.safe_url) from exc
+        rows = self._read(lambda conn: conn.execute(stmt).all(), "the tree change log")
         return [
             {"operation_id": r.operation_id, "op": r.op, "timestamp": r.ts, "summary": r.summary, "undo_of": r.undo_of}
             for r in reversed(rows)
@@ -327,13 +318,27 @@ class PgTreeStore:
 
     def counts(self) -> dict[str, int]:
         """Rows per table (the ``compact`` report: nothing to compact here)."""
-        try:
-            with self._reader() as conn:
-                log_rows = int(conn.execute(select(func.count()).select_from(change_log)).scalar_one())
-                by_kind = dict(conn.execute(select(entities.c.kind, func.count()).group_by(entities.c.kind)).all())
-        except SQLAlchemyError as exc:
-            raise StorageError(f"cannot read the tree database: {exc}", url=self.safe_url) from exc
+        def read(conn: Connection) -> tuple[int, dict[str, int]]:
+            log_rows = int(conn.execute(select(func.count()).select_from(change_log)).scalar_one())
+            return log_rows, dict(conn.execute(select(entities.c.kind, func.count()).group_by(entities.c.kind)).all())
+
+        log_rows, by_kind = self._read(read, "the tree database")
         return {"change_log": log_rows, **{kind: int(by_kind.get(kind, 0)) for kind in KINDS}}
+
+    def _read(self, fn: Callable[[Connection], Any], what: str) -> Any:
+        """``fn(conn)`` on a reader connection; tried once more when the connection had
+        been dropped by the server (a restart), never inside the writer's session."""
+        for attempt in (0, 1):
+            try:
+                with self._reader() as conn:
+                    return fn(conn)
+            except DBAPIError as exc:
+                if attempt == 0 and exc.connection_invalidated and not self.lock.held_by_me:
+                    continue
+                raise StorageError(f"cannot read {what}: {exc}", url=self.safe_url) from exc
+            except SQLAlchemyError as exc:
+                raise StorageError(f"cannot read {what}: {exc}", url=self.safe_url) from exc
+        raise AssertionError("unreachable")
 
     def _reader(self) -> Connection:
         """The writer's own connection while it holds the lock (sees its own commits in
@@ -450,6 +455,10 @@ class PgTreeStore:
     def replaced(self) -> bool:
         """A restore shows as a new epoch (:meth:`head`), not as swapped files."""
         return False
+
+
+class _Dropped(Exception):
+    """A pooled connection turned out to be closed by the server."""
 
 
 class _Borrowed:
