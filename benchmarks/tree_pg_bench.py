@@ -34,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _data import bfs_subset, load_icd10cm
+from _data import BENCH_DIR, ICD_FILE, bfs_subset, load_icd10cm
 
 from knowhub.tree import ROOT_ID, KeywordTree, StubLLMClient
 
@@ -106,6 +106,7 @@ def measure(label: str, nodes: list[dict[str, Any]], url: str | None, args: argp
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default=None, help="SQLAlchemy URL of a PostgreSQL database")
+    parser.add_argument("--icd", type=Path, default=BENCH_DIR / ICD_FILE, help="ICD-10-CM tabular XML")
     parser.add_argument("--nodes", type=int, default=0, help="BFS subset of ICD-10-CM (0: all)")
     parser.add_argument("--chunk", type=int, default=10_000)
     parser.add_argument("--writes", type=int, default=300)
@@ -119,7 +120,7 @@ def main() -> None:
         url, reason = pgvector_url()
         if url is None:
             sys.exit(reason)
-    nodes = load_icd10cm()
+    nodes = load_icd10cm(args.icd)
     if args.nodes:
         nodes = bfs_subset(nodes, args.nodes)
     work = Path(tempfile.mkdtemp(prefix="tree-pg-bench-"))

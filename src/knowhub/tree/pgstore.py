@@ -51,7 +51,6 @@ from sqlalchemy import (
     select,
     text,
 )
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError, SQLAlchemyError
 
@@ -95,13 +94,24 @@ tree_meta = Table(
     Column("value", Text, nullable=False),
 )
 
-_upsert = pg_insert(entities)
-_UPSERT_ENTITY = _upsert.on_conflict_do_update(
-    index_elements=[entities.c.kind, entities.c.key],
-    set_={"version": _upsert.excluded.version, "deleted": _upsert.excluded.deleted,
-          "seq": _upsert.excluded.seq, "row": _upsert.excluded.row},
-    where=entities.c.version < _upsert.excluded.version,
+#: One operation in ONE statement (atomic, and one round trip in autocommit mode): the
+#: change-log row, then its after-images as newest rows (never over a newer version).
+_COMMIT = text("""
+WITH log AS (
+    INSERT INTO kt_change_log (operation_id, op, ts, summary, undo_of, record)
+    VALUES (:operation_id, :op, :ts, :summary, :undo_of, :record)
+    RETURNING seq
+), ent AS (
+    INSERT INTO kt_entities (kind, key, version, deleted, seq, row)
+    SELECT e.kind, e.key, e.version, e.deleted, log.seq, e.row
+    FROM log, unnest(CAST(:kinds AS text[]), CAST(:keys AS text[]), CAST(:versions AS bigint[]),
+                     CAST(:deleted AS boolean[]), CAST(:rows AS text[])) AS e(kind, key, version, deleted, row)
+    ON CONFLICT (kind, key) DO UPDATE
+        SET version = excluded.version, deleted = excluded.deleted, seq = excluded.seq, row = excluded.row
+        WHERE kt_entities.version < excluded.version
 )
+SELECT seq FROM log
+""")
 
 
 def engine_url(url: str, setting: str = "tree.db_url") -> str:
@@ -164,15 +174,13 @@ class PgWriteLock:
     def _try_acquire(self) -> Connection:
         store = self._store
         try:
-            conn = store.engine.connect()
+            conn = store.auto.connect()
         except SQLAlchemyError as exc:
             raise StorageError(f"cannot reach the tree database: {exc}", url=store.safe_url) from exc
-        try:
-            with conn.begin():
-                if self.timeout_s >= 0:
-                    ms = max(1, int(self.timeout_s * 1000))
-                    conn.execute(text(f"SET LOCAL lock_timeout = {ms}"))
-                conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": WRITE_LOCK_KEY})
+        ms = str(max(1, int(self.timeout_s * 1000))) if self.timeout_s >= 0 else "0"
+        try:  # one round trip (autocommit); lock_timeout is reset by the unlock
+            conn.execute(text("SELECT set_config('lock_timeout', :ms, false), pg_advisory_lock(:k)"),
+                         {"ms": ms, "k": WRITE_LOCK_KEY})
         except OperationalError as exc:
             conn.invalidate()
             conn.close()
@@ -196,10 +204,8 @@ class PgWriteLock:
                 self._owner = None
                 conn, self.conn = self.conn, None
                 try:
-                    if conn.in_transaction():
-                        conn.rollback()
-                    with conn.begin():
-                        conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": WRITE_LOCK_KEY})
+                    conn.execute(text("SELECT pg_advisory_unlock(:k), set_config('lock_timeout', '0', false)"),
+                                 {"k": WRITE_LOCK_KEY})
                     conn.close()
                 except SQLAlchemyError:
                     # never hand a connection that may still hold the lock back to the pool
@@ -221,6 +227,9 @@ class PgTreeStore:
             # no pre-ping (a round trip on every read): a connection the server dropped fails
             # once, is invalidated with its pool, and the read is tried again (_read)
             self.engine = create_engine(self.url, hide_parameters=True)
+            #: single statements need no BEGIN/COMMIT round trips (reads, the lock, commits)
+            #: (an engine of its own: switching a pooled connection's mode costs round trips)
+            self.auto = create_engine(self.url, hide_parameters=True, isolation_level="AUTOCOMMIT")
         except (SQLAlchemyError, ImportError) as exc:
             raise ConfigError(f"tree.db_url cannot be opened: {exc}", key="tree.db_url") from exc
         self.lock = PgWriteLock(self, lock_timeout_s)
@@ -345,7 +354,7 @@ class PgTreeStore:
         order), else a pooled one."""
         if self.lock.held_by_me and self.lock.conn is not None:
             return _Borrowed(self.lock.conn)  # type: ignore[return-value]
-        return self.engine.connect()
+        return self.auto.connect()
 
     # -- writing ---------------------------------------------------------------------
 
@@ -357,32 +366,22 @@ class PgTreeStore:
         if conn is None or not self.lock.held_by_me:
             raise StorageError("tree commit without the write lock", url=self.safe_url)
         after = record.get("after") or {}
+        rows = [(kind, row) for kind in KINDS for row in after.get(AFTER_KEYS[kind]) or ()]
+        params = {
+            "operation_id": record["operation_id"],
+            "op": _text(str(record.get("op") or "")),
+            "ts": float(record.get("timestamp") or 0.0),
+            "summary": _text(str(record.get("summary") or "")),
+            "undo_of": record.get("undo_of"),
+            "record": orjson.dumps(record).decode("utf-8"),
+            "kinds": [kind for kind, _ in rows],
+            "keys": [_text(row_key(kind, row)) for kind, row in rows],
+            "versions": [int(row.get("version", 1)) for _, row in rows],
+            "deleted": [bool(row.get("deleted")) for _, row in rows],
+            "rows": [orjson.dumps(row).decode("utf-8") for _, row in rows],
+        }
         try:
-            with conn.begin():
-                seq = int(conn.execute(
-                    insert(change_log).values(
-                        operation_id=record["operation_id"],
-                        op=_text(str(record.get("op") or "")),
-                        ts=float(record.get("timestamp") or 0.0),
-                        summary=_text(str(record.get("summary") or "")),
-                        undo_of=record.get("undo_of"),
-                        record=orjson.dumps(record).decode("utf-8"),
-                    ).returning(change_log.c.seq)
-                ).scalar_one())
-                params = [
-                    {
-                        "kind": kind,
-                        "key": _text(row_key(kind, row)),
-                        "version": int(row.get("version", 1)),
-                        "deleted": bool(row.get("deleted")),
-                        "seq": seq,
-                        "row": orjson.dumps(row).decode("utf-8"),
-                    }
-                    for kind in KINDS
-                    for row in after.get(AFTER_KEYS[kind]) or ()
-                ]
-                if params:
-                    conn.execute(_UPSERT_ENTITY, params)
+            seq = int(conn.execute(_COMMIT, params).scalar_one())
         except SQLAlchemyError as exc:
             raise StorageError(f"tree commit failed: {exc}", url=self.safe_url) from exc
         return seq, seq
@@ -398,8 +397,8 @@ class PgTreeStore:
         if conn is None or not self.lock.held_by_me:
             raise StorageError("tree restore without the write lock", url=self.safe_url)
         epoch = uuid.uuid4().hex
-        try:
-            with conn.begin():
+        try:  # other writers wait on the advisory lock this server holds
+            with self.engine.begin() as conn:
                 conn.execute(text("TRUNCATE kt_change_log, kt_entities"))
                 for start in range(0, len(records), 500):
                     conn.execute(insert(change_log), [
@@ -448,6 +447,7 @@ class PgTreeStore:
 
     def close(self) -> None:
         self.engine.dispose()
+        self.auto.dispose()
 
     def reopen(self) -> None:
         """Nothing to reopen: connections come from the pool."""
