@@ -18,7 +18,13 @@ import pytest
 from sqlalchemy import create_engine, func, select, text
 
 from knowhub.config import Settings
-from knowhub.errors import KnowhubError, StorageError, VersionConflictError
+from knowhub.errors import (
+    InvalidInputError,
+    KnowhubError,
+    LockTimeoutError,
+    StorageError,
+    VersionConflictError,
+)
 from knowhub.ops.engines import open_engines
 from knowhub.ops.portable import comparable, export_all, import_all
 from knowhub.sample.sample_kb import load_tree
@@ -290,3 +296,32 @@ def test_dropped_connections_are_replaced(tmp_path: Path, tree_db_url: str) -> N
     finally:
         a.close()
         b.close()
+
+
+def test_a_writer_waits_for_another_servers_lock_then_times_out(tmp_path: Path, tree_db_url: str) -> None:
+    a = _open(tmp_path / "a", tree_db_url)
+    b = _open(tmp_path / "b", tree_db_url, lock_timeout_s=0.5)
+    try:
+        with a.store.lock:  # a is in the middle of a write
+            started = time.monotonic()
+            with pytest.raises(LockTimeoutError):
+                b.create_keyword("blocked", llm_auto_place=False)
+            assert 0.4 < time.monotonic() - started < 10
+        made = b.create_keyword("now it goes", llm_auto_place=False)  # released: b writes
+        assert a.get_keyword(made.id) is not None
+    finally:
+        a.close()
+        b.close()
+
+
+def test_snapshots_do_not_cross_backends(tmp_path: Path, tree_db_url: str) -> None:
+    on_pg = _open(tmp_path / "same", tree_db_url)
+    on_pg.create_keyword("in the database", llm_auto_place=False)
+    ts = on_pg.snapshot()
+    on_pg.close()
+    files = KeywordTree(tmp_path / "same", llm_client=StubLLMClient())  # the same data dir, on files
+    kept = files.create_keyword("in the files", llm_auto_place=False)
+    with pytest.raises(InvalidInputError):
+        files.restore(ts)
+    assert files.get_keyword(kept.id) is not None
+    files.close()

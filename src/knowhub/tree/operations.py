@@ -15,6 +15,7 @@ first, so a crash in between replays the change log (correct, only slower).
 from __future__ import annotations
 
 import shutil
+import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -251,6 +252,9 @@ class OperationsMixin(InfoWritesMixin):
                 self._restore_shared(archive)
                 self.last_operation_id = None
                 return
+            if _holds_database_dump(archive):
+                raise InvalidInputError("this snapshot holds a PostgreSQL tree, not JSONL files; "
+                                        "move a tree between backends with knowhub admin export/import")
             with self.store.lock:
                 self.store.close()
                 restore_snapshot(archive, self.data_dir, keep=[".lock", "snapshots", "audit"])
@@ -455,6 +459,15 @@ class OperationsMixin(InfoWritesMixin):
                 "load": dict(self.load_report),
                 "time": time.time(),
             }
+
+
+def _holds_database_dump(archive: Path) -> bool:
+    """True for an archive of :meth:`OperationsMixin._snapshot_shared` (PostgreSQL)."""
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            return any(name == "pgtree" or name.startswith("pgtree/") for name in tar.getnames())
+    except (OSError, tarfile.TarError):
+        return False  # restore_snapshot reports what is wrong with it
 
 
 __all__ = ["NOT_UNDOABLE", "OperationsMixin"]
