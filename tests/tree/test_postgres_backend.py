@@ -178,7 +178,7 @@ def test_two_writer_processes_one_database(tmp_path: Path, tree_db_url: str) -> 
     tree = _open(tmp_path / "main", tree_db_url)
     tree.batch_create_keywords([{"id": "shared", "name": "shared"}])
     count = 30
-    env = {**os.environ, "KNOWHUB_TEST_TREE_DB_URL": tree_db_url}
+    env = {**os.environ, "TREE_CRASH_WRITER_DB_URL": tree_db_url}
     procs = [
         subprocess.Popen([sys.executable, str(WRITER), str(tmp_path / f"w{seed}"), str(seed), "creates", str(count)],
                          stdout=subprocess.PIPE, text=True, env=env)
@@ -195,7 +195,7 @@ def test_two_writer_processes_one_database(tmp_path: Path, tree_db_url: str) -> 
 def test_kill9_writer_keeps_acknowledged_operations(tmp_path: Path, tree_db_url: str) -> None:
     rng = random.Random(5)
     acked: list[str] = []
-    env = {**os.environ, "KNOWHUB_TEST_TREE_DB_URL": tree_db_url}
+    env = {**os.environ, "TREE_CRASH_WRITER_DB_URL": tree_db_url}
     for round_ in range(2):
         out_path = tmp_path / f"out{round_}.txt"
         with out_path.open("wb") as out:
