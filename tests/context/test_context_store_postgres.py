@@ -161,6 +161,10 @@ def test_acknowledged_commits_survive_kill_9_and_events_never_part_from_nodes(tm
     assert orphans == 0
     audits = scalar(url, "SELECT count(*) FROM kx_ctx_audit")
     assert audits in (len(acked), len(acked) + 1)  # +1: committed, killed before it printed
+    # the killed writer's account lock went with its connection: the next writer goes on
+    after = PostgresContextStore.from_url(url, tmp_path / "next", lock_timeout_s=10)
+    assert after.write_node(ALICE, ContextNode(uri=memory_uri(ALICE, "entities", "after-crash"), abstract="x")) == 1
+    after.close()
     # a server opens the store afterwards and indexes what was acknowledged
     with ContextEngineService.from_settings(_settings(tmp_path / "after", url), durable=False) as svc:
         assert svc.flush_index().dead == 0
