@@ -64,6 +64,8 @@ SCHEMA = "1"
 WRITE_LOCK_KEY = 7342101
 SCHEMA_LOCK_KEY = 7342102
 _FETCH_CHUNK = 5000
+#: change-log records per query (one record of a large batch holds every row it wrote)
+_LOG_CHUNK = 32
 
 metadata = MetaData()
 change_log = Table(
@@ -263,22 +265,22 @@ class PgTreeStore:
 
     # -- reading ---------------------------------------------------------------------
 
-    def load(self) -> tuple[dict[str, list[tuple[int, dict[str, Any]]]], int, str]:
-        """Every entity row by kind, the last ``seq`` and the epoch, from ONE snapshot."""
-        rows: dict[str, list[tuple[int, dict[str, Any]]]] = {kind: [] for kind in KINDS}
+    def load(self, sink: Callable[[str, Iterator[tuple[int, dict[str, Any]]]], None]) -> tuple[int, str]:
+        """Stream every entity row, kind by kind, into ``sink(kind, rows)``; return the last
+        ``seq`` and the epoch. All of it from ONE snapshot (``REPEATABLE READ``)."""
         loads = orjson.loads
         try:
             with self.engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn, conn.begin():
                 top = int(conn.execute(select(func.coalesce(func.max(change_log.c.seq), 0))).scalar_one())
                 epoch = str(conn.execute(select(tree_meta.c.value).where(tree_meta.c.key == "epoch")).scalar_one())
-                result = conn.execution_options(yield_per=_FETCH_CHUNK).execute(
-                    select(entities.c.kind, entities.c.seq, entities.c.row)
-                )
-                for kind, seq, raw in result:
-                    rows[kind].append((seq, loads(raw)))
+                for kind in KINDS:
+                    result = conn.execution_options(yield_per=_FETCH_CHUNK).execute(
+                        select(entities.c.seq, entities.c.row).where(entities.c.kind == kind)
+                    )
+                    sink(kind, ((seq, loads(raw)) for seq, raw in result))
         except SQLAlchemyError as exc:
             raise StorageError(f"cannot read the tree database: {exc}", url=self.safe_url) from exc
-        return rows, top, epoch
+        return top, epoch
 
     def head(self) -> tuple[int, str]:
         """``(last seq, epoch)``: the follower's per-read check (one round trip)."""
@@ -289,12 +291,6 @@ class PgTreeStore:
         top, epoch = self._read(lambda conn: conn.execute(stmt).one(), "the tree database")
         return int(top), str(epoch)
 
-    def records_after(self, seq: int) -> list[tuple[int, dict[str, Any]]]:
-        """Change-log records with ``seq`` above the given one, in commit order."""
-        stmt = select(change_log.c.seq, change_log.c.record).where(change_log.c.seq > seq).order_by(change_log.c.seq)
-        rows = self._read(lambda conn: conn.execute(stmt).all(), "the tree change log")
-        return [(int(s), orjson.loads(raw)) for s, raw in rows]
-
     def scan_change_log(self, start: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
         """Every record from ``seq >= start`` in commit order, fetched in chunks."""
         last = start - 1
@@ -303,7 +299,7 @@ class PgTreeStore:
                 select(change_log.c.seq, change_log.c.record)
                 .where(change_log.c.seq > last)
                 .order_by(change_log.c.seq)
-                .limit(_FETCH_CHUNK // 10)
+                .limit(_LOG_CHUNK)
             )
             chunk = self._read(lambda conn, stmt=stmt: conn.execute(stmt).all(), "the tree change log")
             if not chunk:
