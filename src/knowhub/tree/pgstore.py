@@ -237,7 +237,8 @@ class PgTreeStore:
             #: (an engine of its own: switching a pooled connection's mode costs round trips)
             self.auto = create_engine(self.url, hide_parameters=True, isolation_level="AUTOCOMMIT")
         except (SQLAlchemyError, ImportError) as exc:
-            raise ConfigError(f"tree.db_url cannot be opened: {exc}", key="tree.db_url") from exc
+            raise ConfigError(f"tree.db_url cannot be opened ({exc}); PostgreSQL needs "
+                              "pip install 'knowhub[postgres]'", key="tree.db_url") from exc
         self.lock = PgWriteLock(self, lock_timeout_s)
         self._create_schema()
 
