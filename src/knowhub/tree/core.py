@@ -354,9 +354,11 @@ class TreeCore:
         if top == self._known_size and epoch == self._epoch:
             return
         with self._lock:
-            if epoch != self._epoch or top < self._known_size:
+            if epoch != self._epoch:
                 self._reload()  # a restore replaced the tables
                 return
+            # (``top`` may be older than our own commit made meanwhile: nothing is skipped,
+            # the scan starts from what this instance has applied)
             for seq, record in self.store.scan_change_log(self._known_size + 1):
                 self._apply_record(record)
                 self._known_size = seq
