@@ -120,6 +120,13 @@ SELECT seq FROM log
 """)
 
 
+#: The follower's check on every read: constant SQL without parameters (half the client
+#: time of the same query built with Core and bound parameters).
+_HEAD = text(
+    "SELECT (SELECT coalesce(max(seq), 0) FROM kt_change_log), (SELECT value FROM kt_meta WHERE key = 'epoch')"
+)
+
+
 def engine_url(url: str, setting: str = "tree.db_url") -> str:
     """The SQLAlchemy URL (psycopg 3 driver) of a configured ``postgresql://`` URL."""
     try:
@@ -285,11 +292,7 @@ class PgTreeStore:
 
     def head(self) -> tuple[int, str]:
         """``(last seq, epoch)``: the follower's per-read check (one round trip)."""
-        stmt = select(
-            select(func.coalesce(func.max(change_log.c.seq), 0)).scalar_subquery(),
-            select(tree_meta.c.value).where(tree_meta.c.key == "epoch").scalar_subquery(),
-        )
-        top, epoch = self._read(lambda conn: conn.execute(stmt).one(), "the tree database")
+        top, epoch = self._read(lambda conn: conn.execute(_HEAD).one(), "the tree database")
         return int(top), str(epoch)
 
     def scan_change_log(self, start: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
