@@ -13,8 +13,8 @@ tree core relies on is the same:
 * ``kt_meta``: ``schema`` and ``epoch`` (a new value when a restore replaced the tables:
   every server drops its memory and loads again).
 
-One operation is ONE transaction that inserts its change-log row and upserts its entity
-rows: the commit is the acknowledgement (``synchronous_commit`` on: it survives ``kill -9``
+One operation is ONE statement (so one transaction) that inserts its change-log row and
+upserts its entity rows: the commit is the acknowledgement (``synchronous_commit`` on: it survives ``kill -9``
 of the server and of PostgreSQL), and an operation is all-or-nothing.
 
 Writers hold a session-level advisory lock (:class:`PgWriteLock`) from before they read the
@@ -149,8 +149,8 @@ def _text(value: str) -> str:
 class PgWriteLock:
     """Re-entrant writer lock across servers: a session advisory lock on one connection.
 
-    The connection is kept while the lock is held; :meth:`PgTreeStore.commit` runs its
-    transaction on it. A server that dies loses its session and with it the lock.
+    The connection (autocommit) is kept while the lock is held; :meth:`PgTreeStore.commit`
+    runs its one statement on it. A server that dies loses its session and with it the lock.
     """
 
     def __init__(self, store: PgTreeStore, timeout_s: float) -> None:
