@@ -325,3 +325,18 @@ def test_snapshots_do_not_cross_backends(tmp_path: Path, tree_db_url: str) -> No
         files.restore(ts)
     assert files.get_keyword(kept.id) is not None
     files.close()
+
+
+def test_sync_interval_lets_reads_lag_but_never_writes(tmp_path: Path, tree_db_url: str) -> None:
+    a = _open(tmp_path / "a", tree_db_url)
+    b = _open(tmp_path / "b", tree_db_url, settings={"db_sync_interval_ms": 600_000})
+    try:
+        b.get_keyword("root")  # b has just asked the database
+        made = a.create_keyword("written on a", llm_auto_place=False)
+        assert b.get_keyword(made.id) is None  # within the interval: b does not ask again
+        child = b.create_keyword("written on b", parent_id=made.id, llm_auto_place=False)  # a write always catches up
+        assert child.parent_id == made.id and b.get_keyword(made.id) is not None
+        assert a.get_keyword(child.id) is not None  # a (interval 0) reads it at once
+    finally:
+        a.close()
+        b.close()
