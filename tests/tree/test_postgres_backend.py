@@ -340,3 +340,17 @@ def test_sync_interval_lets_reads_lag_but_never_writes(tmp_path: Path, tree_db_u
     finally:
         a.close()
         b.close()
+
+
+def test_ids_postgres_text_cannot_hold_stay_distinct(tmp_path: Path, tree_db_url: str) -> None:
+    """PostgreSQL text cannot hold NUL; an info id may. Such ids keep their own rows."""
+    tree = _open(tmp_path / "a", tree_db_url)
+    tree.batch_create_infos([{"id": "i\x00d", "content": "含 NUL 的 id"}, {"id": "id", "content": "plain"},
+                             {"id": "i\\0d", "content": "backslash zero"}])
+    tree.close()
+    again = _open(tmp_path / "b", tree_db_url)
+    try:
+        assert {i: again.state.infos[i].content for i in ("i\x00d", "id", "i\\0d")} == {
+            "i\x00d": "含 NUL 的 id", "id": "plain", "i\\0d": "backslash zero"}
+    finally:
+        again.close()

@@ -146,6 +146,14 @@ def _text(value: str) -> str:
     return value.replace("\x00", "") if "\x00" in value else value
 
 
+def _key(value: str) -> str:
+    """An entity key as PostgreSQL text: NUL (which text cannot hold; an info id may carry
+    one) escaped, injectively, so that two ids never share a row."""
+    if "\x00" not in value and "\\" not in value:
+        return value
+    return value.replace("\\", "\\\\").replace("\x00", "\\0")
+
+
 class PgWriteLock:
     """Re-entrant writer lock across servers: a session advisory lock on one connection.
 
@@ -379,7 +387,7 @@ class PgTreeStore:
             "undo_of": record.get("undo_of"),
             "record": orjson.dumps(record).decode("utf-8"),
             "kinds": [kind for kind, _ in rows],
-            "keys": [_text(row_key(kind, row)) for kind, row in rows],
+            "keys": [_key(row_key(kind, row)) for kind, row in rows],
             "versions": [int(row.get("version", 1)) for _, row in rows],
             "deleted": [bool(row.get("deleted")) for _, row in rows],
             "rows": "[" + ",".join(orjson.dumps(row).decode("utf-8") for _, row in rows) + "]",
@@ -413,7 +421,7 @@ class PgTreeStore:
                         for rec in records[start : start + 500]
                     ])
                 params = [
-                    {"kind": kind, "key": _text(row_key(kind, row)), "version": int(row.get("version", 1)),
+                    {"kind": kind, "key": _key(row_key(kind, row)), "version": int(row.get("version", 1)),
                      "deleted": bool(row.get("deleted")), "seq": int(row.get("seq", 0)),
                      "row": orjson.dumps({k: v for k, v in row.items() if k != "seq"}).decode("utf-8")}
                     for kind in KINDS
