@@ -354,3 +354,21 @@ def test_ids_postgres_text_cannot_hold_stay_distinct(tmp_path: Path, tree_db_url
             "i\x00d": "含 NUL 的 id", "id": "plain", "i\\0d": "backslash zero"}
     finally:
         again.close()
+
+
+def test_cli_with_database_url_uses_the_database(tmp_path: Path, tree_db_url: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from knowhub.cli.tree import app
+
+    monkeypatch.setenv("KNOWHUB_DATABASE_URL", tree_db_url)
+    outline = tmp_path / "outline.txt"
+    outline.write_text("技术 | Technology\n  数据库 | DB\n", encoding="utf-8")
+    runner = CliRunner()
+    first = runner.invoke(app, ["--data", str(tmp_path / "one"), "import", str(outline)])
+    assert first.exit_code == 0, first.output
+    found = runner.invoke(app, ["--data", str(tmp_path / "two"), "search", "DB", "--no-agent", "--json"])
+    assert found.exit_code == 0, found.output
+    assert '"数据库"' in found.output
+    compacted = runner.invoke(app, ["--data", str(tmp_path / "two"), "compact"])
+    assert compacted.exit_code == 0 and "nothing to compact" in compacted.output, compacted.output
