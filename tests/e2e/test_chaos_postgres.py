@@ -11,8 +11,10 @@ Required and asserted:
   server reads the write (counted for every write, asserted zero misses);
 * a request that meets the restarting database is answered 503 with ``Retry-After`` (never
   500), and counts as not acknowledged;
-* no outbox event is applied twice: every context outbox event in the database is done at
-  most once (one ``done_by``), and none is left dead.
+* no outbox event is applied twice: every context outbox event in the database records how
+  often its application was committed (``apply_count``, raised in the transaction that
+  writes the index and completes the event); none exceeds 1, every done event has 1, and
+  none is left dead.
 
 The counts are printed (``pytest -s``) and written to ``$KNOWHUB_CHAOS_REPORT`` when set,
 for the closing note and docs/benchmarks.md.
@@ -165,22 +167,32 @@ def _writer(engine: str, servers: list[ServerProcess], alive: list[bool], ledger
 
 
 def _outbox_applications(url: str) -> dict[str, int]:
-    """Counts over the context outbox table in the database (if the store keeps one there)."""
+    """Counts over the outbox tables in the database: ``apply_count`` is raised in the
+    transaction that writes the index and completes the event, so a done event counts 1."""
     from sqlalchemy import create_engine, inspect, text
 
     engine = create_engine(url)
     try:
         tables = [t for t in inspect(engine).get_table_names() if "outbox" in t]
-        out: dict[str, int] = {"tables": len(tables), "events": 0, "dead": 0, "applied_twice": 0}
+        out: dict[str, int] = {"tables": len(tables), "events": 0, "done": 0, "open": 0, "dead": 0,
+                               "applied_once": 0, "applied_twice": 0, "done_uncounted": 0, "without_apply_count": 0}
         with engine.connect() as conn:
             for table in tables:
                 columns = {c["name"] for c in inspect(engine).get_columns(table)}
                 out["events"] += conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one()
-                if "status" in columns:
-                    out["dead"] += conn.execute(text(f"SELECT count(*) FROM {table} WHERE status = 'dead'")).scalar_one()
-                if "apply_count" in columns:
-                    out["applied_twice"] += conn.execute(
-                        text(f"SELECT count(*) FROM {table} WHERE apply_count > 1")).scalar_one()
+                if "apply_count" not in columns or "status" not in columns:
+                    out["without_apply_count"] += 1
+                    continue
+                row = conn.execute(text(
+                    f"""SELECT count(*) FILTER (WHERE status = 'done'),
+                               count(*) FILTER (WHERE status IN ('pending', 'failed', 'processing')),
+                               count(*) FILTER (WHERE status = 'dead'),
+                               count(*) FILTER (WHERE apply_count = 1),
+                               count(*) FILTER (WHERE apply_count > 1),
+                               count(*) FILTER (WHERE status = 'done' AND apply_count = 0) FROM {table}""")).one()
+                for key, value in zip(("done", "open", "dead", "applied_once", "applied_twice", "done_uncounted"),
+                                      row, strict=True):
+                    out[key] += int(value)
         return out
     finally:
         engine.dispose()
@@ -245,7 +257,10 @@ def test_three_servers_one_database_survive_kill_and_postgres_restart(tmp_path: 
         assert ledger.statuses[500] == 0, "a database restart must answer 503 (retry), never 500"
         assert not ledger.read_after_ack_missed, ledger.read_after_ack_missed[:10]
         assert sum(ledger.read_after_ack.values()) >= len(ledger.acked) // 2, "too few reads after ack to judge"
-        assert outbox["applied_twice"] == 0 and outbox["dead"] == 0, outbox
+        # every outbox counts its applications, and none was applied twice
+        assert outbox["tables"] >= 1 and outbox["without_apply_count"] == 0, outbox
+        assert outbox["applied_twice"] == 0 and outbox["dead"] == 0 and outbox["done_uncounted"] == 0, outbox
+        assert outbox["applied_once"] >= outbox["done"] > 0, outbox
     finally:
         for proc in servers:
             try:

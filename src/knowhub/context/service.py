@@ -89,6 +89,7 @@ from knowhub.index import (
     SharedRetrievalIndex,
     release_dead_local_leases,
 )
+from knowhub.index.exactly_once import exactly_once_for
 from knowhub.index.identity import EmbedderIdentity, check_identity
 from knowhub.limits import MessageLimits
 from knowhub.providers.embedding import Embedder, HashingEmbedder, default_embedder
@@ -197,7 +198,10 @@ class ContextEngineService:
                                         levels=(0,), lexical_fields=self.lexical_fields)
         self.indexer = ContextIndexer(self.fs, self.projector, self.relations)
         self.batch_size = batch_size
-        self.worker = IndexWorker(self.outbox, self.indexer, on_batch=self._on_batch)
+        # index in the outbox's database: each batch is applied and completed in one
+        # transaction (exactly once); otherwise at least once with idempotent events
+        self.worker = IndexWorker(self.outbox, self.indexer, on_batch=self._on_batch,
+                                  transaction=exactly_once_for(self.outbox, self.index))
         self.runner = BackgroundIndexRunner(self.worker, poll_interval_s=poll_interval_s, batch_size=batch_size,
                                             on_idle=self._on_idle)
         self.coordinator = CommitCoordinator(self.fs, self.outbox, llm=llm, extractor_concurrency=extractor_concurrency,

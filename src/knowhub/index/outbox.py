@@ -296,15 +296,23 @@ class SQLiteOutboxStore:
             event.lease_expires_at = until
         return events
 
-    def mark_done(self, event_id: str) -> None:
-        """The event's index work is finished (idempotent; unknown ids are ignored)."""
+    def mark_done(self, event_id: str, worker_id: str | None = None) -> bool:
+        """The event's index work is finished (idempotent; unknown ids are ignored). With
+        ``worker_id`` only an event still ``processing`` under that worker's lease is
+        completed (a worker whose lease expired must not complete the event another worker
+        now holds). Returns whether the event was completed by this call."""
         now = self.clock()
+        fence, params = "", [OutboxStatus.DONE.value, now, event_id]
+        if worker_id is not None:
+            fence = " AND status = ? AND lease_owner = ?"
+            params += [OutboxStatus.PROCESSING.value, worker_id]
         with self._tx() as conn:
-            conn.execute(
+            cursor = conn.execute(
                 "UPDATE outbox SET status = ?, done_by = lease_owner, lease_owner = NULL, lease_until = NULL, "
-                "last_error = NULL, updated_at = ? WHERE event_id = ?",
-                (OutboxStatus.DONE.value, now, event_id),
+                f"last_error = NULL, updated_at = ? WHERE event_id = ?{fence}",
+                tuple(params),
             )
+            return cursor.rowcount == 1
 
     def mark_failed(self, event_id: str, error: str, retryable: bool = True) -> None:
         """Record a failure: retry after back-off, or ``dead`` once retries are used up.
