@@ -298,12 +298,20 @@ class SQLiteOutboxStore:
 
     def mark_done(self, event_id: str) -> None:
         """The event's index work is finished (idempotent; unknown ids are ignored)."""
+        self.mark_done_many([event_id])
+
+    def mark_done_many(self, event_ids: Sequence[str]) -> None:
+        """:meth:`mark_done` for a batch in one transaction: one WAL sync for the batch
+        instead of one per event (a worker's batch of 100 paid 100 syncs)."""
+        ids = list(event_ids)
+        if not ids:
+            return
         now = self.clock()
         with self._tx() as conn:
-            conn.execute(
+            conn.executemany(
                 "UPDATE outbox SET status = ?, done_by = lease_owner, lease_owner = NULL, lease_until = NULL, "
                 "last_error = NULL, updated_at = ? WHERE event_id = ?",
-                (OutboxStatus.DONE.value, now, event_id),
+                [(OutboxStatus.DONE.value, now, event_id) for event_id in ids],
             )
 
     def mark_failed(self, event_id: str, error: str, retryable: bool = True) -> None:

@@ -166,9 +166,13 @@ class IndexWorker:
                 for event in handled:
                     self._fail(event, exc, result)
                 handled = []
-            for event in handled:
-                self.outbox.mark_done(event.event_id)
-                result.succeeded += 1
+            many = getattr(self.outbox, "mark_done_many", None)
+            if callable(many):  # one transaction for the batch
+                many([event.event_id for event in handled])
+            else:
+                for event in handled:
+                    self.outbox.mark_done(event.event_id)
+            result.succeeded += len(handled)
         if self.on_batch is not None:
             self.on_batch(result)
         return result
