@@ -19,7 +19,11 @@ knows no URI scheme).
 
 :meth:`ContextIndexer.rebuild` re-projects every node of every account from ContextFS;
 :meth:`ContextIndexer.reconcile` compares a loaded index copy with the filesystem (node
-versions) and fixes only what differs.
+versions) and fixes only what differs. Both walk every node directory, so an ordinary open
+does neither: the saved copy records the outbox position it reflects, with the relation
+copy beside it (:func:`save_relations`), and the open replays the events after it
+(``ContextEngineService._replay_from_checkpoint``); the walks stay for admin rebuild and
+check, and for a position that cannot be trusted.
 
 :func:`recorded_identity` reads the embedder the vectors were made with: the file
 ``<data_dir>/embedder.json`` beside the nodes (it survives the index copy being deleted),
@@ -28,6 +32,7 @@ else, for data dirs from before it existed, the saved index copy's stamp.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from collections.abc import Callable, Iterator
@@ -43,16 +48,21 @@ from knowhub.context.fs import ContextFS, RelationStore
 from knowhub.errors import InvalidInputError, NotFoundError, PermissionDeniedError
 from knowhub.index.identity import EmbedderIdentity, IdentityFile
 from knowhub.index.projector import IndexProjector
+from knowhub.providers.records import GraphEdge
 from knowhub.scope import RequestContext
+from knowhub.storage import atomic_write_bytes
 
 __all__ = [
     "EMBEDDER_FILE",
     "INDEXER_USER",
+    "RELATIONS_FILE",
     "ContextIndexer",
     "ContextRecordShape",
     "identity_file",
+    "load_relations",
     "node_filters",
     "recorded_identity",
+    "save_relations",
 ]
 
 log = logging.getLogger(__name__)
@@ -62,6 +72,40 @@ INDEXER_USER = "_indexer"
 _BATCH = 256
 #: The embedder identity of the context vectors, under the engine's data dir.
 EMBEDDER_FILE = "embedder.json"
+
+
+#: The relation graph copy saved beside the retrieval index checkpoint (under ``index/``).
+RELATIONS_FILE = "relations.jsonl"
+
+
+def save_relations(graph: Any, path: Path, *, durable: bool = True) -> dict[str, Any]:
+    """Write every edge of an in-memory graph to ``path`` (atomically); returns what the
+    index checkpoint records of it (count and checksum), so a load can tell this file
+    from one another process wrote later."""
+    lines = [orjson.dumps([e.from_uri, e.to_uri, e.relation_type, e.weight, e.metadata]) for e in graph.all_edges()]
+    data = b"\n".join(lines) + b"\n" if lines else b""
+    atomic_write_bytes(path, data, durable=durable)
+    return {"relations": len(lines), "relations_sha256": hashlib.sha256(data).hexdigest()}
+
+
+def load_relations(graph: Any, path: Path, state: dict[str, Any]) -> bool:
+    """Fill ``graph`` from :func:`save_relations`' file if it is the one ``state`` names
+    (checksum and count); False, with the graph left empty, when it is missing or another."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    if hashlib.sha256(data).hexdigest() != state.get("relations_sha256"):
+        return False
+    try:
+        rows = [orjson.loads(line) for line in data.splitlines()]
+        edges = [GraphEdge(str(r[0]), str(r[1]), str(r[2]), float(r[3]), dict(r[4])) for r in rows]
+    except (orjson.JSONDecodeError, IndexError, TypeError, ValueError):
+        return False
+    if len(edges) != state.get("relations"):
+        return False
+    graph.upsert_edges(edges)
+    return True
 
 
 def identity_file(data_dir: Path) -> IdentityFile:
@@ -276,10 +320,11 @@ class ContextIndexer:
             progress(count, expected)
         return count
 
-    def reconcile(self) -> dict[str, int]:
+    def reconcile(self, fix: bool = True) -> dict[str, int]:
         """Bring a loaded index copy in line with the store: re-project nodes whose version
-        differs, drop records of nodes that are gone. The relation copy is refilled
-        separately (:meth:`refill_relations`)."""
+        differs, drop records of nodes that are gone (``fix=False``: only count them). The
+        relation copy is refilled separately (:meth:`refill_relations`). A walk over every
+        node: the open uses it only when the saved copy's outbox position is unusable."""
         indexed = self.projector.indexed_versions()
         seen: set[str] = set()
         stale: list[Any] = []
@@ -288,6 +333,9 @@ class ContextIndexer:
             seen.add(uri)
             stat = self.fs.stat_node(ctx, uri)
             if not stat.exists or indexed.get(uri) == stat.version:
+                continue
+            if not fix:
+                reprojected += 1
                 continue
             try:
                 stale.append(self.fs.read_node(ctx, uri))
@@ -301,6 +349,7 @@ class ContextIndexer:
         removed = 0
         for uri in indexed:
             if uri not in seen:
-                self.projector.delete_uri(uri, recursive=False)
+                if fix:
+                    self.projector.delete_uri(uri, recursive=False)
                 removed += 1
         return {"checked": len(seen), "reprojected": reprojected, "removed": removed}

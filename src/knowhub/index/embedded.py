@@ -168,6 +168,7 @@ class EmbeddedIndex:
         self._schema = builder.build()
         self._reset()
         self._stamp: str | None = None
+        self._state: dict[str, Any] | None = None
         #: Files of a persisted copy found damaged at open (unreadable, checksums wrong):
         #: the owner may quarantine them. A missing copy or one of another shape is not damage.
         self.damaged: list[Path] = []
@@ -667,12 +668,20 @@ class EmbeddedIndex:
         """The stamp of the last checkpoint these documents reflect."""
         return self._stamp
 
-    def checkpoint(self, stamp: str) -> None:
-        """Write the documents and vectors, then the manifest naming ``stamp``."""
+    def saved_state(self) -> dict[str, Any] | None:
+        """The ``state`` the loaded (or last written) checkpoint carried, e.g. the change-log
+        position its documents reflect; None when there was none."""
+        return self._state
+
+    def checkpoint(self, stamp: str, *, state: Mapping[str, Any] | None = None) -> None:
+        """Write the documents and vectors, then the manifest naming ``stamp`` and the
+        owner's ``state`` (JSON values: written in the same file as the checksums, so the
+        state always describes the documents next to it)."""
         if not isinstance(stamp, str):
             raise InvalidInputError("checkpoint stamp must be a string")
         with self._lock:
             self._stamp = stamp
+            self._state = dict(state) if state is not None else None
             if self.path is None:
                 return
             order = sorted(self._docs)
@@ -707,6 +716,8 @@ class EmbeddedIndex:
                 "docs_sha256": hashlib.sha256(docs_bytes).hexdigest(),
                 "vectors_sha256": hashlib.sha256(vector_bytes).hexdigest(),
             }
+            if self._state is not None:
+                manifest["state"] = self._state
             try:
                 ensure_dir(self.path)
                 atomic_write_bytes(self.path / "docs.jsonl", docs_bytes)
@@ -760,10 +771,13 @@ class EmbeddedIndex:
             with self._lock:
                 self._restore(records, matrix.astype(np.float32, copy=False))
                 self._stamp = str(manifest["stamp"])
+                state = manifest.get("state")
+                self._state = state if isinstance(state, dict) else None
         except (ValueError, KeyError, TypeError, AttributeError, InvalidInputError) as exc:
             log.warning("retrieval index at %s is damaged (%s); starting empty", self.path, exc)
             self._reset()
             self._stamp = None
+            self._state = None
             self.damaged = files
 
     def _restore(self, records: list[dict[str, Any]], matrix: np.ndarray) -> None:

@@ -427,6 +427,18 @@ class SQLiteOutboxStore:
                            (int(seq), int(limit)))
         return [(int(row[0]), row[1], event) for row, event in self._decoded(rows, skip=2)]
 
+    def count_after(self, seq: int) -> int:
+        """How many events are stored after ``seq``: fewer than ``last_seq() - seq`` means
+        some of them were purged (a reader positioned at ``seq`` has missed them)."""
+        return int(self._query("SELECT COUNT(*) FROM outbox WHERE seq > ?", (int(seq),))[0][0])
+
+    def purge_done_through(self, seq: int) -> int:
+        """Delete ``done`` events at or before ``seq`` (the position a saved index copy
+        reflects: a later open replays only what follows it); returns the count."""
+        with self._tx() as conn:
+            cur = conn.execute("DELETE FROM outbox WHERE status = ? AND seq <= ?", (OutboxStatus.DONE.value, int(seq)))
+            return int(cur.rowcount)
+
     def pending_count(self) -> int:
         """Events not finished yet: pending, failed (waiting to retry) or processing."""
         rows = self._query("SELECT COUNT(*) FROM outbox WHERE status IN (?, ?, ?)", _OPEN)

@@ -205,11 +205,12 @@ def compact_all(engines: Engines, *, progress: Progress = _noop) -> dict[str, An
         progress("context")
         service = engines.context
         flushed = service.flush_index()
+        saved = bool(service.save_index())  # first: events after its position are kept for replay
         report["context"] = {
             "leftovers_removed": service.fs.cleanup(),
             "outbox_applied": getattr(flushed, "succeeded", 0),
-            "outbox_purged": service.outbox.purge_done(),
-            "index_saved": bool(service.save_index()),
+            "outbox_purged": service.purge_applied_events(),
+            "index_saved": saved,
         }
     return report
 
