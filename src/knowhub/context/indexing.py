@@ -35,7 +35,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import socket
+import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +48,17 @@ from knowhub.context.core.enums import OutboxEventType
 from knowhub.context.core.objects import OutboxEvent
 from knowhub.context.core.uri import build_uri, is_valid_segment, owner_space_of, parse_uri
 from knowhub.context.fs import ContextFS, RelationStore
-from knowhub.errors import InvalidInputError, NotFoundError, PermissionDeniedError
+from knowhub.errors import (
+    InvalidInputError,
+    NotFoundError,
+    PermissionDeniedError,
+    VersionConflictError,
+)
 from knowhub.index.identity import EmbedderIdentity, IdentityFile
 from knowhub.index.projector import IndexProjector
 from knowhub.providers.records import GraphEdge
 from knowhub.scope import RequestContext
-from knowhub.storage import atomic_write_bytes
+from knowhub.storage import atomic_write_bytes, fsync_dir
 
 __all__ = [
     "EMBEDDER_FILE",
@@ -58,6 +66,7 @@ __all__ = [
     "RELATIONS_FILE",
     "ContextIndexer",
     "ContextRecordShape",
+    "WriteIntents",
     "identity_file",
     "load_relations",
     "node_filters",
@@ -105,6 +114,71 @@ def load_relations(graph: Any, path: Path, state: dict[str, Any]) -> bool:
     if len(edges) != state.get("relations"):
         return False
     graph.upsert_edges(edges)
+    return True
+
+
+class WriteIntents:
+    """Markers of primary-store changes whose outbox events are not appended yet.
+
+    An open replays the outbox instead of walking the files, so a change that a crash cut
+    off from its events (a process killed between a node write and the outbox append) would
+    stay invisible to the index. Each write path holds a marker (an empty file named
+    ``host:pid:random`` in ``directory``, its directory entry made durable before the store
+    changes) and removes it once the events are appended; a marker whose process is gone
+    means such a gap may exist, and the open walks the files once (:meth:`stale`).
+    """
+
+    #: Errors raised before anything was written: their marker goes with them.
+    _NOTHING_WRITTEN = (InvalidInputError, NotFoundError, PermissionDeniedError, VersionConflictError)
+
+    def __init__(self, directory: Path, *, durable: bool = True) -> None:
+        self.directory = Path(directory)
+        self.durable = durable
+        self._host = socket.gethostname()
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Hold a marker around one change of the store and its outbox append."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / f"{self._host}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        path.touch()
+        if self.durable:
+            fsync_dir(self.directory)
+        try:
+            yield
+        except self._NOTHING_WRITTEN:
+            path.unlink(missing_ok=True)
+            raise
+        except BaseException:  # something may be on disk without its event: keep the marker
+            raise
+        path.unlink(missing_ok=True)
+
+    def stale(self) -> list[Path]:
+        """Markers left by processes that no longer run (on this host; a marker of another
+        host counts as stale: the embedded store is one machine's)."""
+        try:
+            names = sorted(os.listdir(self.directory))
+        except FileNotFoundError:
+            return []
+        out = []
+        for name in names:
+            host, _, rest = name.partition(":")
+            pid = rest.partition(":")[0]
+            if host == self._host and pid.isdigit() and _alive(int(pid)):
+                continue
+            out.append(self.directory / name)
+        return out
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
     return True
 
 

@@ -31,6 +31,7 @@ no process follows the others' events.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -58,6 +59,7 @@ from knowhub.context.indexing import (
     RELATIONS_FILE,
     ContextIndexer,
     ContextRecordShape,
+    WriteIntents,
     identity_file,
     load_relations,
     recorded_identity,
@@ -218,6 +220,7 @@ class ContextEngineService:
         #: the relation copy still has to be refilled by a walk over the files
         self._relations_pending = False
         self._checkpoint_lock = FileLock(self.index_dir / "checkpoint.lock")
+        self.intents = WriteIntents(self.index_dir / "inflight", durable=durable)
         if not isinstance(self.index, SharedRetrievalIndex):
             # follow what other processes' workers index from here on (each process holds its
             # own copy; a claim gives an event to one worker only), then load/rebuild the copy
@@ -324,7 +327,22 @@ class ContextEngineService:
             self._relations_pending = True
         self.worker.start_following(on_gap=self._repair_gap, from_seq=seq)
         replayed = self.worker.follow()
-        return {"mode": "replay", "from_seq": seq, "to_seq": last, "replayed": replayed}
+        report: dict[str, Any] = {"mode": "replay", "from_seq": seq, "to_seq": last, "replayed": replayed}
+        stale = self.intents.stale()
+        if stale:  # a process died between a store change and its outbox events
+            log.warning("%d interrupted write(s) found; walking the files once", len(stale))
+            report["interrupted_writes"] = len(stale)
+            report["reconcile"] = self.indexer.reconcile()
+            self.graph.clear()
+            self._relations_pending = True
+            for path in stale:
+                path.unlink(missing_ok=True)
+        return report
+
+    def _intent(self) -> Any:
+        """A :class:`WriteIntents` marker around a store change and its outbox append (a
+        shared index reconciles lazily at every open and needs none)."""
+        return contextlib.nullcontext() if self.shared_index else self.intents.held()
 
     def _repair_gap(self) -> dict[str, int]:
         """Events this copy never saw were purged: compare it with the files (a walk) and
@@ -489,7 +507,8 @@ class ContextEngineService:
     ) -> CommitResult:
         """Commit one batch of session messages (durable when it returns; indexed later)."""
         self._check_open()
-        result = self.coordinator.commit(ctx, messages, used_contexts, used_tools, options)
+        with self._intent():
+            result = self.coordinator.commit(ctx, messages, used_contexts, used_tools, options)
         if self.runner.running:
             self.runner.wake()
         return result
@@ -603,12 +622,13 @@ class ContextEngineService:
         canonical = check_access(ctx, uri).uri
         from knowhub.context.node_edits import drop_edges_to
 
-        self.fs.delete_node(ctx, canonical, recursive=recursive)
-        events = [make_event(OutboxEventType.DELETE_CONTEXT, canonical, ctx, {"recursive": recursive})]
-        # neighbours' edges to it go too (their graph copies follow), so nothing names it
-        events.extend(make_event(OutboxEventType.UPSERT_RELATION, uri, ctx, {})
-                      for uri in drop_edges_to(self.fs, ctx, canonical))
-        self.outbox.append_batch(events)
+        with self._intent():
+            self.fs.delete_node(ctx, canonical, recursive=recursive)
+            events = [make_event(OutboxEventType.DELETE_CONTEXT, canonical, ctx, {"recursive": recursive})]
+            # neighbours' edges to it go too (their graph copies follow), so nothing names it
+            events.extend(make_event(OutboxEventType.UPSERT_RELATION, uri, ctx, {})
+                          for uri in drop_edges_to(self.fs, ctx, canonical))
+            self.outbox.append_batch(events)
         if self.runner.running:
             self.runner.wake()
 
@@ -636,9 +656,10 @@ class ContextEngineService:
         from knowhub.context.node_edits import apply_edit
 
         canonical = check_access(ctx, uri).uri
-        node = apply_edit(self.fs, ctx, canonical, abstract=abstract, overview=overview, content=content,
-                          expected_version=expected_version)
-        self.outbox.append(make_event(OutboxEventType.UPSERT_CONTEXT, canonical, ctx, {"edited": True}))
+        with self._intent():
+            node = apply_edit(self.fs, ctx, canonical, abstract=abstract, overview=overview, content=content,
+                              expected_version=expected_version)
+            self.outbox.append(make_event(OutboxEventType.UPSERT_CONTEXT, canonical, ctx, {"edited": True}))
         if self.runner.running:
             self.runner.wake()
         return node
@@ -653,11 +674,12 @@ class ContextEngineService:
         """
         self._check_open()
         src, dst = check_access(ctx, from_uri).uri, check_access(ctx, to_uri).uri
-        retargeted = self.fs.move_node(ctx, src, dst)
-        events = [make_event(OutboxEventType.MOVE_CONTEXT, src, ctx, {"from_uri": src, "to_uri": dst})]
-        # nodes whose edges now point at the new URIs: their graph copies follow
-        events.extend(make_event(OutboxEventType.UPSERT_RELATION, uri, ctx, {}) for uri in retargeted)
-        self.outbox.append_batch(events)
+        with self._intent():
+            retargeted = self.fs.move_node(ctx, src, dst)
+            events = [make_event(OutboxEventType.MOVE_CONTEXT, src, ctx, {"from_uri": src, "to_uri": dst})]
+            # nodes whose edges now point at the new URIs: their graph copies follow
+            events.extend(make_event(OutboxEventType.UPSERT_RELATION, uri, ctx, {}) for uri in retargeted)
+            self.outbox.append_batch(events)
         if self.runner.running:
             self.runner.wake()
 
