@@ -26,7 +26,7 @@ vector bitmap, :meth:`EmbeddedIndex.ids` and :meth:`EmbeddedIndex.delete_where`.
 
 Persistence (with a ``path``): :meth:`checkpoint` writes ``docs.jsonl`` (id, tokens,
 filters, numbers, payload), ``vectors.npy`` and, last, ``manifest.json`` naming the stamp
-and the checksums of both files, each atomically. Opening verifies the checksums and
+the owner's state and the checksums of both files, each atomically. Opening verifies the checksums and
 rebuilds tantivy and faiss from them (no re-tokenizing, no re-embedding); an unusable copy
 opens empty with ``stamp() is None`` and the owner rebuilds from its primary store.
 """
@@ -669,14 +669,12 @@ class EmbeddedIndex:
         return self._stamp
 
     def saved_state(self) -> dict[str, Any] | None:
-        """The ``state`` the loaded (or last written) checkpoint carried, e.g. the change-log
-        position its documents reflect; None when there was none."""
+        """The ``state`` of the loaded (or last written) checkpoint (None: none)."""
         return self._state
 
     def checkpoint(self, stamp: str, *, state: Mapping[str, Any] | None = None) -> None:
-        """Write the documents and vectors, then the manifest naming ``stamp`` and the
-        owner's ``state`` (JSON values: written in the same file as the checksums, so the
-        state always describes the documents next to it)."""
+        """Write the documents and vectors, then the manifest naming ``stamp`` and ``state``
+        (e.g. the change-log position the documents reflect: beside their checksums)."""
         if not isinstance(stamp, str):
             raise InvalidInputError("checkpoint stamp must be a string")
         with self._lock:
@@ -716,8 +714,7 @@ class EmbeddedIndex:
                 "docs_sha256": hashlib.sha256(docs_bytes).hexdigest(),
                 "vectors_sha256": hashlib.sha256(vector_bytes).hexdigest(),
             }
-            if self._state is not None:
-                manifest["state"] = self._state
+            manifest.update({"state": self._state} if self._state is not None else {})
             try:
                 ensure_dir(self.path)
                 atomic_write_bytes(self.path / "docs.jsonl", docs_bytes)
@@ -771,8 +768,7 @@ class EmbeddedIndex:
             with self._lock:
                 self._restore(records, matrix.astype(np.float32, copy=False))
                 self._stamp = str(manifest["stamp"])
-                state = manifest.get("state")
-                self._state = state if isinstance(state, dict) else None
+                self._state = manifest["state"] if isinstance(manifest.get("state"), dict) else None
         except (ValueError, KeyError, TypeError, AttributeError, InvalidInputError) as exc:
             log.warning("retrieval index at %s is damaged (%s); starting empty", self.path, exc)
             self._reset()
