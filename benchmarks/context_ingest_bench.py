@@ -82,7 +82,15 @@ def run_once(chats: int, sessions: int, turns: int, seed: int) -> dict[str, Any]
     for batch in batches:
         MultilingualE5Embedder.embed_matrix(embedder, batch)
     alone = time.perf_counter() - started
+    # long texts (whole assistant replies with code, 1.5-6k characters): what a node or a
+    # knowledge item with a long text costs to embed
+    replies = [m["content"] for chat in data for s in chat for m in s if m["role"] == "assistant"]
+    long_texts = [("\n\n".join(replies[i : i + k]))[: 1500 * k] for k, i in ((1, 0), (2, 3), (4, 7), (2, 11))]
+    started = time.perf_counter()
+    MultilingualE5Embedder.embed_matrix(embedder, long_texts)
+    long_s = time.perf_counter() - started
     return {
+        "long_texts": len(long_texts), "long_chars": sum(map(len, long_texts)), "long_embed_s": round(long_s, 3),
         "messages": messages, "message_chars": chars, "nodes": nodes, "embed_calls": len(batches),
         "texts": len(texts), "text_chars": sum(map(len, texts)), "end_to_end_s": round(end_to_end, 3),
         "commit_s": round(commit_s, 3), "embed_in_path_s": round(spent[0], 3), "embed_alone_s": round(alone, 3),
@@ -125,13 +133,14 @@ def main() -> None:
             runs[name].append(row)
             print(f"round {r + 1} {name}: {row}", flush=True)
     print(f"load average at end: {os.getloadavg()}")
-    print("\n| code | nodes | texts embedded | end to end s | embedding alone s | overhead | nodes/s | messages/s |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("\n| code | nodes | texts embedded | end to end s | embedding alone s | overhead | nodes/s | messages/s | long texts s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, rows in runs.items():
         def med(key: str, rows: list[dict[str, Any]] = rows) -> float:
             return statistics.median(row[key] for row in rows)
         print(f"| {name} | {rows[0]['nodes']} | {rows[0]['texts']} | {med('end_to_end_s'):.1f} | "
-              f"{med('embed_alone_s'):.1f} | {med('overhead'):.2f} | {med('nodes_per_s'):.2f} | {med('messages_per_s'):.2f} |")
+              f"{med('embed_alone_s'):.1f} | {med('overhead'):.2f} | {med('nodes_per_s'):.2f} | {med('messages_per_s'):.2f} | "
+              f"{med('long_embed_s'):.1f} |")
     if args.json:
         args.json.write_text(json.dumps(runs, indent=1))
 

@@ -25,7 +25,7 @@ Filter postings (field → value → rows) and numeric columns are kept here in 
 vector bitmap, :meth:`EmbeddedIndex.ids` and :meth:`EmbeddedIndex.delete_where`.
 
 Persistence (with a ``path``): :meth:`checkpoint` writes ``docs.jsonl`` (id, tokens,
-filters, numbers, payload), ``vectors.npy`` and, last, ``manifest.json`` naming the stamp
+filters, numbers, payload), ``vectors.npy`` and, last, ``manifest.json`` naming the stamp,
 the owner's state and the checksums of both files, each atomically. Opening verifies the checksums and
 rebuilds tantivy and faiss from them (no re-tokenizing, no re-embedding); an unusable copy
 opens empty with ``stamp() is None`` and the owner rebuilds from its primary store.
