@@ -164,3 +164,33 @@ def test_slim_on_e5_merges_rewordings_not_neighbours(e5: MultilingualE5Embedder)
     ]
     clusters = [sorted(members) for members, _why in find_clusters(items, e5)]
     assert clusters == [[0, 1]]
+
+
+def test_long_texts_are_embedded_as_windows_the_model_was_trained_on(e5: MultilingualE5Embedder) -> None:
+    from knowhub.providers.multilingual import MAX_TOKENS, MAX_WINDOWS
+
+    long_en = " ".join(f"Step {i}: run the migration with a lock timeout and check the pool." for i in range(120))
+    long_zh = "部署之前先执行数据库迁移脚本，并设置锁超时，避免长查询阻塞发布。" * 80
+    for text in (long_en, long_zh):
+        assert e5._model.token_count(text) > MAX_TOKENS
+        windows = e5._windows(text, query=False)
+        assert 2 <= len(windows) <= MAX_WINDOWS
+        assert all(e5._model.token_count(w) <= MAX_TOKENS for w in windows)
+        assert text.startswith(windows[0]) and "".join(windows).replace(" ", "") in text.replace(" ", "")
+    short = "a cat on the mat"
+    assert e5._windows(short, query=False) == [short]
+    # a batch: order kept, duplicates share one row, a long text is a unit vector close to
+    # its own first window (the same topic throughout)
+    matrix = e5.embed_matrix([long_en, short, long_en, "", short])
+    assert np.allclose(matrix[0], matrix[2]) and np.allclose(matrix[1], matrix[4]) and not matrix[3].any()
+    assert np.allclose(np.linalg.norm(matrix[[0, 1]], axis=1), 1.0, atol=1e-5)
+    first = e5.embed_matrix([e5._windows(long_en, query=False)[0]])[0]
+    assert float(matrix[0] @ first) > 0.95
+    assert np.allclose(e5.embed_matrix([short])[0], matrix[1], atol=1e-5)
+
+
+def test_a_large_batch_over_threads_keeps_each_texts_row(e5: MultilingualE5Embedder) -> None:
+    texts = [f"note {i}: " + "word " * (i % 17 * 5) for i in range(40)]
+    together = e5.embed_matrix(texts)
+    alone = np.stack([e5.embed_matrix([t])[0] for t in texts[:6]])
+    assert np.allclose(together[:6], alone, atol=1e-4)
