@@ -105,6 +105,80 @@ def build(root: Path, n: int, workers: int) -> dict[str, float]:
     return {"write_s": round(write_s, 1), "index_s": round(index_s, 1), "checkpoint_s": round(checkpoint_s, 1)}
 
 
+def _doc_lines(args: tuple[int, int]) -> bytes:
+    """Checkpoint lines (``EmbeddedIndex`` format) of nodes ``start..stop``, built by the
+    projector and ``prepare_document`` exactly as an upsert keeps them (no vectors)."""
+    import orjson
+
+    from knowhub.context.indexing import ContextRecordShape
+    from knowhub.index import IndexProjector
+    from knowhub.index.documents import prepare_document
+    from knowhub.providers.embedding import HashingEmbedder
+    from knowhub.text import tokenize
+
+    start, stop = args
+    projector = IndexProjector(HashingEmbedder(dim=DIM), None, None, shape=ContextRecordShape(),  # type: ignore[arg-type]
+                               levels=(0,), lexical_fields=("abstract", "overview", "content"))
+    out = []
+    for i in range(start, stop):
+        node = node_of(i)
+        (record,) = projector.build_context_records(node)
+        item = prepare_document(projector.document(record, tokenize(projector.lexical_text(node))), DIM, ())
+        out.append(orjson.dumps({"id": record.id, "t": " ".join(item.tokens), "f": item.filters, "n": item.numbers,
+                                 "p": item.payload, "v": True, "s": item.partition}))
+    return b"\n".join(out) + b"\n"
+
+
+def build_index_only(root: Path, n: int, workers: int) -> dict[str, float]:
+    """The saved index copy of N nodes without their node directories: what the open reads
+    now (it never reads a node directory), at sizes whose directories do not fit the VM's
+    time. Random unit vectors (opening never looks at their values)."""
+    import hashlib
+
+    import numpy as np
+    import orjson
+
+    from knowhub.context.indexing import identity_file
+    from knowhub.context.service import ContextEngineService
+    from knowhub.index.identity import EmbedderIdentity
+    from knowhub.providers.embedding import HashingEmbedder
+
+    folder = root / "index" / "retrieval"
+    folder.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    step = 5000
+    digest = hashlib.sha256()
+    with open(folder / "docs.jsonl", "wb") as fh, multiprocessing.get_context("fork").Pool(workers) as pool:
+        chunks = [(s, min(n, s + step)) for s in range(0, n, step)]
+        for k, data in enumerate(pool.imap(_doc_lines, chunks)):
+            fh.write(data)
+            digest.update(data)
+            print(f"\rdocuments {min(n, (k + 1) * step)}/{n}", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    vectors = np.lib.format.open_memmap(folder / "vectors.npy", mode="w+", dtype=np.float32, shape=(n, DIM))
+    rng = np.random.default_rng(0)
+    for s in range(0, n, 100_000):
+        block = rng.standard_normal((min(n, s + 100_000) - s, DIM)).astype(np.float32)
+        vectors[s : s + len(block)] = block / np.linalg.norm(block, axis=1, keepdims=True)
+    vectors.flush()
+    del vectors
+    vec_digest = hashlib.sha256()
+    with open(folder / "vectors.npy", "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 24), b""):
+            vec_digest.update(chunk)
+    embedder = HashingEmbedder(dim=DIM)
+    owner = types.SimpleNamespace(embedder=embedder, lexical_fields=("abstract", "overview", "content"))
+    (root / "index" / "relations.jsonl").write_bytes(b"")
+    state = {"outbox_seq": 0, "relations": 0, "relations_sha256": hashlib.sha256(b"").hexdigest()}
+    manifest = {"format": "knowhub-embedded-index", "version": 2, "dim": DIM, "number_fields": [], "count": n,
+                "stamp": ContextEngineService._manifest(owner), "docs_sha256": digest.hexdigest(),  # type: ignore[arg-type]
+                "vectors_sha256": vec_digest.hexdigest(), "state": state}
+    (folder / "manifest.json").write_bytes(orjson.dumps(manifest))
+    identity_file(root).save(EmbedderIdentity.of(embedder))
+    (root / "bench.json").write_text(json.dumps({"nodes": n, "index_only": True}))
+    return {"build_s": round(time.perf_counter() - started, 1)}
+
+
 def open_once(root: str) -> None:
     """Child: time one open, print its report, exit without saving."""
     import resource
@@ -131,6 +205,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1, help="opens per checkout")
     parser.add_argument("--compare", type=Path, help="another checkout's root (holding src/)")
     parser.add_argument("--reuse", action="store_true", help="open an existing store only")
+    parser.add_argument("--index-only", action="store_true",
+                        help="write only the saved index copy (no node directories; this checkout's open only)")
     parser.add_argument("--open-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.open_child:
@@ -140,7 +216,8 @@ def main() -> None:
         parser.error("--dir is required")
     print(f"load average at start: {os.getloadavg()}", flush=True)
     if not args.reuse:
-        print(json.dumps({"build": build(args.dir, args.nodes, args.workers)}), flush=True)
+        maker = build_index_only if args.index_only else build
+        print(json.dumps({"build": maker(args.dir, args.nodes, args.workers)}), flush=True)
     order = [("this", REPO / "src")] + ([("base", args.compare / "src")] if args.compare else [])
     for run in range(args.runs):
         for name, src in order:
