@@ -11,12 +11,20 @@ Data directory layout::
     <data_dir>/embedder.json         the embedder identity the vectors were made with
     <data_dir>/index/outbox.db       outbox (SQLite, WAL, synchronous=FULL)
     <data_dir>/index/retrieval/      retrieval index copy (saved on close and when idle;
-                                     its checkpoint stamp names the embedder and fields)
+                                     its checkpoint stamp names the embedder and fields,
+                                     its state the outbox position the copy reflects)
+    <data_dir>/index/relations.jsonl relation graph copy saved with it
+    <data_dir>/index/inflight/       markers of store changes whose events are not appended yet
 
 On open the configured embedder is checked against ``embedder.json`` (another one is
 refused with EmbedderMismatchError naming ``knowhub admin reindex``; nothing is written),
-then the saved copy is loaded and reconciled with the filesystem (node versions), or
-rebuilt from the filesystem when missing or damaged. Pending outbox events are then applied by
+then the saved copies are loaded and the outbox events completed after their position are
+applied again (no walk over the node directories: the open costs the copy's size, not the
+store's). A copy without a usable position (older format, outbox replaced, events after it
+purged) is reconciled with the filesystem by a walk (node versions), a missing or damaged
+one rebuilt from it, and a marker left by a dead process (killed between a node write and
+its outbox append) costs one walk; :meth:`ContextEngineService.check_index` is the walk on
+demand. Pending outbox events are then applied by
 :meth:`flush_index` or the background runner. Consistency is eventual (seed 004 §7.1): a
 commit is acknowledged once the nodes and their outbox events are durable; search sees it
 after the index worker ran.

@@ -77,11 +77,15 @@ def check_all(engines: Engines, *, fix: bool = False, progress: Progress = _noop
         damaged = fs_report["corrupt"] or fs_report["bad_relations"] or fs_report["half_written"]
         problems = bool(damaged) and not fix  # fix moved them into quarantine or removed them
         outbox = service.outbox.stats()
+        # the walk an open no longer does: index copy against the files (fix re-projects)
+        drift = service.check_index(fix=fix) if not service.shared_index else {}
+        stale = bool(drift.get("reprojected") or drift.get("removed")) and not fix
         report["context"] = {
-            "ok": not problems,
+            "ok": not problems and not stale,
             **fs_report,
             "outbox": outbox,
-            "index": {"vector_records": service.index.count(), "lexical_docs": service.index.doc_freqs([])[1]},
+            "index": {"vector_records": service.index.count(), "lexical_docs": service.index.doc_freqs([])[1],
+                      **{f"index_{k}": v for k, v in drift.items()}},
         }
     report["ok"] = all(part["ok"] for part in report.values() if isinstance(part, dict))
     return report
