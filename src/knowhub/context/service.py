@@ -227,7 +227,8 @@ class ContextEngineService:
         self.shared_index = isinstance(self.index, SharedRetrievalIndex)
         #: the relation copy still has to be refilled by a walk over the files
         self._relations_pending = False
-        self._checkpoint_lock = FileLock(self.index_dir / "checkpoint.lock")
+        # one saver at a time: two processes writing the copy files at once would mix them
+        self._checkpoint_lock = FileLock(self.index_dir / "checkpoint.lock", timeout_s=600.0)
         self.intents = WriteIntents(self.index_dir / "inflight", durable=durable)
         if not isinstance(self.index, SharedRetrievalIndex):
             # follow what other processes' workers index from here on (each process holds its
