@@ -193,11 +193,12 @@ class IndexWorker:
                 for event in handled:
                     self._fail(event, exc, result)
                 handled = []
-            lost = 0
-            for event in handled:
-                if self.outbox.mark_done(event.event_id, self.worker_id) is False:
-                    lost += 1
-                result.succeeded += 1
+            many = getattr(self.outbox, "mark_done_many", None)
+            if callable(many):  # one transaction for the batch
+                lost = len(handled) - int(many([event.event_id for event in handled], self.worker_id))
+            else:
+                lost = sum(1 for event in handled if self.outbox.mark_done(event.event_id, self.worker_id) is False)
+            result.succeeded += len(handled)
             if lost:
                 log.warning("index worker %s lost the lease of %d of %d events before completing them "
                             "(applied again by their new owner; events are idempotent)",
@@ -246,7 +247,7 @@ class IndexWorker:
         result.retried += retried
         result.dead += dead
 
-    def start_following(self, on_gap: Callable[[], Any] | None = None) -> None:
+    def start_following(self, on_gap: Callable[[], Any] | None = None, from_seq: int | None = None) -> None:
         """Remember the outbox position now; :meth:`follow` then applies every event that
         *other* workers complete after it.
 
@@ -257,12 +258,24 @@ class IndexWorker:
         ``on_gap`` is called when events were purged before this worker saw them (it should
         reconcile the copy with the primary store). Needs an outbox with ``last_seq`` and
         ``events_after`` (:class:`~knowhub.index.SQLiteOutboxStore`); a no-op otherwise.
+        ``from_seq`` starts at an earlier position instead of now: the position a saved
+        copy reflects, so :meth:`follow` replays what was completed since it was saved.
         """
         last_seq = getattr(self.outbox, "last_seq", None)
         with self._run_lock:
-            self._cursor = int(last_seq()) if callable(last_seq) and callable(getattr(self.outbox, "events_after", None)) else None
+            if not callable(last_seq) or not callable(getattr(self.outbox, "events_after", None)):
+                self._cursor = None
+            else:
+                self._cursor = int(last_seq()) if from_seq is None else int(from_seq)
             self._followed = {}
             self._on_gap = on_gap
+
+    def position(self) -> int | None:
+        """The outbox position this worker's copy reflects: every event up to it was
+        applied here (own events by :meth:`run_once`, others' by :meth:`follow`) or is dead.
+        None when not following."""
+        with self._run_lock:
+            return self._cursor
 
     def follow(self, limit: int = 500) -> int:
         """Apply events completed by other workers since the last call; returns how many
