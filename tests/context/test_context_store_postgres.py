@@ -206,4 +206,5 @@ def test_servers_with_embedded_index_copies_follow_each_other(tmp_path: Path, ur
         one.flush_index()
         assert one.search_memory(ALICE, "Emma nurse Berlin").blocks
     with ContextEngineService.from_settings(one_settings, durable=False) as again:
-        assert again.open_report["mode"] == "reconcile" and again.search_memory(ALICE, "Emma nurse Berlin").blocks
+        # the saved copy replays the events after its position (or reconciles on a gap)
+        assert again.open_report["mode"] in ("replay", "reconcile") and again.search_memory(ALICE, "Emma nurse Berlin").blocks

@@ -345,6 +345,14 @@ class PostgresOutboxStore:
                                   {"d": _D, "cut": self.clock() - older_than_s})
             return int(result.rowcount)
 
+    def purge_done_through(self, seq: int) -> int:
+        """Delete ``done`` events at or before ``seq`` (the position a saved index copy
+        reflects); returns the count."""
+        with self._tx() as conn:
+            result = conn.execute(sql(f"DELETE FROM {self.table} WHERE status = :d AND seq <= :q"),
+                                  {"d": _D, "q": int(seq)})
+            return int(result.rowcount)
+
     # ------------------------------------------------------------------ reads
 
     def get(self, event_id: str) -> OutboxEvent:
@@ -375,6 +383,12 @@ class PostgresOutboxStore:
         rows = self._query(f"SELECT seq, done_by, {_COLUMNS} FROM {self.table} WHERE seq > :q ORDER BY seq LIMIT :n",
                            {"q": int(seq), "n": int(limit)})
         return [(int(row[0]), row[1], event) for row, event in self._decoded(rows, skip=2)]
+
+    def count_after(self, seq: int) -> int:
+        """How many events are stored after ``seq`` (fewer than ``last_seq() - seq``: some
+        were purged, or sequence numbers of rolled-back transactions left holes — either
+        way a reader positioned at ``seq`` reconciles)."""
+        return int(self._query(f"SELECT COUNT(*) FROM {self.table} WHERE seq > :q", {"q": int(seq)})[0][0])
 
     def pending_count(self) -> int:
         """Events not finished yet: pending, failed (waiting to retry) or processing."""
