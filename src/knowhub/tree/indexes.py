@@ -6,9 +6,11 @@ loader, this process's own commits and the follower path that replays other proc
 change-log entries, so the three can never disagree. Tombstone versions are remembered so
 that versions stay monotonic per id (undo of a delete continues the numbering).
 
-The derived maps are persisted under ``indexes/`` with a *fingerprint* (byte sizes of the JSONL files and the change-log
-offset they reflect). A copy whose fingerprint does not match the files is stale and is
-rebuilt from the rows instead of trusted.
+The whole state, derived maps included, is persisted as one *state image* under
+``indexes/`` (:mod:`knowhub.tree.image`) with a fingerprint of the files it reflects; an
+open starts from it and replays the change-log records written after it (:meth:`replay`).
+An image that does not match the files, or is damaged, is ignored and the state is
+rebuilt from the rows.
 """
 
 from __future__ import annotations
@@ -17,9 +19,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from knowhub.storage import atomic_write_json
+from knowhub.tree import image
 from knowhub.tree.models import ROOT_ID, Info, InfoKeywordLink, KeywordNode, link_key
 
 NodeHook = Callable[[KeywordNode | None, KeywordNode | None], None]
@@ -27,6 +27,8 @@ LinkHook = Callable[[InfoKeywordLink | None, InfoKeywordLink | None], None]
 InfoHook = Callable[[Info | None, Info | None], None]
 
 INDEX_FILES = ("inverted", "children", "info_by_kw", "kw_by_info")
+#: Files of the format before the state image (one JSON file per map, and a marker).
+LEGACY_INDEX_FILES = tuple(f"{name}.json" for name in INDEX_FILES)
 PERSIST_MARKER = ".persisting"
 
 
@@ -299,49 +301,64 @@ class TreeState:
             "kw_by_info": _clean(self.kw_by_info, lambda i: True),
         }
 
-    def persist(self, base: Path, fingerprint: dict[str, Any]) -> None:
-        """Write the derived maps atomically, tagged with ``fingerprint``.
-
-        The files are replaced one by one; a marker file present for the duration tells the
-        next open that a mixed set is an interrupted persist (rewritten quietly), not damage.
-        """
-        maps = self.rebuilt_maps()
-        marker = base / "indexes" / PERSIST_MARKER
-        atomic_write_json(marker, fingerprint, durable=False)
-        for name in INDEX_FILES:
-            atomic_write_json(base / "indexes" / f"{name}.json", {"fingerprint": fingerprint, "data": maps[name]}, durable=False)
-        for stale in ("keywords", "infos"):  # id->offset files of earlier versions: never read
+    def persist(self, base: Path, fingerprint: dict[str, Any], maps: dict[str, dict[str, list[str]]] | None = None) -> None:
+        """Write the state image (:mod:`knowhub.tree.image`) tagged with ``fingerprint``,
+        with the maps in the order a rebuild makes them (``maps``: already rebuilt), and
+        drop the files of earlier formats (per-map JSON files, id->offset files)."""
+        image.write(base, self, maps if maps is not None else self.rebuilt_maps(), fingerprint)
+        for name in (*LEGACY_INDEX_FILES, PERSIST_MARKER):
+            (base / "indexes" / name).unlink(missing_ok=True)
+        for stale in ("keywords", "infos"):
             (base / stale / "index.json").unlink(missing_ok=True)
-        marker.unlink()
-
-    @staticmethod
-    def persist_interrupted(base: Path) -> bool:
-        """True when a :meth:`persist` was killed before it finished."""
-        return (base / "indexes" / PERSIST_MARKER).exists()
 
     @staticmethod
     def read_persisted(base: Path) -> tuple[dict[str, Any] | None, dict[str, dict[str, list[str]]]]:
-        """The persisted maps and their common fingerprint: ``(None, {})`` when there are
-        none, ``({"invalid": True}, {})`` when they are corrupt or from different moments."""
-        maps: dict[str, dict[str, list[str]]] = {}
-        fingerprint: dict[str, Any] | None = None
-        invalid: dict[str, Any] = {"invalid": True}
-        paths = [base / "indexes" / f"{name}.json" for name in INDEX_FILES]
-        if not any(p.exists() for p in paths):
-            return None, {}
-        for name, path in zip(INDEX_FILES, paths, strict=True):
-            try:
-                doc = orjson.loads(path.read_bytes())
-            except (OSError, orjson.JSONDecodeError):
-                return invalid, {}
-            if not isinstance(doc, dict) or not isinstance(doc.get("data"), dict):
-                return invalid, {}
-            if fingerprint is None:
-                fingerprint = doc.get("fingerprint")
-            elif doc.get("fingerprint") != fingerprint:
-                return invalid, {}
-            maps[name] = doc["data"]
-        return fingerprint, maps
+        """The maps of the state image and its fingerprint (for ``check``): ``(None, {})``
+        when there is none, ``({"invalid": True}, {})`` when it is damaged."""
+        path = image.image_path(base)
+        try:
+            found = image.read_header(path)
+            if found is None:
+                return None, {}
+            head, at = found
+            return head["fingerprint"], image.maps_of(image.read_payload(path, head, at))
+        except image.ImageError:
+            return {"invalid": True}, {}
+
+    def replay(self, records: Iterable[dict[str, Any]]) -> None:
+        """Apply change-log records written after an image was taken, then put every map
+        bucket they touched in the order a rebuild makes (sorted), so that an image plus
+        its tail opens to the same state as a load of the JSONL files."""
+        inverted: set[str] = set()
+        parents: set[str] = set()
+        kws: set[str] = set()
+        infos: set[str] = set()
+        for record in records:
+            after = record.get("after") or {}
+            for row in after.get("nodes") or ():
+                old = self.nodes.get(row["id"])
+                if old is not None:
+                    inverted.update(old.normalized)
+                    parents.add(old.parent_id)  # type: ignore[arg-type]
+                inverted.update(row.get("normalized") or ())
+                parents.add(row.get("parent_id"))  # type: ignore[arg-type]
+                self.apply_node(row)
+            for row in after.get("infos") or ():
+                self.apply_info(row)
+            for row in after.get("links") or ():
+                kws.add(row["keyword_id"])
+                infos.add(row["info_id"])
+                self.apply_link(row)
+        for index, keys in ((self.inverted, inverted), (self.children, parents), (self.info_by_kw, kws), (self.kw_by_info, infos)):
+            for key in keys:
+                bucket = index.get(key)
+                if bucket is None:
+                    continue
+                if bucket:
+                    index[key] = dict.fromkeys(sorted(bucket))
+                else:
+                    del index[key]
+        self.children_dirty = set(self.nodes)
 
     def adopt_maps(self, maps: dict[str, dict[str, list[str]]]) -> None:
         """Install persisted maps (fingerprint already verified) instead of rebuilding."""
