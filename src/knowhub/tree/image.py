@@ -104,7 +104,7 @@ def _size(path: Path) -> int:
 # -- encoding --------------------------------------------------------------------------
 
 
-def encode(state: Any, maps: dict[str, dict[str, list[str]]], fingerprint: dict[str, Any]) -> bytes:
+def encode(state: Any, maps: dict[str, dict[str, list[str]]], fingerprint: dict[str, Any], small_bucket: int) -> bytes:
     """The image of ``state`` with its ``maps`` (sorted lists, as a rebuild makes them)."""
     ns = list(state.nodes.values())
     ids = [n.id for n in ns]
@@ -144,7 +144,12 @@ def encode(state: Any, maps: dict[str, dict[str, list[str]]], fingerprint: dict[
     dead = [(kind, key, version) for (kind, key), version in state.dead_versions.items()]
     dict_maps = {
         name: {canon.get(k, k): dict.fromkeys(canon.get(i, i) for i in v) for k, v in maps[name].items()}
-        for name in MAP_NAMES
+        for name in MAP_NAMES[1:]
+    }
+    # same bucket types as TreeState.adopt_maps: a sorted tuple, a dict when large
+    dict_maps["inverted"] = {
+        k: tuple(canon.get(i, i) for i in v) if len(v) <= small_bucket else dict.fromkeys(canon.get(i, i) for i in v)
+        for k, v in maps["inverted"].items()
     }
     return pack((FORMAT, nodes, infos, links, dead, *(dict_maps[name] for name in MAP_NAMES)), fingerprint)
 
@@ -157,9 +162,9 @@ def pack(data: tuple[Any, ...], fingerprint: dict[str, Any]) -> bytes:
     return b"".join((MAGIC, _HEAD.pack(len(head)), head, payload))
 
 
-def write(data_dir: Path, state: Any, maps: dict[str, dict[str, list[str]]], fingerprint: dict[str, Any]) -> None:
+def write(data_dir: Path, state: Any, maps: dict[str, dict[str, list[str]]], fingerprint: dict[str, Any], small_bucket: int) -> None:
     """Replace the image atomically (not fsynced: a torn image fails its CRC and is rebuilt)."""
-    atomic_write_bytes(image_path(data_dir), encode(state, maps, fingerprint), durable=False)
+    atomic_write_bytes(image_path(data_dir), encode(state, maps, fingerprint, small_bucket), durable=False)
 
 
 # -- decoding --------------------------------------------------------------------------

@@ -32,6 +32,48 @@ LEGACY_INDEX_FILES = tuple(f"{name}.json" for name in INDEX_FILES)
 PERSIST_MARKER = ".persisting"
 
 
+#: Largest inverted bucket kept as a sorted tuple (48 bytes for one id, against about 200
+#: for a one-entry dict, and faster to decode from the state image); larger ones are dicts
+#: so that adding to a very common key stays O(1).
+SMALL_BUCKET = 32
+
+
+def bucket_add(index: dict[str, Any], key: str, node_id: str) -> None:
+    """Add ``node_id`` under ``key`` of the inverted index (tuple or dict bucket)."""
+    bucket = index.get(key)
+    if bucket is None:
+        index[key] = (node_id,)
+    elif type(bucket) is tuple:
+        if node_id in bucket:
+            return
+        if len(bucket) < SMALL_BUCKET:
+            index[key] = tuple(sorted((*bucket, node_id)))
+        else:
+            grown = dict.fromkeys(bucket)
+            grown[node_id] = None
+            index[key] = grown
+    else:
+        bucket[node_id] = None
+
+
+def bucket_remove(index: dict[str, Any], key: str, node_id: str) -> None:
+    """Remove ``node_id`` from ``key`` of the inverted index; drop the key when empty."""
+    bucket = index.get(key)
+    if bucket is None:
+        return
+    if type(bucket) is tuple:
+        if node_id in bucket:
+            rest = tuple(i for i in bucket if i != node_id)
+            if rest:
+                index[key] = rest
+            else:
+                del index[key]
+    else:
+        bucket.pop(node_id, None)
+        if not bucket:
+            del index[key]
+
+
 class TreeState:
     """Latest version of every node, info and link, plus inverted/children/link maps."""
 
@@ -40,7 +82,9 @@ class TreeState:
         self.infos: dict[str, Info] = {}
         self.links: dict[str, InfoKeywordLink] = {}
         self.dead_versions: dict[tuple[str, str], int] = {}
-        self.inverted: dict[str, dict[str, None]] = {}
+        #: lookup key -> node ids: a sorted tuple (almost every key names one node), a
+        #: dict once a key names more than SMALL_BUCKET nodes (see :func:`bucket_add`)
+        self.inverted: dict[str, tuple[str, ...] | dict[str, None]] = {}
         self.children: dict[str, dict[str, None]] = {}
         self.info_by_kw: dict[str, dict[str, None]] = {}
         self.kw_by_info: dict[str, dict[str, None]] = {}
@@ -94,11 +138,7 @@ class TreeState:
         old = self.nodes.get(node_id)
         if old is not None:
             for key in old.normalized:
-                bucket = self.inverted.get(key)
-                if bucket is not None:
-                    bucket.pop(node_id, None)
-                    if not bucket:
-                        del self.inverted[key]
+                bucket_remove(self.inverted, key, node_id)
             if old.parent_id is not None and (row.get("deleted") or row.get("parent_id") != old.parent_id):
                 siblings = self.children.get(old.parent_id)
                 if siblings is not None:
@@ -115,7 +155,7 @@ class TreeState:
         node = KeywordNode.from_row(row)
         self.nodes[node_id] = node
         for key in node.normalized:
-            self.inverted.setdefault(key, {})[node_id] = None
+            bucket_add(self.inverted, key, node_id)
         if node.parent_id is not None:
             self.children.setdefault(node.parent_id, {})[node_id] = None
             self.children_dirty.add(node.parent_id)
@@ -153,11 +193,10 @@ class TreeState:
             )
             nodes[node_id] = node
             for key in node.normalized:
-                bucket = inverted.get(key)
-                if bucket is None:
-                    inverted[key] = {node_id: None}
+                if key in inverted:
+                    bucket_add(inverted, key, node_id)
                 else:
-                    bucket[node_id] = None
+                    inverted[key] = (node_id,)
             parent = node.parent_id
             bucket = children.get(parent)  # type: ignore[arg-type]
             if bucket is None:
@@ -305,7 +344,7 @@ class TreeState:
         """Write the state image (:mod:`knowhub.tree.image`) tagged with ``fingerprint``,
         with the maps in the order a rebuild makes them (``maps``: already rebuilt), and
         drop the files of earlier formats (per-map JSON files, id->offset files)."""
-        image.write(base, self, maps if maps is not None else self.rebuilt_maps(), fingerprint)
+        image.write(base, self, maps if maps is not None else self.rebuilt_maps(), fingerprint, SMALL_BUCKET)
         for name in (*LEGACY_INDEX_FILES, PERSIST_MARKER):
             (base / "indexes" / name).unlink(missing_ok=True)
         for stale in ("keywords", "infos"):
@@ -326,10 +365,10 @@ class TreeState:
             return {"invalid": True}, {}
 
     def replay(self, records: Iterable[dict[str, Any]]) -> None:
-        """Apply change-log records written after an image was taken, then put every map
-        bucket they touched in the order a rebuild makes (sorted), so that an image plus
-        its tail opens to the same state as a load of the JSONL files."""
-        inverted: set[str] = set()
+        """Apply change-log records written after an image was taken, then put every
+        children and link bucket they touched in the order a rebuild makes (sorted; the
+        inverted buckets are kept sorted anyway), so that an image plus its tail opens to
+        the same state as a load of the JSONL files."""
         parents: set[str] = set()
         kws: set[str] = set()
         infos: set[str] = set()
@@ -338,9 +377,7 @@ class TreeState:
             for row in after.get("nodes") or ():
                 old = self.nodes.get(row["id"])
                 if old is not None:
-                    inverted.update(old.normalized)
                     parents.add(old.parent_id)  # type: ignore[arg-type]
-                inverted.update(row.get("normalized") or ())
                 parents.add(row.get("parent_id"))  # type: ignore[arg-type]
                 self.apply_node(row)
             for row in after.get("infos") or ():
@@ -349,7 +386,7 @@ class TreeState:
                 kws.add(row["keyword_id"])
                 infos.add(row["info_id"])
                 self.apply_link(row)
-        for index, keys in ((self.inverted, inverted), (self.children, parents), (self.info_by_kw, kws), (self.kw_by_info, infos)):
+        for index, keys in ((self.children, parents), (self.info_by_kw, kws), (self.kw_by_info, infos)):
             for key in keys:
                 bucket = index.get(key)
                 if bucket is None:
@@ -358,12 +395,11 @@ class TreeState:
                     index[key] = dict.fromkeys(sorted(bucket))
                 else:
                     del index[key]
-        self.children_dirty = set(self.nodes)
 
     def adopt_maps(self, maps: dict[str, dict[str, list[str]]]) -> None:
         """Install persisted maps (fingerprint already verified) instead of rebuilding."""
         self.children_dirty = set(self.nodes)
-        self.inverted = {k: dict.fromkeys(v) for k, v in maps["inverted"].items()}
+        self.inverted = {k: tuple(v) if len(v) <= SMALL_BUCKET else dict.fromkeys(v) for k, v in maps["inverted"].items()}
         self.children = {k: dict.fromkeys(v) for k, v in maps["children"].items()}
         self.info_by_kw = {k: dict.fromkeys(v) for k, v in maps["info_by_kw"].items()}
         self.kw_by_info = {k: dict.fromkeys(v) for k, v in maps["kw_by_info"].items()}
@@ -420,4 +456,4 @@ class TreeState:
         }
 
 
-__all__ = ["INDEX_FILES", "TreeState"]
+__all__ = ["INDEX_FILES", "SMALL_BUCKET", "TreeState", "bucket_add", "bucket_remove"]
