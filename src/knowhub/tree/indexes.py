@@ -410,6 +410,9 @@ class TreeState:
 
     def bulk_load(self, kind: str, rows: Iterable[tuple[int, dict[str, Any]]]) -> None:
         """Load rows from an entity file without maintaining maps (call rebuild/adopt after)."""
+        # a live row drops the id's tombstone, as apply_* does, so that the tombstones
+        # are the same whichever way the state was built (image, replay or JSONL)
+        dead = self.dead_versions
         if kind == "node":
             nodes = self.nodes
             for _offset, row in rows:
@@ -421,8 +424,10 @@ class TreeState:
                     continue
                 if row.get("deleted"):
                     nodes.pop(node_id, None)
-                    self.dead_versions[("node", node_id)] = version
+                    dead[("node", node_id)] = version
                 else:
+                    if dead:  # a tombstone followed by a newer live row (undo of a delete)
+                        dead.pop(("node", node_id), None)
                     nodes[node_id] = KeywordNode.from_row(row)
         elif kind == "info":
             for _offset, row in rows:
@@ -434,6 +439,7 @@ class TreeState:
                     self.infos.pop(info_id, None)
                     self.dead_versions[("info", info_id)] = version
                 else:
+                    dead.pop(("info", info_id), None)
                     self.infos[info_id] = Info.from_row(row)
         else:
             for _offset, row in rows:
@@ -445,6 +451,7 @@ class TreeState:
                     self.links.pop(key, None)
                     self.dead_versions[("link", key)] = version
                 else:
+                    dead.pop(("link", key), None)
                     self.links[key] = InfoKeywordLink.from_row(row)
 
     def counts(self) -> dict[str, int]:
