@@ -211,14 +211,13 @@ class TreeCore:
         for off, rec in records:
             if rec.get("operation_id"):
                 self._op_offsets[rec["operation_id"]] = off
-        maps = self.state.rebuilt_maps()
-        self.state.adopt_maps(maps)
+        self.state.rebuild_maps()
         had_root = ROOT_ID in self.state.nodes
         self._finish_open(ckpt)
         if rolled or dropped or log_damaged or (records and ckpt["offset"] == 0):
             self._checkpoint()
         # the next open starts from an image of this state instead of the JSONL
-        self._persist_indexes(on_open=True, maps=maps if had_root else None)
+        self._persist_indexes(on_open=True, maps_rebuilt=had_root)
         return {
             "repaired_bytes": repaired,
             "replayed_ops": len(records),
@@ -546,11 +545,11 @@ class TreeCore:
         self._persist_indexes()
         self.caches.save(self._known_size)
 
-    def _persist_indexes(self, on_open: bool = False, maps: dict[str, Any] | None = None) -> None:
+    def _persist_indexes(self, on_open: bool = False, maps_rebuilt: bool = False) -> None:
         """Write the state image. On open a failure (a full disk) only costs the next
         open its speed: it is logged, never raised."""
         try:
-            self.state.persist(self.data_dir, self._fingerprint(self._known_size), maps)
+            self.state.persist(self.data_dir, self._fingerprint(self._known_size), maps_rebuilt)
         except StorageError as exc:
             if not on_open:
                 raise

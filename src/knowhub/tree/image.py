@@ -104,8 +104,9 @@ def _size(path: Path) -> int:
 # -- encoding --------------------------------------------------------------------------
 
 
-def encode(state: Any, maps: dict[str, dict[str, list[str]]], fingerprint: dict[str, Any], small_bucket: int) -> bytes:
-    """The image of ``state`` with its ``maps`` (sorted lists, as a rebuild makes them)."""
+def encode(state: Any, maps: dict[str, dict[str, list[str]]] | None, fingerprint: dict[str, Any], small_bucket: int) -> bytes:
+    """The image of ``state`` with ``maps`` (sorted lists, as a rebuild makes them), or
+    with the state's own maps when ``maps`` is None (the caller just rebuilt them)."""
     ns = list(state.nodes.values())
     ids = [n.id for n in ns]
     canon = {i: i for i in ids}  # parent ids share the node id's string object in the image
@@ -142,16 +143,19 @@ def encode(state: Any, maps: dict[str, dict[str, list[str]]], fingerprint: dict[
         [link.version for link in ls],
     )
     dead = [(kind, key, version) for (kind, key), version in state.dead_versions.items()]
-    dict_maps = {
-        name: {canon.get(k, k): dict.fromkeys(canon.get(i, i) for i in v) for k, v in maps[name].items()}
-        for name in MAP_NAMES[1:]
-    }
-    # same bucket types as TreeState.adopt_maps: a sorted tuple, a dict when large
-    dict_maps["inverted"] = {
-        k: tuple(canon.get(i, i) for i in v) if len(v) <= small_bucket else dict.fromkeys(canon.get(i, i) for i in v)
-        for k, v in maps["inverted"].items()
-    }
-    return pack((FORMAT, nodes, infos, links, dead, *(dict_maps[name] for name in MAP_NAMES)), fingerprint)
+    # node ids in the maps are the nodes' own id objects (rebuilt_maps takes node.id);
+    # parent and keyword ids are mapped onto them, so the image stores each id once
+    if maps is None:
+        inverted, kw_by_info = state.inverted, state.kw_by_info
+        children = {canon.get(k, k): v for k, v in state.children.items()}
+        info_by_kw = {canon.get(k, k): v for k, v in state.info_by_kw.items()}
+    else:
+        # the bucket types of TreeState.adopt_maps: a sorted tuple, a dict when large
+        inverted = {k: tuple(v) if len(v) <= small_bucket else dict.fromkeys(v) for k, v in maps["inverted"].items()}
+        children = {canon.get(k, k): dict.fromkeys(v) for k, v in maps["children"].items()}
+        info_by_kw = {canon.get(k, k): dict.fromkeys(v) for k, v in maps["info_by_kw"].items()}
+        kw_by_info = {k: dict.fromkeys([canon.get(i, i) for i in v]) for k, v in maps["kw_by_info"].items()}
+    return pack((FORMAT, nodes, infos, links, dead, inverted, children, info_by_kw, kw_by_info), fingerprint)
 
 
 def pack(data: tuple[Any, ...], fingerprint: dict[str, Any]) -> bytes:
@@ -162,7 +166,7 @@ def pack(data: tuple[Any, ...], fingerprint: dict[str, Any]) -> bytes:
     return b"".join((MAGIC, _HEAD.pack(len(head)), head, payload))
 
 
-def write(data_dir: Path, state: Any, maps: dict[str, dict[str, list[str]]], fingerprint: dict[str, Any], small_bucket: int) -> None:
+def write(data_dir: Path, state: Any, maps: dict[str, dict[str, list[str]]] | None, fingerprint: dict[str, Any], small_bucket: int) -> None:
     """Replace the image atomically (not fsynced: a torn image fails its CRC and is rebuilt)."""
     atomic_write_bytes(image_path(data_dir), encode(state, maps, fingerprint, small_bucket), durable=False)
 

@@ -340,11 +340,12 @@ class TreeState:
             "kw_by_info": _clean(self.kw_by_info, lambda i: True),
         }
 
-    def persist(self, base: Path, fingerprint: dict[str, Any], maps: dict[str, dict[str, list[str]]] | None = None) -> None:
+    def persist(self, base: Path, fingerprint: dict[str, Any], maps_rebuilt: bool = False) -> None:
         """Write the state image (:mod:`knowhub.tree.image`) tagged with ``fingerprint``,
-        with the maps in the order a rebuild makes them (``maps``: already rebuilt), and
-        drop the files of earlier formats (per-map JSON files, id->offset files)."""
-        image.write(base, self, maps if maps is not None else self.rebuilt_maps(), fingerprint, SMALL_BUCKET)
+        with the maps in the order a rebuild makes them (``maps_rebuilt``: the state's
+        maps were just rebuilt, use them as they are), and drop the files of earlier
+        formats (per-map JSON files, id->offset files)."""
+        image.write(base, self, None if maps_rebuilt else self.rebuilt_maps(), fingerprint, SMALL_BUCKET)
         for name in (*LEGACY_INDEX_FILES, PERSIST_MARKER):
             (base / "indexes" / name).unlink(missing_ok=True)
         for stale in ("keywords", "infos"):
