@@ -49,6 +49,7 @@ NON_SETTING_ENV = frozenset({
     "KNOWHUB_TEST_PG_URL",
     "KNOWHUB_TEST_PGVECTOR_URL",
     "KNOWHUB_KILL_RESULTS",
+    "KNOWHUB_CHAOS_REPORT",
     "KNOWHUB_LIVE_PYTHON",
     # coding-agent hooks (knowhub.integrations.hook_events): server, key, end user, agent,
     # on/off switch, budgets, state dir; they reach `knowhub mcp` started by the same agent
@@ -146,6 +147,9 @@ class TreeSettings(BaseModel):
     #: None keeps entities and the change log in JSONL files under the data dir; a
     #: ``postgresql://`` URL puts them in that database (shared by every server).
     db_url: str | None = None
+    #: With ``db_url``: how stale a read may be, in ms (0: every read first asks the
+    #: database for operations other servers committed; writes always do).
+    db_sync_interval_ms: int = Field(default=0, ge=0)
     exact_cache_ttl_s: float = 3600.0
     descend_cache_ttl_s: float = 3600.0
     agent_cache_ttl_s: float = 6 * 3600.0

@@ -103,10 +103,13 @@ def _eventually(probe: Any, needle: bytes, timeout_s: float = 20.0) -> dict[byte
         time.sleep(0.2)
 
 
-def test_forget_leaves_no_trace_in_postgres(tmp_path: Path, database: str) -> None:
+@pytest.mark.parametrize("context_store", ["files", "postgres"])
+def test_forget_leaves_no_trace_in_postgres(tmp_path: Path, database: str, context_store: str) -> None:
     data_dir = tmp_path / "data"
+    # the context nodes, outbox, audit and session items in the data dir, or (issue 20) in the database too
+    store = {"store_url": database} if context_store == "postgres" else {}
     settings: Settings = keyed_settings(data_dir, knowledge={"db_url": database},
-                                        context={"index_url": database})
+                                        context={"index_url": database, **store})
     # stems and lower-cased tokens: search a prefix that stemming leaves alone
     alice = [m[:-2] for m in ALICE.values()] + [ALICE_KEYED, b"user:alice"]
     bob = [BOB["knowledge"], BOB["memory"], BOB["feedback"], TEAM_TEXT.encode()]  # and the team's
@@ -120,6 +123,9 @@ def test_forget_leaves_no_trace_in_postgres(tmp_path: Path, database: str) -> No
         before = _eventually(lambda: rows_containing(database, alice), ALICE["memory"][:-2])
         assert {ALICE["knowledge"][:-2], ALICE["feedback"][:-2], ALICE_KEYED, b"user:alice"} <= set(before), before
         assert any(place.startswith('"kx_') for places in before.values() for place in places), before
+        if context_store == "postgres":  # the memory and the raw session items were in the store's tables
+            assert '"kx_ctx_nodes"."content"' in before[ALICE["memory"][:-2]], before
+            assert '"kx_ctx_session_items"."items"' in before[ALICE["session"][:-2]], before
 
         done = _ok(client.post("/api/admin/forget", headers=OPERATOR,
                                json={"principal": "user:alice", "dry_run": False}))

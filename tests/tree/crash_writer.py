@@ -5,10 +5,13 @@ creates, updates, links, merges, cascade deletes and batches forever (until kill
 prints ``ACK <operation_id>`` after each call returned; MODE ``maint`` does the same with
 compactions, checkpoints and index/cache persists in between (so that kills land in them); MODE ``creates`` performs COUNT
 single creates plus COUNT//2 unversioned updates of the node ``shared`` and prints ``DONE``.
+With ``TREE_CRASH_WRITER_DB_URL`` set the tree lives in that PostgreSQL database
+(DATA_DIR then holds only this process's local files).
 """
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 
@@ -70,7 +73,8 @@ def creates(tree: KeywordTree, tag: str, count: int) -> None:
 def main() -> None:
     data_dir, seed, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     settings = {"checkpoint_every_ops": 3, "persist_every_ops": 4} if mode == "maint" else None
-    tree = KeywordTree(data_dir, llm_client=StubLLMClient(), lock_timeout_s=60, settings=settings)
+    db_url = os.environ.get("TREE_CRASH_WRITER_DB_URL") or None
+    tree = KeywordTree(data_dir, llm_client=StubLLMClient(), lock_timeout_s=60, settings=settings, db_url=db_url)
     print("READY", flush=True)
     if mode in ("mixed", "maint"):
         mixed(tree, random.Random(seed), maintenance=mode == "maint")

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from knowhub.tree import KeywordTree, RelationType, SearchStatus, StubLLMClient
+from tests.tree.conftest import stored_rows
 
 
 def test_auto_root_on_fresh_init(tmp_path: Path) -> None:
@@ -42,7 +43,7 @@ def test_create_keyword_explicit_parent(tree: KeywordTree, stub: StubLLMClient) 
     assert stub.calls == []  # llm_auto_place ignored with an explicit parent
     assert child.parent_id == parent.id and child.level == 2
     assert [c.id for c in tree.GetChildren(parent.id)] == [child.id]
-    rows = [json.loads(line) for line in (tree.data_dir / "keywords" / "nodes.jsonl").read_text().splitlines()]
+    rows = stored_rows(tree, "node")
     assert any(r["id"] == child.id and r["parent_id"] == parent.id for r in rows)
 
 

@@ -334,11 +334,12 @@ def import_(
 def _register_erasure_commands() -> None:
     # ``forget`` and ``purge-snapshots`` live in their own module (this one is near the size
     # limit); it imports the options above, so it is loaded once they exist.
-    from knowhub.cli import admin_forget
+    from knowhub.cli import admin_forget, admin_migrate
 
     admin_forget.register(app)
+    admin_migrate.register(app)
 
 
 _register_erasure_commands()
 
-__all__ = ["ConfigOpt", "DataOpt", "app", "load_settings", "print_json", "progress_bar"]
+__all__ = ["ConfigOpt", "DataOpt", "EngineOpt", "app", "load_settings", "print_json", "progress_bar"]

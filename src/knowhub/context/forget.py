@@ -143,7 +143,15 @@ def _purge_quarantine(service: Any, prefixes: list[str], dry_run: bool) -> int:
 def forget_user(service: Any, user_id: str, *, dry_run: bool = False) -> dict[str, Any]:
     """Erase ``user_id`` (the context user id of a principal) from every account; counts.
 
-    ``dry_run`` only counts what would be erased."""
+    ``dry_run`` only counts what would be erased. A store in PostgreSQL is erased by
+    :func:`~knowhub.context.forget_postgres.forget_user_postgres` (same parts, its tables)."""
+    from knowhub.context.fs.backends import is_postgres_store
+
+    if is_postgres_store(service.fs):
+        from knowhub.context.forget_postgres import forget_user_postgres
+
+        done = forget_user_postgres(service, user_id, dry_run=dry_run)
+        return done if dry_run else _finish(service, done)
     counts: Counter[str] = Counter({name: 0 for name in (
         "user_space_nodes", "private_agent_nodes", "commit_audits", "shared_agent_records")})
     marks: list[str] = []
@@ -182,8 +190,12 @@ def forget_user(service: Any, user_id: str, *, dry_run: bool = False) -> dict[st
     service.flush_index()  # the deletes leave the index before their events go
     counts["outbox_rows"] = _purge_outbox(service, [*marks, f'"user_id":"{user_id}"'], False) if marks else 0
     counts["quarantine_entries"] = _purge_quarantine(service, origins, False)
+    return _finish(service, dict(counts))
+
+
+def _finish(service: Any, report: dict[str, Any]) -> dict[str, Any]:
+    """Save the index copy without the user's records; vacuum a shared index."""
     service.save_index()
-    report: dict[str, Any] = dict(counts)
     vacuum = getattr(service.index, "vacuum", None)
     if callable(vacuum):  # the shared index in PostgreSQL: dead row versions keep the text
         report["index_vacuumed"] = vacuum()

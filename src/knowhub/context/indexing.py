@@ -199,6 +199,10 @@ class ContextIndexer:
 
     def iter_spaces(self) -> Iterator[tuple[RequestContext, str]]:
         """``(ctx, root uri)`` for every user, agent and resource space of every account."""
+        native = getattr(self.fs, "iter_spaces", None)
+        if native is not None:  # a store that walks itself (PostgresContextStore)
+            yield from native()
+            return
         root = self.fs.accounts_dir
         try:
             accounts = sorted(os.listdir(root))

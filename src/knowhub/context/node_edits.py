@@ -80,7 +80,7 @@ def drop_edges_to(fs: ContextFS, ctx: Any, uri: str) -> list[str]:
     its neighbours' relations any more. Returns the URIs of the nodes that changed (their
     graph copies must follow). Edges live in the writer's own space, so this walk is
     bounded by one user's memories, not the account."""
-    from knowhub.context.core.uri import parse_uri
+    from knowhub.context.core.uri import build_uri, parse_uri
 
     prefix = uri.rstrip("/") + "/"
 
@@ -89,6 +89,5 @@ def drop_edges_to(fs: ContextFS, ctx: Any, uri: str) -> list[str]:
                                          and (e["to_uri"] == uri or e["to_uri"].startswith(prefix)))]
         return None if len(kept) == len(edges) else kept
 
-    space = fs.account_dir(ctx).joinpath(*parse_uri(uri).segments[:2])
-    with fs.locked(ctx):
-        return fs._rewrite_edges(ctx, space, drop)
+    space = build_uri(ctx.account_id, *parse_uri(uri).segments[:2])
+    return fs.rewrite_edges_under(ctx, space, drop)

@@ -21,6 +21,12 @@ rebuilt from the filesystem when missing or damaged. Pending outbox events are t
 commit is acknowledged once the nodes and their outbox events are durable; search sees it
 after the index worker ran.
 
+With ``context.store_url`` (filled from ``database_url``) the nodes, their relations, the
+commit audit and the outbox live in PostgreSQL (:mod:`knowhub.context.fs.backends`): a
+commit's nodes and outbox events commit in one transaction, and servers with different
+local data dirs serve one corpus (the data dir then holds only local things: the embedder
+record, raw session items, an embedded index copy if no ``index_url`` is set).
+
 With ``context.index_url`` (a PostgreSQL database with pgvector) the index is a
 :class:`~knowhub.index.postgres.PostgresIndex` instead (tables ``kx_context_*``): one copy
 that every process on the data dir shares. Opening it neither loads nor reconciles anything
@@ -54,6 +60,7 @@ from knowhub.context.core.outbox import make_event
 from knowhub.context.core.query import NodeHit, RetrievedBlock, SearchResult, SeedHit, TypedQuery
 from knowhub.context.core.uri import check_access
 from knowhub.context.fs import ContextFS, RelationStore
+from knowhub.context.fs.backends import is_postgres_store, open_outbox, open_store
 from knowhub.context.indexing import (
     ContextIndexer,
     ContextRecordShape,
@@ -80,7 +87,6 @@ from knowhub.index import (
     IndexWorker,
     RetrievalIndex,
     SharedRetrievalIndex,
-    SQLiteOutboxStore,
     release_dead_local_leases,
 )
 from knowhub.index.identity import EmbedderIdentity, check_identity
@@ -154,6 +160,7 @@ class ContextEngineService:
         shared_candidates: bool = True,
         reindex: bool = False,
         progress: Callable[[int, int], None] | None = None,
+        store: Any | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.embedder: Embedder = embedder or default_embedder()
@@ -163,17 +170,23 @@ class ContextEngineService:
         recorded, in_file = recorded_identity(self.data_dir)
         if not reindex:
             check_identity("context", recorded, self.identity)
-        self.fs = ContextFS(self.data_dir, durable=durable)
+        # the primary store: node directories here, or a PostgresContextStore (context.store_url)
+        self.fs = store if store is not None else ContextFS(self.data_dir, durable=durable)
         self._in_use = InUseLease(self.data_dir)  # admin restore refuses while held
         if not reindex and not in_file:  # first use (or a data dir from before the file)
             identity_file(self.data_dir).save(self.identity)
         self.relations = RelationStore(self.fs)
         #: raw items of agent runtimes' sessions (:mod:`knowhub.context.session_items`)
-        self.session_items = SessionItemLog(self.fs.account_dir, durable=durable)
+        if is_postgres_store(self.fs):  # every server reads the same sessions
+            from knowhub.context.session_items_postgres import PostgresSessionItemLog
+
+            self.session_items: Any = PostgresSessionItemLog(self.fs.tx)  # type: ignore[union-attr]
+        else:
+            self.session_items = SessionItemLog(self.fs.account_dir, durable=durable)
         self.index_dir = self.data_dir / "index"
         ensure_dir(self.index_dir)
-        self.outbox = SQLiteOutboxStore(self.index_dir / "outbox.db", lease_s=lease_s, max_retries=max_retries,
-                                        backoff_base_s=backoff_base_s, quarantine=self.fs.quarantine)
+        self.outbox = open_outbox(self.fs, self.index_dir, lease_s=lease_s, max_retries=max_retries,
+                                  backoff_base_s=backoff_base_s)
         self.index: RetrievalIndex = index if index is not None else EmbeddedIndex(self.embedder.dim, self.index_dir / "retrieval")
         self.graph = InMemoryGraphStore()
         self.lexical_fields = tuple(lexical_fields)
@@ -257,6 +270,8 @@ class ContextEngineService:
             # this index's new vectors until a reindex completes)
             options["index"] = PostgresIndex.from_url(cs.index_url, CONTEXT_INDEX_NAME, dim, setting="context.index_url",
                                                       replace=bool(kwargs.get("reindex")))
+        if cs.store_url and "store" not in options:
+            options["store"] = open_store(settings.engine_dir("context"), url=cs.store_url)
         return cls(settings.engine_dir("context"), **options)
 
     # ------------------------------------------------------------------ index lifecycle
@@ -377,6 +392,8 @@ class ContextEngineService:
             self._closed = True
             self.outbox.close()
             self.index.close()
+            if is_postgres_store(self.fs):
+                self.fs.close()
             self._in_use.release()
 
     def __enter__(self) -> ContextEngineService:
@@ -515,12 +532,13 @@ class ContextEngineService:
         canonical = check_access(ctx, uri).uri
         from knowhub.context.node_edits import drop_edges_to
 
-        self.fs.delete_node(ctx, canonical, recursive=recursive)
-        events = [make_event(OutboxEventType.DELETE_CONTEXT, canonical, ctx, {"recursive": recursive})]
-        # neighbours' edges to it go too (their graph copies follow), so nothing names it
-        events.extend(make_event(OutboxEventType.UPSERT_RELATION, uri, ctx, {})
-                      for uri in drop_edges_to(self.fs, ctx, canonical))
-        self.outbox.append_batch(events)
+        with self.fs.locked(ctx):  # one unit of work: on PostgreSQL the events commit with the delete
+            self.fs.delete_node(ctx, canonical, recursive=recursive)
+            events = [make_event(OutboxEventType.DELETE_CONTEXT, canonical, ctx, {"recursive": recursive})]
+            # neighbours' edges to it go too (their graph copies follow), so nothing names it
+            events.extend(make_event(OutboxEventType.UPSERT_RELATION, uri, ctx, {})
+                          for uri in drop_edges_to(self.fs, ctx, canonical))
+            self.outbox.append_batch(events)
         if self.runner.running:
             self.runner.wake()
 
@@ -548,9 +566,10 @@ class ContextEngineService:
         from knowhub.context.node_edits import apply_edit
 
         canonical = check_access(ctx, uri).uri
-        node = apply_edit(self.fs, ctx, canonical, abstract=abstract, overview=overview, content=content,
-                          expected_version=expected_version)
-        self.outbox.append(make_event(OutboxEventType.UPSERT_CONTEXT, canonical, ctx, {"edited": True}))
+        with self.fs.locked(ctx):
+            node = apply_edit(self.fs, ctx, canonical, abstract=abstract, overview=overview, content=content,
+                              expected_version=expected_version)
+            self.outbox.append(make_event(OutboxEventType.UPSERT_CONTEXT, canonical, ctx, {"edited": True}))
         if self.runner.running:
             self.runner.wake()
         return node
@@ -565,11 +584,12 @@ class ContextEngineService:
         """
         self._check_open()
         src, dst = check_access(ctx, from_uri).uri, check_access(ctx, to_uri).uri
-        retargeted = self.fs.move_node(ctx, src, dst)
-        events = [make_event(OutboxEventType.MOVE_CONTEXT, src, ctx, {"from_uri": src, "to_uri": dst})]
-        # nodes whose edges now point at the new URIs: their graph copies follow
-        events.extend(make_event(OutboxEventType.UPSERT_RELATION, uri, ctx, {}) for uri in retargeted)
-        self.outbox.append_batch(events)
+        with self.fs.locked(ctx):
+            retargeted = self.fs.move_node(ctx, src, dst)
+            events = [make_event(OutboxEventType.MOVE_CONTEXT, src, ctx, {"from_uri": src, "to_uri": dst})]
+            # nodes whose edges now point at the new URIs: their graph copies follow
+            events.extend(make_event(OutboxEventType.UPSERT_RELATION, uri, ctx, {}) for uri in retargeted)
+            self.outbox.append_batch(events)
         if self.runner.running:
             self.runner.wake()
 

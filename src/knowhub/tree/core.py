@@ -88,6 +88,7 @@ class TreeCore:
         normalizer: Normalizer | None = None,
         settings: Any = None,
         lock_timeout_s: float = 30.0,
+        db_url: str | None = None,
     ) -> None:
         if max_candidates < 1 or descend_max_rounds < 1 or mru_capacity < 0:
             raise InvalidInputError("max_candidates and descend_max_rounds must be >= 1, mru_capacity >= 0")
@@ -105,7 +106,17 @@ class TreeCore:
         self._lock = threading.RLock()
         ensure_dir(self.data_dir)
         self._in_use = InUseLease(self.data_dir)  # admin restore refuses while held
-        self.store = TreeStore(self.data_dir, lock_timeout_s)
+        db_url = db_url or _opt(settings, "db_url", None)
+        # files under data_dir (the embedded default), or PostgreSQL shared by every server
+        if db_url:
+            from knowhub.tree.pgstore import PgTreeStore  # SQLAlchemy only when asked for
+
+            self.store: Any = PgTreeStore(db_url, lock_timeout_s)
+        else:
+            self.store = TreeStore(self.data_dir, lock_timeout_s)
+        self.sync_interval_s = max(0.0, float(_opt(settings, "db_sync_interval_ms", 0)) / 1000.0)
+        self._synced_at = 0.0
+        self._epoch: str | None = None
         self.state = TreeState()
         self.caches = TreeCaches(
             self.data_dir / "cache",
@@ -144,6 +155,11 @@ class TreeCore:
         Damage inside a JSONL file (not a torn tail) does not stop the open: the damaged
         lines go into quarantine and the load starts again without them."""
         started = time.perf_counter()
+        if self.store.shared:
+            with gc_paused(self.freeze_gc):
+                report = self._load_shared()
+            self.load_report = {**report, "seconds": round(time.perf_counter() - started, 4)}
+            return
         with self.store.lock, gc_paused(self.freeze_gc):
             try:
                 report = self._load_locked()
@@ -320,6 +336,25 @@ class TreeCore:
             gaps[kind] = [row for key, row in latest[kind].items() if have.get(key, 0) < int(row.get("version", 1))]
         return gaps
 
+    def _load_shared(self) -> dict[str, Any]:
+        """Open on PostgreSQL: the newest row per id and the last ``seq`` from one snapshot
+        (no lock: writers of other servers go on), then create the root under the lock.
+        The caches and persisted index files of the data dir are not used: another server
+        may have written since they were saved."""
+        rows, top, epoch = self.store.load()
+        for kind in KINDS:
+            self.state.bulk_load(kind, rows[kind])
+        self.state.rebuild_maps()
+        self._known_size, self._epoch = top, epoch
+        if ROOT_ID not in self.state.nodes:
+            with self._lock, self.store.lock:
+                self._sync(force=True)
+                if ROOT_ID not in self.state.nodes:
+                    txn = Txn(self.state)
+                    txn.put_node(KeywordNode(id=ROOT_ID, name="root", level=0, parent_id=None).to_row())
+                    self._commit(txn, "init_root", "create root node")
+        return {"backend": self.store.backend, "rows": {kind: len(rows[kind]) for kind in KINDS}, "seq": top}
+
     def _adopt_orphans(
         self, kind: str, kept: list[tuple[int, dict[str, Any]]], log_ops: set[Any]
     ) -> list[tuple[int, dict[str, Any]]]:
@@ -364,9 +399,15 @@ class TreeCore:
 
     # -- follower path -------------------------------------------------------------------
 
-    def _sync(self) -> None:
+    def _sync(self, force: bool = False) -> None:
         """Apply operations other processes committed (one fstat when nothing changed; a
-        restore by another process shows as our change log being unlinked)."""
+        restore by another process shows as our change log being unlinked).
+
+        On PostgreSQL one query for the last ``seq`` (at most every ``db_sync_interval_ms``
+        for reads; ``force`` for writers, which hold the write lock)."""
+        if self.store.shared:
+            self._sync_shared(force)
+            return
         size, unlinked = self.store.change_log_status()
         if size == self._known_size and not unlinked:
             return
@@ -382,6 +423,22 @@ class TreeCore:
                     self._op_offsets[op_id] = offset
                 self._foreign_since_ckpt = True
             self._known_size = self.store.change_log.offset
+
+    def _sync_shared(self, force: bool) -> None:
+        now = time.monotonic()
+        if not force and self.sync_interval_s and now - self._synced_at < self.sync_interval_s:
+            return
+        top, epoch = self.store.head()
+        self._synced_at = now
+        if top == self._known_size and epoch == self._epoch:
+            return
+        with self._lock:
+            if epoch != self._epoch or top < self._known_size:
+                self._reload()  # a restore replaced the tables
+                return
+            for seq, record in self.store.records_after(self._known_size):
+                self._apply_record(record)
+                self._known_size = seq
 
     def _apply_record(self, record: dict[str, Any]) -> None:
         after = record.get("after") or {}
@@ -409,7 +466,7 @@ class TreeCore:
             with self.store.lock:
                 if self.store.replaced():
                     self._reload()
-                self._sync()
+                self._sync(force=True)
                 yield
 
     def _log_decisions(self, op: str, summary: str, ios: list[dict[str, Any]], principal: str | None = None) -> str | None:
@@ -512,6 +569,8 @@ class TreeCore:
         reached the entity files (a writer killed between commit and append leaves a gap),
         and roll those forward.
         """
+        if self.store.shared:
+            return  # every commit wrote its entity rows in its own transaction
         offset = self._known_size
         if self._foreign_since_ckpt:
             self._verify_tails()
@@ -542,12 +601,16 @@ class TreeCore:
     def _persist(self) -> None:
         """Write indexes/ and the caches (caller holds the lock); stale copies are detected
         by their fingerprint, so this may lag behind without harm."""
+        if self.store.shared:
+            return  # files of the data dir that other servers' writes would make stale
         self._persist_indexes()
         self.caches.save(self._known_size)
 
     def _persist_indexes(self, on_open: bool = False, maps_rebuilt: bool = False) -> None:
         """Write the state image. On open a failure (a full disk) only costs the next
         open its speed: it is logged, never raised."""
+        if self.store.shared:
+            return
         try:
             self.state.persist(self.data_dir, self._fingerprint(self._known_size), maps_rebuilt)
         except StorageError as exc:
@@ -558,6 +621,10 @@ class TreeCore:
 
     def flush(self) -> None:
         """Checkpoint and persist indexes and caches now (close() does this too)."""
+        if self.store.shared:
+            with self._lock:
+                self._sync(force=True)
+            return
         with self._lock, self.store.lock:
             self._sync()
             self._checkpoint()

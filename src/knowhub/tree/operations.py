@@ -14,11 +14,17 @@ first, so a crash in between replays the change log (correct, only slower).
 
 from __future__ import annotations
 
+import shutil
+import tarfile
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
+import orjson
+
 from knowhub.errors import InvalidInputError, NotFoundError, VersionConflictError
-from knowhub.storage import fsync_dir
+from knowhub.storage import ensure_dir, fsync_dir
 from knowhub.storage.paths import safe_join
 from knowhub.storage.snapshot import create_snapshot, list_snapshots, restore_snapshot
 from knowhub.tree.indexes import TreeState
@@ -39,6 +45,11 @@ class OperationsMixin(InfoWritesMixin):
     def _find_operation(self, operation_id: str) -> dict[str, Any]:
         if not isinstance(operation_id, str) or not operation_id:
             raise InvalidInputError("operation_id must be a non-empty string")
+        if self.store.shared:
+            found = self.store.find_operation(operation_id)
+            if found is None:
+                raise NotFoundError(f"operation {operation_id!r} not found", id=operation_id)
+            return found
         offset = self._op_offsets.get(operation_id)
         if offset is not None:
             for _, record in self.store.scan_change_log(offset):
@@ -71,7 +82,11 @@ class OperationsMixin(InfoWritesMixin):
         with self._lock:
             self._sync()
             rows: list[dict[str, Any]] = []
-            for off, rec in self.store.scan_change_log(0):
+            if self.store.shared:
+                skip = () if everyone else ("search_decision",)
+                rows = [{**rec, "undoable": rec["op"] not in NOT_UNDOABLE}
+                        for rec in self.store.recent_operations(limit, skip_ops=skip)]
+            for off, rec in () if self.store.shared else self.store.scan_change_log(0):
                 if rec.get("operation_id"):
                     self._op_offsets[rec["operation_id"]] = off
                 if rec.get("op") == "search_decision" and not everyone:
@@ -167,8 +182,17 @@ class OperationsMixin(InfoWritesMixin):
     # -- compaction --------------------------------------------------------------------
 
     def compact_storage(self) -> dict[str, Any]:
-        """Rewrite the entity files keeping the newest live version per id (atomic)."""
+        """Rewrite the entity files keeping the newest live version per id (atomic).
+
+        On PostgreSQL there is nothing to rewrite (the entity table holds the newest row
+        per id); the report gives the row counts and no operation is written."""
         with self._writing():
+            if self.store.shared:
+                counts = self.store.counts()
+                self.last_operation_id = None
+                return {"operation_id": None, "bytes_before": {}, "bytes_after": {}, "backend": "postgresql",
+                        "rows": {"node": len(self.state.nodes), "info": len(self.state.infos), "link": len(self.state.links)},
+                        "table_rows": counts}
             before = self.store.sizes()
             # versions of deleted ids must outlive their rows (ids can be re-created)
             self.store.write_tombstones(self.state.dead_versions)
@@ -196,8 +220,13 @@ class OperationsMixin(InfoWritesMixin):
     # -- snapshots ---------------------------------------------------------------------
 
     def snapshot(self) -> str:
-        """Archive the data dir (except snapshots/ and the lock) and return its timestamp."""
+        """Archive the data dir (except snapshots/ and the lock) and return its timestamp.
+
+        On PostgreSQL the archive (in this server's ``snapshots/``) holds the change log and
+        the entity rows of the database, read in one transaction."""
         with self._writing():
+            if self.store.shared:
+                return self._snapshot_shared()
             self._checkpoint()
             self._persist()
             path = create_snapshot(self.data_dir, self.data_dir / "snapshots", include=SNAPSHOT_INCLUDE)
@@ -219,11 +248,56 @@ class OperationsMixin(InfoWritesMixin):
             raise NotFoundError(f"snapshot {ts!r} not found", id=ts)
         with self._lock:
             self._check_open()
+            if self.store.shared:
+                self._restore_shared(archive)
+                self.last_operation_id = None
+                return
+            if _holds_database_dump(archive):
+                raise InvalidInputError("this snapshot holds a PostgreSQL tree, not JSONL files; "
+                                        "move a tree between backends with knowhub admin export/import")
             with self.store.lock:
                 self.store.close()
                 restore_snapshot(archive, self.data_dir, keep=[".lock", "snapshots", "audit"])
                 self._reload()
             self.last_operation_id = None
+
+    def _snapshot_shared(self) -> str:
+        """Dump the database into ``pgtree/`` of the data dir, archive it, remove it."""
+        records, rows = self.store.dump()
+        work = self.data_dir / "pgtree"
+        shutil.rmtree(work, ignore_errors=True)
+        ensure_dir(work)
+        try:
+            (work / "change_log.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+            (work / "entities.jsonl").write_bytes(
+                b"".join(orjson.dumps({"kind": kind, **row}) + b"\n" for kind in KINDS for row in rows[kind])
+            )
+            path = create_snapshot(self.data_dir, self.data_dir / "snapshots", include=["pgtree"],
+                                   meta={"backend": "postgresql"})
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return path.name[len("snapshot_") : -len(".tar.gz")]
+
+    def _restore_shared(self, archive: Path) -> None:
+        """Replace the database's tables with an archive of :meth:`_snapshot_shared`; every
+        server sees the new epoch on its next read and loads again."""
+        staging = Path(tempfile.mkdtemp(prefix="restore-", dir=self.data_dir))
+        try:
+            restore_snapshot(archive, staging)
+            if not (staging / "pgtree" / "change_log.jsonl").is_file():
+                raise InvalidInputError("this snapshot holds JSONL files, not a PostgreSQL tree; "
+                                        "move a tree between backends with knowhub admin export/import")
+            records = [orjson.loads(line) for line in (staging / "pgtree" / "change_log.jsonl").read_bytes().splitlines() if line]
+            rows: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
+            for line in (staging / "pgtree" / "entities.jsonl").read_bytes().splitlines():
+                if line:
+                    row = orjson.loads(line)
+                    rows[row.pop("kind")].append(row)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        with self.store.lock:
+            self.store.replace_all(records, rows)
+            self._reload()
 
     # -- check ---------------------------------------------------------------------------
 
@@ -283,13 +357,16 @@ class OperationsMixin(InfoWritesMixin):
                 issues["index_mismatches"].append(name)
         committed: set[str] = set()
         latest: dict[str, dict[str, int]] = {kind: {} for kind in KINDS}
-        for _, rec in self.store.scan_change_log(0):
+        # PostgreSQL: entity rows are written in their operation's transaction and there
+        # are no persisted index files, so the checks of the files below do not apply
+        shared = self.store.shared
+        for _, rec in () if shared else self.store.scan_change_log(0):
             committed.add(str(rec.get("operation_id")))
             for kind in KINDS:
                 for row in (rec.get("after") or {}).get(AFTER_KEYS[kind]) or ():
                     k = row_key(kind, row)
                     latest[kind][k] = max(latest[kind].get(k, 0), int(row.get("version", 1)))
-        for kind in KINDS:
+        for kind in () if shared else KINDS:
             have: dict[str, int] = {}
             for offset, row in self.store.scan_entity(kind):
                 if row.get("op") is not None and row["op"] not in committed:
@@ -303,8 +380,10 @@ class OperationsMixin(InfoWritesMixin):
         # Persisted indexes lag behind between persists (every N operations, on close):
         # that is normal, they are rebuilt on open. A set that is unreadable or mixed, or
         # one that claims to match the files but holds other content, is an issue.
-        fp, maps = TreeState.read_persisted(self.data_dir)
-        if fp is None:
+        fp, maps = (None, {}) if shared else TreeState.read_persisted(self.data_dir)
+        if shared:
+            persisted = "not used"
+        elif fp is None:
             persisted = "missing"
         elif fp.get("invalid"):
             persisted = "invalid"
@@ -350,7 +429,7 @@ class OperationsMixin(InfoWritesMixin):
         if issues["index_mismatches"]:
             self.state.rebuild_maps()
             fixed["indexes_rebuilt"] = True
-        if issues["uncommitted_rows"] or issues["missing_entity_rows"]:
+        if (issues["uncommitted_rows"] or issues["missing_entity_rows"]) and not self.store.shared:
             self.compact_storage()
             fixed["entity_files_rewritten"] = True
         if issues["stale_persisted_indexes"] or fixed:
@@ -380,6 +459,15 @@ class OperationsMixin(InfoWritesMixin):
                 "load": dict(self.load_report),
                 "time": time.time(),
             }
+
+
+def _holds_database_dump(archive: Path) -> bool:
+    """True for an archive of :meth:`OperationsMixin._snapshot_shared` (PostgreSQL)."""
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            return any(name == "pgtree" or name.startswith("pgtree/") for name in tar.getnames())
+    except (OSError, tarfile.TarError):
+        return False  # restore_snapshot reports what is wrong with it
 
 
 __all__ = ["NOT_UNDOABLE", "OperationsMixin"]

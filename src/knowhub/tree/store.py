@@ -63,6 +63,9 @@ def row_key(kind: str, row: dict[str, Any]) -> str:
 class TreeStore:
     """Owns the file handles, the lock, the commit path and the checkpoint of one data dir."""
 
+    shared = False  # one machine's directory (PgTreeStore: one database for every server)
+    backend = "files"
+
     def __init__(self, data_dir: Path, lock_timeout_s: float = 30.0) -> None:
         self.data_dir = data_dir
         created = False

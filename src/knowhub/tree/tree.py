@@ -29,11 +29,15 @@ class KeywordTree(MaintenanceMixin):
         settings: ``Settings`` or ``TreeSettings`` (optional knobs such as
             ``oversized_subtree``, ``checkpoint_every_ops``, cache TTLs).
         lock_timeout_s: how long a write waits for another process's lock.
+        db_url: a ``postgresql://`` URL: entities and change log live in that database,
+            shared by every server (default: ``settings.tree.db_url``, else JSONL files
+            under ``data_dir``). ``data_dir`` then holds only local files (audit, caches).
     """
 
     @classmethod
     def from_settings(cls, settings: Any, *, llm_client: Any = None) -> KeywordTree:
-        """Tree in ``settings.engine_dir("tree")`` with the LLM of ``settings.llm``."""
+        """Tree in ``settings.engine_dir("tree")`` (in ``settings.tree.db_url`` when set)
+        with the LLM of ``settings.llm``."""
         from knowhub.providers.llm import build_llm
 
         tree_cfg = settings.tree
@@ -45,6 +49,7 @@ class KeywordTree(MaintenanceMixin):
             descend_max_rounds=tree_cfg.descend_max_rounds,
             settings=settings,
             lock_timeout_s=tree_cfg.lock_timeout_s,
+            db_url=tree_cfg.db_url,
         )
 
     def __repr__(self) -> str:

@@ -2,12 +2,15 @@
 
 ``commit`` = normalize messages → fingerprint (duplicate check) → ArchiveBuilder →
 CandidatePipeline (concurrent extractors, outside the lock) → under the account's write
-lock: archive node, PolicyRouter/MergePolicy plans applied one by one by ContextWriter,
+lock (one unit of work of the store, :meth:`ContextFS.locked`): archive node,
+PolicyRouter/MergePolicy plans applied one by one by ContextWriter,
 RelationWriter edges (agent-category candidates of a request in a shared agent space go
 to its private space, and only abstracted experience to the shared one, see
 :mod:`~knowhub.context.commit.sharing`) → OutboxStore ``append_batch`` (only after every node is durably on
 disk) → audit file ``accounts/{account}/.audit/commits/{commit_id}.json`` (atomic) →
-return. A returned CommitResult is durable.
+return. A returned CommitResult is durable. On the PostgreSQL store the unit of work is one
+transaction: nodes, edges, outbox events and the audit row commit together (a transactional
+outbox), and the audit is a table, so a duplicate is recognized on every server.
 
 Bounded work (:mod:`knowhub.limits`): a batch over the message caps is refused with
 PayloadTooLargeError (413) before anything is done; at most ``max_candidates_per_message``
@@ -95,6 +98,8 @@ class CommitCoordinator:
         self.writer = writer or ContextWriter(fs)
         self.relations = relation_writer or RelationWriter(RelationStore(fs))
         self.archive_builder = archive_builder or ArchiveBuilder(fs, llm)
+        #: a store that keeps the commit audit itself (PostgresContextStore), else files
+        self._db_audit = getattr(fs, "audit", None)
 
     @classmethod
     def from_settings(cls, settings: Any, fs: ContextFS, outbox: OutboxSink | None = None, llm: LLMClient | None = None) -> CommitCoordinator:
@@ -110,6 +115,9 @@ class CommitCoordinator:
 
     def load_commit(self, ctx: CtxLike, commit_id: str) -> CommitResult | None:
         """The stored result of an earlier commit, or None."""
+        if self._db_audit is not None:
+            doc = self._db_audit.load(ctx, validate_segment(commit_id))
+            return CommitResult.from_dict(doc) if doc is not None else None
         path = self.audit_path(ctx, commit_id)
         try:
             data = read_json_file(path)
@@ -122,6 +130,8 @@ class CommitCoordinator:
 
     def provenance_key(self, ctx: CtxLike) -> ProvenanceKey:
         """The account's key for the provenance hashes of shared agent spaces."""
+        if self._db_audit is not None:
+            return self._db_audit.provenance_key(ctx)
         return ProvenanceKey(self.fs.account_dir(ctx) / ".audit" / "provenance.key", durable=self.fs.durable)
 
     def list_commits(self, ctx: CtxLike, limit: int = 50) -> list[tuple[float, CommitResult]]:
@@ -131,10 +141,12 @@ class CommitCoordinator:
         in the caller's user space, so one user never sees another's commits. Unreadable
         audit files are skipped (``load_commit`` treats them the same way).
         """
+        prefix = user_root_uri(ctx) + "/"
+        if self._db_audit is not None:
+            return [(at, CommitResult.from_dict(doc)) for at, doc in self._db_audit.recent(ctx, prefix, limit)]
         directory = self.fs.account_dir(ctx) / ".audit" / "commits"
         if not directory.is_dir():
             return []
-        prefix = user_root_uri(ctx) + "/"
         entries: list[tuple[float, Any]] = []
         for path in directory.glob("*.json"):
             with contextlib.suppress(FileNotFoundError):
@@ -155,6 +167,9 @@ class CommitCoordinator:
         return found
 
     def _save_audit(self, ctx: CtxLike, result: CommitResult) -> None:
+        if self._db_audit is not None:  # in the commit's unit of work: commits with its nodes
+            self._db_audit.save(ctx, validate_segment(result.commit_id), result.to_dict())
+            return
         path = self.audit_path(ctx, result.commit_id)
         ensure_dir(path.parent)
         atomic_write_json(path, result.to_dict(), durable=self.fs.durable)

@@ -11,6 +11,9 @@ correct edges). An edge's identity inside one node is ``(to_uri, relation_type)`
 
 Every change replaces the file atomically under the account's write lock. Relation writes
 do not bump the node's version (the version tracks the node's levels and metadata).
+
+A store that keeps edges itself (:class:`~knowhub.context.fs.postgres_store.PostgresContextStore`,
+in the node's row) is used through its ``edges`` / ``update_edges``; the rules above are the same.
 """
 
 from __future__ import annotations
@@ -71,10 +74,15 @@ class RelationStore:
 
     def get_edges(self, ctx: CtxLike, uri: str) -> list[RelationEdge]:
         """Edges of the node at ``uri`` (NotFoundError when there is no node)."""
-        canonical, path = self._node_path(ctx, uri)
+        native = getattr(self.fs, "edges", None)
+        if native is not None:  # a store that keeps edges itself (PostgresContextStore)
+            canonical, encoded = native(ctx, uri)
+        else:
+            canonical, path = self._node_path(ctx, uri)
+            encoded = self._load(path)
         return [
             RelationEdge(canonical, e["to_uri"], e["relation_type"], e.get("reason", ""), float(e.get("weight", 1.0)))
-            for e in self._load(path)
+            for e in encoded
         ]
 
     def upsert_edges(self, ctx: CtxLike, uri: str, edges: Iterable[RelationEdge]) -> None:
@@ -89,6 +97,9 @@ class RelationStore:
         canonical = parse_uri(uri).uri
         new = self._validate(ctx, canonical, list(edges))
         if not new:
+            return
+        if hasattr(self.fs, "update_edges"):
+            self.fs.update_edges(ctx, canonical, lambda current: current if upsert_encoded(current, new, replace=replace) else None)
             return
         with self.fs.lock(ctx):
             _, path = self._node_path(ctx, canonical)
@@ -107,14 +118,28 @@ class RelationStore:
         """Remove edges matching every given filter (all edges with no filter); returns count."""
         targets = {parse_uri(u).uri for u in to_uris} if to_uris is not None else None
         types = set(relation_types) if relation_types is not None else None
+
+        def keep_of(current: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return [
+                e for e in current
+                if not ((targets is None or e["to_uri"] in targets) and (types is None or e["relation_type"] in types))
+            ]
+
+        if hasattr(self.fs, "update_edges"):
+            counted = [0]
+
+            def change(current: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+                keep = keep_of(current)
+                counted[0] = len(current) - len(keep)
+                return keep if counted[0] else None
+
+            self.fs.update_edges(ctx, uri, change)
+            return counted[0]
         with self.fs.lock(ctx):
             _, path = self._node_path(ctx, uri)
             self.fs._roll_forward(path)  # an interrupted update may still rename this file
             current = self._load(path)
-            keep = [
-                e for e in current
-                if not ((targets is None or e["to_uri"] in targets) and (types is None or e["relation_type"] in types))
-            ]
+            keep = keep_of(current)
             removed = len(current) - len(keep)
             if removed:
                 self._save(path, keep)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from knowhub.context.core.uri import CtxLike, build_uri
+from knowhub.context.core.uri import CtxLike, build_uri, check_access
 from knowhub.context.fs.damage import (
     META_FILE,
     RELATIONS_FILE,
@@ -25,13 +25,14 @@ from knowhub.context.fs.damage import (
 from knowhub.context.fs.files import _dumps, read_json_file, upsert_encoded
 from knowhub.errors import CorruptStoreError, NotFoundError
 
-__all__ = ["RepairsMixin"]
+__all__ = ["RepairsMixin", "retarget_rewrite"]
 
 
 class RepairsMixin:
     """Quarantine and edge retargeting (see the module docstring)."""
 
     _lock_of_path: Any
+    _account_lock: Any
     _roll_forward: Any
     _replace_files: Any
     account_dir: Any
@@ -108,23 +109,38 @@ class RepairsMixin:
 
     def _retarget_edges(self, ctx: CtxLike, old_uri: str, new_uri: str) -> list[str]:
         """Rewrite, in every node of the account, edges whose target is ``old_uri`` or below
-        it to the same place under ``new_uri`` (caller holds the lock). An edge that would
-        then duplicate an existing ``(to_uri, relation_type)`` is merged into it."""
-        prefix = old_uri.rstrip("/") + "/"
+        it to the same place under ``new_uri`` (caller holds the lock)."""
+        return self._rewrite_edges(ctx, self.account_dir(ctx), retarget_rewrite(old_uri, new_uri))
 
-        def retarget(edges: list[Any]) -> list[dict[str, Any]] | None:
-            hit = False
-            rewritten: list[dict[str, Any]] = []
-            for edge in edges:
-                target = edge.get("to_uri") if isinstance(edge, dict) else None
-                if isinstance(target, str) and (target == old_uri or target.startswith(prefix)):
-                    edge = {**edge, "to_uri": new_uri + target[len(old_uri):]}
-                    hit = True
-                rewritten.append(edge)
-            if not hit:
-                return None
-            merged: list[dict[str, Any]] = []
-            upsert_encoded(merged, [e for e in rewritten if isinstance(e, dict) and e.get("to_uri") and e.get("relation_type")])
-            return merged
+    def rewrite_edges_under(
+        self, ctx: CtxLike, root_uri: str, rewrite: Callable[[list[Any]], list[dict[str, Any]] | None]
+    ) -> list[str]:
+        """Apply ``rewrite`` to the edges of every node at or under ``root_uri`` (under the
+        account's lock); returns the URIs of the nodes that changed."""
+        parsed = check_access(ctx, root_uri)
+        with self._account_lock(ctx.account_id, self.account_dir(ctx)):
+            return self._rewrite_edges(ctx, self.account_dir(ctx).joinpath(*parsed.segments), rewrite)
 
-        return self._rewrite_edges(ctx, self.account_dir(ctx), retarget)
+
+def retarget_rewrite(old_uri: str, new_uri: str) -> Callable[[list[Any]], list[dict[str, Any]] | None]:
+    """The edge rewrite of a move: targets at or below ``old_uri`` move under ``new_uri``;
+    an edge that would then duplicate an existing ``(to_uri, relation_type)`` is merged
+    into it. None when no edge changed (both backends use it)."""
+    prefix = old_uri.rstrip("/") + "/"
+
+    def retarget(edges: list[Any]) -> list[dict[str, Any]] | None:
+        hit = False
+        rewritten: list[dict[str, Any]] = []
+        for edge in edges:
+            target = edge.get("to_uri") if isinstance(edge, dict) else None
+            if isinstance(target, str) and (target == old_uri or target.startswith(prefix)):
+                edge = {**edge, "to_uri": new_uri + target[len(old_uri):]}
+                hit = True
+            rewritten.append(edge)
+        if not hit:
+            return None
+        merged: list[dict[str, Any]] = []
+        upsert_encoded(merged, [e for e in rewritten if isinstance(e, dict) and e.get("to_uri") and e.get("relation_type")])
+        return merged
+
+    return retarget
