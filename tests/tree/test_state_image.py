@@ -114,6 +114,14 @@ def from_jsonl(data: Path, tmp: Path) -> dict[str, Any]:
         tree.close()
 
 
+def reopen_report(data: Path) -> dict[str, Any]:
+    """The load report of one more open (closed again)."""
+    tree = KeywordTree(data, llm_client=StubLLMClient())
+    report = dict(tree.load_report)
+    tree.close()
+    return report
+
+
 def seeded(data: Path, seed: int = 1, count: int = 80) -> None:
     tree = KeywordTree(data, llm_client=StubLLMClient())
     random_writes(tree, random.Random(seed), count)
@@ -149,7 +157,7 @@ def test_writes_of_another_process_after_the_image_are_replayed(tmp_path: Path) 
     assert report["ok"], report["counts"]
     assert report["persisted_indexes"] == "behind"  # a short tail is replayed, not re-imaged
     tree.close()
-    assert KeywordTree(data, llm_client=StubLLMClient()).load_report["replayed_ops"] == 0  # close() wrote a new one
+    assert reopen_report(data)["replayed_ops"] == 0  # close() wrote a new one
 
 
 def test_a_long_tail_is_imaged_again_on_open(tmp_path: Path) -> None:
@@ -164,8 +172,8 @@ def test_a_long_tail_is_imaged_again_on_open(tmp_path: Path) -> None:
     assert tree.load_report["replayed_ops"] == 12
     assert tree.check()["persisted_indexes"] == "current"
     assert tree.search("tail 11", use_agent=False).node is not None
-    tree.store.close()
-    assert KeywordTree(data, llm_client=StubLLMClient()).load_report["replayed_ops"] == 0
+    tree.store.close()  # dies too: the image the open wrote is all that describes the tail
+    assert reopen_report(data)["replayed_ops"] == 0
 
 
 @pytest.mark.parametrize(
@@ -236,7 +244,9 @@ def test_rows_only_the_entity_files_hold_need_the_jsonl_load(tmp_path: Path) -> 
     assert tree.load_report["image"] == "node rows without an operation after the image"
     assert tree.get_keyword(node.id).description == "edited outside"
     tree.close()
-    assert KeywordTree(data, llm_client=StubLLMClient()).get_keyword(node.id).description == "edited outside"
+    again = KeywordTree(data, llm_client=StubLLMClient())
+    assert again.get_keyword(node.id).description == "edited outside"
+    again.close()
 
 
 def test_inverted_buckets_grow_into_dicts_and_shrink(tmp_path: Path) -> None:
@@ -255,3 +265,21 @@ def test_inverted_buckets_grow_into_dicts_and_shrink(tmp_path: Path) -> None:
     reopened = KeywordTree(tmp_path / "kt", llm_client=StubLLMClient())
     assert reopened.state.inverted[key] == (ids[39],)
     reopened.close()
+
+
+def test_files_of_the_earlier_index_format_are_ignored_and_removed(tmp_path: Path) -> None:
+    """A data dir from before the image (per-map JSON files, a persist marker) opens from
+    the JSONL files, and the image written then replaces those files."""
+    data = tmp_path / "kt"
+    seeded(data, count=20)
+    expected = from_jsonl(data, tmp_path)
+    image.image_path(data).unlink()
+    legacy = [data / "indexes" / name for name in ("inverted.json", "children.json", ".persisting")]
+    for path in legacy:
+        path.write_text('{"fingerprint": {"offset": 0, "sizes": {}}, "data": {}}')
+    tree = KeywordTree(data, llm_client=StubLLMClient())
+    assert tree.load_report["image"] == "missing"
+    assert picture(tree) == expected
+    assert not any(path.exists() for path in legacy)
+    tree.close()
+    assert reopen_report(data)["image"] == "used"
