@@ -13,7 +13,8 @@
     ├── RateLimitedError                             too many requests of one kind (429)
     ├── StorageError                                 the primary store failed
     │   ├── CorruptStoreError                        a store cannot be read back (not a torn tail)
-    │   └── LockTimeoutError                         the inter-process lock was not acquired in time
+    │   ├── LockTimeoutError                         the inter-process lock was not acquired in time
+    │   └── StoreUnavailableError                    the database cannot be reached now (retry)
     └── LLMError                                     the LLM or embedding provider failed
         ├── LLMTimeoutError
         └── LLMResponseError                         the answer was not valid JSON / schema
@@ -200,6 +201,52 @@ class LockTimeoutError(StorageError):
 
     http_status = 503
     code = "lock_timeout"
+
+
+class StoreUnavailableError(StorageError):
+    """The database a store lives in cannot be reached now (restart, failover, network).
+
+    Nothing was acknowledged; the same call may be retried (503 with ``Retry-After``).
+    Faces map a :class:`StorageError` whose cause is such an outage to this one with
+    :func:`as_unavailable`, so each backend needs no list of driver errors of its own."""
+
+    http_status = 503
+    code = "store_unavailable"
+
+
+#: Driver errors (by class name, so that nothing imports a driver) that mean the database
+#: is unreachable or going away rather than that the request or the data is wrong:
+#: SQLAlchemy's and psycopg's OperationalError / InterfaceError (connection refused or
+#: lost, "the database system is starting up / shutting down", admin shutdown).
+_OUTAGE_ERRORS = frozenset({"OperationalError", "InterfaceError", "DisconnectionError"})
+_OUTAGE_MODULES = ("sqlalchemy", "psycopg")
+
+
+def is_outage(exc: BaseException) -> bool:
+    """Whether ``exc`` or one of its causes is a database outage (see :data:`_OUTAGE_ERRORS`)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        module = type(current).__module__ or ""
+        if any(module.startswith(m) for m in _OUTAGE_MODULES) and any(
+                cls.__name__ in _OUTAGE_ERRORS for cls in type(current).__mro__):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def as_unavailable(exc: BaseException) -> StoreUnavailableError | None:
+    """A :class:`StoreUnavailableError` for a storage failure caused by a database outage."""
+    if isinstance(exc, StoreUnavailableError):
+        return exc
+    if isinstance(exc, KnowhubError) and not isinstance(exc, StorageError):
+        return None
+    if not is_outage(exc):
+        return None
+    error = StoreUnavailableError("the database cannot be reached now; retry shortly")
+    error.__cause__ = exc
+    return error
 
 
 class LLMError(KnowhubError):

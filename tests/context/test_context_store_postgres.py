@@ -161,6 +161,10 @@ def test_acknowledged_commits_survive_kill_9_and_events_never_part_from_nodes(tm
     assert orphans == 0
     audits = scalar(url, "SELECT count(*) FROM kx_ctx_audit")
     assert audits in (len(acked), len(acked) + 1)  # +1: committed, killed before it printed
+    # the killed writer's account lock went with its connection: the next writer goes on
+    after = PostgresContextStore.from_url(url, tmp_path / "next", lock_timeout_s=10)
+    assert after.write_node(ALICE, ContextNode(uri=memory_uri(ALICE, "entities", "after-crash"), abstract="x")) == 1
+    after.close()
     # a server opens the store afterwards and indexes what was acknowledged
     with ContextEngineService.from_settings(_settings(tmp_path / "after", url), durable=False) as svc:
         assert svc.flush_index().dead == 0
@@ -183,3 +187,23 @@ def test_portable_export_from_files_imports_into_postgres(tmp_path: Path, url: s
         assert report["nodes"] == len(expected) and report["skipped_existing"] == 0
         assert {uri: pg.get_node(ALICE, uri).abstract for uri in expected} == expected
         assert pg.search_memory(ALICE, "Emma nurse Berlin").blocks
+
+
+def test_servers_with_embedded_index_copies_follow_each_other(tmp_path: Path, url: str) -> None:
+    """Store in PostgreSQL, index embedded per server: each copy follows the events the
+    other server's worker applied (``events_after``), and a reopened copy reconciles."""
+    one_settings = Settings.load(data_dir=tmp_path / "one", context={"store_url": url})
+    two_settings = Settings.load(data_dir=tmp_path / "two", context={"store_url": url})
+    with ContextEngineService.from_settings(one_settings, durable=False) as one, \
+            ContextEngineService.from_settings(two_settings, durable=False) as two:
+        assert not one.shared_index and not two.shared_index
+        one.commit_session(ALICE, [{"role": "user", "content": "I love climbing in Patagonia every winter."}])
+        assert one.flush_index().succeeded > 0
+        two.flush_index()  # claims nothing: follows what one applied
+        assert two.search_memory(ALICE, "climbing Patagonia").blocks
+        two.commit_session(ALICE, [{"role": "user", "content": "My sister Emma is a nurse in Berlin."}])
+        two.flush_index()
+        one.flush_index()
+        assert one.search_memory(ALICE, "Emma nurse Berlin").blocks
+    with ContextEngineService.from_settings(one_settings, durable=False) as again:
+        assert again.open_report["mode"] == "reconcile" and again.search_memory(ALICE, "Emma nurse Berlin").blocks

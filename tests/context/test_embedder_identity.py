@@ -92,7 +92,7 @@ def test_reindex_re_embeds_every_node_and_records_the_new_embedder(filled: Path)
         _open(filled, HashingEmbedder(dim=64))
     again = CountingEmbedder(dim=32)
     with _open(filled, again) as svc:  # the saved copy is reused: nothing embedded again
-        assert svc.open_report["mode"] == "reconcile" and again.texts == 0
+        assert svc.open_report["mode"] == "replay" and again.texts == 0
         assert svc.search_memory(ALICE, "cat Luna shelter").blocks
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from pathlib import Path
@@ -97,9 +98,11 @@ def test_restart_reconciles_and_rebuilds(tmp_path: Path) -> None:
     svc.commit_session(ALICE, SESSION_1, options={"session_id": "s1"})
     svc.close()  # drains and saves
     again = ContextEngineService(data, durable=False)
-    assert again.open_report["mode"] == "reconcile" and again.open_report["reprojected"] == 0
+    # the saved copy is at the outbox's end: nothing to replay, no walk over the files
+    assert again.open_report["mode"] == "replay" and again.open_report["replayed"] == 0
+    assert again.open_report["from_seq"] == again.open_report["to_seq"] > 0
     assert "d1" in refs_of(again.search_memory(ALICE, "cat Luna shelter"))
-    # the primary store changes behind the saved copy: reconciliation notices
+    # the primary store changes behind the outbox: the open does not walk, a check does
     uri = again.search_memory(ALICE, "cat Luna shelter").blocks[0].uri
     node = again.get_node(ALICE, uri)
     node.abstract = "Alice mentioned a zebra named Stripes"
@@ -107,9 +110,19 @@ def test_restart_reconciles_and_rebuilds(tmp_path: Path) -> None:
     again.save_index()
     again.outbox.close()
     third = ContextEngineService(data, durable=False)
-    assert third.open_report["mode"] == "reconcile" and third.open_report["reprojected"] == 1
+    assert third.open_report["mode"] == "replay"
+    assert third.check_index() == {"checked": third.check_index()["checked"], "reprojected": 1, "removed": 0}
+    assert third.check_index(fix=True)["reprojected"] == 1 and third.check_index()["reprojected"] == 0
     assert third.search_memory(ALICE, "zebra Stripes").blocks[0].uri == uri
     third.close()
+    # a copy without a position (written before positions existed) is reconciled by a walk
+    manifest_path = data / "index" / "retrieval" / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    del manifest["state"]
+    manifest_path.write_text(json.dumps(manifest))
+    walked = ContextEngineService(data, durable=False)
+    assert walked.open_report["mode"] == "reconcile" and walked.open_report["reprojected"] == 0
+    walked.close()
     shutil.rmtree(data / "index" / "retrieval")
     fourth = ContextEngineService(data, durable=False)
     assert fourth.open_report["mode"] == "rebuild" and fourth.open_report["nodes"] > 3

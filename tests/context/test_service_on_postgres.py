@@ -13,8 +13,10 @@ from knowhub.config import Settings
 from knowhub.context import ContextEngineService
 from knowhub.context.fs.postgres_store import PostgresContextStore
 from knowhub.index.postgres_outbox import PostgresOutboxStore
-from tests.context.pg_store_support import empty_tables, private_database
+from tests.context.pg_store_support import empty_tables, private_database, scalar
 from tests.context.test_service import (  # noqa: F401 - collected again with this module's svc
+    ALICE,
+    SESSION_1,
     test_background_indexing_makes_commits_searchable,
     test_commit_flush_search_read,
     test_delete_and_move_events,
@@ -48,5 +50,14 @@ def svc(tmp_path: Path, database: str) -> Iterator[ContextEngineService]:
     service = ContextEngineService.from_settings(Settings.load(data_dir=tmp_path / "kh", database_url=database),
                                                  durable=False)
     assert isinstance(service.fs, PostgresContextStore) and isinstance(service.outbox, PostgresOutboxStore)
+    assert service.worker.transaction is not None  # index in the outbox's database: exactly once
     yield service
     service.close()
+
+
+def test_each_event_is_applied_once_in_the_batch_transaction(svc: ContextEngineService, database: str) -> None:
+    result = svc.commit_session(ALICE, SESSION_1, options={"session_id": "s1"})
+    assert svc.flush_index().succeeded == len(result.outbox_events)
+    assert scalar(database, "SELECT count(*) FROM kx_ctx_outbox WHERE status = 'done' AND apply_count = 1") == len(
+        result.outbox_events)
+    assert scalar(database, "SELECT max(apply_count) FROM kx_ctx_outbox") == 1

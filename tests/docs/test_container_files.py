@@ -88,7 +88,7 @@ def test_compose_services(compose: dict[str, Any]) -> None:
     services = compose["services"]
     assert set(services) == {"db", "knowhub"}
     db = services["db"]
-    assert db["image"].startswith("pgvector/pgvector:pg")
+    assert re.fullmatch(r"pgvector/pgvector:0\.8\.\d+-pg1[5-9]", db["image"]), "pgvector >= 0.8: HNSW with iterative scans"
     assert "pg_isready" in " ".join(db["healthcheck"]["test"])
     assert any(v.endswith(":/var/lib/postgresql/data") for v in db["volumes"])
     app = services["knowhub"]
@@ -104,20 +104,15 @@ def test_compose_environment_names_real_settings(compose: dict[str, Any]) -> Non
     env = compose["services"]["knowhub"]["environment"]
     check_env({name: "x" for name in env})  # a misspelt KNOWHUB_ name would stop the server
     assert ":?" in env["KNOWHUB_AUTH__KEYS"], "API keys must be required, not defaulted"
-    for name in ("KNOWHUB_KNOWLEDGE__DB_URL", "KNOWHUB_CONTEXT__INDEX_URL"):
-        assert re.fullmatch(r"postgresql\+psycopg://knowhub:\$\{KH_DB_PASSWORD:-knowhub\}@db:5432/knowhub",
-                            env[name]), env[name]
-    # the URLs, with the default password filled in, are valid settings
-    filled = {
-        "knowledge": {"db_url": env["KNOWHUB_KNOWLEDGE__DB_URL"].replace("${KH_DB_PASSWORD:-knowhub}", "pw")},
-        "context": {"index_url": env["KNOWHUB_CONTEXT__INDEX_URL"].replace("${KH_DB_PASSWORD:-knowhub}", "pw")},
-    }
-    settings = Settings.load(None, **filled)
-    assert settings.context.index_url and settings.knowledge.db_url
+    url = env["KNOWHUB_DATABASE_URL"]
+    assert re.fullmatch(r"postgresql\+psycopg://knowhub:\$\{KH_DB_PASSWORD:-knowhub\}@db:5432/knowhub", url), url
+    # the one URL, with the default password filled in, puts every engine in the database
+    settings = Settings.load(None, database_url=url.replace("${KH_DB_PASSWORD:-knowhub}", "pw"))
+    assert all(settings.engine_urls().values()), settings.engine_urls()
 
 
 def test_the_deployment_doc_names_what_the_files_need() -> None:
     doc = read(DOCS / "deployment.md")
     for needle in ("KNOWHUB_AUTH__KEYS", "KH_DB_PASSWORD", "KH_PORT", "compose.yaml", "Dockerfile",
-                   "/ready", "/metrics", "pgvector/pgvector:pg17"):
+                   "/ready", "/metrics", "pgvector/pgvector:0.8.2-pg17"):
         assert needle in doc, f"docs/deployment.md does not mention {needle}"

@@ -20,7 +20,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 OPS_KEY = "compose-ops-" + secrets.token_hex(8)
-IMAGES = ("python:3.11-slim-bookworm", "pgvector/pgvector:pg17")
+IMAGES = ("python:3.11-slim-bookworm", "pgvector/pgvector:0.8.2-pg17")
 
 pytestmark = pytest.mark.timeout(1200)
 

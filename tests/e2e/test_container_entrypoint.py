@@ -73,7 +73,7 @@ def test_the_image_command_and_health_check_with_compose_settings(tmp_path: Path
     keys = [{"key": OPS_KEY, "principal": "user:ops", "admin_of": ["public"], "memberships": ["team:ops"]}]
     child = {**child_env(), **env, **{k: str(v) for k, v in compose_env.items()},
              "KNOWHUB_AUTH__KEYS": json.dumps(keys),
-             "KNOWHUB_KNOWLEDGE__DB_URL": database, "KNOWHUB_CONTEXT__INDEX_URL": database,
+             "KNOWHUB_DATABASE_URL": database,
              "KNOWHUB_DATA_DIR": str(tmp_path / "data"), "KNOWHUB_SERVER__PORT": str(port),
              "KNOWHUB_EMBEDDING__PROVIDER": "hashing"}
     argv = _argv(command)

@@ -172,3 +172,15 @@ def test_concurrent_claims_never_overlap(tmp_path: Path) -> None:
     assert writer.stats()["done"] == 200
     for s in [writer, *stores]:
         s.close()
+
+
+def test_mark_done_many_completes_a_batch_in_one_call(tmp_path: Path) -> None:
+    store = SQLiteOutboxStore(tmp_path / "o.db")
+    store.append_batch([ev(f"ctx://acme/users/alice/memories/events/e{i}") for i in range(5)])
+    claimed = store.claim_batch("w1", 10)
+    store.mark_done_many([e.event_id for e in claimed[:4]] + ["unknown"])
+    assert store.stats()["done"] == 4 and store.stats()["processing"] == 1
+    assert [done_by for _, done_by, _ in store.events_after(0)][:4] == ["w1"] * 4
+    assert store.count_after(0) == 5 and store.count_after(3) == 2
+    assert store.purge_done_through(2) == 2 and store.count_after(0) == 3
+    store.close()

@@ -164,3 +164,28 @@ def test_slim_on_e5_merges_rewordings_not_neighbours(e5: MultilingualE5Embedder)
     ]
     clusters = [sorted(members) for members, _why in find_clusters(items, e5)]
     assert clusters == [[0, 1]]
+
+
+def test_long_texts_and_duplicates_in_one_batch(e5: MultilingualE5Embedder) -> None:
+    """A text over E5's 512 tokens is windowed by the engine (no cut here): its vector
+    stays about its whole text; duplicates share one embedding; order is kept."""
+    head = " ".join(f"Step {i}: run the database migration with a lock timeout." for i in range(60))
+    tail = " ".join(f"Step {i}: water the basil and keep it in a sunny window." for i in range(60))
+    long_text = head + " " + tail
+    assert e5._model.token_count(long_text) > 1024
+    short = "a cat on the mat"
+    matrix = e5.embed_matrix([long_text, short, long_text, "", short])
+    assert np.allclose(matrix[0], matrix[2]) and np.allclose(matrix[1], matrix[4]) and not matrix[3].any()
+    assert np.allclose(np.linalg.norm(matrix[[0, 1]], axis=1), 1.0, atol=1e-5)
+    halves = e5.embed_matrix([head, tail])
+    # both halves count: the long text is nearer to each half than the halves are to each other
+    assert float(matrix[0] @ halves[0]) > float(halves[0] @ halves[1])
+    assert float(matrix[0] @ halves[1]) > float(halves[0] @ halves[1])
+    assert np.allclose(e5.embed_matrix([short])[0], matrix[1], atol=1e-5)
+
+
+def test_a_large_batch_over_threads_keeps_each_texts_row(e5: MultilingualE5Embedder) -> None:
+    texts = [f"note {i}: " + "word " * (i % 17 * 5) for i in range(40)]
+    together = e5.embed_matrix(texts)
+    alone = np.stack([e5.embed_matrix([t])[0] for t in texts[:6]])
+    assert np.allclose(together[:6], alone, atol=1e-4)

@@ -418,6 +418,29 @@ def test_unexpected_exception_is_a_logged_500_without_internals(
     assert any("secret-internal-detail" in (r.exc_text or "") for r in caplog.records)
 
 
+def test_a_database_outage_is_a_503_with_retry_after_not_a_500(api: Api, hub: Any, monkeypatch: Any) -> None:
+    """PostgreSQL restarting or unreachable: nothing was acknowledged, the client may retry."""
+    from sqlalchemy.exc import IntegrityError, OperationalError
+
+    from knowhub.errors import StorageError
+
+    def driver_error(kind: type[Exception], wrapped: bool) -> Any:
+        def call(*_args: Any, **_kwargs: Any) -> Any:
+            cause = kind("SELECT 1", {}, Exception("the database system is starting up"))
+            if not wrapped:
+                raise cause
+            raise StorageError("knowledge store read failed") from cause
+        return call
+
+    for wrapped in (True, False):
+        monkeypatch.setattr(hub, "list", driver_error(OperationalError, wrapped))
+        response = api.as_("alice").get("/api/knowledge")
+        body = _assert_error(response, 503, "store_unavailable")
+        assert response.headers["Retry-After"] == "1" and "starting up" not in body["message"]
+    monkeypatch.setattr(hub, "list", driver_error(IntegrityError, True))  # not an outage: stays a 500
+    _assert_error(api.as_("alice").get("/api/knowledge"), 500)
+
+
 def test_resource_history_and_undo_over_http(api: Api) -> None:
     me, teammate, outsider = api.as_("alice"), api.as_("dave"), api.as_("bob")
     base = {"id": "cookies/site_a", "body": "v1", "secure_body": "sid=first-7731", "content_type": "cookie",

@@ -325,3 +325,50 @@ def test_snapshots_do_not_cross_backends(tmp_path: Path, tree_db_url: str) -> No
         files.restore(ts)
     assert files.get_keyword(kept.id) is not None
     files.close()
+
+
+def test_sync_interval_lets_reads_lag_but_never_writes(tmp_path: Path, tree_db_url: str) -> None:
+    a = _open(tmp_path / "a", tree_db_url)
+    b = _open(tmp_path / "b", tree_db_url, settings={"db_sync_interval_ms": 600_000})
+    try:
+        b.get_keyword("root")  # b has just asked the database
+        made = a.create_keyword("written on a", llm_auto_place=False)
+        assert b.get_keyword(made.id) is None  # within the interval: b does not ask again
+        child = b.create_keyword("written on b", parent_id=made.id, llm_auto_place=False)  # a write always catches up
+        assert child.parent_id == made.id and b.get_keyword(made.id) is not None
+        assert a.get_keyword(child.id) is not None  # a (interval 0) reads it at once
+    finally:
+        a.close()
+        b.close()
+
+
+def test_ids_postgres_text_cannot_hold_stay_distinct(tmp_path: Path, tree_db_url: str) -> None:
+    """PostgreSQL text cannot hold NUL; an info id may. Such ids keep their own rows."""
+    tree = _open(tmp_path / "a", tree_db_url)
+    tree.batch_create_infos([{"id": "i\x00d", "content": "含 NUL 的 id"}, {"id": "id", "content": "plain"},
+                             {"id": "i\\0d", "content": "backslash zero"}])
+    tree.close()
+    again = _open(tmp_path / "b", tree_db_url)
+    try:
+        assert {i: again.state.infos[i].content for i in ("i\x00d", "id", "i\\0d")} == {
+            "i\x00d": "含 NUL 的 id", "id": "plain", "i\\0d": "backslash zero"}
+    finally:
+        again.close()
+
+
+def test_cli_with_database_url_uses_the_database(tmp_path: Path, tree_db_url: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from knowhub.cli.tree import app
+
+    monkeypatch.setenv("KNOWHUB_DATABASE_URL", tree_db_url)
+    outline = tmp_path / "outline.txt"
+    outline.write_text("技术 | Technology\n  数据库 | DB\n", encoding="utf-8")
+    runner = CliRunner()
+    first = runner.invoke(app, ["--data", str(tmp_path / "one"), "import", str(outline)])
+    assert first.exit_code == 0, first.output
+    found = runner.invoke(app, ["--data", str(tmp_path / "two"), "search", "DB", "--no-agent", "--json"])
+    assert found.exit_code == 0, found.output
+    assert '"数据库"' in found.output
+    compacted = runner.invoke(app, ["--data", str(tmp_path / "two"), "compact"])
+    assert compacted.exit_code == 0 and "nothing to compact" in compacted.output, compacted.output

@@ -18,6 +18,7 @@ from knowhub.cli.admin import (
     DataOpt,
     EngineOpt,
     console,
+    err_console,
     load_settings,
     print_json,
     progress_bar,
@@ -75,6 +76,11 @@ def migrate_command(
                           check["source_sha256"][:12] + ("" if same else " ≠ " + check["target_sha256"][:12]),
                           "yes" if check["ok"] else "NO")
         console.print(table)
+    key_file = Path(target.data_dir) / "knowledge" / "secret.key"
+    if not verify_only and not target.knowledge.secret_key and not target.knowledge.secret_key_file \
+            and key_file.exists() and any(target.engine_urls().values()):
+        err_console.print(f"note: resource secrets in the target are encrypted with {key_file}; every server "
+                          "of this database needs that key (knowledge.secret_key_file)")
     if not doc["ok"]:
         raise typer.Exit(1)
 

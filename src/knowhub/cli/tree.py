@@ -442,6 +442,10 @@ def compact(ctx: typer.Context, data: DataOpt = None, config: ConfigOpt = None) 
     """
     with _open(ctx, data, config) as tree:
         report = tree.compact_storage()
+    if report.get("backend") == "postgresql":
+        rows = ", ".join(f"{k}: {v}" for k, v in report["rows"].items())
+        _console().print(f"nothing to compact: PostgreSQL keeps the newest row per id ({rows})")
+        return
     before = sum(report["bytes_before"].values())
     after = sum(report["bytes_after"].values())
     rows = ", ".join(f"{k}: {v}" for k, v in report["rows"].items())

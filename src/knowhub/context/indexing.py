@@ -19,7 +19,11 @@ knows no URI scheme).
 
 :meth:`ContextIndexer.rebuild` re-projects every node of every account from ContextFS;
 :meth:`ContextIndexer.reconcile` compares a loaded index copy with the filesystem (node
-versions) and fixes only what differs.
+versions) and fixes only what differs. Both walk every node directory, so an ordinary open
+does neither: the saved copy records the outbox position it reflects, with the relation
+copy beside it (:func:`save_relations`), and the open replays the events after it
+(``ContextEngineService._replay_from_checkpoint``); the walks stay for admin rebuild and
+check, and for a position that cannot be trusted.
 
 :func:`recorded_identity` reads the embedder the vectors were made with: the file
 ``<data_dir>/embedder.json`` beside the nodes (it survives the index copy being deleted),
@@ -28,9 +32,13 @@ else, for data dirs from before it existed, the saved index copy's stamp.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import socket
+import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,19 +48,30 @@ from knowhub.context.core.enums import OutboxEventType
 from knowhub.context.core.objects import OutboxEvent
 from knowhub.context.core.uri import build_uri, is_valid_segment, owner_space_of, parse_uri
 from knowhub.context.fs import ContextFS, RelationStore
-from knowhub.errors import InvalidInputError, NotFoundError, PermissionDeniedError
+from knowhub.errors import (
+    InvalidInputError,
+    NotFoundError,
+    PermissionDeniedError,
+    VersionConflictError,
+)
 from knowhub.index.identity import EmbedderIdentity, IdentityFile
 from knowhub.index.projector import IndexProjector
+from knowhub.providers.records import GraphEdge
 from knowhub.scope import RequestContext
+from knowhub.storage import atomic_write_bytes, fsync_dir
 
 __all__ = [
     "EMBEDDER_FILE",
     "INDEXER_USER",
+    "RELATIONS_FILE",
     "ContextIndexer",
     "ContextRecordShape",
+    "WriteIntents",
     "identity_file",
+    "load_relations",
     "node_filters",
     "recorded_identity",
+    "save_relations",
 ]
 
 log = logging.getLogger(__name__)
@@ -62,6 +81,105 @@ INDEXER_USER = "_indexer"
 _BATCH = 256
 #: The embedder identity of the context vectors, under the engine's data dir.
 EMBEDDER_FILE = "embedder.json"
+
+
+#: The relation graph copy saved beside the retrieval index checkpoint (under ``index/``).
+RELATIONS_FILE = "relations.jsonl"
+
+
+def save_relations(graph: Any, path: Path, *, durable: bool = True) -> dict[str, Any]:
+    """Write every edge of an in-memory graph to ``path`` (atomically); returns what the
+    index checkpoint records of it (count and checksum), so a load can tell this file
+    from one another process wrote later."""
+    lines = [orjson.dumps([e.from_uri, e.to_uri, e.relation_type, e.weight, e.metadata]) for e in graph.all_edges()]
+    data = b"\n".join(lines) + b"\n" if lines else b""
+    atomic_write_bytes(path, data, durable=durable)
+    return {"relations": len(lines), "relations_sha256": hashlib.sha256(data).hexdigest()}
+
+
+def load_relations(graph: Any, path: Path, state: dict[str, Any]) -> bool:
+    """Fill ``graph`` from :func:`save_relations`' file if it is the one ``state`` names
+    (checksum and count); False, with the graph left empty, when it is missing or another."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    if hashlib.sha256(data).hexdigest() != state.get("relations_sha256"):
+        return False
+    try:
+        rows = [orjson.loads(line) for line in data.splitlines()]
+        edges = [GraphEdge(str(r[0]), str(r[1]), str(r[2]), float(r[3]), dict(r[4])) for r in rows]
+    except (orjson.JSONDecodeError, IndexError, TypeError, ValueError):
+        return False
+    if len(edges) != state.get("relations"):
+        return False
+    graph.upsert_edges(edges)
+    return True
+
+
+class WriteIntents:
+    """Markers of primary-store changes whose outbox events are not appended yet.
+
+    An open replays the outbox instead of walking the files, so a change that a crash cut
+    off from its events (a process killed between a node write and the outbox append) would
+    stay invisible to the index. Each write path holds a marker (an empty file named
+    ``host:pid:random`` in ``directory``, its directory entry made durable before the store
+    changes) and removes it once the events are appended; a marker whose process is gone
+    means such a gap may exist, and the open walks the files once (:meth:`stale`).
+    """
+
+    #: Errors raised before anything was written: their marker goes with them.
+    _NOTHING_WRITTEN = (InvalidInputError, NotFoundError, PermissionDeniedError, VersionConflictError)
+
+    def __init__(self, directory: Path, *, durable: bool = True) -> None:
+        self.directory = Path(directory)
+        self.durable = durable
+        self._host = socket.gethostname()
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Hold a marker around one change of the store and its outbox append."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / f"{self._host}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        path.touch()
+        if self.durable:
+            fsync_dir(self.directory)
+        try:
+            yield
+        except self._NOTHING_WRITTEN:
+            path.unlink(missing_ok=True)
+            raise
+        except BaseException:  # something may be on disk without its event: keep the marker
+            raise
+        path.unlink(missing_ok=True)
+
+    def stale(self) -> list[Path]:
+        """Markers left by processes that no longer run (on this host; a marker of another
+        host counts as stale: the embedded store is one machine's)."""
+        try:
+            names = sorted(os.listdir(self.directory))
+        except FileNotFoundError:
+            return []
+        out = []
+        for name in names:
+            host, _, rest = name.partition(":")
+            pid = rest.partition(":")[0]
+            if host == self._host and pid.isdigit() and _alive(int(pid)):
+                continue
+            out.append(self.directory / name)
+        return out
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def identity_file(data_dir: Path) -> IdentityFile:
@@ -280,10 +398,11 @@ class ContextIndexer:
             progress(count, expected)
         return count
 
-    def reconcile(self) -> dict[str, int]:
+    def reconcile(self, fix: bool = True) -> dict[str, int]:
         """Bring a loaded index copy in line with the store: re-project nodes whose version
-        differs, drop records of nodes that are gone. The relation copy is refilled
-        separately (:meth:`refill_relations`)."""
+        differs, drop records of nodes that are gone (``fix=False``: only count them). The
+        relation copy is refilled separately (:meth:`refill_relations`). A walk over every
+        node: the open uses it only when the saved copy's outbox position is unusable."""
         indexed = self.projector.indexed_versions()
         seen: set[str] = set()
         stale: list[Any] = []
@@ -292,6 +411,9 @@ class ContextIndexer:
             seen.add(uri)
             stat = self.fs.stat_node(ctx, uri)
             if not stat.exists or indexed.get(uri) == stat.version:
+                continue
+            if not fix:
+                reprojected += 1
                 continue
             try:
                 stale.append(self.fs.read_node(ctx, uri))
@@ -305,6 +427,7 @@ class ContextIndexer:
         removed = 0
         for uri in indexed:
             if uri not in seen:
-                self.projector.delete_uri(uri, recursive=False)
+                if fix:
+                    self.projector.delete_uri(uri, recursive=False)
                 removed += 1
         return {"checked": len(seen), "reprojected": reprojected, "removed": removed}

@@ -11,12 +11,20 @@ Data directory layout::
     <data_dir>/embedder.json         the embedder identity the vectors were made with
     <data_dir>/index/outbox.db       outbox (SQLite, WAL, synchronous=FULL)
     <data_dir>/index/retrieval/      retrieval index copy (saved on close and when idle;
-                                     its checkpoint stamp names the embedder and fields)
+                                     its checkpoint stamp names the embedder and fields,
+                                     its state the outbox position the copy reflects)
+    <data_dir>/index/relations.jsonl relation graph copy saved with it
+    <data_dir>/index/inflight/       markers of store changes whose events are not appended yet
 
 On open the configured embedder is checked against ``embedder.json`` (another one is
 refused with EmbedderMismatchError naming ``knowhub admin reindex``; nothing is written),
-then the saved copy is loaded and reconciled with the filesystem (node versions), or
-rebuilt from the filesystem when missing or damaged. Pending outbox events are then applied by
+then the saved copies are loaded and the outbox events completed after their position are
+applied again (no walk over the node directories: the open costs the copy's size, not the
+store's). A copy without a usable position (older format, outbox replaced, events after it
+purged) is reconciled with the filesystem by a walk (node versions), a missing or damaged
+one rebuilt from it, and a marker left by a dead process (killed between a node write and
+its outbox append) costs one walk; :meth:`ContextEngineService.check_index` is the walk on
+demand. Pending outbox events are then applied by
 :meth:`flush_index` or the background runner. Consistency is eventual (seed 004 §7.1): a
 commit is acknowledged once the nodes and their outbox events are durable; search sees it
 after the index worker ran.
@@ -37,6 +45,7 @@ no process follows the others' events.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -62,10 +71,14 @@ from knowhub.context.core.uri import check_access
 from knowhub.context.fs import ContextFS, RelationStore
 from knowhub.context.fs.backends import is_postgres_store, open_outbox, open_store
 from knowhub.context.indexing import (
+    RELATIONS_FILE,
     ContextIndexer,
     ContextRecordShape,
+    WriteIntents,
     identity_file,
+    load_relations,
     recorded_identity,
+    save_relations,
 )
 from knowhub.context.retrieval import (
     AssemblerConfig,
@@ -89,12 +102,13 @@ from knowhub.index import (
     SharedRetrievalIndex,
     release_dead_local_leases,
 )
+from knowhub.index.exactly_once import exactly_once_for
 from knowhub.index.identity import EmbedderIdentity, check_identity
 from knowhub.limits import MessageLimits
 from knowhub.providers.embedding import Embedder, HashingEmbedder, default_embedder
 from knowhub.providers.graph import InMemoryGraphStore
 from knowhub.providers.llm import LLMClient
-from knowhub.storage import ensure_dir
+from knowhub.storage import FileLock, ensure_dir
 from knowhub.storage.inuse import InUseLease
 
 __all__ = ["ContextEngineService"]
@@ -197,7 +211,10 @@ class ContextEngineService:
                                         levels=(0,), lexical_fields=self.lexical_fields)
         self.indexer = ContextIndexer(self.fs, self.projector, self.relations)
         self.batch_size = batch_size
-        self.worker = IndexWorker(self.outbox, self.indexer, on_batch=self._on_batch)
+        # index in the outbox's database: each batch is applied and completed in one
+        # transaction (exactly once); otherwise at least once with idempotent events
+        self.worker = IndexWorker(self.outbox, self.indexer, on_batch=self._on_batch,
+                                  transaction=exactly_once_for(self.outbox, self.index))
         self.runner = BackgroundIndexRunner(self.worker, poll_interval_s=poll_interval_s, batch_size=batch_size,
                                             on_idle=self._on_idle)
         self.coordinator = CommitCoordinator(self.fs, self.outbox, llm=llm, extractor_concurrency=extractor_concurrency,
@@ -225,10 +242,15 @@ class ContextEngineService:
         self._state_lock = threading.Lock()
         self._closed = False
         self.shared_index = isinstance(self.index, SharedRetrievalIndex)
+        #: the relation copy still has to be refilled by a walk over the files
+        self._relations_pending = False
+        # one saver at a time: two processes writing the copy files at once would mix them
+        self._checkpoint_lock = FileLock(self.index_dir / "checkpoint.lock", timeout_s=600.0)
+        self.intents = WriteIntents(self.index_dir / "inflight", durable=durable)
         if not isinstance(self.index, SharedRetrievalIndex):
             # follow what other processes' workers index from here on (each process holds its
             # own copy; a claim gives an event to one worker only), then load/rebuild the copy
-            self.worker.start_following(on_gap=self.indexer.reconcile)
+            self.worker.start_following(on_gap=self._repair_gap)
         self._relations_lock = threading.Lock()
         self.open_report = (
             self._open_shared_index(self.index, reindex, progress)
@@ -239,7 +261,7 @@ class ContextEngineService:
         # idle poll (a rebuild has refilled it already), keeping it off the open path; a
         # shared index is reconciled with the files then too (repairs a crash between a
         # file change and its outbox event without making the open grow with the corpus)
-        self._relations_pending = self.open_report.get("mode") in ("reconcile", "shared")
+        self._relations_pending = self._relations_pending or self.open_report.get("mode") in ("reconcile", "shared")
         self._reconcile_pending = self.open_report.get("mode") == "shared"
         self.open_report["released_leases"] = release_dead_local_leases(self.outbox)
 
@@ -296,12 +318,66 @@ class ContextEngineService:
             self.save_index()
             identity_file(self.data_dir).save(self.identity)
         elif self.index.stamp() == self._manifest():
-            report = {"mode": "reconcile", **self.indexer.reconcile()}
+            report = self._replay_from_checkpoint() or {"mode": "reconcile", **self.indexer.reconcile()}
         else:
             report = {"mode": "rebuild", "nodes": self.indexer.rebuild()}
-        self._dirty = report.get("mode") == "rebuild" or bool(report.get("reprojected") or report.get("removed"))
+        self._dirty = report.get("mode") == "rebuild" or bool(report.get("reprojected") or report.get("removed")
+                                                               or report.get("replayed"))
         report["seconds"] = round(time.monotonic() - started, 3)
         log.info("context index opened: %s", report)
+        return report
+
+    def _replay_from_checkpoint(self) -> dict[str, Any] | None:
+        """Open without walking the files: the saved copy records the outbox position it
+        reflects (and the relation copy saved with it), so only the events completed after
+        that position are applied again (idempotent: each reads the node as it is now).
+
+        None, logged, when the position cannot be trusted: missing (a copy from before
+        positions, or an index without saved state), ahead of the outbox (another outbox
+        file), or events after it purged; the caller then walks the files (reconcile).
+        """
+        saved_state = getattr(self.index, "saved_state", None)
+        state = saved_state() if callable(saved_state) else None
+        seq = state.get("outbox_seq") if isinstance(state, dict) else None
+        if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0 or self.worker.position() is None:
+            log.info("context index copy has no change-log position; walking the files")
+            return None
+        last = self.outbox.last_seq()
+        if seq > last:
+            log.warning("context index copy is at outbox event %d, the outbox ends at %d; walking the files", seq, last)
+            return None
+        if self.outbox.count_after(seq) != last - seq:
+            log.warning("outbox events after the index copy's position %d were purged; walking the files", seq)
+            return None
+        if not load_relations(self.graph, self.index_dir / RELATIONS_FILE, state):
+            log.warning("saved relation copy is missing or is not the checkpoint's; it is refilled from the files")
+            self.graph.clear()
+            self._relations_pending = True
+        self.worker.start_following(on_gap=self._repair_gap, from_seq=seq)
+        replayed = self.worker.follow()
+        report: dict[str, Any] = {"mode": "replay", "from_seq": seq, "to_seq": last, "replayed": replayed}
+        stale = self.intents.stale()
+        if stale:  # a process died between a store change and its outbox events
+            log.warning("%d interrupted write(s) found; walking the files once", len(stale))
+            report["interrupted_writes"] = len(stale)
+            report["reconcile"] = self.indexer.reconcile()
+            self.graph.clear()
+            self._relations_pending = True
+            for path in stale:
+                path.unlink(missing_ok=True)
+        return report
+
+    def _intent(self) -> Any:
+        """A :class:`WriteIntents` marker around a store change and its outbox append (a
+        shared index reconciles lazily at every open and needs none)."""
+        return contextlib.nullcontext() if self.shared_index else self.intents.held()
+
+    def _repair_gap(self) -> dict[str, int]:
+        """Events this copy never saw were purged: compare it with the files (a walk) and
+        refill the relation copy at the next flush or idle poll."""
+        report = self.indexer.reconcile()
+        log.warning("context index missed purged outbox events; reconciled with the files: %s", report)
+        self._relations_pending = True
         return report
 
     def _open_shared_index(
@@ -344,13 +420,41 @@ class ContextEngineService:
             self.save_index()
 
     def save_index(self) -> bool:
-        """Checkpoint the index copy (a rebuildable copy: no fsync ordering with the
-        primary store is needed, reconciliation fixes any gap)."""
-        with self._state_lock:
-            self.index.checkpoint(self._manifest())
+        """Checkpoint the index copy with the outbox position it reflects and the relation
+        copy, so the next open replays only later events (a rebuildable copy: no fsync
+        ordering with the primary store is needed; a position it cannot trust makes the
+        next open walk the files)."""
+        saved_state = getattr(self.index, "saved_state", None)
+        if self.shared_index or not callable(saved_state):
+            with self._state_lock:
+                self.index.checkpoint(self._manifest())
+                self._dirty = False
+                self._last_save = time.monotonic()
+                return True
+        if self._relations_pending:
+            self._refill_relations()
+        self.worker.follow()  # others' completed events: the position moves past them
+        with self._state_lock, self._checkpoint_lock:
+            # read the position first: the copy taken after it holds at least those events
+            position = self.worker.position()
+            state: dict[str, Any] | None = None
+            if position is not None and not self._relations_pending:
+                state = {"outbox_seq": position,
+                         **save_relations(self.graph, self.index_dir / RELATIONS_FILE, durable=self.fs.durable)}
+            self.index.checkpoint(self._manifest(), state=state)  # type: ignore[call-arg]
             self._dirty = False
             self._last_save = time.monotonic()
             return True
+
+    def purge_applied_events(self) -> int:
+        """Drop done outbox events that no saved index copy needs: those at or before the
+        saved copy's position (all done events with a shared index); returns how many."""
+        if self.shared_index:
+            return self.outbox.purge_done()
+        saved_state = getattr(self.index, "saved_state", None)
+        state = saved_state() if callable(saved_state) else None
+        seq = state.get("outbox_seq") if isinstance(state, dict) else None
+        return self.outbox.purge_done_through(seq) if isinstance(seq, int) else 0
 
     def flush_index(self, max_rounds: int | None = None) -> IndexBatchResult:
         """Apply every due outbox event now (tests, benchmarks, shutdown), and the events
@@ -371,6 +475,21 @@ class ContextEngineService:
         count = self.indexer.rebuild()
         self._dirty = True
         return count
+
+    def check_index(self, fix: bool = False) -> dict[str, int]:
+        """Compare the index copy with the files (a walk over every node): nodes whose
+        indexed version differs (``reprojected``) and indexed nodes that are gone
+        (``removed``); ``fix`` repairs both and refills the relation copy. Finds what no
+        outbox event announced (a commit killed between its node writes and its events,
+        a node edited by hand), which the replay at open cannot see."""
+        report = self.indexer.reconcile(fix=fix)
+        if fix:
+            with self._relations_lock:
+                self.graph.clear()
+                self.indexer.refill_relations()
+                self._relations_pending = False
+            self._dirty = True
+        return report
 
     def index_stats(self) -> dict[str, Any]:
         """Outbox counts and index sizes."""
@@ -418,7 +537,8 @@ class ContextEngineService:
     ) -> CommitResult:
         """Commit one batch of session messages (durable when it returns; indexed later)."""
         self._check_open()
-        result = self.coordinator.commit(ctx, messages, used_contexts, used_tools, options)
+        with self._intent():
+            result = self.coordinator.commit(ctx, messages, used_contexts, used_tools, options)
         if self.runner.running:
             self.runner.wake()
         return result
@@ -532,7 +652,7 @@ class ContextEngineService:
         canonical = check_access(ctx, uri).uri
         from knowhub.context.node_edits import drop_edges_to
 
-        with self.fs.locked(ctx):  # one unit of work: on PostgreSQL the events commit with the delete
+        with self.fs.locked(ctx), self._intent():  # one unit of work: on PostgreSQL the events commit with the delete
             self.fs.delete_node(ctx, canonical, recursive=recursive)
             events = [make_event(OutboxEventType.DELETE_CONTEXT, canonical, ctx, {"recursive": recursive})]
             # neighbours' edges to it go too (their graph copies follow), so nothing names it
@@ -566,7 +686,7 @@ class ContextEngineService:
         from knowhub.context.node_edits import apply_edit
 
         canonical = check_access(ctx, uri).uri
-        with self.fs.locked(ctx):
+        with self.fs.locked(ctx), self._intent():
             node = apply_edit(self.fs, ctx, canonical, abstract=abstract, overview=overview, content=content,
                               expected_version=expected_version)
             self.outbox.append(make_event(OutboxEventType.UPSERT_CONTEXT, canonical, ctx, {"edited": True}))
@@ -584,7 +704,7 @@ class ContextEngineService:
         """
         self._check_open()
         src, dst = check_access(ctx, from_uri).uri, check_access(ctx, to_uri).uri
-        with self.fs.locked(ctx):
+        with self.fs.locked(ctx), self._intent():
             retargeted = self.fs.move_node(ctx, src, dst)
             events = [make_event(OutboxEventType.MOVE_CONTEXT, src, ctx, {"from_uri": src, "to_uri": dst})]
             # nodes whose edges now point at the new URIs: their graph copies follow

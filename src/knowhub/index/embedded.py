@@ -25,8 +25,8 @@ Filter postings (field → value → rows) and numeric columns are kept here in 
 vector bitmap, :meth:`EmbeddedIndex.ids` and :meth:`EmbeddedIndex.delete_where`.
 
 Persistence (with a ``path``): :meth:`checkpoint` writes ``docs.jsonl`` (id, tokens,
-filters, numbers, payload), ``vectors.npy`` and, last, ``manifest.json`` naming the stamp
-and the checksums of both files, each atomically. Opening verifies the checksums and
+filters, numbers, payload), ``vectors.npy`` and, last, ``manifest.json`` naming the stamp,
+the owner's state and the checksums of both files, each atomically. Opening verifies the checksums and
 rebuilds tantivy and faiss from them (no re-tokenizing, no re-embedding); an unusable copy
 opens empty with ``stamp() is None`` and the owner rebuilds from its primary store.
 """
@@ -168,6 +168,7 @@ class EmbeddedIndex:
         self._schema = builder.build()
         self._reset()
         self._stamp: str | None = None
+        self._state: dict[str, Any] | None = None
         #: Files of a persisted copy found damaged at open (unreadable, checksums wrong):
         #: the owner may quarantine them. A missing copy or one of another shape is not damage.
         self.damaged: list[Path] = []
@@ -667,12 +668,18 @@ class EmbeddedIndex:
         """The stamp of the last checkpoint these documents reflect."""
         return self._stamp
 
-    def checkpoint(self, stamp: str) -> None:
-        """Write the documents and vectors, then the manifest naming ``stamp``."""
+    def saved_state(self) -> dict[str, Any] | None:
+        """The ``state`` of the loaded (or last written) checkpoint (None: none)."""
+        return self._state
+
+    def checkpoint(self, stamp: str, *, state: Mapping[str, Any] | None = None) -> None:
+        """Write the documents and vectors, then the manifest naming ``stamp`` and ``state``
+        (e.g. the change-log position the documents reflect: beside their checksums)."""
         if not isinstance(stamp, str):
             raise InvalidInputError("checkpoint stamp must be a string")
         with self._lock:
             self._stamp = stamp
+            self._state = dict(state) if state is not None else None
             if self.path is None:
                 return
             order = sorted(self._docs)
@@ -707,6 +714,7 @@ class EmbeddedIndex:
                 "docs_sha256": hashlib.sha256(docs_bytes).hexdigest(),
                 "vectors_sha256": hashlib.sha256(vector_bytes).hexdigest(),
             }
+            manifest.update({"state": self._state} if self._state is not None else {})
             try:
                 ensure_dir(self.path)
                 atomic_write_bytes(self.path / "docs.jsonl", docs_bytes)
@@ -760,10 +768,12 @@ class EmbeddedIndex:
             with self._lock:
                 self._restore(records, matrix.astype(np.float32, copy=False))
                 self._stamp = str(manifest["stamp"])
+                self._state = manifest["state"] if isinstance(manifest.get("state"), dict) else None
         except (ValueError, KeyError, TypeError, AttributeError, InvalidInputError) as exc:
             log.warning("retrieval index at %s is damaged (%s); starting empty", self.path, exc)
             self._reset()
             self._stamp = None
+            self._state = None
             self.damaged = files
 
     def _restore(self, records: list[dict[str, Any]], matrix: np.ndarray) -> None:

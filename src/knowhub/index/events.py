@@ -173,8 +173,9 @@ class OutboxStore(OutboxSink, Protocol):
         """Lease up to ``limit`` pending (or lease-expired) events to ``worker_id``."""
         ...
 
-    def mark_done(self, event_id: str) -> None:
-        """The event's index work is finished."""
+    def mark_done(self, event_id: str, worker_id: str | None = None) -> bool:
+        """The event's index work is finished (with ``worker_id``: only while that worker
+        still holds the lease); returns whether this call completed it."""
         ...
 
     def mark_failed(self, event_id: str, error: str, retryable: bool = True) -> None:

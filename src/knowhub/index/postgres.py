@@ -215,6 +215,7 @@ class PostgresIndex:
         )
         self._t = f"kx_{name}"
         self._lock = threading.Lock()
+        self._bound = threading.local()  # see bound()
         if create:
             self._create_schema(replace=replace)
 
@@ -278,10 +279,33 @@ class PostgresIndex:
         """Vector dimension."""
         return self._dim
 
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine (which database this index lives in)."""
+        return self._engine
+
+    @contextmanager
+    def bound(self, connection: Connection) -> Iterator[None]:
+        """Run this thread's reads and writes of the index on ``connection`` (an open
+        transaction on the same database) for the block: they commit or roll back with it.
+        The outbox worker applies a batch this way (:mod:`knowhub.index.exactly_once`).
+        Searches must not run inside the block (they set their own isolation level)."""
+        previous = getattr(self._bound, "conn", None)
+        self._bound.conn = connection
+        try:
+            yield
+        finally:
+            self._bound.conn = previous
+
     @contextmanager
     def _tx(self) -> Iterator[Connection]:
-        """One transaction; database errors become knowhub errors."""
+        """One transaction (or the bound one: :meth:`bound`); database errors become
+        knowhub errors."""
         try:
+            bound = getattr(self._bound, "conn", None)
+            if bound is not None:
+                yield bound
+                return
             with self._engine.begin() as conn:
                 yield conn
         except DBAPIError as exc:

@@ -12,8 +12,16 @@ lives in the same database (issue 20 §1):
 * ``claim_batch`` takes due rows with ``FOR UPDATE SKIP LOCKED`` and leases them in the same
   statement: two workers (threads, processes, machines) never claim one event at once, and
   neither waits for the other's rows.
-* ``mark_done`` completes only an event that is ``processing``: ``done`` and its ``done_by``
-  (the worker whose lease it was) are written once.
+* ``mark_done`` completes only an event that is ``processing`` (given a worker id: only one
+  still leased to that worker — a worker whose lease expired meanwhile is told so):
+  ``done`` and its ``done_by`` (the worker whose lease it was) are written once, and
+  ``apply_count`` (how many times the event's application was committed) goes up by one.
+* **exactly once** where the index is in this same database: :meth:`locked_batch` opens one
+  transaction that locks the claimed rows still leased to the worker (``FOR UPDATE SKIP
+  LOCKED``); the worker writes the index on that connection and completes the events in
+  it. A competing claimer's ``SKIP LOCKED`` passes the locked rows over even after the
+  lease expired, and a crash rolls back the index writes and the ``done`` together, so
+  ``apply_count`` never exceeds 1 (:mod:`knowhub.index.exactly_once`).
 * ``events_after`` serves followers (workers that keep their own index copy) as on SQLite.
   Sequence numbers of rolled-back or concurrent transactions can leave holes or appear
   late; a follower treats a hole as a gap and reconciles (correct, only slower).
@@ -39,7 +47,7 @@ from knowhub.errors import InvalidInputError, NotFoundError, StorageError
 from knowhub.index.events import OutboxEvent, OutboxStatus
 from knowhub.storage.quarantine import Quarantine
 
-__all__ = ["PostgresOutboxStore"]
+__all__ = ["LockedBatch", "PostgresOutboxStore"]
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +113,10 @@ class PostgresOutboxStore:
                 uri text NOT NULL, payload text NOT NULL, status text NOT NULL,
                 retry_count integer NOT NULL DEFAULT 0, next_attempt_at double precision NOT NULL DEFAULT 0,
                 lease_owner text, lease_until double precision, last_error text,
-                created_at double precision NOT NULL, updated_at double precision NOT NULL, done_by text)"""))
+                created_at double precision NOT NULL, updated_at double precision NOT NULL, done_by text,
+                apply_count integer NOT NULL DEFAULT 0)"""))
+            # tables from before apply_count existed
+            conn.execute(sql(f"ALTER TABLE {t} ADD COLUMN IF NOT EXISTS apply_count integer NOT NULL DEFAULT 0"))
             conn.execute(sql(f"CREATE INDEX IF NOT EXISTS {t}_due ON {t} (status, next_attempt_at, seq)"))
 
     # ------------------------------------------------------------------ plumbing
@@ -236,14 +247,22 @@ class PostgresOutboxStore:
         ordered = sorted(rows, key=lambda row: row[0])  # RETURNING keeps no order
         return [event for _, event in self._decoded(ordered, skip=1)]
 
-    def mark_done(self, event_id: str) -> None:
-        """Complete an event that is being processed: ``done`` and ``done_by`` (its lease
-        owner) are recorded once; a second call, or an unknown id, changes nothing."""
+    def mark_done(self, event_id: str, worker_id: str | None = None) -> bool:
+        """Complete an event that is being processed (with ``worker_id``: only if it is still
+        leased to that worker): ``done``, ``done_by`` (its lease owner) and one more
+        ``apply_count`` are recorded once. Returns False when nothing changed (a second
+        call, an unknown id, or a lease that was lost)."""
         with self._tx() as conn:
-            conn.execute(sql(f"""UPDATE {self.table} SET status = :d, done_by = lease_owner, lease_owner = NULL,
-                                     lease_until = NULL, last_error = NULL, updated_at = :now
-                                 WHERE event_id = :e AND status = :r"""),
-                         {"d": _D, "now": self.clock(), "e": event_id, "r": _R})
+            return self._done_on(conn, [event_id], worker_id) == 1
+
+    def _done_on(self, conn: Connection, event_ids: Sequence[str], worker_id: str | None) -> int:
+        fence = "" if worker_id is None else " AND lease_owner = :w"
+        result = conn.execute(
+            sql(f"""UPDATE {self.table} SET status = :d, done_by = lease_owner, lease_owner = NULL,
+                        lease_until = NULL, last_error = NULL, updated_at = :now, apply_count = apply_count + 1
+                    WHERE event_id = ANY(CAST(:e AS text[])) AND status = :r{fence}"""),
+            {"d": _D, "now": self.clock(), "e": list(event_ids), "r": _R, "w": worker_id})
+        return int(result.rowcount)
 
     def mark_failed(self, event_id: str, error: str, retryable: bool = True) -> None:
         """Record a failure: retry after back-off, or ``dead`` once retries are used up.
@@ -251,24 +270,46 @@ class PostgresOutboxStore:
         Raises:
             NotFoundError: no event with that id.
         """
-        now = self.clock()
         with self._tx() as conn:
-            row = conn.execute(sql(f"SELECT retry_count, status FROM {self.table} WHERE event_id = :e FOR UPDATE"),
-                               {"e": event_id}).first()
-            if row is None:
-                raise NotFoundError(f"no outbox event {event_id}", event_id=event_id)
-            if row[1] == _D:
-                return
-            retries = int(row[0]) + 1
-            if not retryable or retries > self.max_retries:
-                status, next_at = _X, now
-            else:
-                status, next_at = _F, now + self.backoff_s(retries)
-            conn.execute(sql(f"""UPDATE {self.table} SET status = :s, retry_count = :rc, next_attempt_at = :na,
-                                     lease_owner = NULL, lease_until = NULL, last_error = :err, updated_at = :now
-                                 WHERE event_id = :e"""),
-                         {"s": status, "rc": retries, "na": next_at, "err": str(error)[:_MAX_ERROR_CHARS],
-                          "now": now, "e": event_id})
+            self._failed_on(conn, event_id, error, retryable)
+
+    def _failed_on(self, conn: Connection, event_id: str, error: str, retryable: bool) -> None:
+        now = self.clock()
+        row = conn.execute(sql(f"SELECT retry_count, status FROM {self.table} WHERE event_id = :e FOR UPDATE"),
+                           {"e": event_id}).first()
+        if row is None:
+            raise NotFoundError(f"no outbox event {event_id}", event_id=event_id)
+        if row[1] == _D:
+            return
+        retries = int(row[0]) + 1
+        if not retryable or retries > self.max_retries:
+            status, next_at = _X, now
+        else:
+            status, next_at = _F, now + self.backoff_s(retries)
+        conn.execute(sql(f"""UPDATE {self.table} SET status = :s, retry_count = :rc, next_attempt_at = :na,
+                                 lease_owner = NULL, lease_until = NULL, last_error = :err, updated_at = :now
+                             WHERE event_id = :e"""),
+                     {"s": status, "rc": retries, "na": next_at, "err": str(error)[:_MAX_ERROR_CHARS],
+                      "now": now, "e": event_id})
+
+    @contextlib.contextmanager
+    def locked_batch(self, worker_id: str, event_ids: Sequence[str]) -> Iterator[LockedBatch]:
+        """One transaction holding the row locks of those of ``event_ids`` that are still
+        ``processing`` under ``worker_id``'s lease (rows another worker holds, or leased to
+        another worker since, are left out: :attr:`LockedBatch.owned`). Commits when the
+        block ends, rolls back on an exception (the events stay leased, and are claimed
+        again once the lease expires)."""
+        if self._closed:
+            raise StorageError("outbox is closed", path=self.path)
+        try:
+            with self.engine.begin() as conn:
+                rows = conn.execute(
+                    sql(f"""SELECT event_id FROM {self.table} WHERE event_id = ANY(CAST(:e AS text[]))
+                            AND status = :r AND lease_owner = :w ORDER BY seq FOR UPDATE SKIP LOCKED"""),
+                    {"e": list(event_ids), "r": _R, "w": worker_id}).fetchall()
+                yield LockedBatch(self, conn, worker_id, {str(r[0]) for r in rows})
+        except SQLAlchemyError as exc:
+            raise StorageError(f"outbox batch failed: {_one_line(exc)}", path=self.path) from exc
 
     def requeue_dead(self, event_ids: Sequence[str] | None = None) -> int:
         """Put dead events (all, or the given ones) back to pending; returns how many."""
@@ -370,3 +411,29 @@ class PostgresOutboxStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class LockedBatch:
+    """The open transaction of :meth:`PostgresOutboxStore.locked_batch`.
+
+    Attributes:
+        conn: the transaction's connection (index writes join it).
+        owned: ids of the events whose rows it locked (still leased to the worker).
+    """
+
+    def __init__(self, outbox: PostgresOutboxStore, conn: Connection, worker_id: str, owned: set[str]) -> None:
+        self.outbox, self.conn, self.worker_id, self.owned = outbox, conn, worker_id, owned
+
+    @contextlib.contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """A SAVEPOINT: the block's writes are undone on an exception, the rest stays."""
+        with self.conn.begin_nested():
+            yield
+
+    def done(self, event_ids: Sequence[str]) -> int:
+        """Complete the events in this transaction (``apply_count`` + 1); returns how many."""
+        return self.outbox._done_on(self.conn, list(event_ids), self.worker_id)
+
+    def fail(self, event_id: str, error: str, retryable: bool = True) -> None:
+        """:meth:`PostgresOutboxStore.mark_failed` in this transaction."""
+        self.outbox._failed_on(self.conn, event_id, error, retryable)

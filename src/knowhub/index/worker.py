@@ -9,6 +9,12 @@ dispatcher may defer expensive work (embedding) to :meth:`EventDispatcher.flush`
 the worker calls once per batch *before* marking the batch's events done, so a crash
 between handling and flushing leaves the events claimable again after their lease.
 
+Exactly once (``transaction``, :mod:`knowhub.index.exactly_once`): where the index lives in
+the outbox's PostgreSQL database, a batch is applied inside one transaction that holds its
+events' row locks and completes them, so the index writes and the ``done`` commit together.
+Otherwise application is at least once (idempotent events) and ``mark_done`` is fenced on
+the lease: a worker whose lease expired mid-batch completes nothing and logs it.
+
 Error policy: an exception from a handler fails only that event (``mark_failed``,
 retryable unless it is :class:`~knowhub.errors.InvalidInputError` or
 :class:`~knowhub.errors.PermissionDeniedError`, which no retry can fix); a failing flush
@@ -22,7 +28,8 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from knowhub.errors import InvalidInputError, PermissionDeniedError
@@ -103,6 +110,10 @@ class IndexWorker:
         dispatcher: applies events.
         worker_id: lease owner name (default: host, pid and a random suffix).
         on_batch: called with each non-empty :class:`IndexBatchResult` (checkpoints, metrics).
+        transaction: ``(worker_id, events)`` → a context manager around one batch that yields
+            its transaction (``owned``, ``savepoint()``, ``done(ids)``, ``fail(...)``):
+            the batch is applied and completed in it, exactly once
+            (:func:`knowhub.index.exactly_once.exactly_once_for`); None: at least once.
     """
 
     def __init__(
@@ -112,8 +123,10 @@ class IndexWorker:
         *,
         worker_id: str | None = None,
         on_batch: Callable[[IndexBatchResult], None] | None = None,
+        transaction: Callable[[str, Sequence[OutboxEvent]], AbstractContextManager[Any]] | None = None,
     ) -> None:
         self.outbox = outbox
+        self.transaction = transaction
         self.dispatcher = dispatcher
         self.worker_id = worker_id or default_worker_id()
         self.on_batch = on_batch
@@ -132,9 +145,10 @@ class IndexWorker:
                 self.dispatcher.discard()
                 raise
 
-    def _fail(self, event: OutboxEvent, exc: BaseException, result: IndexBatchResult) -> None:
+    def _fail(self, event: OutboxEvent, exc: BaseException, result: IndexBatchResult,
+              mark: Callable[..., None] | None = None) -> None:
         retryable = not isinstance(exc, PERMANENT_ERRORS)
-        self.outbox.mark_failed(event.event_id, f"{type(exc).__name__}: {exc}", retryable=retryable)
+        (mark or self.outbox.mark_failed)(event.event_id, f"{type(exc).__name__}: {exc}", retryable=retryable)
         result.failed += 1
         limit = getattr(self.outbox, "max_retries", None)
         if retryable and (limit is None or event.retry_count + 1 <= int(limit)):
@@ -151,6 +165,19 @@ class IndexWorker:
             result.claimed = len(events)
             if not events:
                 return result
+            if self.transaction is not None:
+                try:
+                    self._run_in_transaction(events, result)
+                except Exception as exc:  # rolled back (database gone, deadlock): retry after back-off
+                    try:
+                        for event in events:
+                            self._fail(event, exc, result)
+                    except Exception:  # the database is unreachable: the leases expire instead
+                        log.debug("could not mark the rolled-back batch failed", exc_info=True)
+                    raise
+                if self.on_batch is not None:
+                    self.on_batch(result)
+                return result
             handled: list[OutboxEvent] = []
             for event in events:
                 try:
@@ -166,14 +193,61 @@ class IndexWorker:
                 for event in handled:
                     self._fail(event, exc, result)
                 handled = []
-            for event in handled:
-                self.outbox.mark_done(event.event_id)
-                result.succeeded += 1
+            many = getattr(self.outbox, "mark_done_many", None)
+            if callable(many):  # one transaction for the batch
+                lost = len(handled) - int(many([event.event_id for event in handled], self.worker_id))
+            else:
+                lost = sum(1 for event in handled if self.outbox.mark_done(event.event_id, self.worker_id) is False)
+            result.succeeded += len(handled)
+            if lost:
+                log.warning("index worker %s lost the lease of %d of %d events before completing them "
+                            "(applied again by their new owner; events are idempotent)",
+                            self.worker_id, lost, len(handled))
         if self.on_batch is not None:
             self.on_batch(result)
         return result
 
-    def start_following(self, on_gap: Callable[[], Any] | None = None) -> None:
+    def _run_in_transaction(self, events: list[OutboxEvent], result: IndexBatchResult) -> None:
+        """Apply and complete ``events`` in one batch transaction (see the module doc).
+
+        Each pass runs the remaining events under a SAVEPOINT; a failing event is rolled
+        back with the pass, marked failed in the transaction, and the others run again
+        (a handler may flush earlier events' work, so only a whole pass is undone).
+        """
+        succeeded = failed = retried = dead = 0
+        attempt = IndexBatchResult()
+        with self.transaction(self.worker_id, events) as tx:  # type: ignore[misc]
+            todo = [e for e in events if e.event_id in tx.owned]
+            if len(todo) < len(events):
+                log.warning("index worker %s: %d of %d claimed events are no longer leased to it "
+                            "(lease expired, another worker has them): skipped",
+                            self.worker_id, len(events) - len(todo), len(events))
+            while todo:
+                current: OutboxEvent | None = None
+                try:
+                    with tx.savepoint():
+                        for event in todo:
+                            current = event
+                            self.dispatcher.handle_event(event, self.dispatcher.context_for(event))
+                        current = None
+                        self.dispatcher.flush()
+                except Exception as exc:
+                    self.dispatcher.discard()
+                    culprits = todo if current is None else [current]
+                    for event in culprits:
+                        self._fail(event, exc, attempt, tx.fail)
+                    todo = [e for e in todo if all(e is not c for c in culprits)]
+                    continue
+                succeeded = tx.done([e.event_id for e in todo])
+                break
+            failed, retried, dead = attempt.failed, attempt.retried, attempt.dead
+        # counted once the transaction committed (an exception above leaves the events leased)
+        result.succeeded += succeeded
+        result.failed += failed
+        result.retried += retried
+        result.dead += dead
+
+    def start_following(self, on_gap: Callable[[], Any] | None = None, from_seq: int | None = None) -> None:
         """Remember the outbox position now; :meth:`follow` then applies every event that
         *other* workers complete after it.
 
@@ -184,12 +258,24 @@ class IndexWorker:
         ``on_gap`` is called when events were purged before this worker saw them (it should
         reconcile the copy with the primary store). Needs an outbox with ``last_seq`` and
         ``events_after`` (:class:`~knowhub.index.SQLiteOutboxStore`); a no-op otherwise.
+        ``from_seq`` starts at an earlier position instead of now: the position a saved
+        copy reflects, so :meth:`follow` replays what was completed since it was saved.
         """
         last_seq = getattr(self.outbox, "last_seq", None)
         with self._run_lock:
-            self._cursor = int(last_seq()) if callable(last_seq) and callable(getattr(self.outbox, "events_after", None)) else None
+            if not callable(last_seq) or not callable(getattr(self.outbox, "events_after", None)):
+                self._cursor = None
+            else:
+                self._cursor = int(last_seq()) if from_seq is None else int(from_seq)
             self._followed = {}
             self._on_gap = on_gap
+
+    def position(self) -> int | None:
+        """The outbox position this worker's copy reflects: every event up to it was
+        applied here (own events by :meth:`run_once`, others' by :meth:`follow`) or is dead.
+        None when not following."""
+        with self._run_lock:
+            return self._cursor
 
     def follow(self, limit: int = 500) -> int:
         """Apply events completed by other workers since the last call; returns how many

@@ -77,11 +77,15 @@ def check_all(engines: Engines, *, fix: bool = False, progress: Progress = _noop
         damaged = fs_report["corrupt"] or fs_report["bad_relations"] or fs_report["half_written"]
         problems = bool(damaged) and not fix  # fix moved them into quarantine or removed them
         outbox = service.outbox.stats()
+        # the walk an open no longer does: index copy against the files (fix re-projects)
+        drift = service.check_index(fix=fix) if not service.shared_index else {}
+        stale = bool(drift.get("reprojected") or drift.get("removed")) and not fix
         report["context"] = {
-            "ok": not problems,
+            "ok": not problems and not stale,
             **fs_report,
             "outbox": outbox,
-            "index": {"vector_records": service.index.count(), "lexical_docs": service.index.doc_freqs([])[1]},
+            "index": {"vector_records": service.index.count(), "lexical_docs": service.index.doc_freqs([])[1],
+                      **{f"index_{k}": v for k, v in drift.items()}},
         }
     report["ok"] = all(part["ok"] for part in report.values() if isinstance(part, dict))
     return report
@@ -205,11 +209,12 @@ def compact_all(engines: Engines, *, progress: Progress = _noop) -> dict[str, An
         progress("context")
         service = engines.context
         flushed = service.flush_index()
+        saved = bool(service.save_index())  # first: events after its position are kept for replay
         report["context"] = {
             "leftovers_removed": service.fs.cleanup(),
             "outbox_applied": getattr(flushed, "succeeded", 0),
-            "outbox_purged": service.outbox.purge_done(),
-            "index_saved": bool(service.save_index()),
+            "outbox_purged": service.purge_applied_events(),
+            "index_saved": saved,
         }
     return report
 

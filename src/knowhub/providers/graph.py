@@ -1,7 +1,8 @@
 """Graph store: an optional queryable copy of relation edges (seed 004 §10.8).
 
 Like the vector index it is a projection: the owner's relation files are the truth and the
-graph can be rebuilt from them, so the in-memory implementation keeps nothing on disk.
+graph can be rebuilt from them. The in-memory implementation keeps nothing on disk itself;
+its owner may save :meth:`InMemoryGraphStore.all_edges` beside its index checkpoint.
 """
 
 from __future__ import annotations
@@ -178,6 +179,11 @@ class InMemoryGraphStore:
     def count(self) -> int:
         with self._lock:
             return len(self._edges)
+
+    def all_edges(self) -> list[GraphEdge]:
+        """Every edge, ordered by (from, to, type): what a saved copy of the graph holds."""
+        with self._lock:
+            return [self._edges[k] for k in sorted(self._edges)]
 
     def clear(self) -> None:
         with self._lock:

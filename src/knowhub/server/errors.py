@@ -9,6 +9,9 @@ so that clients (and the agent tools) can branch on ``error`` without parsing pr
   echoed back: a rejected body may hold a secret);
 - Starlette HTTP errors (unknown route, wrong method, unparsable body) → their status;
 - a body larger than the configured limit → 413;
+- a storage failure caused by a database outage (PostgreSQL restarting, unreachable) →
+  503 ``store_unavailable`` with ``Retry-After`` (:func:`knowhub.errors.as_unavailable`):
+  nothing was acknowledged, the client may retry;
 - anything else → 500 ``internal_error``, logged with its traceback on the server and never
   sent to the client. Bad input is meant to be caught before that: a 5xx is a bug.
 """
@@ -25,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from knowhub.errors import KnowhubError
+from knowhub.errors import KnowhubError, as_unavailable
 
 if TYPE_CHECKING:  # FastAPI loads only with the HTTP app: the MCP face uses error_body alone
     from fastapi import FastAPI
@@ -60,12 +63,24 @@ def error_body(code: str, message: str, detail: dict[str, Any] | None = None) ->
 def knowhub_error_response(exc: KnowhubError, data_dir: str | os.PathLike[str] | None = None) -> JSONResponse:
     """Response for an engine error: its status, code, message and scalar context, with
     absolute paths made relative to ``data_dir`` (or cut to their last part)."""
+    outage = as_unavailable(exc) if exc.http_status == 500 else None
+    if outage is not None:
+        logger.warning("database unavailable: %s", exc.message)
+        return _unavailable_response()
     payload = exc.public_dict(data_dir)
     body = error_body(exc.code, payload["message"] or type(exc).__name__, payload.get("detail"))
     headers = {"WWW-Authenticate": "Bearer"} if exc.http_status == 401 else None
+    if exc.http_status == 503:
+        headers = {**(headers or {}), "Retry-After": "1"}
     if exc.http_status >= 500:
         logger.error("request failed with %s: %s", exc.code, exc.message)
     return JSONResponse(body, status_code=exc.http_status, headers=headers)
+
+
+def _unavailable_response() -> JSONResponse:
+    """503 for a database outage: the same body whatever backend failed, retry in a second."""
+    return JSONResponse(error_body("store_unavailable", "the database cannot be reached now; retry shortly"),
+                        status_code=503, headers={"Retry-After": "1"})
 
 
 def _loc_text(loc: Sequence[Any]) -> str:
@@ -175,7 +190,13 @@ class GuardMiddleware:
         except _BodyTooLarge:
             if not started:
                 await self._send_too_large(send)
-        except Exception:
+        except Exception as exc:
+            if as_unavailable(exc) is not None:
+                logger.warning("database unavailable in %s %s: %s", scope.get("method"), scope.get("path"),
+                               type(exc).__name__)
+                if not started:
+                    await _unavailable_response()(scope, receive, send)
+                return
             logger.exception("unhandled error in %s %s", scope.get("method"), scope.get("path"))
             if not started:
                 response = JSONResponse(

@@ -341,9 +341,19 @@ class TreeCore:
         (no lock: writers of other servers go on), then create the root under the lock.
         The caches and persisted index files of the data dir are not used: another server
         may have written since they were saved."""
-        rows, top, epoch = self.store.load()
-        for kind in KINDS:
-            self.state.bulk_load(kind, rows[kind])
+        counts: dict[str, int] = {}
+
+        def sink(kind: str, rows: Iterator[tuple[int, dict[str, Any]]]) -> None:
+            counts[kind] = 0
+
+            def counted() -> Iterator[tuple[int, dict[str, Any]]]:
+                for item in rows:
+                    counts[kind] += 1
+                    yield item
+
+            self.state.bulk_load(kind, counted())
+
+        top, epoch = self.store.load(sink)
         self.state.rebuild_maps()
         self._known_size, self._epoch = top, epoch
         if ROOT_ID not in self.state.nodes:
@@ -353,7 +363,7 @@ class TreeCore:
                     txn = Txn(self.state)
                     txn.put_node(KeywordNode(id=ROOT_ID, name="root", level=0, parent_id=None).to_row())
                     self._commit(txn, "init_root", "create root node")
-        return {"backend": self.store.backend, "rows": {kind: len(rows[kind]) for kind in KINDS}, "seq": top}
+        return {"backend": self.store.backend, "rows": counts, "seq": top}
 
     def _adopt_orphans(
         self, kind: str, kept: list[tuple[int, dict[str, Any]]], log_ops: set[Any]
@@ -433,10 +443,12 @@ class TreeCore:
         if top == self._known_size and epoch == self._epoch:
             return
         with self._lock:
-            if epoch != self._epoch or top < self._known_size:
+            if epoch != self._epoch:
                 self._reload()  # a restore replaced the tables
                 return
-            for seq, record in self.store.records_after(self._known_size):
+            # (``top`` may be older than our own commit made meanwhile: nothing is skipped,
+            # the scan starts from what this instance has applied)
+            for seq, record in self.store.scan_change_log(self._known_size + 1):
                 self._apply_record(record)
                 self._known_size = seq
 

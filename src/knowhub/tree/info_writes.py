@@ -85,7 +85,7 @@ class InfoWritesMixin(KeywordWritesMixin):
         meta = self._clean_metadata(metadata)
         with self._lock:
             self._check_open()
-            self._sync()
+            self._sync(force=True)
             ids = self._keyword_ids(keyword_ids)
             ios: list[dict[str, Any]] = []
             auto: dict[str, RelationType] = {}
@@ -194,7 +194,7 @@ class InfoWritesMixin(KeywordWritesMixin):
             raise InvalidInputError("specs must be a list of dicts")
         with self._lock:
             self._check_open()
-            self._sync()
+            self._sync(force=True)
             prepared = []
             ios: list[dict[str, Any]] = []
             for i, spec in enumerate(specs):

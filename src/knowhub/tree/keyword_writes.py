@@ -303,7 +303,7 @@ class KeywordWritesMixin(ReadsMixin):
         with self._lock:
             self._check_open()
             for attempt in range(CREATE_ATTEMPTS):
-                self._sync()
+                self._sync(force=True)  # a write: never from a stale view
                 ios: list[dict[str, Any]] = []
                 if parent_id is not None:
                     self._node_or_raise(parent_id)

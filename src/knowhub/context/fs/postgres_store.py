@@ -20,8 +20,8 @@ A move of a subtree and a recursive delete are one statement each, inside the sa
 
 Relation edges live in the node's row (:class:`~knowhub.context.fs.RelationStore` uses
 :meth:`edges` / :meth:`update_edges`); the commit audit and the provenance keys in
-:mod:`knowhub.context.fs.postgres_audit`. Raw session items still live under the local
-data dir (``account_dir``).
+:mod:`knowhub.context.fs.postgres_audit`, raw session items in
+:mod:`knowhub.context.session_items_postgres`. Nothing of the corpus is kept in the data dir.
 """
 
 from __future__ import annotations
@@ -129,8 +129,8 @@ class PostgresContextStore:
 
     Args:
         engine: a SQLAlchemy engine of a PostgreSQL database (psycopg 3).
-        data_dir: this process's local engine dir (quarantine of a damaged index copy,
-            raw session items); nothing in it is shared.
+        data_dir: this process's local engine dir (the quarantine of a damaged local
+            index copy); nothing in it is shared.
         lock_timeout_s: how long a writer waits for the account's lock.
         owns_engine: dispose of the engine on :meth:`close`.
     """
@@ -144,7 +144,6 @@ class PostgresContextStore:
         self.engine = engine
         self.data_dir = Path(data_dir)
         self.accounts_dir = self.data_dir / "accounts"
-        ensure_dir(self.accounts_dir)
         self.tx = PgTransactions(engine, lock_timeout_s=lock_timeout_s)
         self.lock_timeout_s = lock_timeout_s
         self._owns_engine = owns_engine
@@ -186,7 +185,8 @@ class PostgresContextStore:
         return ctx.account_id
 
     def account_dir(self, ctx: CtxLike) -> Path:
-        """This process's local directory of the account (raw session items only)."""
+        """A local directory of the account (the files contract has it; this store keeps
+        nothing there)."""
         path = safe_join(self.accounts_dir, self._account(ctx))
         ensure_dir(path)
         return path

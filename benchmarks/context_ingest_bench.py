@@ -1,0 +1,161 @@
+"""Context ingest speed with the default embedder (issue 19 §6).
+
+Commits synthetic long technical chats (``_tech_chats``: English and Chinese, long
+assistant replies with code; no benchmark text) through ``ContextEngineService`` with the
+E5 default and times, per run:
+
+* **end to end**: ``commit_session`` of every session followed by ``flush_index`` (the
+  session is searchable when it returns), summed over the chats;
+* **embedding alone**: the texts the projector handed to the embedder, in the same
+  batches, embedded again by the same embedder with nothing else running in the process.
+
+``overhead = end to end / embedding alone`` (1.0: the commit and index path adds nothing
+beyond the embedding); throughput = indexed nodes / end-to-end seconds. Each is also given
+in CPU seconds of the process (all its threads): on a shared machine wall time mostly
+measures the wait for a core, CPU time what the code costs.
+
+``--compare DIR`` runs the same workload, alternating, against another checkout's
+``src`` (``git archive <commit> src | tar -x -C DIR``), so before and after share the
+machine's load; each run is a fresh process and a fresh data dir.
+
+    python benchmarks/context_ingest_bench.py --chats 3 --sessions 4 --turns 10 \\
+        --rounds 2 --compare /tmp/base   # prints a table, --json writes the rows
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def run_once(chats: int, sessions: int, turns: int, seed: int) -> dict[str, Any]:
+    """One measurement in this process (``knowhub`` from whatever ``sys.path`` gives)."""
+    from _tech_chats import tech_chats
+
+    from knowhub.context.service import ContextEngineService
+    from knowhub.providers.multilingual import MultilingualE5Embedder
+    from knowhub.scope import RequestContext
+
+    batches: list[list[str]] = []
+    spent = [0.0]
+    spent_cpu = [0.0]
+
+    class Recording(MultilingualE5Embedder):
+        def embed_matrix(self, texts: Any) -> Any:
+            started, cpu = time.perf_counter(), time.process_time()
+            out = super().embed_matrix(texts)
+            spent[0] += time.perf_counter() - started
+            spent_cpu[0] += time.process_time() - cpu
+            batches.append(list(texts))
+            return out
+
+    embedder = Recording()
+    embedder.embed_matrix(["warm up the engine and its threads"] * 8)
+    batches.clear()
+    spent[0] = spent_cpu[0] = 0.0
+    data = tech_chats(chats, sessions, turns, seed=seed)
+    messages = sum(len(s) for chat in data for s in chat)
+    chars = sum(len(m["content"]) for chat in data for s in chat for m in s)
+    with tempfile.TemporaryDirectory() as tmp:
+        svc = ContextEngineService(tmp, embedder=embedder)
+        commit_s = 0.0
+        started, cpu = time.perf_counter(), time.process_time()
+        for i, chat in enumerate(data):
+            ctx = RequestContext("bench", f"u{i}", agent_id=f"a{i}")
+            for s, msgs in enumerate(chat):
+                t0 = time.perf_counter()
+                svc.commit_session(ctx, msgs, options={"session_id": f"s{s}"})
+                commit_s += time.perf_counter() - t0
+                svc.flush_index()
+        end_to_end = time.perf_counter() - started
+        end_to_end_cpu = time.process_time() - cpu
+        nodes = svc.index.count()
+        svc.close()
+    texts = [t for b in batches for t in b]
+    started, cpu = time.perf_counter(), time.process_time()
+    for batch in batches:
+        MultilingualE5Embedder.embed_matrix(embedder, batch)
+    alone = time.perf_counter() - started
+    alone_cpu = time.process_time() - cpu
+    # long texts (whole assistant replies with code, 1.5-6k characters): what a node or a
+    # knowledge item with a long text costs to embed
+    replies = [m["content"] for chat in data for s in chat for m in s if m["role"] == "assistant"]
+    long_texts = [("\n\n".join(replies[i : i + k]))[: 1500 * k] for k, i in ((1, 0), (2, 3), (4, 7), (2, 11))]
+    started, cpu = time.perf_counter(), time.process_time()
+    MultilingualE5Embedder.embed_matrix(embedder, long_texts)
+    long_s = time.perf_counter() - started
+    long_cpu = time.process_time() - cpu
+    return {
+        "long_texts": len(long_texts), "long_chars": sum(map(len, long_texts)), "long_embed_s": round(long_s, 3),
+        "long_embed_cpu_s": round(long_cpu, 3), "end_to_end_cpu_s": round(end_to_end_cpu, 3),
+        "embed_in_path_cpu_s": round(spent_cpu[0], 3), "embed_alone_cpu_s": round(alone_cpu, 3),
+        "overhead_cpu": round(end_to_end_cpu / alone_cpu, 3) if alone_cpu else None,
+        "nodes_per_cpu_s": round(nodes / end_to_end_cpu, 2),
+        "messages": messages, "message_chars": chars, "nodes": nodes, "embed_calls": len(batches),
+        "texts": len(texts), "text_chars": sum(map(len, texts)), "end_to_end_s": round(end_to_end, 3),
+        "commit_s": round(commit_s, 3), "embed_in_path_s": round(spent[0], 3), "embed_alone_s": round(alone, 3),
+        "overhead": round(end_to_end / alone, 3) if alone else None,
+        "nodes_per_s": round(nodes / end_to_end, 2), "messages_per_s": round(messages / end_to_end, 2),
+        "load_avg": os.getloadavg()[0],
+    }
+
+
+def _child(src: Path, args: argparse.Namespace) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    cmd = [sys.executable, __file__, "--child", "--chats", str(args.chats), "--sessions", str(args.sessions),
+           "--turns", str(args.turns), "--seed", str(args.seed)]
+    out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chats", type=int, default=3)
+    parser.add_argument("--sessions", type=int, default=4)
+    parser.add_argument("--turns", type=int, default=10, help="user/assistant pairs per session")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--compare", type=Path, help="another checkout's root (holding src/) to run alternately")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(run_once(args.chats, args.sessions, args.turns, args.seed)))
+        return
+    runs: dict[str, list[dict[str, Any]]] = {"this": []}
+    if args.compare:
+        runs["base"] = []
+    print(f"load average at start: {os.getloadavg()}", flush=True)
+    for r in range(args.rounds):
+        for name in runs:
+            src = REPO / "src" if name == "this" else args.compare / "src"
+            row = _child(src, args)
+            runs[name].append(row)
+            print(f"round {r + 1} {name}: {row}", flush=True)
+    print(f"load average at end: {os.getloadavg()}")
+    print("\n| code | nodes | texts embedded | end to end s (CPU s) | embedding alone s (CPU s) | overhead wall / CPU | "
+          "nodes/s | nodes per CPU s | long texts s (CPU s) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, rows in runs.items():
+        def med(key: str, rows: list[dict[str, Any]] = rows) -> float:
+            return statistics.median(row[key] for row in rows)
+        print(f"| {name} | {rows[0]['nodes']} | {rows[0]['texts']} | {med('end_to_end_s'):.1f} ({med('end_to_end_cpu_s'):.1f}) | "
+              f"{med('embed_alone_s'):.1f} ({med('embed_alone_cpu_s'):.1f}) | {med('overhead'):.2f} / {med('overhead_cpu'):.2f} | "
+              f"{med('nodes_per_s'):.2f} | {med('nodes_per_cpu_s'):.2f} | {med('long_embed_s'):.1f} ({med('long_embed_cpu_s'):.1f}) |")
+    if args.json:
+        args.json.write_text(json.dumps(runs, indent=1))
+
+
+if __name__ == "__main__":
+    main()
