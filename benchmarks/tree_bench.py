@@ -7,7 +7,8 @@ Run from the repository root::
     python benchmarks/tree_bench.py --sizes icd --queries 500 --out-json out.json
 
 Per size: bulk import (``batch_create_keywords`` in chunks), cold open in a fresh process
-from the JSONL files alone (``indexes/`` deleted) and with the persisted indexes, RSS per
+from the JSONL files alone (``indexes/`` deleted) and with the persisted state image
+(``indexes/state.img``; ``tree_open_bench.py`` compares it with another engine), RSS per
 node, exact-search latency (``search(name, use_agent=False)`` on random existing names,
 ``time.perf_counter_ns``), durable single writes (``create_keyword`` with an explicit
 parent; each one is acknowledged after an fsync) and the disk's own fsync cost.

@@ -12,7 +12,7 @@ from knowhub.cli.app import app as root_app
 from knowhub.cli.tree import app
 from knowhub.cli.tree_io import parse_json_tree, parse_jsonl_tree, parse_outline
 from knowhub.errors import InvalidInputError
-from knowhub.tree import KeywordTree
+from knowhub.tree import KeywordTree, image
 
 OUTLINE = """\
 # comment line
@@ -237,16 +237,23 @@ def test_history_undo_snapshot_restore_compact_check(runner: CliRunner, data: Pa
     assert code == 0 and json.loads(out)["ok"] is True
 
 
+def _tamper_image(data: Path) -> None:
+    """Empty the children map of the state image, keeping a valid CRC and fingerprint."""
+    path = image.image_path(data)
+    head, at = image.read_header(path)
+    payload = list(image.read_payload(path, head, at))
+    payload[5 + image.MAP_NAMES.index("children")] = {}
+    path.write_bytes(image.pack(tuple(payload), head["fingerprint"]))
+
+
 def test_check_finds_and_fixes_a_tampered_index(runner: CliRunner, data: Path) -> None:
     run(runner, data, "add", "Alpha", "--no-auto-place")
-    target = data / "indexes" / "children.json"
-    doc = json.loads(target.read_text(encoding="utf-8"))
-    target.write_text(json.dumps({"fingerprint": doc["fingerprint"], "data": {}}), encoding="utf-8")
+    _tamper_image(data)
     code, out = run(runner, data, "check")
     assert code == 1
     assert "index_mismatches" in out or "stale_persisted_indexes" in out
     # closing the tree re-persists the indexes from the rows; tamper again for --fix
-    target.write_text(json.dumps({"fingerprint": doc["fingerprint"], "data": {}}), encoding="utf-8")
+    _tamper_image(data)
     code, out = run(runner, data, "check", "--fix")
     assert code == 0, out
     assert "ok after fix" in out

@@ -4,6 +4,7 @@ writer at random moments, two processes writing one data directory, followers.""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import shutil
@@ -295,22 +296,28 @@ def test_commit_after_another_writer_died_mid_change_log_append(tmp_path: Path) 
     fresh.close()
 
 
-def test_crash_while_persisting_indexes_leaves_check_clean(tmp_path: Path) -> None:
-    """The index files are written one by one: a kill in between leaves a mixed set, which
-    the next open must rebuild and write again (check() after a crash is clean)."""
+def test_torn_state_image_falls_back_to_jsonl_and_is_rewritten(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The state image is written without fsync: after a power loss it may be cut short.
+    The next open loads the JSONL files instead (logged), writes a new image, and
+    check() is clean."""
     tree = KeywordTree(tmp_path / "kt", llm_client=StubLLMClient())
-    tree.create_keyword("A", llm_auto_place=False)
+    a = tree.create_keyword("A", llm_auto_place=False)
     tree.close()
-    children = tmp_path / "kt" / "indexes" / "children.json"
-    doc = json.loads(children.read_text())
-    doc["fingerprint"] = {"offset": 1, "sizes": {}}  # written at another moment than the rest
-    children.write_text(json.dumps(doc))
-    (tmp_path / "kt" / "indexes" / ".persisting").write_text("{}")  # left by the killed persist
-    reopened = KeywordTree(tmp_path / "kt", llm_client=StubLLMClient())
+    image_file = tmp_path / "kt" / "indexes" / "state.img"
+    image_file.write_bytes(image_file.read_bytes()[: image_file.stat().st_size // 2])
+    with caplog.at_level(logging.WARNING, logger="knowhub.tree"):
+        reopened = KeywordTree(tmp_path / "kt", llm_client=StubLLMClient())
+    assert reopened.load_report["adopted_persisted_indexes"] is False
+    assert reopened.load_report["image"].startswith("damaged")
+    assert any("state image" in r.getMessage() for r in caplog.records)
+    assert reopened.get_keyword(a.id).name == "A"
     report = reopened.check()
     assert report["ok"], report["counts"]
     assert report["persisted_indexes"] == "current"
     reopened.close()
+    again = KeywordTree(tmp_path / "kt", llm_client=StubLLMClient())
+    assert again.load_report["adopted_persisted_indexes"] is True
+    again.close()
 
 
 def test_new_data_dir_entries_are_fsynced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

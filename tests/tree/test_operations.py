@@ -129,12 +129,15 @@ def test_check_clean_and_damaged(tmp_path) -> None:
         damaged = {**row_b, "version": 9, "parent_id": "ghost", "level": 7}
         damaged.pop("op")  # rows without an op tag (legacy, compacted) are loaded as they are
         fh.write(json.dumps(damaged) + "\n")
-    (tmp_path / "kt" / "indexes" / "children.json").write_text(json.dumps({"fingerprint": {"x": 1}, "data": {}}))
     tree = KeywordTree(tmp_path / "kt", llm_client=StubLLMClient())
+    # the open rewrote the state image from the files; damage it while the tree is open
+    image_file = tmp_path / "kt" / "indexes" / "state.img"
+    image_file.write_bytes(image_file.read_bytes()[:-7] + b"garbage")
     report = tree.check()
     assert not report["ok"]
     assert report["issues"]["dangling_parents"] == [b.id]
     assert report["issues"]["stale_persisted_indexes"]
+    assert report["persisted_indexes"] == "invalid"
     fixed = tree.check(fix=True)
     assert fixed["fixed"]
     assert fixed["after_fix"]["ok"], fixed["after_fix"]

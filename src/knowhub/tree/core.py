@@ -19,11 +19,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from knowhub.errors import CorruptStoreError, InvalidInputError, NotFoundError
+from knowhub.errors import CorruptStoreError, InvalidInputError, NotFoundError, StorageError
 from knowhub.providers.llm import LLMClient, LocalAgent
 from knowhub.storage import ensure_dir
 from knowhub.storage.inuse import InUseLease
 from knowhub.text import BM25Index, DefaultNormalizer, MultiPatternMatcher, Normalizer
+from knowhub.tree import image
 from knowhub.tree.audit import DEFAULT_FILES, DEFAULT_MAX_AGE_S, DEFAULT_MAX_BYTES, DecisionAudit
 from knowhub.tree.caches import MRUCache, TreeCaches
 from knowhub.tree.indexes import TreeState
@@ -186,8 +187,15 @@ class TreeCore:
         ``adopt_orphans`` (or a change log shorter than its checkpoint): the change log
         lost records, so every entity row is kept (:meth:`_adopt_orphans`)."""
         repaired = self.store.repair_all()
-        self.state.dead_versions.update(self.store.read_tombstones())
         ckpt = self.store.read_checkpoint()
+        image_note = "not tried"
+        if not adopt_orphans and not ckpt.get("log_damaged"):
+            fast = self._load_from_image(ckpt)
+            if isinstance(fast, dict):
+                return {"repaired_bytes": repaired, **fast}
+            image_note = fast
+            self._fresh_state()
+        self.state.dead_versions.update(self.store.read_tombstones())
         records = list(self.store.scan_change_log(ckpt["offset"]))
         committed = {rec.get("operation_id") for _, rec in records}
         dropped = 0
@@ -219,15 +227,25 @@ class TreeCore:
         for off, rec in records:
             if rec.get("operation_id"):
                 self._op_offsets[rec["operation_id"]] = off
+        self.state.rebuild_maps()
+        had_root = ROOT_ID in self.state.nodes
+        self._finish_open(ckpt)
+        if rolled or dropped or log_damaged or (records and ckpt["offset"] == 0):
+            self._checkpoint()
+        # the next open starts from an image of this state instead of the JSONL
+        self._persist_indexes(on_open=True, maps_rebuilt=had_root)
+        return {
+            "repaired_bytes": repaired,
+            "replayed_ops": len(records),
+            "rolled_forward_rows": rolled,
+            "dropped_uncommitted_rows": dropped,
+            "adopted_persisted_indexes": False,
+            "image": image_note,
+        }
+
+    def _finish_open(self, ckpt: dict[str, Any]) -> None:
+        """Follow the change log from its end; create the root of a new tree."""
         size = self.store.change_log_size()
-        fp = self._fingerprint(size)
-        persisted_fp, maps = TreeState.read_persisted(self.data_dir)
-        if persisted_fp == fp and maps:
-            self.state.adopt_maps(maps)
-            adopted = True
-        else:
-            self.state.rebuild_maps()
-            adopted = False
         self.store.change_log.offset = size
         self._known_size = size
         self._ckpt = ckpt
@@ -235,20 +253,88 @@ class TreeCore:
             txn = Txn(self.state)
             txn.put_node(KeywordNode(id=ROOT_ID, name="root", level=0, parent_id=None).to_row())
             self._commit(txn, "init_root", "create root node")
-        if rolled or dropped or log_damaged or (records and ckpt["offset"] == 0):
+
+    def _load_from_image(self, ckpt: dict[str, Any]) -> dict[str, Any] | str:
+        """Open from the state image (:mod:`knowhub.tree.image`) plus the change-log tail
+        written after it; returns the load report, or why the JSONL load must run instead.
+
+        Nothing is changed before the image is known to be usable, except appending entity
+        rows the change log holds and the files lack (the roll-forward the JSONL load
+        would do too). Entity rows that only the files hold (no ``op`` tag, or an
+        operation the log lacks) need the JSONL load, which keeps or quarantines them.
+        """
+        path = image.image_path(self.data_dir)
+        try:
+            found = image.read_header(path)
+            if found is None:
+                return "missing"
+            head, at = found
+            fp = head["fingerprint"]
+            stale = image.stale_reason(fp, self.store.change_log_path, {k: self.store.entity_path(k) for k in KINDS})
+            if stale:
+                _log.info("state image %s not used: %s", path, stale)
+                return stale
+            if ckpt["offset"] == 0 and fp["offset"] > 0:
+                return "no checkpoint"
+            start = min(ckpt["offset"], fp["offset"])
+            records = list(self.store.scan_change_log(start))
+            missing = self._entity_tail_gaps(ckpt, fp, records)
+            if isinstance(missing, str):
+                _log.info("state image %s not used: %s", path, missing)
+                return missing
+            data = image.read_payload(path, head, at)
+            image.install(self.state, data)
+        except image.ImageError as exc:
+            _log.warning("state image %s not used, loading the JSONL files: %s", path, exc)
+            return f"damaged: {exc}"
+        rolled = 0
+        for kind, rows in missing.items():
+            if rows:
+                _log.warning("rolling forward %d %s row(s) a crashed writer left out", len(rows), kind)
+                self.store.append_rows(kind, rows)
+                rolled += len(rows)
+        tail = [rec for off, rec in records if off >= fp["offset"]]
+        self.state.replay(tail)
+        for off, rec in records:
+            if rec.get("operation_id"):
+                self._op_offsets[rec["operation_id"]] = off
+        self._finish_open(ckpt)
+        if rolled:
             self._checkpoint()
-            if not adopted:
-                self._persist_indexes()
-        elif TreeState.persist_interrupted(self.data_dir):
-            # a crash in the middle of persisting left files of different moments
-            self._persist_indexes()
+        if rolled or len(tail) >= self.persist_every_ops:
+            self._persist_indexes(on_open=True)
         return {
-            "repaired_bytes": repaired,
-            "replayed_ops": len(records),
+            "replayed_ops": len(tail),
             "rolled_forward_rows": rolled,
-            "dropped_uncommitted_rows": dropped,
-            "adopted_persisted_indexes": adopted,
+            "dropped_uncommitted_rows": 0,
+            "adopted_persisted_indexes": True,
+            "image": "used",
         }
+
+    def _entity_tail_gaps(
+        self, ckpt: dict[str, Any], fp: dict[str, Any], records: list[tuple[int, dict[str, Any]]]
+    ) -> dict[str, list[dict[str, Any]]] | str:
+        """Rows the entity files lack past the checkpoint (to roll forward), or why the
+        entity files hold rows the image and the log cannot explain."""
+        since_ckpt = [rec for off, rec in records if off >= ckpt["offset"]]
+        committed = {rec.get("operation_id") for rec in since_ckpt}
+        latest = latest_after_rows(since_ckpt)
+        gaps: dict[str, list[dict[str, Any]]] = {}
+        for kind in KINDS:
+            limit = ckpt["sizes"].get(kind, 0)
+            have: dict[str, int] = {}
+            for offset, row in self.store.entity[kind].scan(min(limit, int(fp["sizes"][kind]))):
+                op = row.get("op")
+                if op is None:
+                    return f"{kind} rows without an operation after the image"
+                if offset < limit:
+                    continue
+                if op not in committed:
+                    return f"uncommitted {kind} rows"
+                key = row_key(kind, row)
+                have[key] = max(have.get(key, 0), int(row.get("version", 1)))
+            gaps[kind] = [row for key, row in latest[kind].items() if have.get(key, 0) < int(row.get("version", 1))]
+        return gaps
 
     def _load_shared(self) -> dict[str, Any]:
         """Open on PostgreSQL: the newest row per id and the last ``seq`` from one snapshot
@@ -295,7 +381,10 @@ class TreeCore:
         return list(zip(self.store.entity[kind].rewrite(rows), rows, strict=True))
 
     def _fingerprint(self, change_log_offset: int) -> dict[str, Any]:
-        return {"offset": change_log_offset, "sizes": self.store.sizes()}
+        """What the state image reflects: the change log up to ``change_log_offset`` and
+        the entity files as they are now (sizes and tail hashes, see :mod:`.image`)."""
+        paths = {kind: self.store.entity_path(kind) for kind in KINDS}
+        return image.fingerprint(self.store.change_log_path, change_log_offset, paths)
 
     def _roll_forward(self, records: list[tuple[int, dict[str, Any]]]) -> int:
         """Re-append newest after-images the entity files lack; returns rows appended."""
@@ -529,10 +618,17 @@ class TreeCore:
         self._persist_indexes()
         self.caches.save(self._known_size)
 
-    def _persist_indexes(self) -> None:
+    def _persist_indexes(self, on_open: bool = False, maps_rebuilt: bool = False) -> None:
+        """Write the state image. On open a failure (a full disk) only costs the next
+        open its speed: it is logged, never raised."""
         if self.store.shared:
             return
-        self.state.persist(self.data_dir, self._fingerprint(self._known_size))
+        try:
+            self.state.persist(self.data_dir, self._fingerprint(self._known_size), maps_rebuilt)
+        except StorageError as exc:
+            if not on_open:
+                raise
+            _log.warning("could not write the state image: %s", exc)
         self._ops_since_persist = 0
 
     def flush(self) -> None:

@@ -6,9 +6,11 @@ loader, this process's own commits and the follower path that replays other proc
 change-log entries, so the three can never disagree. Tombstone versions are remembered so
 that versions stay monotonic per id (undo of a delete continues the numbering).
 
-The derived maps are persisted under ``indexes/`` with a *fingerprint* (byte sizes of the JSONL files and the change-log
-offset they reflect). A copy whose fingerprint does not match the files is stale and is
-rebuilt from the rows instead of trusted.
+The whole state, derived maps included, is persisted as one *state image* under
+``indexes/`` (:mod:`knowhub.tree.image`) with a fingerprint of the files it reflects; an
+open starts from it and replays the change-log records written after it (:meth:`replay`).
+An image that does not match the files, or is damaged, is ignored and the state is
+rebuilt from the rows.
 """
 
 from __future__ import annotations
@@ -17,9 +19,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from knowhub.storage import atomic_write_json
+from knowhub.tree import image
 from knowhub.tree.models import ROOT_ID, Info, InfoKeywordLink, KeywordNode, link_key
 
 NodeHook = Callable[[KeywordNode | None, KeywordNode | None], None]
@@ -27,7 +27,51 @@ LinkHook = Callable[[InfoKeywordLink | None, InfoKeywordLink | None], None]
 InfoHook = Callable[[Info | None, Info | None], None]
 
 INDEX_FILES = ("inverted", "children", "info_by_kw", "kw_by_info")
+#: Files of the format before the state image (one JSON file per map, and a marker).
+LEGACY_INDEX_FILES = tuple(f"{name}.json" for name in INDEX_FILES)
 PERSIST_MARKER = ".persisting"
+
+
+#: Largest inverted bucket kept as a sorted tuple (48 bytes for one id, against about 200
+#: for a one-entry dict, and faster to decode from the state image); larger ones are dicts
+#: so that adding to a very common key stays O(1).
+SMALL_BUCKET = 32
+
+
+def bucket_add(index: dict[str, Any], key: str, node_id: str) -> None:
+    """Add ``node_id`` under ``key`` of the inverted index (tuple or dict bucket)."""
+    bucket = index.get(key)
+    if bucket is None:
+        index[key] = (node_id,)
+    elif type(bucket) is tuple:
+        if node_id in bucket:
+            return
+        if len(bucket) < SMALL_BUCKET:
+            index[key] = tuple(sorted((*bucket, node_id)))
+        else:
+            grown = dict.fromkeys(bucket)
+            grown[node_id] = None
+            index[key] = grown
+    else:
+        bucket[node_id] = None
+
+
+def bucket_remove(index: dict[str, Any], key: str, node_id: str) -> None:
+    """Remove ``node_id`` from ``key`` of the inverted index; drop the key when empty."""
+    bucket = index.get(key)
+    if bucket is None:
+        return
+    if type(bucket) is tuple:
+        if node_id in bucket:
+            rest = tuple(i for i in bucket if i != node_id)
+            if rest:
+                index[key] = rest
+            else:
+                del index[key]
+    else:
+        bucket.pop(node_id, None)
+        if not bucket:
+            del index[key]
 
 
 class TreeState:
@@ -38,7 +82,9 @@ class TreeState:
         self.infos: dict[str, Info] = {}
         self.links: dict[str, InfoKeywordLink] = {}
         self.dead_versions: dict[tuple[str, str], int] = {}
-        self.inverted: dict[str, dict[str, None]] = {}
+        #: lookup key -> node ids: a sorted tuple (almost every key names one node), a
+        #: dict once a key names more than SMALL_BUCKET nodes (see :func:`bucket_add`)
+        self.inverted: dict[str, tuple[str, ...] | dict[str, None]] = {}
         self.children: dict[str, dict[str, None]] = {}
         self.info_by_kw: dict[str, dict[str, None]] = {}
         self.kw_by_info: dict[str, dict[str, None]] = {}
@@ -92,11 +138,7 @@ class TreeState:
         old = self.nodes.get(node_id)
         if old is not None:
             for key in old.normalized:
-                bucket = self.inverted.get(key)
-                if bucket is not None:
-                    bucket.pop(node_id, None)
-                    if not bucket:
-                        del self.inverted[key]
+                bucket_remove(self.inverted, key, node_id)
             if old.parent_id is not None and (row.get("deleted") or row.get("parent_id") != old.parent_id):
                 siblings = self.children.get(old.parent_id)
                 if siblings is not None:
@@ -113,7 +155,7 @@ class TreeState:
         node = KeywordNode.from_row(row)
         self.nodes[node_id] = node
         for key in node.normalized:
-            self.inverted.setdefault(key, {})[node_id] = None
+            bucket_add(self.inverted, key, node_id)
         if node.parent_id is not None:
             self.children.setdefault(node.parent_id, {})[node_id] = None
             self.children_dirty.add(node.parent_id)
@@ -151,11 +193,10 @@ class TreeState:
             )
             nodes[node_id] = node
             for key in node.normalized:
-                bucket = inverted.get(key)
-                if bucket is None:
-                    inverted[key] = {node_id: None}
+                if key in inverted:
+                    bucket_add(inverted, key, node_id)
                 else:
-                    bucket[node_id] = None
+                    inverted[key] = (node_id,)
             parent = node.parent_id
             bucket = children.get(parent)  # type: ignore[arg-type]
             if bucket is None:
@@ -299,54 +340,67 @@ class TreeState:
             "kw_by_info": _clean(self.kw_by_info, lambda i: True),
         }
 
-    def persist(self, base: Path, fingerprint: dict[str, Any]) -> None:
-        """Write the derived maps atomically, tagged with ``fingerprint``.
-
-        The files are replaced one by one; a marker file present for the duration tells the
-        next open that a mixed set is an interrupted persist (rewritten quietly), not damage.
-        """
-        maps = self.rebuilt_maps()
-        marker = base / "indexes" / PERSIST_MARKER
-        atomic_write_json(marker, fingerprint, durable=False)
-        for name in INDEX_FILES:
-            atomic_write_json(base / "indexes" / f"{name}.json", {"fingerprint": fingerprint, "data": maps[name]}, durable=False)
-        for stale in ("keywords", "infos"):  # id->offset files of earlier versions: never read
+    def persist(self, base: Path, fingerprint: dict[str, Any], maps_rebuilt: bool = False) -> None:
+        """Write the state image (:mod:`knowhub.tree.image`) tagged with ``fingerprint``,
+        with the maps in the order a rebuild makes them (``maps_rebuilt``: the state's
+        maps were just rebuilt, use them as they are), and drop the files of earlier
+        formats (per-map JSON files, id->offset files)."""
+        image.write(base, self, None if maps_rebuilt else self.rebuilt_maps(), fingerprint, SMALL_BUCKET)
+        for name in (*LEGACY_INDEX_FILES, PERSIST_MARKER):
+            (base / "indexes" / name).unlink(missing_ok=True)
+        for stale in ("keywords", "infos"):
             (base / stale / "index.json").unlink(missing_ok=True)
-        marker.unlink()
-
-    @staticmethod
-    def persist_interrupted(base: Path) -> bool:
-        """True when a :meth:`persist` was killed before it finished."""
-        return (base / "indexes" / PERSIST_MARKER).exists()
 
     @staticmethod
     def read_persisted(base: Path) -> tuple[dict[str, Any] | None, dict[str, dict[str, list[str]]]]:
-        """The persisted maps and their common fingerprint: ``(None, {})`` when there are
-        none, ``({"invalid": True}, {})`` when they are corrupt or from different moments."""
-        maps: dict[str, dict[str, list[str]]] = {}
-        fingerprint: dict[str, Any] | None = None
-        invalid: dict[str, Any] = {"invalid": True}
-        paths = [base / "indexes" / f"{name}.json" for name in INDEX_FILES]
-        if not any(p.exists() for p in paths):
-            return None, {}
-        for name, path in zip(INDEX_FILES, paths, strict=True):
-            try:
-                doc = orjson.loads(path.read_bytes())
-            except (OSError, orjson.JSONDecodeError):
-                return invalid, {}
-            if not isinstance(doc, dict) or not isinstance(doc.get("data"), dict):
-                return invalid, {}
-            if fingerprint is None:
-                fingerprint = doc.get("fingerprint")
-            elif doc.get("fingerprint") != fingerprint:
-                return invalid, {}
-            maps[name] = doc["data"]
-        return fingerprint, maps
+        """The maps of the state image and its fingerprint (for ``check``): ``(None, {})``
+        when there is none, ``({"invalid": True}, {})`` when it is damaged."""
+        path = image.image_path(base)
+        try:
+            found = image.read_header(path)
+            if found is None:
+                return None, {}
+            head, at = found
+            return head["fingerprint"], image.maps_of(image.read_payload(path, head, at))
+        except image.ImageError:
+            return {"invalid": True}, {}
+
+    def replay(self, records: Iterable[dict[str, Any]]) -> None:
+        """Apply change-log records written after an image was taken, then put every
+        children and link bucket they touched in the order a rebuild makes (sorted; the
+        inverted buckets are kept sorted anyway), so that an image plus its tail opens to
+        the same state as a load of the JSONL files."""
+        parents: set[str] = set()
+        kws: set[str] = set()
+        infos: set[str] = set()
+        for record in records:
+            after = record.get("after") or {}
+            for row in after.get("nodes") or ():
+                old = self.nodes.get(row["id"])
+                if old is not None:
+                    parents.add(old.parent_id)  # type: ignore[arg-type]
+                parents.add(row.get("parent_id"))  # type: ignore[arg-type]
+                self.apply_node(row)
+            for row in after.get("infos") or ():
+                self.apply_info(row)
+            for row in after.get("links") or ():
+                kws.add(row["keyword_id"])
+                infos.add(row["info_id"])
+                self.apply_link(row)
+        for index, keys in ((self.children, parents), (self.info_by_kw, kws), (self.kw_by_info, infos)):
+            for key in keys:
+                bucket = index.get(key)
+                if bucket is None:
+                    continue
+                if bucket:
+                    index[key] = dict.fromkeys(sorted(bucket))
+                else:
+                    del index[key]
 
     def adopt_maps(self, maps: dict[str, dict[str, list[str]]]) -> None:
         """Install persisted maps (fingerprint already verified) instead of rebuilding."""
         self.children_dirty = set(self.nodes)
-        self.inverted = {k: dict.fromkeys(v) for k, v in maps["inverted"].items()}
+        self.inverted = {k: tuple(v) if len(v) <= SMALL_BUCKET else dict.fromkeys(v) for k, v in maps["inverted"].items()}
         self.children = {k: dict.fromkeys(v) for k, v in maps["children"].items()}
         self.info_by_kw = {k: dict.fromkeys(v) for k, v in maps["info_by_kw"].items()}
         self.kw_by_info = {k: dict.fromkeys(v) for k, v in maps["kw_by_info"].items()}
@@ -357,6 +411,9 @@ class TreeState:
 
     def bulk_load(self, kind: str, rows: Iterable[tuple[int, dict[str, Any]]]) -> None:
         """Load rows from an entity file without maintaining maps (call rebuild/adopt after)."""
+        # a live row drops the id's tombstone, as apply_* does, so that the tombstones
+        # are the same whichever way the state was built (image, replay or JSONL)
+        dead = self.dead_versions
         if kind == "node":
             nodes = self.nodes
             for _offset, row in rows:
@@ -368,8 +425,10 @@ class TreeState:
                     continue
                 if row.get("deleted"):
                     nodes.pop(node_id, None)
-                    self.dead_versions[("node", node_id)] = version
+                    dead[("node", node_id)] = version
                 else:
+                    if dead:  # a tombstone followed by a newer live row (undo of a delete)
+                        dead.pop(("node", node_id), None)
                     nodes[node_id] = KeywordNode.from_row(row)
         elif kind == "info":
             for _offset, row in rows:
@@ -381,6 +440,7 @@ class TreeState:
                     self.infos.pop(info_id, None)
                     self.dead_versions[("info", info_id)] = version
                 else:
+                    dead.pop(("info", info_id), None)
                     self.infos[info_id] = Info.from_row(row)
         else:
             for _offset, row in rows:
@@ -392,6 +452,7 @@ class TreeState:
                     self.links.pop(key, None)
                     self.dead_versions[("link", key)] = version
                 else:
+                    dead.pop(("link", key), None)
                     self.links[key] = InfoKeywordLink.from_row(row)
 
     def counts(self) -> dict[str, int]:
@@ -403,4 +464,4 @@ class TreeState:
         }
 
 
-__all__ = ["INDEX_FILES", "TreeState"]
+__all__ = ["INDEX_FILES", "SMALL_BUCKET", "TreeState", "bucket_add", "bucket_remove"]
