@@ -93,9 +93,13 @@ def test_runner_on_a_few_cases(bench: ModuleType, tmp_path: Path) -> None:
     assert "| **overall** |" in out_md.read_text(encoding="utf-8")
 
 
-def test_errors_refuse_the_heldout_split(bench: ModuleType) -> None:
+def test_errors_refuse_the_heldout_set(bench: ModuleType) -> None:
+    """Issue 19 §4: the first file is all development data; the second fresh file is held out."""
+    fresh = DATA.parent / "knowledge_extraction_fresh.json"
     with pytest.raises(SystemExit):
-        bench.main(["--errors", "--split", "heldout"])
+        bench.main(["--errors", "--data", str(fresh)])
+    with pytest.raises(SystemExit):
+        bench.main(["--errors", "--split", "fresh", "--data", str(fresh)])
 
 
 def test_the_second_fresh_set_is_bilingual_and_new(cases: list[dict]) -> None:
