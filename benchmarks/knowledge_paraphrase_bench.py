@@ -128,10 +128,12 @@ def run(embedder_name: str, choose: bool) -> dict[str, Any]:
         "embedder": embedder_name,
         "items": len(data["items"]),
         "min_cosine": round(model.min_cosine, 3),
-        "min_cosine_alone": model.min_cosine_alone,
-        "without_floor": {s: summarize({k: select_ids(dataclasses.replace(
-            model, min_cosine_alone=None), c) for k, c in cands.items()}, data, s) for s in ("dev", "test")},
+        "min_cosine_alone": getattr(model, "min_cosine_alone", None),
     }
+    if hasattr(model, "min_cosine_alone"):  # absent on an engine from before the floor
+        plain = dataclasses.replace(model, min_cosine_alone=None)
+        report["without_floor"] = {s: summarize({k: select_ids(plain, c) for k, c in cands.items()}, data, s)
+                                   for s in ("dev", "test")}
     for name, ranked in (("engine", engine), ("bm25", bm25), ("cosine_top5", cosine)):
         report[name] = {s: summarize(ranked, data, s) for s in ("dev", "test")}
     if choose:
@@ -149,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     report = run(args.embedder, args.choose)
     print(f"{'ranking':<14} {'split':<5} {'n':>3} {'success@1':>9} {'success@5':>9} {'no hit':>7} {'false hit':>9}")
     for name in ("without_floor", "engine", "bm25", "cosine_top5"):
-        for split, got in report[name].items():
+        for split, got in report.get(name, {}).items():
             print(f"{name:<14} {split:<5} {got['queries']:>3} {got['success@1']:>9} {got['success@5']:>9} "
                   f"{got['no_hit']:>7} {got['false_hit']:>6} of {got['unanswerable']}")
     print(f"embedder {report['embedder']}, {report['items']} items, min_cosine {report['min_cosine']}, "

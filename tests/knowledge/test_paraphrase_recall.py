@@ -28,7 +28,16 @@ def test_with_lexical_evidence_the_usual_floor_stays() -> None:
     word = Candidate("word", 1.0, 0.05, 0.8)
     near = Candidate("near", 0.0, 0.23, 0.0)
     strong = Candidate("strong", 0.0, 0.35, 0.0)
-    assert [kid for kid, _ in MODEL.select([word, near, strong])] == ["word", "strong"]
+    assert {kid for kid, _ in MODEL.select([word, near, strong])} == {"word", "strong"}
+
+
+def test_a_word_the_collection_barely_knows_does_not_outrank_meaning() -> None:
+    """Relevance fuses coverage, not the raw lexical share: an off-topic item that holds the
+    one known word of a mostly unknown query (lexical 1.0, coverage 0.3) ranks below the
+    item that means the same (cosine 0.35)."""
+    off_topic = Candidate("off-topic", 1.0, 0.05, 0.3)
+    meaning = Candidate("meaning", 0.0, 0.35, 0.0)
+    assert [kid for kid, _ in MODEL.select([off_topic, meaning])] == ["meaning", "off-topic"]
 
 
 def test_unrelated_cosines_stay_out() -> None:

@@ -136,7 +136,11 @@ class RelevanceModel:
     tier_width: float = 0.25
 
     def relevance(self, candidate: Candidate) -> float:
-        return candidate.lexical + self.vector_weight * candidate.cosine
+        """``coverage + vector_weight * cosine``: the lexical share counts only as far as the
+        knowledge base knows the query's words (all of it when it knows them all), so one
+        common word an off-topic item shares with a paraphrase does not outrank meaning."""
+        coverage = candidate.lexical if candidate.coverage is None else candidate.coverage
+        return coverage + self.vector_weight * candidate.cosine
 
     def lexical_match(self, candidate: Candidate) -> bool:
         coverage = candidate.lexical if candidate.coverage is None else candidate.coverage
