@@ -163,6 +163,12 @@ class RelevanceModel:
         best = max(score for _id, score in scored)
         floor = self.relative_cutoff * best
         kept = [(kid, score) for kid, score in scored if score >= floor and score > 0]
+        if alone and self.min_cosine_alone:
+            # On meaning alone only the cosine above the floor is evidence: scored from the
+            # floor up, near-equal cosines do not make one flat relevance tier (inside
+            # which quality and "profiles first" would decide the order).
+            base = self.vector_weight * self.min_cosine_alone
+            kept = [(kid, max(score - base, 1e-9)) for kid, score in kept]
         kept.sort(key=lambda row: (-row[1], row[0]))
         return kept
 
