@@ -61,3 +61,13 @@ def test_the_labelled_queries_share_no_word_with_their_items() -> None:
             item = items[kid]
             shared = _words(query["query"]) & _words(f"{item['task']}\n{item['content']}")
             assert not shared, (query["id"], kid, shared)
+
+
+def test_on_meaning_alone_relevance_counts_from_the_floor() -> None:
+    """Cosines 0.28 and 0.23 would share relevance tier 0 (profiles first would then order
+    them); counted from the 0.20 floor up, the nearer item is a tier ahead."""
+    picked = dict(MODEL.select([Candidate("near", 0.0, 0.28, 0.0), Candidate("less", 0.0, 0.23, 0.0)]))
+    assert list(picked) == ["near", "less"]
+    assert abs(picked["near"] - 3 * 0.08) < 1e-9
+    assert MODEL.tier(picked["less"], picked["near"]) >= 2
+    assert MODEL.tier(3 * 0.23, 3 * 0.28) == 0  # what the flat scores gave
