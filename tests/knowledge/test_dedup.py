@@ -169,3 +169,15 @@ def test_a_save_needs_close_contents_and_agreeing_identifiers() -> None:
     assert near_duplicate(0.9, a, b, content_related=0.95, **kw) is None  # nginx swapped for httpd
     # slim (no min_content) judges as before
     assert near_duplicate(0.9, a, b, min_related=0.8, min_lexical=1.01).startswith("relatedness")
+
+
+def test_a_swapped_flag_never_merges_on_wording_either(hub: KnowledgeHub, alice) -> None:
+    soft = {"task": "Undo the last commit", "types": ["tool"],
+            "content": "Run git reset --soft HEAD~1 to undo the last commit on this branch."}
+    hard = {**soft, "content": soft["content"].replace("--soft", "--hard")}
+    a, b = (f"{x['task']}\n{x['content']}" for x in (soft, hard))
+    assert near_duplicate(0.99, a, b, min_related=0.8, min_lexical=0.8) is not None  # slim would
+    assert near_duplicate(0.99, a, b, min_related=0.8, min_lexical=0.8, content_related=0.99,
+                          min_content=0.8) is None
+    first, second = hub.save(alice, soft), hub.save(alice, hard)
+    assert second.id != first.id and second.merged is None

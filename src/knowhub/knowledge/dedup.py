@@ -137,21 +137,19 @@ def near_duplicate(
     is computed only when that does not already decide. Texts whose numbers differ
     (versions, ports, sizes) are never near-duplicates: the labelled pairs' closest false
     merges were "Node 18" against "Node 20" and "20 connections" against "5". With
-    ``min_content`` (save), relatedness also needs ``content_related`` (the contents'
-    rescaled cosine) at or above it and agreeing :func:`identifiers`.
+    ``min_content`` (save), the texts' :func:`identifiers` must agree too, and relatedness
+    also needs ``content_related`` (the contents' rescaled cosine) at or above it.
     """
     if normalize(text_a) == normalize(text_b):
         return "identical text"
     if _numbers(text_a) != _numbers(text_b):
         return None  # another version, port or limit is another fact, however close the wording
+    if min_content is not None and not identifiers_agree(text_a, text_b):
+        return None  # a swapped command, flag or file is another recipe ("--soft" / "--hard")
     if related >= min_related:
         if min_content is None:
             return f"relatedness {related:.2f}"
-        if (
-            content_related is not None
-            and content_related >= min_content
-            and identifiers_agree(text_a, text_b)
-        ):
+        if content_related is not None and content_related >= min_content:
             return f"relatedness {related:.2f}, content {content_related:.2f}"
     lexical = similarity(text_a, text_b)
     if lexical >= min_lexical:
