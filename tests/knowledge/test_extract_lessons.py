@@ -104,4 +104,7 @@ def test_profile_and_plan_cues(text: str, expected: list[str]) -> None:
 
 def test_a_past_tense_never_is_a_remark_not_a_constraint() -> None:
     assert _labels(("user", "Never noticed that option before.")) == []
+    assert _labels(("user", "Never used that flag before.")) == []
     assert _labels(("user", "Never commit secrets to the repo.")) == ["user_profile:constraint"]
+    assert _labels(("user", "Never embed API keys in Docker images.")) == ["user_profile:constraint"]
+    assert _labels(("user", "Never exceed two retries per request.")) == ["user_profile:constraint"]

@@ -247,7 +247,11 @@ _IRREGULAR_PAST = {
 
 def _past_tense(verb: str) -> bool:
     """An English past form: an imperative takes the base form ("never thought" remarks)."""
-    return verb in _IRREGULAR_PAST or (verb.endswith("ed") and len(verb) > 4 and verb != "need")
+    if verb in _IRREGULAR_PAST:
+        return True
+    # -ed, but not the base forms that end in it (need, proceed, feed; embed, shed, shred)
+    return verb.endswith("ed") and len(verb) > 3 and not verb.endswith("eed") and verb not in {
+        "embed", "shed", "shred", "wed", "bed", "sled"}
 
 
 def _constraint(sentence: str) -> bool:
