@@ -4,13 +4,17 @@ Run from the repository root::
 
     python benchmarks/extraction_bench.py                       # dev and held-out
     python benchmarks/extraction_bench.py --split dev --errors  # what to look at while tuning
+    python benchmarks/extraction_bench.py --data benchmarks/data/knowledge_extraction_fresh.json
+                                                                # issue 19 §4's held-out set
     python benchmarks/extraction_bench.py --out-md out.md --out-json out.json
 
 Data: ``benchmarks/data/knowledge_extraction_labelled.json``: agent-conversation utterances
 (Chinese, English, mixed), each with the knowledge items it should yield or none. A case is
 ``dev``, ``heldout`` or ``fresh``. The dev/held-out split (``sha256(id) mod 3``) was fixed
 before the rules were tuned, and only the dev errors may be looked at while choosing rules
-(``--errors`` refuses the other splits). The same person wrote the dev and held-out cases
+(``--errors`` refused the other splits). Since issue 19 §4 the whole of that file is the
+development set, and ``knowledge_extraction_fresh.json`` (written before that round of rule
+changes) is held out: ``--errors`` refuses it. The same person wrote the dev and held-out cases
 and the rules, so the ``fresh`` cases were written after the rules were frozen, as the less
 biased estimate of how they do on new text.
 
@@ -111,7 +115,7 @@ def run(cases: list[dict[str, Any]], splits: Iterable[str], errors: bool = False
             if not expected:
                 negatives.setdefault(case["split"], Counter())["cases"] += 1
                 negatives[case["split"]]["clean"] += int(not got)
-            if errors and case["split"] == "dev" and expected != got:
+            if errors and expected != got:
                 text = " | ".join(m["content"] for m in case["messages"])
                 mistakes.append(
                     {
@@ -166,8 +170,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-md", type=Path)
     parser.add_argument("--out-json", type=Path)
     args = parser.parse_args(argv)
-    if args.errors and args.split != "dev":
-        parser.error("--errors is for tuning and needs --split dev (held-out errors stay unseen)")
+    if args.errors and (args.split != "dev" and args.data.resolve() != DATA.resolve()):
+        # issue 19 §4: the whole first file is the development set now; the second fresh
+        # set (knowledge_extraction_fresh.json) is the held-out one
+        parser.error("--errors is for tuning: the development file, or --split dev (held-out errors stay unseen)")
     cases = load_cases(args.data)
     if args.limit > 0:
         cases = cases[: args.limit]

@@ -12,8 +12,14 @@ The thresholds are chosen on the dev half (even pair numbers): the pair of thres
 no false merge there that merges the most duplicates, ties to the stricter one. The test
 half (odd numbers) reports the false-merge rate (different items merged / different
 pairs) and the missed-merge rate (duplicates kept apart / duplicate pairs) at the chosen
-thresholds, at the engine's constants (``SAVE_RELATEDNESS``, ``SAVE_LEXICAL``) and, for
-contrast, at slim's looser ones (slim merges only after a reviewed plan).
+thresholds, at the engine's constants (``SAVE_RELATEDNESS``, ``SAVE_CONTENT_RELATEDNESS``,
+``SAVE_LEXICAL``) and, for contrast, at slim's looser ones (slim merges only after a
+reviewed plan, and does not look at contents or identifiers) and at the save's thresholds
+before issue 19 §4's second round (whole-text relatedness 0.94 alone).
+
+A save's judgement needs the contents' relatedness too: each side's content is embedded
+alone as well. The grid evaluates ``near_duplicate`` itself thousands of times, so its pure
+text helpers are memoized here (same answers, computed once per text).
 
     python benchmarks/knowledge_dedup_bench.py --embedder hashing
     python benchmarks/knowledge_dedup_bench.py --embedder e5
@@ -22,6 +28,7 @@ contrast, at slim's looser ones (slim merges only after a reviewed plan).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -30,15 +37,26 @@ from typing import Any
 
 import numpy as np
 
-from knowhub.knowledge.dedup import SAVE_LEXICAL, SAVE_RELATEDNESS, dedup_text, near_duplicate
+from knowhub.knowledge import dedup
+from knowhub.knowledge.dedup import (
+    SAVE_CONTENT_RELATEDNESS,
+    SAVE_LEXICAL,
+    SAVE_RELATEDNESS,
+    content_text,
+    dedup_text,
+    near_duplicate,
+)
 from knowhub.knowledge.models import Knowledge
 from knowhub.knowledge.search import embed_text
 from knowhub.knowledge.slim import COSINE_THRESHOLD, LEXICAL_THRESHOLD
 from knowhub.providers.embedding import HashingEmbedder, relatedness
 
 DATA = Path(__file__).resolve().parent / "data" / "knowledge_dedup_pairs.jsonl"
-RELATED_GRID = [round(0.80 + 0.01 * i, 2) for i in range(21)] + [1.01]  # 1.01: off
-LEXICAL_GRID = [round(0.50 + 0.05 * i, 2) for i in range(10)] + [1.01]
+RELATED_GRID = [round(0.80 + 0.01 * i, 2) for i in range(20)] + [1.01]  # 1.01: off
+CONTENT_GRID = [round(0.80 + 0.01 * i, 2) for i in range(20)]
+LEXICAL_GRID = [0.8, 0.85, 0.9, 0.95, 1.01]
+#: Thresholds of the save before the content and identifier checks (for contrast).
+BEFORE = (0.94, None, 0.9)
 
 
 def load_pairs(path: Path = DATA) -> list[dict[str, Any]]:
@@ -50,22 +68,32 @@ def _item(side: dict[str, str]) -> Knowledge:
                      scopes=["u"])
 
 
-def signals(pairs: list[dict[str, Any]], embedder: Any) -> list[tuple[float, str, str]]:
-    """(relatedness, text a, text b) per pair, embedded as the index embeds items."""
+def signals(pairs: list[dict[str, Any]], embedder: Any) -> list[tuple[float, float, str, str]]:
+    """(relatedness, content relatedness, text a, text b) per pair, embedded as the index
+    embeds items and as a save embeds contents."""
     texts = [embed_text(_item(p[side])) for p in pairs for side in ("a", "b")]
+    contents = [content_text(p[side]["content"]) for p in pairs for side in ("a", "b")]
     matrix = np.asarray(embedder.embed_matrix(texts), dtype=np.float64)
+    content_matrix = np.asarray(embedder.embed_matrix(contents), dtype=np.float64)
     out = []
     for i, p in enumerate(pairs):
-        cosine = float(matrix[2 * i] @ matrix[2 * i + 1])
-        related = float(relatedness(embedder, np.array([cosine]))[0])
-        out.append((related, dedup_text(**p["a"]), dedup_text(**p["b"])))
+        cosines = np.array([matrix[2 * i] @ matrix[2 * i + 1], content_matrix[2 * i] @ content_matrix[2 * i + 1]])
+        related, content = (float(x) for x in relatedness(embedder, cosines))
+        out.append((related, content, dedup_text(**p["a"]), dedup_text(**p["b"])))
     return out
 
 
-def rates(rows: list[tuple[bool, float, str, str]], min_related: float, min_lexical: float) -> dict[str, Any]:
+def _memoize_text_helpers() -> None:
+    for name in ("normalize", "similarity", "_numbers", "identifiers"):
+        setattr(dedup, name, functools.lru_cache(maxsize=None)(getattr(dedup, name)))
+
+
+def rates(rows: list[tuple[bool, float, float, str, str]], min_related: float, min_lexical: float,
+          min_content: float | None = SAVE_CONTENT_RELATEDNESS) -> dict[str, Any]:
     fm = mm = dup = diff = 0
-    for label, related, a, b in rows:
-        merged = near_duplicate(related, a, b, min_related=min_related, min_lexical=min_lexical) is not None
+    for label, related, content, a, b in rows:
+        merged = near_duplicate(related, a, b, min_related=min_related, min_lexical=min_lexical,
+                                content_related=content, min_content=min_content) is not None
         if label:
             dup += 1
             mm += not merged
@@ -77,17 +105,19 @@ def rates(rows: list[tuple[bool, float, str, str]], min_related: float, min_lexi
             "missed_merge_rate": round(mm / dup, 3) if dup else 0.0}
 
 
-def choose(rows: list[tuple[bool, float, str, str]]) -> tuple[float, float]:
-    """No false merge on ``rows``, fewest missed merges, then the strictest thresholds."""
+def choose(rows: list[tuple[bool, float, float, str, str]]) -> tuple[float, float, float]:
+    """No false merge on ``rows``, fewest missed merges, then the strictest thresholds:
+    (min_related, min_content, min_lexical)."""
     best: tuple[Any, ...] | None = None
     for r in RELATED_GRID:
-        for lex in LEXICAL_GRID:
-            got = rates(rows, r, lex)
-            key = (got["false_merge"], got["missed_merge"], -r, -lex)
-            if best is None or key < best[0]:
-                best = (key, r, lex)
+        for c in CONTENT_GRID:
+            for lex in LEXICAL_GRID:
+                got = rates(rows, r, lex, c)
+                key = (got["false_merge"], got["missed_merge"], -r, -c, -lex)
+                if best is None or key < best[0]:
+                    best = (key, r, c, lex)
     assert best is not None
-    return best[1], best[2]
+    return best[1], best[2], best[3]
 
 
 def build_embedder(name: str) -> Any:
@@ -104,33 +134,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-json", type=Path)
     args = parser.parse_args(argv)
     pairs = load_pairs()
+    _memoize_text_helpers()
     started = time.perf_counter()
     embedder = build_embedder(args.embedder)
     sig = signals(pairs, embedder)
     rows = [(bool(p["duplicate"]), *s) for p, s in zip(pairs, sig, strict=True)]
     dev = [r for i, r in enumerate(rows) if i % 2 == 0]
     test = [r for i, r in enumerate(rows) if i % 2 == 1]
-    r, lex = choose(dev)
+    r, c, lex = choose(dev)
+
+    def part(related: float, content: float | None, lexical: float) -> dict[str, Any]:
+        return {"min_related": related, "min_content": content, "min_lexical": lexical,
+                "dev": rates(dev, related, lexical, content), "test": rates(test, related, lexical, content)}
+
     report = {
         "embedder": args.embedder,
         "pairs": len(rows),
-        "chosen_on_dev": {"min_related": r, "min_lexical": lex, "dev": rates(dev, r, lex),
-                          "test": rates(test, r, lex)},
-        "engine_constants": {"min_related": SAVE_RELATEDNESS, "min_lexical": SAVE_LEXICAL,
-                             "dev": rates(dev, SAVE_RELATEDNESS, SAVE_LEXICAL),
-                             "test": rates(test, SAVE_RELATEDNESS, SAVE_LEXICAL)},
-        "slim_thresholds": {"min_related": COSINE_THRESHOLD, "min_lexical": LEXICAL_THRESHOLD,
-                            "dev": rates(dev, COSINE_THRESHOLD, LEXICAL_THRESHOLD),
-                            "test": rates(test, COSINE_THRESHOLD, LEXICAL_THRESHOLD)},
+        "chosen_on_dev": part(r, c, lex),
+        "engine_constants": part(SAVE_RELATEDNESS, SAVE_CONTENT_RELATEDNESS, SAVE_LEXICAL),
+        "save_before": part(*BEFORE),
+        "slim_thresholds": part(COSINE_THRESHOLD, None, LEXICAL_THRESHOLD),
         "seconds": round(time.perf_counter() - started, 1),
     }
-    print(f"{'thresholds':<34} {'half':<5} {'false merge':>14} {'missed merge':>14}")
-    for name in ("chosen_on_dev", "engine_constants", "slim_thresholds"):
-        part = report[name]
-        label = f"{name} rel>={part['min_related']} lex>={part['min_lexical']}"
+    print(f"{'thresholds':<44} {'half':<5} {'false merge':>14} {'missed merge':>14}")
+    for name in ("chosen_on_dev", "engine_constants", "save_before", "slim_thresholds"):
+        part_ = report[name]
+        label = f"{name} rel>={part_['min_related']} con>={part_['min_content']} lex>={part_['min_lexical']}"
         for half in ("dev", "test"):
-            got = part[half]
-            print(f"{label:<34} {half:<5} {got['false_merge']:>3}/{got['different']:<3} {got['false_merge_rate']:>6} "
+            got = part_[half]
+            print(f"{label:<44} {half:<5} {got['false_merge']:>3}/{got['different']:<3} {got['false_merge_rate']:>6} "
                   f"{got['missed_merge']:>3}/{got['duplicates']:<3} {got['missed_merge_rate']:>6}")
     print(f"embedder {args.embedder}, {len(rows)} pairs, {report['seconds']} s")
     if args.out_json:

@@ -93,6 +93,26 @@ def test_runner_on_a_few_cases(bench: ModuleType, tmp_path: Path) -> None:
     assert "| **overall** |" in out_md.read_text(encoding="utf-8")
 
 
-def test_errors_refuse_the_heldout_split(bench: ModuleType) -> None:
+def test_errors_refuse_the_heldout_set(bench: ModuleType) -> None:
+    """Issue 19 §4: the first file is all development data; the second fresh file is held out."""
+    fresh = DATA.parent / "knowledge_extraction_fresh.json"
     with pytest.raises(SystemExit):
-        bench.main(["--errors", "--split", "heldout"])
+        bench.main(["--errors", "--data", str(fresh)])
+    with pytest.raises(SystemExit):
+        bench.main(["--errors", "--split", "fresh", "--data", str(fresh)])
+
+
+def test_the_second_fresh_set_is_bilingual_and_new(cases: list[dict]) -> None:
+    """Issue 19 §4's held-out set: its own file, both languages, negatives, no shared text."""
+    fresh = json.loads((DATA.parent / "knowledge_extraction_fresh.json").read_text(encoding="utf-8"))
+    rows = fresh["cases"]
+    assert len(rows) >= 50 and len({c["id"] for c in rows}) == len(rows)
+    langs = Counter(c["lang"] for c in rows)
+    assert langs["en"] >= 20 and langs["zh"] >= 15
+    assert sum(not c["expected"] for c in rows) >= 15
+    assert sum(len(c["messages"]) > 1 for c in rows) >= 8  # lessons inside conversations
+    old = {m["content"] for c in cases for m in c["messages"]}
+    assert not old & {m["content"] for c in rows for m in c["messages"]}
+    for case in rows:
+        for item in case["expected"]:
+            assert item["type"] in KNOWLEDGE_TYPES, case["id"]

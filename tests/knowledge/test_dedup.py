@@ -143,3 +143,41 @@ def test_near_duplicate_judgement() -> None:
     assert near_duplicate(0.99, "port 8080", "port 8081", min_related=0.9, min_lexical=0.9) is None
     assert near_duplicate(0.95, "x", "y", min_related=0.9, min_lexical=0.9).startswith("relatedness")
     assert near_duplicate(0.1, "x", "y", min_related=0.9, min_lexical=0.9) is None
+
+
+def test_identifiers_are_the_code_words() -> None:
+    from knowhub.knowledge.dedup import identifiers, identifiers_agree
+
+    assert identifiers("Run `lsof -i :8080` to find it") == {"i", "8080"}
+    assert identifiers("用 lsof -i:8080 查看") == identifiers("用 lsof -i :8080 查看") == {"lsof", "i", "8080"}
+    assert identifiers("Use git reset --soft HEAD~1") == {"soft", "head", "1"}
+    assert identifiers("执行 docker system prune") == {"docker", "system", "prune"}
+    assert identifiers("Set NODE_OPTIONS in package.json, see maxOldSpace") == {
+        "node_options", "package", "json", "maxoldspace"}
+    assert identifiers_agree("用 docker logs -f 查看", "用 docker logs -f 查看，加 --tail 100")  # an addition
+    assert not identifiers_agree("用 docker logs -f 查看", "用 kubectl logs -f 查看")  # a swap
+    assert not identifiers_agree("git reset --soft HEAD~1", "git reset --hard HEAD~1")
+
+
+def test_a_save_needs_close_contents_and_agreeing_identifiers() -> None:
+    a = "Restart the web server\nRun sudo systemctl restart nginx.service"
+    b = "Restart the web server\nRun sudo systemctl restart httpd.service"
+    kw = {"min_related": 0.8, "min_lexical": 1.01, "min_content": 0.8}
+    assert near_duplicate(0.9, a, a + " now", content_related=0.95, **kw).startswith("relatedness 0.90, content")
+    assert near_duplicate(0.9, a, a + " now", content_related=0.7, **kw) is None  # contents apart
+    assert near_duplicate(0.9, a, a + " now", content_related=None, **kw) is None  # not measured
+    assert near_duplicate(0.9, a, b, content_related=0.95, **kw) is None  # nginx swapped for httpd
+    # slim (no min_content) judges as before
+    assert near_duplicate(0.9, a, b, min_related=0.8, min_lexical=1.01).startswith("relatedness")
+
+
+def test_a_swapped_flag_never_merges_on_wording_either(hub: KnowledgeHub, alice) -> None:
+    soft = {"task": "Undo the last commit", "types": ["tool"],
+            "content": "Run git reset --soft HEAD~1 to undo the last commit on this branch."}
+    hard = {**soft, "content": soft["content"].replace("--soft", "--hard")}
+    a, b = (f"{x['task']}\n{x['content']}" for x in (soft, hard))
+    assert near_duplicate(0.99, a, b, min_related=0.8, min_lexical=0.8) is not None  # slim would
+    assert near_duplicate(0.99, a, b, min_related=0.8, min_lexical=0.8, content_related=0.99,
+                          min_content=0.8) is None
+    first, second = hub.save(alice, soft), hub.save(alice, hard)
+    assert second.id != first.id and second.merged is None

@@ -206,7 +206,9 @@ def test_threshold_drops_weak_and_relatively_weak_candidates() -> None:
         ]
     )
     assert [kid for kid, _ in picked] == ["strong", "semantic"]
-    assert model.select([Candidate("noise", lexical=0.2, cosine=0.2)]) == []
+    assert model.select([Candidate("noise", lexical=0.2, cosine=0.15)]) == []
+    # nothing matches lexically: meaning alone decides, from min_cosine_alone (issue 19 §4)
+    assert [kid for kid, _ in model.select([Candidate("paraphrase", lexical=0.2, cosine=0.2)])] == ["paraphrase"]
 
 
 def test_quality_orders_only_within_a_relevance_tier(tmp_path) -> None:

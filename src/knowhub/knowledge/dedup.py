@@ -13,10 +13,14 @@ When two texts are duplicates (:func:`near_duplicate`, also slim's judgement): i
 once normalized (the ``content_hash`` extraction dedups on, found in the store inside the
 write transaction, so concurrent identical saves cannot both miss), or close on the
 embedder's rescaled cosine (:func:`~knowhub.providers.embedding.relatedness`), or
-lexically close (:func:`knowhub.text.similarity`). The save thresholds were chosen on the
-labelled bilingual pairs of ``benchmarks/data/knowledge_dedup_pairs.jsonl`` (see
-``benchmarks/knowledge_dedup_bench.py`` and docs/benchmarks.md); they are stricter than
-slim's, because a save merges without a reviewed plan.
+lexically close (:func:`knowhub.text.similarity`). A save asks more of the cosine than
+slim does, because it merges without a reviewed plan: the contents alone must be close too
+(two items with one task and two different fixes are close as a whole, not in content),
+and the texts' identifiers (commands, flags, file names, code words; :func:`identifiers`)
+must agree — one may add some, none may be swapped ("docker" for "podman", "--soft" for
+"--hard"). The save thresholds were chosen on the dev half of the labelled bilingual pairs
+of ``benchmarks/data/knowledge_dedup_pairs.jsonl`` and checked on the other half (see
+``benchmarks/knowledge_dedup_bench.py`` and docs/benchmarks.md).
 
 What the merge keeps (:func:`merged_version`): the new save's task and content (the latest
 wording; the previous text stays in the version history and ``undo`` restores it), the
@@ -39,7 +43,7 @@ import numpy as np
 from knowhub.errors import InvalidInputError
 from knowhub.knowledge.feedback import MAX_EVIDENCE_IDS, add_evidence, raise_confidence
 from knowhub.knowledge.models import Knowledge, build_knowledge, utc_now
-from knowhub.knowledge.search import embed_text, lexical_tokens
+from knowhub.knowledge.search import EMBED_CONTENT_CHARS, embed_text, lexical_tokens
 from knowhub.providers.embedding import relatedness
 from knowhub.scope import Principal
 from knowhub.text import normalize, similarity
@@ -48,18 +52,24 @@ if TYPE_CHECKING:
     from knowhub.knowledge.hub import KnowledgeHub
 
 __all__ = [
+    "SAVE_CONTENT_RELATEDNESS",
     "SAVE_LEXICAL",
     "SAVE_RELATEDNESS",
     "dedup_wanted",
+    "identifiers",
+    "identifiers_agree",
     "may_merge",
     "merged_version",
     "near_duplicate",
     "save",
 ]
 
-#: Rescaled cosine at or above which a save merges: chosen on the dev half of the labelled
-#: pairs with the default E5 embedder (no false merge, fewest missed; docs/benchmarks.md).
-SAVE_RELATEDNESS = 0.94
+#: Rescaled cosine of the whole texts (task and content) at or above which a save may merge,
+#: and of the contents alone (with agreeing identifiers): chosen on the dev half of the
+#: labelled pairs with the default E5 embedder (no false merge, fewest missed;
+#: docs/benchmarks.md).
+SAVE_RELATEDNESS = 0.84
+SAVE_CONTENT_RELATEDNESS = 0.87
 #: Lexical similarity at or above which a save merges: near-identical wording only. Not
 #: tuned (on the pairs E5 alone decides); above every different pair's 0.79 on both halves,
 #: it merges reformatted text when an embedder (such as hashing) is unsure.
@@ -81,22 +91,66 @@ def _numbers(text: str) -> set[str]:
     return set(_NUMBER.findall(unicodedata.normalize("NFKC", text)))
 
 
+_HAN = re.compile(r"[\u3400-\u9fff]")
+_TOKEN_BREAK = re.compile(r"[\s\u3000-\u303f\u3400-\u9fff\uff00-\uff0f\uff1a-\uff20，。；：、！？（）“”‘’]+")
+_CODE_MARK = re.compile(r"[\d_./:=~+\\]|[a-z][A-Z]|^-")
+_WORD = re.compile(r"[a-z0-9_]+")
+
+
+def identifiers(text: str) -> set[str]:
+    """The code words of a text: Latin tokens with a digit, ``_ . / : = ~ +``, a camelCase
+    hump or a leading dash (flags, paths, file names, settings), and every Latin token of a
+    text written in Han script (there, Latin words are the names of tools and commands).
+    Each such token is kept as its lower-case alphanumeric words, so ``-i:8080`` and
+    ``-i :8080`` agree."""
+    text = unicodedata.normalize("NFKC", text)
+    han = _HAN.search(text) is not None
+    out: set[str] = set()
+    for token in _TOKEN_BREAK.split(text):
+        token = token.strip("`'\"()[]{}<>,;!?")
+        if not token or not re.search(r"[A-Za-z0-9]", token):
+            continue
+        if (han and re.search(r"[A-Za-z]", token)) or _CODE_MARK.search(token.strip(".:")):
+            out.update(_WORD.findall(token.lower()))
+    return out
+
+
+def identifiers_agree(text_a: str, text_b: str) -> bool:
+    """Equal identifiers, or one text's are among the other's (it adds detail)."""
+    a, b = identifiers(text_a), identifiers(text_b)
+    return a <= b or b <= a
+
+
 def near_duplicate(
-    related: float, text_a: str, text_b: str, *, min_related: float, min_lexical: float
+    related: float,
+    text_a: str,
+    text_b: str,
+    *,
+    min_related: float,
+    min_lexical: float,
+    content_related: float | None = None,
+    min_content: float | None = None,
 ) -> str | None:
     """Why two texts are near-duplicates, or None: the one judgement of slim and save.
 
     ``related`` is the embedder's rescaled cosine of the two texts; the lexical similarity
     is computed only when that does not already decide. Texts whose numbers differ
     (versions, ports, sizes) are never near-duplicates: the labelled pairs' closest false
-    merges were "Node 18" against "Node 20" and "20 connections" against "5".
+    merges were "Node 18" against "Node 20" and "20 connections" against "5". With
+    ``min_content`` (save), the texts' :func:`identifiers` must agree too, and relatedness
+    also needs ``content_related`` (the contents' rescaled cosine) at or above it.
     """
     if normalize(text_a) == normalize(text_b):
         return "identical text"
     if _numbers(text_a) != _numbers(text_b):
         return None  # another version, port or limit is another fact, however close the wording
+    if min_content is not None and not identifiers_agree(text_a, text_b):
+        return None  # a swapped command, flag or file is another recipe ("--soft" / "--hard")
     if related >= min_related:
-        return f"relatedness {related:.2f}"
+        if min_content is None:
+            return f"relatedness {related:.2f}"
+        if content_related is not None and content_related >= min_content:
+            return f"relatedness {related:.2f}, content {content_related:.2f}"
     lexical = similarity(text_a, text_b)
     if lexical >= min_lexical:
         return f"lexical similarity {lexical:.2f}"
@@ -149,14 +203,44 @@ def _near_candidates(hub: KnowledgeHub, item: Knowledge) -> list[tuple[str, floa
     return out
 
 
+def content_text(content: str) -> str:
+    """What the contents are compared on (the start, as the index embeds it)."""
+    return content[:EMBED_CONTENT_CHARS]
+
+
+def _content_relatedness(
+    hub: KnowledgeHub, item: Knowledge, near: Sequence[tuple[str, float]]
+) -> dict[str, tuple[str, float]]:
+    """``{id: (content, rescaled cosine of the contents)}`` for the candidates whose whole
+    text is close enough to merge: one embedding call, outside the write transaction."""
+    close = [kid for kid, related in near if related >= SAVE_RELATEDNESS]
+    if not close:
+        return {}
+    with hub.store.read() as conn:
+        found = {kid: hub.store.load(conn, kid) for kid in close}
+    contents = {kid: content_text(f[0].content) for kid, f in found.items() if f is not None}
+    if not contents:
+        return {}
+    ids = list(contents)
+    matrix = np.asarray(
+        hub.embedder.embed_matrix([content_text(item.content), *(contents[k] for k in ids)]),
+        dtype=np.float32,
+    )
+    cosines = matrix[1:] @ matrix[0]
+    scores = relatedness(hub.embedder, cosines)
+    return {kid: (contents[kid], float(score)) for kid, score in zip(ids, scores, strict=True)}
+
+
 def _target(
     hub: KnowledgeHub,
     conn: Any,
     principal: Principal,
     item: Knowledge,
     near: Sequence[tuple[str, float]],
+    contents: dict[str, tuple[str, float]],
 ) -> tuple[Knowledge, str] | None:
-    """The item ``item`` merges into, with the reason, read inside the write transaction."""
+    """The item ``item`` merges into, with the reason, read inside the write transaction.
+    ``contents``: :func:`_content_relatedness` (ignored for an item edited since)."""
     text = dedup_text(item.task, item.content)
     exact = hub.store.duplicate_ids(conn, item.task, item.content, item.scopes)
     checks = [(kid, 1.0) for kid in exact] + [p for p in near if p[0] not in exact]
@@ -165,12 +249,15 @@ def _target(
         if found is None or found[1] or not may_merge(principal, found[0], item):
             continue
         existing = found[0]
+        seen = contents.get(kid)
         why = near_duplicate(
             related,
             text,
             dedup_text(existing.task, existing.content),
             min_related=SAVE_RELATEDNESS,
             min_lexical=SAVE_LEXICAL,
+            content_related=seen[1] if seen and seen[0] == content_text(existing.content) else None,
+            min_content=SAVE_CONTENT_RELATEDNESS,
         )
         if why is not None:
             return existing, why
@@ -217,10 +304,11 @@ def save(hub: KnowledgeHub, principal: Principal, body: Any, *, enabled: bool) -
     wanted = dedup_wanted(body, enabled)
     item = build_knowledge(body, principal)
     near = _near_candidates(hub, item) if wanted else []
+    contents = _content_relatedness(hub, item, near) if near else {}
     target = None
     with hub.store.write() as conn:
         if wanted:
-            target = _target(hub, conn, principal, item, near)
+            target = _target(hub, conn, principal, item, near, contents)
         if target is None:
             hub._insert_new(conn, item)
             result = item

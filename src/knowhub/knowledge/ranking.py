@@ -5,7 +5,8 @@ Recall gives every candidate two signals (see :class:`Candidate`). This module d
 1. **Relevance** — ``lexical + vector_weight * cosine``, one number per candidate; the
    cosine is rescaled by the embedder's unrelated-text floor (:func:`make_candidates`).
 2. **Threshold** — a candidate is relevant only when it covers at least ``min_lexical``
-   of the query's idf mass or its cosine reaches ``min_cosine``, *and* its
+   of the query's idf mass or its cosine reaches ``min_cosine`` (``min_cosine_alone``
+   when no candidate matches lexically: a paraphrase must still find its item), *and* its
    relevance is at least ``relative_cutoff`` of the best candidate's. Search returns only
    relevant items: fewer than ``top_k``, or none.
 3. **Tiers, then quality** — relevant items fall into tiers by relevance relative to the
@@ -120,27 +121,54 @@ class RelevanceModel:
     #: embedder brings its own (``related_threshold``; E5: 0.30, above 95% of the unrelated
     #: pairs of the general calibration set), see :func:`model_for`.
     min_cosine: float = 0.3
+    #: When no candidate reaches ``min_lexical`` (the query's words are not the items'
+    #: words: a paraphrase, another language), meaning is the only evidence, and a
+    #: candidate is relevant from this rescaled cosine on (None: ``min_cosine`` still).
+    #: ``min_cosine`` sits above 95% of unrelated pairs, which also shut out every
+    #: paraphrase query whose words no item had ("how do I avoid hallucinations": 0 hits).
+    #: 0.20 is above 85% of the unrelated pairs of E5's general calibration set, and inside
+    #: the range (0.18-0.24) that does best on the dev half of the labelled paraphrase
+    #: queries (benchmarks/knowledge_paraphrase_bench.py, docs/benchmarks.md).
+    min_cosine_alone: float | None = 0.2
     #: Items under this share of the best item's relevance are left out.
     relative_cutoff: float = 0.3
     #: Width of a relevance tier, as a share of the best relevance.
     tier_width: float = 0.25
 
     def relevance(self, candidate: Candidate) -> float:
-        return candidate.lexical + self.vector_weight * candidate.cosine
-
-    def passes(self, candidate: Candidate) -> bool:
-        """The absolute part of the threshold (the relative part needs the best item)."""
+        """``coverage + vector_weight * cosine``: the lexical share counts only as far as the
+        knowledge base knows the query's words (all of it when it knows them all), so one
+        common word an off-topic item shares with a paraphrase does not outrank meaning."""
         coverage = candidate.lexical if candidate.coverage is None else candidate.coverage
-        return coverage >= self.min_lexical or candidate.cosine >= self.min_cosine
+        return coverage + self.vector_weight * candidate.cosine
+
+    def lexical_match(self, candidate: Candidate) -> bool:
+        coverage = candidate.lexical if candidate.coverage is None else candidate.coverage
+        return coverage >= self.min_lexical
+
+    def passes(self, candidate: Candidate, *, meaning_alone: bool = False) -> bool:
+        """The absolute part of the threshold (the relative part needs the best item).
+        ``meaning_alone``: no candidate matched lexically (``min_cosine_alone``)."""
+        floor = self.min_cosine
+        if meaning_alone and self.min_cosine_alone is not None:
+            floor = min(floor, self.min_cosine_alone)
+        return self.lexical_match(candidate) or candidate.cosine >= floor
 
     def select(self, candidates: Sequence[Candidate]) -> list[tuple[str, float]]:
         """Relevant candidates as ``(id, relevance)``, most relevant first (ties by id)."""
-        scored = [(c.id, self.relevance(c)) for c in candidates if self.passes(c)]
+        alone = not any(self.lexical_match(c) for c in candidates)
+        scored = [(c.id, self.relevance(c)) for c in candidates if self.passes(c, meaning_alone=alone)]
         if not scored:
             return []
         best = max(score for _id, score in scored)
         floor = self.relative_cutoff * best
         kept = [(kid, score) for kid, score in scored if score >= floor and score > 0]
+        if alone and self.min_cosine_alone:
+            # On meaning alone only the cosine above the floor is evidence: scored from the
+            # floor up, near-equal cosines do not make one flat relevance tier (inside
+            # which quality and "profiles first" would decide the order).
+            base = self.vector_weight * self.min_cosine_alone
+            kept = [(kid, max(score - base, 1e-9)) for kid, score in kept]
         kept.sort(key=lambda row: (-row[1], row[0]))
         return kept
 

@@ -36,8 +36,9 @@ benchmark or labelled text:
   as; 是指, 指的是, 即, 也就是, 简称, 全称);
 * **discourse sequence markers** (first, then, next, finally; 首先, 然后, 再, 接着, 最后)
   and list numbering (``1.``, ``2)``, ``Step 3``, 第一步);
-* **problem-solution markers** (the fix was, root cause, lesson learned, turned out;
-  原因是, 解决办法, 后来发现, 经验是) and **adoption verbs + change-of-state outcomes**
+* **problem-solution markers** for lessons: :mod:`.local_knowledge_lessons` (resolution,
+  cause and lesson markers with hedges that block them; the sentences of one message that
+  carry them make one ``strategy`` item), and **adoption verbs + change-of-state outcomes**
   (we used / migrated / switched ... cut / reduced / from ... to; 我们用 / 迁到 / 换成 ...
   降到 / 提升 / 快了) for use cases;
 * shell **command shape** (a lowercase program name followed by ``-flag``/``--flag``,
@@ -54,6 +55,7 @@ import itertools
 import re
 from typing import Any
 
+from knowhub.providers.llm.local_knowledge_lessons import is_lesson
 from knowhub.text import has_han, normalize
 
 __all__ = ["extract_knowledge", "is_question", "profile_category", "split_sentences"]
@@ -139,12 +141,14 @@ _ADVERBS = r"(?:\s+(?:really|generally|personally|usually|much|definitely|also|s
 _PREFERENCE_EN = re.compile(
     rf"\bI{_ADVERBS}\s+(?:prefer|like|love|enjoy|hate|dislike|favou?r|detest|can't stand|"
     rf"cannot stand)\b(?P<object>\s+\w+)?|\bI(?:'d| would){_ADVERBS}\s+(?:rather|prefer)\b"
-    r"(?P<object2>\s+\w+)?|\bmy (?:preference|personal preference) is\b",
+    r"(?P<object2>\s+\w+)?|\bmy (?:preference|personal preference) is\b|"
+    r"\bI(?:'m| am)\s+(?:(?:more|much more|not much|not)\s+)?(?:of\s+)?an?\s+(?:big\s+|huge\s+)?"
+    r"(?:\w+\s+){0,2}?(?:person|fan of|lover|fan)\b",
     re.I,
 )
 _PREFERENCE_ZH = re.compile(
     r"我(?:比较|更|很|最|非常|一直|还是|一般|个人|本人|也|都|特别|挺)*"
-    r"(?:喜欢|偏好|偏爱|倾向于|讨厌|不喜欢|不太喜欢|更愿意|愿意|宁愿|宁可|反感)(?P<object>.?)"
+    r"(?:喜欢|偏好|偏爱|倾向于|偏向于?|讨厌|不喜欢|不太喜欢|更愿意|愿意|宁愿|宁可|反感)(?P<object>.?)"
 )
 _DEICTIC_OBJECT_EN = {"this", "that", "it", "these", "those", "your", "yours", "them"}
 _HABIT_EN = re.compile(
@@ -154,18 +158,21 @@ _HABIT_EN = re.compile(
     r"quarter|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b[^.;]*\b(?:I|we)\b|"
     r"\b(?:I|we)\b[^.;]*\bevery\s+(?:day|week|month|morning|evening|night|sprint|release|"
     r"quarter|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b|"
+    r"\bmost\s+(?:days|mornings|evenings|nights|weeks|weekends)\b[^.;]*\b(?:I|we)\b|"
     r"\b(?:I|we)\b[^.;]*\bon\s+(?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays)\b",
     re.I,
 )
 _HABIT_ZH = re.compile(
     r"(?:我|我们|咱们)(?:团队|组|公司|部门|这边)?[^，。,.!?！？]{0,6}?"
-    r"(?:一般|通常|总是|习惯|经常|一向|每次|每天|每周|每月|每个月|每年|平时|向来|往往|常常|都是)"
+    r"(?:一般|通常|总是|习惯|经常|一向|每次|每天|每周|每月|每个月|每年|每隔?[一二两三四五六七八九十\d]+个?(?:天|周|星期|礼拜|月|年|小时)|平时|向来|往往|常常|都是)"
 )
 _MODAL_EN = re.compile(
     r"\b(?P<modal>must(?:n't| not)?|ha(?:ve|s) to|need(?:s)? to|can(?:'t|not| not)|can only|"
     r"(?:am|is|are|'re|'m)\s+(?:not|never)\s+(?:allowed|permitted)|may not|"
     r"should never|(?:is|are) (?:capped|limited) (?:at|to)|no more than|at most|"
-    r"I never|we never)\b(?P<after>\s+\w+)?",
+    r"I never|we never|(?:nothing|no one|nobody|none of (?:it|them|this|our \w+))\s+(?:can|may|must)|"
+    r"(?:budget|deadline)s?\b[^.;]{0,40}?\b(?:is|are)\s+(?:fixed|tight|limited|capped|hard)|"
+    r"(?:tight|fixed|limited|hard)\s+(?:budget|deadline))\b(?P<after>\s+\w+)?",
     re.I,
 )
 _IMPERATIVE_EN = re.compile(
@@ -188,6 +195,11 @@ _BACKGROUND_EN = [
     re.compile(r"\bI(?:'m| am)?\s+(?:currently\s+)?work(?:ing)?\s+(?:as|at|for|in)\b", re.I),
     re.compile(r"\bmy\s+(?:role|job|title|background|position)\s+is\b", re.I),
     re.compile(
+        r"\bI\s+(?:run|lead|manage|head|own)\s+(?:the|a|an|our)\s+(?:[\w\-]+\s+){0,3}?"
+        r"(?:team|group|department|company|startup|lab|squad)\b",
+        re.I,
+    ),
+    re.compile(
         r"\bI\s+(?:have|'ve got)\s+(?:about\s+|over\s+|almost\s+|nearly\s+)?(?:\d+|one|two|three|four|"
         r"five|six|seven|eight|nine|ten|a few|several|many)\+?\s+years?\s+(?:of\s+)?"
         r"(?:\w+\s+)?experience\b",
@@ -208,6 +220,10 @@ _BACKGROUND_ZH = [
     ),
     re.compile(r"我(?:主要)?(?:负责|从事)[^，。,.!?！？]{2,30}"),
     re.compile(
+        r"我在(?!这|那|想|看|做|搞|写|用|试|等|改|查)[^，。,.!?！？]{1,15}?"
+        r"(?:部门|公司|团队|组|银行|医院|学校|大学|研究所|实验室|事务所)(?=[，。,.!?！？\s]|$)"
+    ),
+    re.compile(
         r"我(?:有|做了|干了|写了)(?:[\d一二三四五六七八九十两几多]+)年(?:的|多)?[^，。,.!?！？]{0,12}经验"
     ),
 ]
@@ -221,6 +237,21 @@ def _subject_word(before: str) -> str:
     while words and words[-1].lower() in skip:
         words.pop()
     return words[-1].lower() if words else ""
+
+
+_IRREGULAR_PAST = {
+    "thought", "knew", "saw", "heard", "felt", "said", "told", "got", "went", "came", "made",
+    "took", "found", "been", "had", "was", "were", "did", "gave", "meant", "understood",
+}  # fmt: skip
+
+
+def _past_tense(verb: str) -> bool:
+    """An English past form: an imperative takes the base form ("never thought" remarks)."""
+    if verb in _IRREGULAR_PAST:
+        return True
+    # -ed, but not the base forms that end in it (need, proceed, feed; embed, shed, shred)
+    return verb.endswith("ed") and len(verb) > 3 and not verb.endswith("eed") and verb not in {
+        "embed", "shed", "shred", "wed", "bed", "sled"}
 
 
 def _constraint(sentence: str) -> bool:
@@ -241,6 +272,7 @@ def _constraint(sentence: str) -> bool:
         return (
             not re.fullmatch(_REMINDER_EN, verb)
             and verb not in {"you", "we", "i"}
+            and not _past_tense(verb)
             and not _one_off(sentence)
         )
     for match in _MODAL_EN.finditer(sentence):
@@ -304,14 +336,6 @@ def profile_category(sentence: str) -> str | None:
 
 # --------------------------------------------------------------------------- expertise cues
 
-_STRATEGY = re.compile(
-    r"(?:\bthe\s+fix\s+(?:was|is)\b|\bfixed\s+(?:[\w\- ]{0,40}?\s)?by\b|\bsolved\s+(?:[\w\- ]{0,40}?\s)?by\b|"
-    r"\bthe\s+solution\s+(?:was|is)\b|\broot\s+cause\b|\bwas\s+caused\s+by\b|\bthe\s+trick\s+is\b|"
-    r"\bworkaround\b|\blessons?\s+learned\b|\bwhat\s+worked\b|\bturned\s+out\b|\bthe\s+culprit\b|"
-    r"\bthe\s+key\s+is\b|解决方法|解决办法|解决方案是|原因是|根本原因|问题在于|修复方法|办法是|"
-    r"后来发现|最后发现|结果发现|经验是|教训是|[^，。]{2,}(?:就好了|就解决了|就稳定了|就正常了))",
-    re.I,
-)
 _EVALUATIVE_EN = (
     r"(?:great|good|bad|nice|cool|awesome|amazing|terrible|awful|horrible|wonderful|fantastic|"
     r"excellent|beautiful|ugly|weird|strange|stupid|silly|fun|boring|pain|mess|nightmare|joke|"
@@ -356,7 +380,7 @@ _STEP_LINE = re.compile(
     re.I,
 )
 _INLINE_NUMBER = re.compile(
-    r"(?:(?<=\s)|(?<=^)|(?<=[:：]))(?P<n>\d{1,2})\s*[.)、）](?!\d)\s*(?=\S)"
+    r"(?:(?<=\s)|(?<=^)|(?<=[:：]))[(（]?(?P<n>\d{1,2})\s*[.)、）](?!\d)\s*(?=\S)"
 )
 _INLINE_STEP = re.compile(r"\b[Ss]tep\s+(?P<n>\d{1,2})\b|第(?P<zh>[一二三四五六七八九十])步")
 _ZH_NUMERALS = "一二三四五六七八九十"
@@ -558,20 +582,20 @@ def _extract_expertise(
     usecase = (_ADOPTION_EN.search(content) and _OUTCOME_EN.search(content)) or (
         has_han(content) and _ADOPTION_ZH.search(content) and _OUTCOME_ZH.search(content)
     )
-    if usecase and not _STRATEGY.search(content):
+    sentences = [s for s in split_sentences(content) if not is_question(s)]
+    if usecase and not any(is_lesson(s) for s in sentences):
         task = f"{_label('usecase', content)}{_sep(content)}{_short(content, 60)}"
         found.append(
             _item(["usecase"], task, content.strip(), {"category": "usecase"}, [message_id])
         )
         return found
-    for sentence in split_sentences(content):
-        if is_question(sentence):
-            continue
-        if _STRATEGY.search(sentence):
-            task, extra = _context_task(asked, sentence)
-            found.append(
-                _item(["strategy"], task, sentence, {"category": "fix"}, [*extra, message_id])
-            )
+    lessons = [s for s in sentences if is_lesson(s)]
+    if lessons:  # cause, fix and rule of one message are one lesson
+        task, extra = _context_task(asked, lessons[0])
+        text = " ".join(lessons)
+        found.append(_item(["strategy"], task, text, {"category": "fix"}, [*extra, message_id]))
+    for sentence in sentences:
+        if sentence in lessons:
             continue
         if role == "user" and profile_category(sentence):
             continue
