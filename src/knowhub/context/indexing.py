@@ -58,7 +58,7 @@ from knowhub.index.identity import EmbedderIdentity, IdentityFile
 from knowhub.index.projector import IndexProjector
 from knowhub.providers.records import GraphEdge
 from knowhub.scope import RequestContext
-from knowhub.storage import atomic_write_bytes, fsync_dir
+from knowhub.storage import atomic_write_bytes, ensure_dir, fsync_dir
 
 __all__ = [
     "EMBEDDER_FILE",
@@ -139,9 +139,9 @@ class WriteIntents:
     @contextmanager
     def held(self) -> Iterator[None]:
         """Hold a marker around one change of the store and its outbox append."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        ensure_dir(self.directory)
         path = self.directory / f"{self._host}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
-        path.touch()
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
         if self.durable:
             fsync_dir(self.directory)
         try:
