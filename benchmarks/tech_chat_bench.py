@@ -32,6 +32,7 @@ messages cited by any node at all.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -108,10 +109,8 @@ def all_nodes(svc: ContextEngineService, ctx: RequestContext) -> list[Any]:
         except Exception:  # a category with no memories has no directory
             children = []
         if category is MemoryCategory.PROFILE:
-            try:
+            with contextlib.suppress(Exception):  # no profile yet
                 nodes.append(svc.get_node(ctx, root))
-            except Exception:
-                pass
         nodes.extend(svc.get_node(ctx, c.uri) for c in children if getattr(c, "is_node", True))
     return nodes
 

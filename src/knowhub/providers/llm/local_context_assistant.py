@@ -30,7 +30,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from knowhub.providers.llm.local_context_text import Turn, content_words, has_cjk, split_sentences, truncate
+from knowhub.providers.llm.local_context_text import (
+    Turn,
+    content_words,
+    has_cjk,
+    split_sentences,
+    truncate,
+)
 
 __all__ = ["CHUNK_CHARS", "Piece", "assistant_memories", "reply_verdict", "split_message"]
 
@@ -70,9 +76,9 @@ def reply_verdict(reply: Turn | None) -> str:
 # ---------------------------------------------------------------------- splitting
 
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*([\w+\-.#]*)")
-_CONFIG_LANGS = frozenset(
-    "yaml yml toml ini cfg conf json jsonc env dotenv properties nginx apache cron crontab dockerfile docker-compose "
-    "systemd hcl tf xml".split())  # noqa: SIM905
+_CONFIG_LANGS = frozenset((
+    "yaml", "yml", "toml", "ini", "cfg", "conf", "json", "jsonc", "env", "dotenv", "properties", "nginx", "apache",
+    "cron", "crontab", "dockerfile", "docker-compose", "systemd", "hcl", "tf", "xml"))
 _CONFIG_FILE = re.compile(r"\.(?:ya?ml|toml|ini|cfg|conf|json|env|properties|service|timer|socket|xml|tf)\b|"
                           r"\b(?:Dockerfile|docker-compose|crontab|nginx|sites-available|\.github/workflows)\b", re.I)
 _FILE_COMMENT = re.compile(r"^\s*(?:#|//|--|;|/\*)\s*([\w./\-]+\.[\w]+|[\w./\-]*/[\w.\-]+)(?:\s|$|（|\()")
