@@ -260,7 +260,7 @@ def _candidate(turn: Turn, key: str, kind: str, abstract: str, overview: list[st
         "confidence": round(confidence, 3),
         "source_refs": refs,
         "metadata": {"speaker": turn.speaker, "kind": kind, "event_id": key, "event_time": turn.date,
-                     "session_time": turn.when_text, "origin": "assistant", **extra},
+                     "session_time": turn.when_text, "origin": "assistant", **extra},  # extra may override origin
     }
 
 
@@ -273,14 +273,21 @@ def assistant_memories(turns: list[Turn]) -> list[dict[str, Any]]:
         reply = next((t for t in turns[position + 1:] if t.role == "user"), None)
         asked = next((t for t in reversed(turns[:position]) if t.role == "user"), None)
         verdict = reply_verdict(reply)
-        if verdict == "rejected":
-            continue
         raw = str(turn.extra.get("raw") or turn.text)
         pieces = split_message(raw)
         if not pieces:
             continue
         gist = _gist(pieces) or truncate(turn.text, 160)
         date = f" ({turn.date})" if turn.date else ""
+        if verdict == "rejected" and reply is not None:
+            # not the assistant's memory: the user's decision against it, which names what was refused
+            when = f" ({reply.date})" if reply.date else ""
+            out.append(_candidate(
+                reply, f"{reply.id}-rejects-{turn.id}", "rejected",
+                f"{reply.speaker}{when} rejected the assistant's suggestion ({truncate(gist, 90)}): {reply.text}",
+                [f"- suggested by the assistant: {truncate(gist, 200)}", f"- {reply.speaker} answered: {reply.text}"],
+                f"{reply.cite()}\n{turn.cite()}", [reply.id, turn.id], 0.7, verdict=verdict, origin="user"))
+            continue
         context = [f"- asked: \"{truncate(asked.text, 200)}\""] if asked else []
         if reply is not None:
             context.append(f"- user {'accepted' if verdict == 'accepted' else 'went on'}: \"{truncate(reply.text, 160)}\"")
