@@ -5,6 +5,7 @@ Run from the repository root::
     python benchmarks/tech_chat_bench.py                       # both languages, default (E5) embedder
     python benchmarks/tech_chat_bench.py --embedder hashing    # quick: the lexical hashing embedder
     python benchmarks/tech_chat_bench.py --lang zh --out-json out.json
+    python benchmarks/tech_chat_bench.py --loo                 # the rules' switches, leave one chat out
 
 Data: ``benchmarks/data/tech_chats_en.json`` and ``tech_chats_zh.json``, written for this
 project: a user plans and codes a project with an assistant over several sessions
@@ -23,6 +24,12 @@ recall = share of the gold ids collected. Baseline: BM25 (``bm25s``) over the ra
 one message one document; tokens are PyStemmer English stems without bm25s's English stop
 words, and for Chinese every character and character bigram (bm25s's own tokenizer keeps a
 Chinese run as one token).
+
+``--loo`` validates the switches of the assistant-message rules
+(:data:`knowhub.providers.llm.local_context_assistant.SWITCHES`) leave one chat out: every
+variant (the shipped default, and each switch flipped alone) runs on every chat; fold *i*
+takes the variant with the best question-weighted recall on the other chats and reports it
+on chat *i*.
 
 Also reported, the issue's diagnostics: how many memory nodes and how many entity nodes a
 chat produced, how many node citations point at assistant messages, and the share of gold
@@ -52,6 +59,7 @@ from context_bench import collect, recall
 from knowhub.context import ContextEngineService
 from knowhub.context.core.enums import MemoryCategory
 from knowhub.context.core.uri import category_root_uri
+from knowhub.providers.llm import local_context_assistant as assistant_rules
 from knowhub.scope import RequestContext
 
 console = Console()
@@ -113,6 +121,18 @@ def all_nodes(svc: ContextEngineService, ctx: RequestContext) -> list[Any]:
                 nodes.append(svc.get_node(ctx, root))
         nodes.extend(svc.get_node(ctx, c.uri) for c in children if getattr(c, "is_node", True))
     return nodes
+
+
+def one_user(chats: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The chats of each language as one user's history (two projects, sessions in date order):
+    a larger haystack, and questions about one project meet the other's look-alikes."""
+    merged = []
+    for lang in dict.fromkeys(c["language"] for c in chats):
+        mine = [c for c in chats if c["language"] == lang]
+        sessions = sorted(({**s, "id": f"{c['id']}-{s['id']}"} for c in mine for s in c["sessions"]), key=lambda s: s["date"])
+        merged.append({"id": f"{lang}-user", "language": lang, "sessions": sessions,
+                       "questions": [q for c in mine for q in c["questions"]]})
+    return merged
 
 
 def run_chat(chat: dict[str, Any], root: Path, budget: int, top_k: int, embedder: Any) -> dict[str, Any]:
@@ -190,6 +210,40 @@ def summarize(chats: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _label(variant: dict[str, bool]) -> str:
+    return " ".join(f"{k}{'+' if v else '-'}" for k, v in sorted(variant.items()))
+
+
+def run_loo(chats: list[dict[str, Any]], root: Path, budget: int, top_k: int, embedder: Any) -> dict[str, Any]:
+    """Every switch variant on every chat, then the leave-one-chat-out choice (module doc)."""
+    default = dict(assistant_rules.SWITCHES)
+    variants = [default] + [{**default, name: not default[name]} for name in sorted(default)]
+    table: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    try:
+        for n, variant in enumerate(variants):
+            assistant_rules.SWITCHES.update(variant)
+            name = _label(variant)
+            table[name] = {c["id"]: run_chat(c, root / f"v{n}", budget, top_k, embedder)["questions"] for c in chats}
+            console.print(f"  {name}: " + ", ".join(f"{k} {_mean([q['engine'] for q in v]):.3f}" for k, v in table[name].items()))
+    finally:
+        assistant_rules.SWITCHES.clear()
+        assistant_rules.SWITCHES.update(default)
+    folds = []
+    for chat in chats:
+        train = [c["id"] for c in chats if c["id"] != chat["id"]]
+        chosen = max(table, key=lambda v: (_mean([q["engine"] for t in train for q in table[v][t]]), v == _label(default)))
+        held = table[chosen][chat["id"]]
+        folds.append({"test": chat["id"], "chosen": chosen, "recall": round(_mean([q["engine"] for q in held]), 4),
+                      "default_recall": round(_mean([q["engine"] for q in table[_label(default)][chat["id"]]]), 4),
+                      "questions": held})
+    pooled = [q for f in folds for q in f["questions"]]
+    return {"variants": {v: {c: round(_mean([q["engine"] for q in qs]), 4) for c, qs in per.items()} for v, per in table.items()},
+            "folds": [{k: v for k, v in f.items() if k != "questions"} for f in folds],
+            "loo_pooled": round(_mean([q["engine"] for q in pooled]), 4),
+            "loo_by_type": {t: round(_mean([q["engine"] for q in pooled if q["type"] == t]), 4) for t in TYPES},
+            "default": _label(default)}
+
+
 def print_report(report: dict[str, Any], budget: int) -> None:
     table = Table(title=f"evidence recall @{budget} messages")
     table.add_column("questions")
@@ -222,16 +276,33 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--embedder", choices=["default", "hashing"], default="default",
                         help="default: the service's offline default (E5 where it loads)")
     parser.add_argument("--out-json", type=Path, default=None)
+    parser.add_argument("--loo", action="store_true", help="validate the rules' switches leave one chat out")
+    parser.add_argument("--one-user", action="store_true",
+                        help="each language's chats as one user's history (a larger haystack)")
     args = parser.parse_args(argv)
     langs = ["en", "zh"] if args.lang == "all" else [args.lang]
+    load = (lambda ls: one_user(load_chats(ls))) if args.one_user else load_chats
     embedder = None
     if args.embedder == "hashing":
         from knowhub.providers.embedding import HashingEmbedder
 
         embedder = HashingEmbedder()
+    if args.loo:
+        with tempfile.TemporaryDirectory(prefix="tech-chat-loo-") as tmp:
+            loo = run_loo(load(langs), Path(tmp), args.budget, args.top_k, embedder)
+        table = Table(title=f"leave one chat out, recall @{args.budget} messages")
+        for col in ("test chat", "chosen on the others", "held-out recall", "shipped default"):
+            table.add_column(col)
+        for fold in loo["folds"]:
+            table.add_row(fold["test"], fold["chosen"], f"{fold['recall']:.3f}", f"{fold['default_recall']:.3f}")
+        console.print(table)
+        console.print(f"LOO pooled recall {loo['loo_pooled']:.3f}; by type {loo['loo_by_type']}")
+        if args.out_json:
+            args.out_json.write_text(json.dumps({**loo, "load_average": os.getloadavg()}, ensure_ascii=False, indent=1))
+        return loo
     with tempfile.TemporaryDirectory(prefix="tech-chat-") as tmp:
-        chats = [run_chat(chat, Path(tmp), args.budget, args.top_k, embedder) for chat in load_chats(langs)]
-    report = {"budget": args.budget, "embedder": args.embedder, "summary": summarize(chats), "chats": chats,
+        chats = [run_chat(chat, Path(tmp), args.budget, args.top_k, embedder) for chat in load(langs)]
+    report = {"budget": args.budget, "embedder": args.embedder, "one_user": args.one_user, "summary": summarize(chats), "chats": chats,
               "load_average": os.getloadavg()}
     print_report(report, args.budget)
     if args.out_json:

@@ -8,7 +8,8 @@ typed ``events`` memories (``metadata.kind``: ``decision``, ``plan``, ``fix``, `
 
 * **Accepted or not.** The user's next turn decides. An explicit refusal at its start ("No,
   ...", "let's not", "I'd rather", "不要", "算了") drops the turn: a rejected suggestion is
-  no memory. An explicit acceptance ("sounds good", "works", "好的", "可以") makes the
+  no memory of the assistant; the refusal is the user's ``rejected`` memory, citing the
+  reply and the suggestion it names ("the user decided against X"). An explicit acceptance ("sounds good", "works", "好的", "可以") makes the
   message's summary node cite the accepting reply too: the decision was made there. No
   reply, or a reply that goes on with the work, is no objection: accepted.
 * **Split.** A long message is cut into its code blocks and its prose (paragraphs, packed
@@ -38,7 +39,15 @@ from knowhub.providers.llm.local_context_text import (
     truncate,
 )
 
-__all__ = ["CHUNK_CHARS", "Piece", "assistant_memories", "reply_verdict", "split_message"]
+__all__ = ["CHUNK_CHARS", "SWITCHES", "Piece", "assistant_memories", "reply_verdict", "split_message"]
+
+#: The rules' switches, each validated leave one chat out (``benchmarks/tech_chat_bench.py
+#: --loo``): ``assistant_memories`` (the whole of this module), ``cite_acceptance`` (a
+#: message's summary node also cites the explicit acceptance), ``split_pieces`` (code
+#: blocks and prose runs get nodes of their own), ``refusal_memory`` (a refused
+#: suggestion becomes the user's ``rejected`` memory).
+SWITCHES: dict[str, bool] = {"assistant_memories": True, "cite_acceptance": True, "split_pieces": True,
+                             "refusal_memory": True}
 
 #: Prose paragraphs of one message are packed into pieces of about this many characters.
 CHUNK_CHARS = 600
@@ -267,6 +276,8 @@ def _candidate(turn: Turn, key: str, kind: str, abstract: str, overview: list[st
 def assistant_memories(turns: list[Turn]) -> list[dict[str, Any]]:
     """Typed event candidates for every unnamed assistant turn the user did not reject."""
     out: list[dict[str, Any]] = []
+    if not SWITCHES["assistant_memories"]:
+        return out
     for position, turn in enumerate(turns):
         if turn.role != "assistant" or turn.extra.get("named"):
             continue
@@ -279,7 +290,7 @@ def assistant_memories(turns: list[Turn]) -> list[dict[str, Any]]:
             continue
         gist = _gist(pieces) or truncate(turn.text, 160)
         date = f" ({turn.date})" if turn.date else ""
-        if verdict == "rejected" and reply is not None:
+        if verdict == "rejected" and reply is not None and SWITCHES["refusal_memory"]:
             # not the assistant's memory: the user's decision against it, which names what was refused
             when = f" ({reply.date})" if reply.date else ""
             out.append(_candidate(
@@ -287,6 +298,7 @@ def assistant_memories(turns: list[Turn]) -> list[dict[str, Any]]:
                 f"{reply.speaker}{when} rejected the assistant's suggestion ({truncate(gist, 90)}): {reply.text}",
                 [f"- suggested by the assistant: {truncate(gist, 200)}", f"- {reply.speaker} answered: {reply.text}"],
                 f"{reply.cite()}\n{turn.cite()}", [reply.id, turn.id], 0.7, verdict=verdict, origin="user"))
+        if verdict == "rejected":
             continue
         context = [f"- asked: \"{truncate(asked.text, 200)}\""] if asked else []
         if reply is not None:
@@ -294,13 +306,20 @@ def assistant_memories(turns: list[Turn]) -> list[dict[str, Any]]:
         confidence = 0.75 if verdict == "accepted" else 0.6
         kinds = [(_code_kind(p)[0] if p.kind == "code" else _prose_kind(p.text)) for p in pieces]
         whole_kind = next((k for k in ("decision", "fix", "plan") if k in kinds), kinds[0])
-        refs = [turn.id] + ([reply.id] if verdict == "accepted" and reply is not None else [])
+        accepted_by = reply.id if verdict == "accepted" and reply is not None and SWITCHES["cite_acceptance"] else None
+        refs = [turn.id] + ([accepted_by] if accepted_by else [])
         outline = [f"- {k}: {truncate(_code_summary(p, gist) if p.kind == 'code' else _gist([p]) or p.text, 160)}"
                    for p, k in zip(pieces, kinds, strict=True)]
+        # L2 of the summary: the prose, each code block named by its summary (the code itself
+        # is the L2 of its own node: one copy, so code words weigh on one node only)
+        split = SWITCHES["split_pieces"] and not (len(pieces) == 1 and pieces[0].kind == "prose")
+        body = "\n\n".join(p.text if p.kind == "prose" or not split else f"[{k}: {_code_summary(p, gist)}]"
+                            for p, k in zip(pieces, kinds, strict=True))
         out.append(_candidate(
             turn, f"{turn.id}-a", whole_kind, f"Assistant{date} {whole_kind}: {gist}",
-            [*outline, *context], turn.cite(), refs, confidence, verdict=verdict, pieces=len(pieces)))
-        if len(pieces) == 1 and pieces[0].kind == "prose":
+            [*outline, *context], f"[{turn.id}] {turn.speaker} ({turn.when_text or turn.date}):\n{body}", refs,
+            confidence, verdict=verdict, pieces=len(pieces)))
+        if not split:
             continue  # the summary node says it all
         for n, (piece, kind) in enumerate(zip(pieces, kinds, strict=True), 1):
             if piece.kind == "code":
