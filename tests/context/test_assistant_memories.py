@@ -189,3 +189,17 @@ def test_service_commit_cites_assistant_messages_and_makes_no_code_entities(tmp_
         assert top, "the decision is found"
     finally:
         svc.close()
+
+
+def test_pasted_traceback_names_no_entities() -> None:
+    """An indented block in a user message (a pasted traceback) is code, not names."""
+    text = ("I get this error when I start the server:\n\n"
+            "    Traceback (most recent call last):\n"
+            "      File \"app/main.py\", line 3, in <module>\n"
+            "        from Booking import BookingService\n"
+            "    ModuleNotFoundError: No module named Booking\n\n"
+            "My colleague Dana Whitfield said it worked on her laptop. We pay the VPS in EUR.")
+    found = run_extraction("extract_entities_events", _payload([{"id": "m1", "role": "user", "content": text}]))
+    names = {c["routing_key"] for c in found if c["category"] == "entities"}
+    assert "Dana Whitfield" in names or "Dana" in names
+    assert not names & {"Traceback", "File", "Booking", "BookingService", "ModuleNotFoundError", "VPS", "EUR"}
