@@ -95,8 +95,8 @@ def test_assistant_decision_becomes_a_memory_citing_the_assistant_message() -> N
     assert decision, "the accepted recommendation is a memory"
     node = decision[0]
     assert node["metadata"]["kind"] == "decision"
-    assert node["source_refs"][0] == "a1"
-    assert "u2" in node["source_refs"], "the explicit acceptance is cited with the decision"
+    assert node["source_refs"] == ["a1"]
+    assert "Sounds good" in node["overview"], "the acceptance is quoted with the decision"
     assert "PostgreSQL" in node["abstract"] and "pg_trgm" in node["abstract"]
     assert "because" in node["abstract"], "why it was decided stays in the summary"
 
@@ -142,7 +142,7 @@ def test_chinese_decision_code_and_refusal() -> None:
     events = _assistant_events(ZH_CHAT)
     decision = [c for c in events if c["metadata"]["origin"] == "assistant" and "z2" in c["source_refs"]]
     assert decision and decision[0]["metadata"]["kind"] == "decision"
-    assert "z3" in decision[0]["source_refs"]
+    assert decision[0]["source_refs"] == ["z2"]
     assert not [c for c in events if c["metadata"]["origin"] == "assistant" and "z4" in c["source_refs"]]
     assert [c["source_refs"] for c in events if c["metadata"]["kind"] == "rejected"] == [["z5", "z4"]]
     code = next(c for c in events if c["metadata"]["kind"] == "code")
@@ -180,9 +180,9 @@ def test_service_commit_cites_assistant_messages_and_makes_no_code_entities(tmp_
         entities = [n.uri.rsplit("/", 1)[-1].lower() for n in _nodes(svc, ctx, "entities")]
         for token in ("pagecache", "ttl-seconds", "lru-cache", "check-in", "select", "insert", "false", "none"):
             assert token not in entities
-        decision_id, reply_id = ("a1", "u2") if chat is EN_CHAT else ("z2", "z3")
+        decision_id = "a1" if chat is EN_CHAT else "z2"
         decisions = [n for n in events if n.metadata.get("kind") == "decision" and decision_id in n.source_refs]
-        assert decisions and decisions[0].source_refs == [decision_id, reply_id]
+        assert decisions and decisions[0].source_refs == [decision_id]
         question = "pg_trgm fuzzy matching on ingredient names" if chat is EN_CHAT else "为什么选 Flask 和 SQLite？"
         result = svc.search_memory(ctx, question, top_k=10)
         top = [b for b in result.blocks[:5] if decision_id in (b.metadata.get("source_refs") or [])]
