@@ -15,7 +15,7 @@ from knowhub.context import ContextEngineService
 from knowhub.context.core.uri import category_root_uri
 from knowhub.providers.embedding import HashingEmbedder
 from knowhub.providers.llm.local_context import run_extraction
-from knowhub.providers.llm.local_context_assistant import reply_verdict, split_message
+from knowhub.providers.llm.local_context_assistant import MAX_PIECES, reply_verdict, split_message
 from knowhub.providers.llm.local_context_text import Turn
 from knowhub.scope import RequestContext
 
@@ -80,6 +80,8 @@ def _turn(text: str) -> Turn:
     ("No, Celery is way too much machinery here.", "rejected"),
     ("I'd rather keep it simple and use cron.", "rejected"),
     ("Next, the login page please.", "no_objection"),
+    ("No problem, I'll add it tonight.", "accepted"),
+    ("Actually, let's use SQLite instead.", "rejected"),
     ("好的，就这么办。", "accepted"),
     ("不要 Elasticsearch，内存不够。", "rejected"),
     ("算了，先不做这个。", "rejected"),
@@ -128,6 +130,14 @@ def test_long_code_message_is_split_with_prose_summaries() -> None:
     assert "config/cache.yaml" in config["abstract"]
     summary = next(c for c in events if c["routing_key"] == "a3-a")
     assert "```" not in summary["abstract"] and "import" not in summary["abstract"]
+
+
+def test_a_very_long_message_is_packed_coarser() -> None:
+    paragraphs = "\n\n".join(f"Step {i}: configure the worker pool number {i} with its own queue and retry policy."
+                               for i in range(80))
+    pieces = split_message(paragraphs)
+    assert 1 < len(pieces) <= MAX_PIECES
+    assert "Step 79" in pieces[-1].text and "Step 0" in pieces[0].text
 
 
 def test_split_message_keeps_code_blocks_whole() -> None:

@@ -41,7 +41,7 @@ from knowhub.providers.llm.local_context_text import (
     truncate,
 )
 
-__all__ = ["CHUNK_CHARS", "SWITCHES", "Piece", "assistant_memories", "reply_verdict", "split_message"]
+__all__ = ["CHUNK_CHARS", "MAX_PIECES", "SWITCHES", "Piece", "assistant_memories", "reply_verdict", "split_message"]
 
 #: The rules' switches, each validated leave one chat out (``benchmarks/tech_chat_bench.py
 #: --loo``): ``assistant_memories`` (the whole of this module), ``cite_acceptance`` (a
@@ -59,13 +59,14 @@ _ABSTRACT = 220
 
 #: A refusal at the start of the reply (its first sentence).
 _REJECT_EN = re.compile(
-    r"^(?:no|nope|nah|not really|hmm,? no)\b|\b(?:let'?s not|let us not|rather not|i'?d rather|i would rather|"
+    r"^(?:no(?! (?:problem|worries|doubt)\b)|nope|nah|not really|hmm,? no)\b|\b(?:let'?s|we'?ll|i'?ll|use)\b[^.!?]*\binstead\b|\b(?:let'?s not|let us not|rather not|i'?d rather|i would rather|"
     r"don'?t (?:want|need|add|use)|do not (?:want|need|add|use)|we won'?t|no need (?:for|to)|skip (?:that|this|it)|"
     r"(?:way )?too (?:much|heavy|complex|complicated)|overkill|not (?:that|this) (?:one|approach|way))\b", re.I)
 _REJECT_CN = re.compile(r"^(?:不[，,、 ]|不了|不行|不要|不用|别|算了|不需要|不想|还是不)|(?:不要用|不想用|不需要|太重了|跑不动|用不上|没必要)")
 #: An explicit acceptance at the start of the reply.
 _ACCEPT_EN = re.compile(
     r"^(?:ok(?:ay)?|yes|yep|yeah|sure|great|perfect|nice|cool|awesome|excellent|agreed|done|thanks|thank you|"
+    r"no (?:problem|worries)|"
     r"sounds good|looks good|makes sense|that works|it works|works|worked|love it|good|fine|right|correct|"
     r"let'?s (?:go|do)|go (?:with|ahead))\b", re.I)
 _ACCEPT_CN = re.compile(r"^(?:好|行|可以|没问题|对|同意|明白|收到|谢谢|很好|不错|就按|就这么|按这个|嗯)")
@@ -120,9 +121,23 @@ def _paragraphs(lines: list[str]) -> list[str]:
     return out
 
 
+#: At most this many pieces per message: a very long answer packs its prose coarser.
+MAX_PIECES = 12
+
+
 def split_message(raw: str) -> list[Piece]:
     """Code blocks (fenced) and prose runs of a message, in order; an unclosed fence runs
-    to the end. Prose paragraphs are packed up to :data:`CHUNK_CHARS`."""
+    to the end. Prose paragraphs are packed up to :data:`CHUNK_CHARS` (more per piece
+    when the message would otherwise give more than :data:`MAX_PIECES`)."""
+    chunk = CHUNK_CHARS
+    while True:
+        pieces = _split(raw, chunk)
+        if len(pieces) <= MAX_PIECES or chunk > len(raw):
+            return pieces
+        chunk *= 2
+
+
+def _split(raw: str, chunk_chars: int) -> list[Piece]:
     pieces: list[Piece] = []
     prose: list[str] = []
     code: list[str] | None = None
@@ -132,7 +147,7 @@ def split_message(raw: str) -> list[Piece]:
     def flush_prose() -> None:
         packed = ""
         for para in _paragraphs(prose):
-            if packed and len(packed) + len(para) > CHUNK_CHARS:
+            if packed and len(packed) + len(para) > chunk_chars:
                 pieces.append(Piece("prose", packed))
                 packed = ""
             packed = f"{packed}\n\n{para}" if packed else para
