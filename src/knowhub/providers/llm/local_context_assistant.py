@@ -352,7 +352,7 @@ def assistant_memories(turns: list[Turn]) -> list[dict[str, Any]]:
                 content = f"{piece.intro}\n```{piece.lang}\n{piece.text}\n```".strip()
                 out.append(_candidate(turn, f"{turn.id}-a{n}", kind, f"Assistant{date} {kind}: {head}",
                                       [*overview, *context], content, [turn.id], confidence - 0.05,
-                                      filename=filename, language=piece.lang, names=names))
+                                      filename=filename, code_language=piece.lang, names=names))
             else:
                 text = " ".join(piece.text.split())
                 summary = _gist([piece]) or truncate(text, 160)
