@@ -47,9 +47,11 @@ __all__ = ["CHUNK_CHARS", "MAX_PIECES", "SWITCHES", "Piece", "assistant_memories
 #: --loo``): ``assistant_memories`` (the whole of this module), ``cite_acceptance`` (a
 #: message's summary node also cites the explicit acceptance), ``split_pieces`` (code
 #: blocks and prose runs get nodes of their own), ``refusal_memory`` (a refused
-#: suggestion becomes the user's ``rejected`` memory).
+#: suggestion becomes the user's ``rejected`` memory), ``piece_context`` (the pieces quote
+#: the request and the reply too, not only the whole-message node: off, since the quotes
+#: spread the chat's words over many nodes and the retriever drops words found in too many).
 SWITCHES: dict[str, bool] = {"assistant_memories": True, "cite_acceptance": False, "split_pieces": True,
-                             "refusal_memory": True}
+                             "refusal_memory": True, "piece_context": False}
 
 #: Prose paragraphs of one message are packed into pieces of about this many characters.
 CHUNK_CHARS = 600
@@ -338,6 +340,8 @@ def assistant_memories(turns: list[Turn]) -> list[dict[str, Any]]:
             confidence, verdict=verdict, pieces=len(pieces)))
         if not split:
             continue  # the summary node says it all
+        if not SWITCHES["piece_context"]:
+            context = []
         for n, (piece, kind) in enumerate(zip(pieces, kinds, strict=True), 1):
             if piece.kind == "code":
                 summary = _code_summary(piece, gist)
