@@ -15,7 +15,12 @@ from knowhub.context import ContextEngineService
 from knowhub.context.core.uri import category_root_uri
 from knowhub.providers.embedding import HashingEmbedder
 from knowhub.providers.llm.local_context import run_extraction
-from knowhub.providers.llm.local_context_assistant import MAX_PIECES, reply_verdict, split_message
+from knowhub.providers.llm.local_context_assistant import (
+    MAX_PIECES,
+    SPLIT_CHARS,
+    reply_verdict,
+    split_message,
+)
 from knowhub.providers.llm.local_context_text import Turn
 from knowhub.scope import RequestContext
 
@@ -29,6 +34,12 @@ CODE_REPLY = (
     "```yaml\n# config/cache.yaml\ncache:\n  ttl_seconds: 600\n  size: 256\n```\n\n"
     "Ten minutes is long enough for the dashboard and short enough that prices stay fresh."
 )
+
+#: A long answer (past SPLIT_CHARS): the code reply and the reasoning around it.
+LONG_REPLY = CODE_REPLY + "\n\n" + "\n\n".join(
+    f"Consideration {i}: the cache must stay consistent when a recipe is edited, so every write path "
+    f"invalidates the rendered pages of that recipe and of the lists it appears in (case {i})."
+    for i in range(30))
 
 EN_CHAT: list[dict[str, Any]] = [
     {"id": "u1", "role": "user", "content": "I need a backend for a recipe sharing site. Which database should I use?"},
@@ -113,8 +124,22 @@ def test_rejected_suggestion_is_not_an_assistant_memory() -> None:
     assert "rejected" in refusal[0]["abstract"] and "Kubernetes" in refusal[0]["abstract"]
 
 
-def test_long_code_message_is_split_with_prose_summaries() -> None:
+def test_short_code_message_is_one_node_with_a_prose_summary() -> None:
     events = [c for c in _assistant_events(EN_CHAT) if c["source_refs"] == ["a3"]]
+    assert len(events) == 1
+    node = events[0]
+    assert "plan for the cache layer" in node["abstract"]
+    for line in ("from functools", "class PageCache", "def get", "TTL_SECONDS = 600", "```"):
+        assert line not in node["abstract"]
+    assert "keeps a per-user LRU cache" in node["overview"] and "PageCache" in node["overview"]
+    assert "config: The settings go into the config file" in node["overview"]
+    assert "class PageCache" in node["content"], "the full message stays in L2"
+
+
+def test_long_code_message_is_split_with_prose_summaries() -> None:
+    assert len(LONG_REPLY) > SPLIT_CHARS
+    chat = [*EN_CHAT[:5], {"id": "a3", "role": "assistant", "content": LONG_REPLY}, EN_CHAT[6]]
+    events = [c for c in _assistant_events(chat) if c["source_refs"] == ["a3"]]
     kinds = sorted(c["metadata"]["kind"] for c in events)
     assert "code" in kinds and "config" in kinds
     code = next(c for c in events if c["metadata"]["kind"] == "code")
@@ -130,6 +155,8 @@ def test_long_code_message_is_split_with_prose_summaries() -> None:
     assert "config/cache.yaml" in config["abstract"]
     summary = next(c for c in events if c["routing_key"] == "a3-a")
     assert "```" not in summary["abstract"] and "import" not in summary["abstract"]
+    assert "class PageCache" not in summary["content"], "a split message's code lives in its own node"
+    assert any("Consideration 29" in c["content"] for c in events if c["metadata"]["kind"] != "code")
 
 
 def test_a_very_long_message_is_packed_coarser() -> None:
@@ -155,9 +182,11 @@ def test_chinese_decision_code_and_refusal() -> None:
     assert decision[0]["source_refs"] == ["z2"]
     assert not [c for c in events if c["metadata"]["origin"] == "assistant" and "z4" in c["source_refs"]]
     assert [c["source_refs"] for c in events if c["metadata"]["kind"] == "rejected"] == [["z5", "z4"]]
-    code = next(c for c in events if c["metadata"]["kind"] == "code")
+    code = next(c for c in events if "z6" in c["source_refs"])
+    assert code["metadata"]["kind"] == "code"
     assert "记录会员的签到时间" in code["abstract"]
     assert "SELECT" not in code["abstract"] and "def check_in" not in code["abstract"]
+    assert "check_in" in code["overview"]
 
 
 def test_named_transcripts_are_untouched() -> None:

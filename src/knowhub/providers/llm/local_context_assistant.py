@@ -14,10 +14,12 @@ typed ``events`` memories (``metadata.kind``: ``decision``, ``plan``, ``fix``, `
   with the work: no objection) keeps the turn; the summary node quotes the reply. Citing
   the accepting reply as well (switch ``cite_acceptance``) was measured neutral to slightly
   worse leave one chat out, so it is off.
-* **Split.** A long message is cut into its code blocks and its prose (paragraphs, packed
-  up to :data:`CHUNK_CHARS`): every piece is a node citing the message, so that a question
-  about one function meets a node about that function. One more node summarises the whole
-  message (when it has more than one piece).
+* **Split.** Every message gets one node: L0 its first statements of prose, L1 an outline
+  of its pieces (each code block by the sentence that introduces it and the names it
+  defines), L2 the message. A long message (over :data:`SPLIT_CHARS`) is also cut into its
+  code blocks and its prose (paragraphs packed up to :data:`CHUNK_CHARS`): every piece is a
+  node citing the message, so that a question about one function of a long answer meets a
+  node about that function; the whole-message node then keeps only the outline.
 * **Summaries never quote code.** The one-line summary (L0) of a code block is the prose
   sentence that introduces it ("This module hashes passwords and issues tokens:"), else
   the one after it, else the message's first prose sentence; the file name from the
@@ -41,17 +43,18 @@ from knowhub.providers.llm.local_context_text import (
     truncate,
 )
 
-__all__ = ["CHUNK_CHARS", "MAX_PIECES", "SWITCHES", "Piece", "assistant_memories", "reply_verdict", "split_message"]
+__all__ = ["CHUNK_CHARS", "MAX_PIECES", "SPLIT_CHARS", "SWITCHES", "Piece", "assistant_memories", "reply_verdict", "split_message"]
 
 #: The rules' switches, each validated leave one chat out (``benchmarks/tech_chat_bench.py
 #: --loo``): ``assistant_memories`` (the whole of this module), ``cite_acceptance`` (a
-#: message's summary node also cites the explicit acceptance), ``split_pieces`` (code
-#: blocks and prose runs get nodes of their own), ``refusal_memory`` (a refused
+#: message's summary node also cites the explicit acceptance), ``split_pieces`` (a long
+#: message's code blocks and prose runs get nodes of their own), ``lean_summary`` (the
+#: whole-message node of a split message keeps only the outline), ``refusal_memory`` (a refused
 #: suggestion becomes the user's ``rejected`` memory), ``piece_context`` (the pieces quote
 #: the request and the reply too, not only the whole-message node: off, since the quotes
 #: spread the chat's words over many nodes and the retriever drops words found in too many).
 SWITCHES: dict[str, bool] = {"assistant_memories": True, "cite_acceptance": False, "split_pieces": True,
-                             "refusal_memory": True, "piece_context": False}
+                             "refusal_memory": True, "piece_context": False, "lean_summary": True}
 
 #: Prose paragraphs of one message are packed into pieces of about this many characters.
 CHUNK_CHARS = 600
@@ -123,6 +126,11 @@ def _paragraphs(lines: list[str]) -> list[str]:
     return out
 
 
+#: A message longer than this is split into pieces (below it, one node holds it all). The
+#: index cuts texts at this length before embedding them (``Projector.max_embed_chars``);
+#: splitting the dev chats' shorter messages (up to 2,300 characters) cost recall in every
+#: fold of the leave-one-chat-out check, so only messages past this bound are split.
+SPLIT_CHARS = 4000
 #: At most this many pieces per message: a very long answer packs its prose coarser.
 MAX_PIECES = 12
 
@@ -324,16 +332,20 @@ def assistant_memories(turns: list[Turn]) -> list[dict[str, Any]]:
             context.append(f"- user {'accepted' if verdict == 'accepted' else 'went on'}: \"{truncate(reply.text, 160)}\"")
         confidence = 0.75 if verdict == "accepted" else 0.6
         kinds = [(_code_kind(p)[0] if p.kind == "code" else _prose_kind(p.text)) for p in pieces]
-        whole_kind = next((k for k in ("decision", "fix", "plan") if k in kinds), kinds[0])
+        whole_kind = next((k for k in ("decision", "fix", "plan", "code", "config") if k in kinds), kinds[0])
         accepted_by = reply.id if verdict == "accepted" and reply is not None and SWITCHES["cite_acceptance"] else None
         refs = [turn.id] + ([accepted_by] if accepted_by else [])
         outline = [f"- {k}: {truncate(_code_summary(p, gist) if p.kind == 'code' else _gist([p]) or p.text, 160)}"
+                   + (f" (defines: {', '.join(_code_names(p.text))})" if p.kind == "code" and _code_names(p.text) else "")
                    for p, k in zip(pieces, kinds, strict=True)]
         # L2 of the summary: the prose, each code block named by its summary (the code itself
         # is the L2 of its own node: one copy, so code words weigh on one node only)
-        split = SWITCHES["split_pieces"] and not (len(pieces) == 1 and pieces[0].kind == "prose")
-        body = "\n\n".join(p.text if p.kind == "prose" or not split else f"[{k}: {_code_summary(p, gist)}]"
-                            for p, k in zip(pieces, kinds, strict=True))
+        split = SWITCHES["split_pieces"] and len(pieces) > 1 and len(raw) > SPLIT_CHARS
+        if split and SWITCHES["lean_summary"]:  # the pieces hold the text: no second copy of it
+            body = "\n".join(outline)
+        else:
+            body = "\n\n".join(p.text if p.kind == "prose" or not split else f"[{k}: {_code_summary(p, gist)}]"
+                                for p, k in zip(pieces, kinds, strict=True))
         out.append(_candidate(
             turn, f"{turn.id}-a", whole_kind, f"Assistant{date} {whole_kind}: {gist}",
             [*outline, *context], f"[{turn.id}] {turn.speaker} ({turn.when_text or turn.date}):\n{body}", refs,
