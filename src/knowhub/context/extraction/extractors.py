@@ -54,7 +54,8 @@ class PreferenceExtractor(TaskExtractor):
 
 
 class EntityEventExtractor(TaskExtractor):
-    """People, places, organizations and projects; and discrete events (one per informative turn)."""
+    """People, places, organizations and projects; discrete events (one per informative turn);
+    and what the assistant said that the user accepted (decisions, plans, fixes, code, config)."""
 
     name = "entities_events"
     task = "extract_entities_events"
@@ -64,7 +65,12 @@ class EntityEventExtractor(TaskExtractor):
         "routing_key = the entity name, metadata.entity_type = person, pet, place, organization, "
         "project or thing; (2) 'events': what happened, is planned or was said, at least one event "
         "for every informative message so that no detail is lost, routing_key = the message id, "
-        "metadata.event_time = when it happened as an absolute ISO 8601 date. " + _COMMON
+        "metadata.event_time = when it happened as an absolute ISO 8601 date; (3) what the assistant "
+        "said that the user accepted or built on, as 'events' with metadata.kind = decision, plan, fix, "
+        "code, config or fact: one per decision, code block or configuration, its abstract saying what "
+        "was decided and why (for code: what the code does, in words, never a code line), citing the "
+        "assistant message and the reply that accepted it; a suggestion the user refused is no such "
+        "memory. Code identifiers, keywords and literals are never entities. " + _COMMON
     )
 
 

@@ -17,6 +17,7 @@ import re
 from collections import Counter
 from typing import Any
 
+from knowhub.providers.llm.local_context_assistant import assistant_memories
 from knowhub.providers.llm.local_context_cn import ORG_HEADS, cn_entities
 from knowhub.providers.llm.local_context_code import (
     check_entity,
@@ -272,10 +273,12 @@ _EMPLOYER_PREP = re.compile(
     r"\b(?:joined|join|joining|employed by|hired by|hired at|offer from|interview(?:ed|ing)? (?:at|with))\s+$",
     re.I)
 #: Common abbreviations that are ordinary nouns, not names (general computing and everyday
-#: English abbreviations, as any dictionary of abbreviations lists them): "the TTL", "an API".
+#: English abbreviations, as any dictionary of abbreviations lists them, and the ISO 4217
+#: codes of the most traded currencies): "the TTL", "an API", "in EUR".
 GENERIC_ABBREVIATIONS = frozenset(
     """
-API APIS URL URLS URI TTL CPU GPU TPU RAM ROM SSD HDD USB HDMI LED LCD OS VM VPN LAN WAN DNS TCP UDP IP HTTP
+API APIS URL URLS URI TTL CPU GPU TPU RAM ROM SSD HDD USB HDMI LED LCD OS VM VPS VPN LAN WAN DNS TCP UDP IP HTTP
+USD EUR GBP JPY CNY RMB HKD CHF CAD AUD INR
 HTTPS SSH SSL TLS CDN SDK CLI GUI UI UX IDE JSON XML YAML CSV PDF HTML CSS SQL ORM JWT RPC REST CRUD ETL CI CD
 QA QPS RPS SLA SLO KPI OKR ROI CEO CTO CFO COO HR PR PM ETA ASAP FAQ DIY TV PC ID PIN OTP SMS MMS GPS AI ML
 NLP LLM OCR IOT AR VR CRM ERP SaaS B2B B2C MVP POC RFC PTO OOO WFH EOD TBD FYI IMO BTW DM PS AM FM DJ MC PHD
@@ -403,7 +406,7 @@ def extract_entities_events(payload: dict[str, Any]) -> list[dict[str, Any]]:
     speakers = _speaker_names(turns) | _self_names(turns)
     capitalized_elsewhere: set[str] = set()
     for turn in turns:
-        for sentence in split_sentences(strip_code(turn.text)):
+        for sentence in _prose_sentences(turn):
             for word in re.findall(rf"(?<=\s){_CAP_WORD}", sentence):
                 capitalized_elsewhere.add(word.strip("'’").removesuffix("'s"))
     # like the profile and preference rules: an unnamed assistant's turns are no memories
@@ -462,13 +465,22 @@ def extract_entities_events(payload: dict[str, Any]) -> list[dict[str, Any]]:
             ))
         out.extend(_entity_candidates(turn, speakers, capitalized_elsewhere))
         previous = turn
+    if not include_assistant:  # an unnamed assistant's decisions, code and fixes (local_context_assistant)
+        out.extend(assistant_memories(turns))
     return out
+
+
+def _prose_sentences(turn: Turn) -> list[str]:
+    """Sentences of the turn's prose: code is blanked in the message as written (its line
+    breaks tell an indented block or a pasted traceback), then each sentence is joined."""
+    raw = str(turn.extra.get("raw") or turn.text)
+    return [" ".join(s.split()) for s in split_sentences(strip_code(raw)) if s.strip()]
 
 
 def _entity_candidates(turn: Turn, speakers: set[str], capitalized_elsewhere: set[str]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for sentence in split_sentences(strip_code(turn.text)):  # code never names an entity
+    for sentence in _prose_sentences(turn):  # code never names an entity
         annotated, _ = annotate_time_cues(sentence, turn.when)
         found: list[tuple[str, str, str]] = []  # (name, type, relation)
         for match in _REL_RE.finditer(sentence):

@@ -374,7 +374,7 @@ def turns_from_payload(payload: dict[str, Any]) -> list[Turn]:
                 when_text=when_text,
                 caption=str(message.get("caption") or ""),
                 extra={"named": bool(isinstance(message.get("name"), str) and message["name"].strip()),
-                       "time_inferred": inferred},
+                       "time_inferred": inferred, "raw": text},
             )
         )
     return turns

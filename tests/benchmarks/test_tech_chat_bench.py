@@ -1,0 +1,69 @@
+"""The long technical chats (benchmarks/data/tech_chats_*.json) and their benchmark's pieces.
+
+The chats are hand-written; these checks keep the labels honest when someone edits them:
+every gold id is a message of the chat, every type is known, both languages have at least
+two chats of several sessions with user and assistant turns, and BM25 over Chinese text
+matches words (bm25s's own tokenizer would keep a Chinese run as one token).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load_bench() -> ModuleType:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("knowhub_tech_chat_bench", ROOT / "benchmarks" / "tech_chat_bench.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    return _load_bench()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_chats_are_well_formed(bench: ModuleType, lang: str) -> None:
+    chats = bench.load_chats([lang])
+    assert len(chats) >= 2
+    for chat in chats:
+        assert chat["language"] == lang
+        assert len(chat["sessions"]) >= 3
+        ids = [m["id"] for s in chat["sessions"] for m in s["messages"]]
+        assert len(ids) == len(set(ids))
+        roles = {m["role"] for s in chat["sessions"] for m in s["messages"]}
+        assert roles == {"user", "assistant"}
+        dates = [s["date"] for s in chat["sessions"]]
+        assert dates == sorted(dates)
+        types = set()
+        for q in chat["questions"]:
+            assert q["type"] in bench.TYPES
+            assert q["gold"] and set(q["gold"]) <= set(ids), q["id"]
+            types.add(q["type"])
+        assert types == set(bench.TYPES), f"{chat['id']} lacks {set(bench.TYPES) - types}"
+
+
+def test_bm25_over_chinese_matches_words(bench: ModuleType) -> None:
+    bm25 = bench.BM25Messages(["a", "b", "c"], ["借期改成二十一天", "日志采集用 Go 写", "The API runs on port 8080"])
+    assert bm25.search("现在的借期是多少天", 1) == ["a"]
+    assert bm25.search("which port does the API use", 1) == ["c"]
+
+
+def test_one_user_merges_a_language(bench: ModuleType) -> None:
+    merged = bench.one_user(bench.load_chats(["en", "zh"]))
+    assert [m["id"] for m in merged] == ["en-user", "zh-user"]
+    for m in merged:
+        dates = [s["date"] for s in m["sessions"]]
+        assert dates == sorted(dates)
+        assert len({s["id"] for s in m["sessions"]}) == len(m["sessions"])
