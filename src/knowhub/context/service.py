@@ -71,6 +71,7 @@ from knowhub.context.retrieval import (
     SearcherConfig,
 )
 from knowhub.context.retrieval.speaker_focus import DEFAULT_SPEAKER_BOOST, focus_on_named_speakers
+from knowhub.context.retrieval.validity import follow_timeline
 from knowhub.context.session_items import SessionItemLog, SessionItems
 from knowhub.errors import InvalidInputError, StorageError
 from knowhub.index import (
@@ -204,6 +205,8 @@ class ContextEngineService:
         self.speaker_boost = speaker_boost
         self.merge_queries = merge_queries
         self.shared_candidates = shared_candidates
+        #: current values first, contradictions side by side (:mod:`.retrieval.validity`)
+        self.follow_timeline = True
         self.reader = MemoryReadService(self.fs, self.relations)
         self.assembler = RetrievalAssembler(self.fs, self.relations, assembler_config)
         self.save_interval_s = save_interval_s
@@ -465,6 +468,8 @@ class ContextEngineService:
         final = TypedQuery(text=plan[0].text, categories=plan[0].categories, target_uri=plan[0].target_uri, top_k=top_k,
                            hints=dict(plan[0].hints))
         blocks = self.assembler.assemble(final, hits, ctx)
+        if self.follow_timeline:
+            blocks = follow_timeline(blocks, self.fs, ctx, top_k)
         ordered_seeds = sorted(seeds.values(), key=lambda s: (-s.score, s.uri))
         return SearchResult(query_plan=plan, seed_hits=ordered_seeds, blocks=blocks, total=len(blocks))
 

@@ -6,8 +6,9 @@ After a commit has written its memories, :meth:`Timeline.link` compares the *cla
 * **same value** — a restatement: nothing changes;
 * **a later statement with another value** (a later session, or the same session with a
   change or correction cue: "we switched to PostgreSQL", "actually I meant Vue") — an
-  **update**: the earlier memory gets ``superseded_by`` (the new memory of the same
-  category, else the first new one) and ``superseded_at``; the new one ``supersedes``;
+  **update**: the earlier memory gets ``superseded_slots[slot] = {by, at, value, was}``
+  (``by``: the new memory of the same category, else the first new one) and
+  ``superseded_by`` / ``superseded_at`` of its newest replacement; the new one ``supersedes``;
 * **an earlier statement arriving late** (its message time is before the current value's)
   — the new memory is the superseded one;
 * **two values with no order or cue** (one session, no cue) — a **contradiction** the
@@ -128,26 +129,37 @@ class Timeline:
             return patches.setdefault(uri, {})
 
         ordered = sorted(memories, key=lambda m: (m.at or "", m.index))
+        # one statement may be several memories (its event, its profile fact node): they
+        # share one entry, so each old memory links to the new one of its own category
+        statements: dict[tuple[str, str, str, int, str], dict[str, Any]] = {}
         for memory in ordered:
             own = patch(memory.uri)
             own.setdefault("valid_from", memory.at)
             for claim in memory.claims:
                 own.setdefault("slots", []).append({"slot": claim.slot, "value": claim.value})
-                entries = slots.setdefault(claim.slot, [])
-                if any(memory.uri in e.get("uris", {}).values() and e.get("key") == claim.key for e in entries):
-                    continue  # this memory's claim is recorded already (a retried commit)
-                active = [e for e in entries if not e.get("superseded_by")]
-                same = next((e for e in active if e.get("key") == claim.key), None)
-                if same is not None:  # a restatement of the current value
-                    same.setdefault("uris", {}).setdefault(memory.category, memory.uri)
-                    continue
-                new = {"value": claim.value, "key": claim.key, "uris": {memory.category: memory.uri}, "at": memory.at,
-                       "session": memory.session_id, "seq": seq, "index": memory.index, "cue": claim.cue}
-                if claim.exclusive:
-                    for old in active:
-                        self._relate(old, new, claim, memory.category, patch)
-                entries.append(new)
-                del entries[:-_MAX_ENTRIES]
+                group = statements.setdefault((claim.slot, claim.key, memory.at, memory.index, memory.session_id),
+                                              {"claim": claim, "uris": {}, "memory": memory})
+                group["uris"].setdefault(memory.category, memory.uri)
+                if claim.cue and not group["claim"].cue:
+                    group["claim"] = claim
+        for (slot, key, at, index, session), group in statements.items():
+            claim, uris = group["claim"], group["uris"]
+            entries = slots.setdefault(slot, [])
+            if all(any(uri in e.get("uris", {}).values() and e.get("key") == key for e in entries) for uri in uris.values()):
+                continue  # recorded already (a retried commit)
+            active = [e for e in entries if not e.get("superseded_by")]
+            same = next((e for e in active if e.get("key") == key), None)
+            if same is not None:  # a restatement of the current value
+                for category, uri in uris.items():
+                    same.setdefault("uris", {}).setdefault(category, uri)
+                continue
+            new = {"value": claim.value, "key": key, "uris": dict(uris), "at": at, "session": session, "seq": seq,
+                   "index": index, "cue": claim.cue}
+            if claim.exclusive:
+                for old in active:
+                    self._relate(old, new, claim, patch)
+            entries.append(new)
+            del entries[:-_MAX_ENTRIES]
         if len(slots) > _MAX_SLOTS:  # keep the most recently used slots
             for slot in sorted(slots, key=lambda s: max(int(e.get("seq", 0)) for e in slots[s]))[: len(slots) - _MAX_SLOTS]:
                 del slots[slot]
@@ -156,24 +168,24 @@ class Timeline:
         return versions
 
     @staticmethod
-    def _relate(old: dict[str, Any], new: dict[str, Any], claim: Claim, category: str, patch: Any) -> None:
+    def _relate(old: dict[str, Any], new: dict[str, Any], claim: Claim, patch: Any) -> None:
         """Update, late older statement, or contradiction between two values of one slot."""
         same_session = old.get("session") == new.get("session")
         if same_session and not claim.cue and not old.get("cue"):
             reason = "two values in one session with no cue which one holds"
             for a, b in ((old, new), (new, old)):
-                for uri in a["uris"].values():
+                for category, uri in a["uris"].items():
                     patch(uri)["conflict"] = {"with": _pick(b["uris"], category), "slot": claim.slot,
                                               "values": [a["value"], b["value"]], "reason": reason}
             old.setdefault("conflict_with", []).append(new["value"])
             new.setdefault("conflict_with", []).append(old["value"])
             return
         later, earlier = (new, old) if _later(new, old) else (old, new)
-        earlier["superseded_by"] = _pick(later["uris"], category)
+        earlier["superseded_by"] = next(iter(later["uris"].values()))
         for cat, uri in earlier["uris"].items():
             target = _pick(later["uris"], cat)
-            patch(uri).update({"superseded_by": target, "superseded_at": later.get("at") or "",
-                               "superseded_value": later["value"]})
+            patch(uri).setdefault("superseded_slots", {})[claim.slot] = {
+                "by": target, "at": later.get("at") or "", "value": later["value"], "was": earlier["value"]}
             patch(target).setdefault("supersedes", []).append(uri)
 
     def _apply(self, ctx: CtxLike, patches: dict[str, dict[str, Any]]) -> dict[str, int]:
@@ -191,6 +203,11 @@ class Timeline:
                 elif key == "slots":
                     known = {(s.get("slot"), s.get("value")) for s in meta.get(key) or [] if isinstance(s, dict)}
                     merged[key] = [*(meta.get(key) or []), *(s for s in value if (s["slot"], s["value"]) not in known)]
+                elif key == "superseded_slots":
+                    merged[key] = {**(meta.get(key) or {}), **value}
+                    newest = max(merged[key].values(), key=lambda v: str(v.get("at") or ""))
+                    merged["superseded_by"] = newest["by"]
+                    merged["superseded_at"] = newest.get("at") or ""
                 elif key == "valid_from":
                     if value and not meta.get("valid_from"):
                         merged[key] = value
