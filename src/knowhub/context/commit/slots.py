@@ -27,6 +27,7 @@ Word lists are general technical and everyday vocabulary, not benchmark text.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -115,16 +116,25 @@ _PARTS = (r"side project|project|app|service|backend|frontend|front-end|back-end
 _QUALIFIER_EN = re.compile(rf"\b(?:for|in|on)(?: (?:my|our|the|this|that|a))? ((?:[\w\-]+ ){{0,2}}?(?:{_PARTS}))\b|"
                            rf"^(?:the|our|my) ((?:[\w\-]+ ){{0,2}}?(?:{_PARTS}))\b", re.I)
 #: A choice or use of the value: "we use X", "went with X", "X is our database", "写在 X 上".
-_CHOICE_EN = re.compile(
+#: Most words between a choice wording and its value ("switched from MySQL to X": 3); chosen
+#: on the dev half of benchmarks/data/context_updates_labelled.json (context_updates_bench.py).
+CHOICE_WINDOW = 3
+_CHOICE_EN_TEXT = (
     r"\b(?:use[sd]?|using|run(?:s|ning)?|ran|on|with|chose|choose|chosen|pick(?:ed)?|go(?:ing)? with|went with|"
     r"decided (?:on|to use|to go with)|settled on|stick(?:ing)? with|stuck with|switch(?:ed|ing)? (?:over )?to|"
     r"migrat(?:e|ed|ing) to|mov(?:e|ed|ing) (?:over )?to|chang(?:e|ed|ing) to|port(?:ed|ing)? to|adopt(?:ed|ing)?|"
     r"built|build(?:ing)?|written in|writ(?:e|ing) (?:it |this |everything )?in|rewr(?:ite|ote|iting) (?:it |this )?in|"
     r"deploy(?:ed|ing)? (?:to|on)|host(?:ed|ing)? on|stor(?:e|ed|ing)|prefer(?:s|red)?|favou?r|is|are|'s|"
     r"instead|now|in|switch(?:ed|ing)?|migrat(?:e|ed|ing)|mov(?:e|ed|ing)|replac(?:e|ed|ing)|writ(?:e|es|ing)|wrote|"
-    r"cod(?:e|es|ing) in|learn(?:ed|ing)?|develop(?:ed|ing)? (?:in|with)|work(?:s|ed|ing)? (?:in|with))\b(?:\s+[^\s.;!?]+){0,3}\s*$", re.I)
-_CHOICE_CN = re.compile(r"(?:用|使用|采用|选|选择|选了|定了|基于|改用|换成|换用|换到|切换到|迁移到|迁到|部署在|部署到|跑在|"
-                        r"写|是|为|上|偏好|喜欢用|习惯用)[^，。；！？]{0,12}$")
+    r"cod(?:e|es|ing) in|learn(?:ed|ing)?|develop(?:ed|ing)? (?:in|with)|work(?:s|ed|ing)? (?:in|with))\b(?:\s+[^\s.;!?]+){0,%d}\s*$")
+_CHOICE_CN_TEXT = (r"(?:用|使用|采用|选|选择|选了|定了|基于|改用|换成|换用|换到|切换到|迁移到|迁到|部署在|部署到|跑在|"
+                        r"写|是|为|上|偏好|喜欢用|习惯用)[^，。；！？]{0,%d}$")
+
+
+@functools.lru_cache(maxsize=16)
+def _choice(cjk: bool, window: int) -> re.Pattern[str]:
+    """The choice wording that must come at most ``window`` words before a value."""
+    return re.compile(_CHOICE_CN_TEXT % (window * 4), re.I) if cjk else re.compile(_CHOICE_EN_TEXT % window, re.I)
 _QUALIFIER_CN = re.compile(r"(?:在|给|为|对)?([\u4e00-\u9fff]{1,6}(?:项目|应用|服务|后端|前端|网站|博客|脚本|课程|作业|公司))(?:里|中|上|的)")
 _AT_WORK = re.compile(r"\b(?:at work|at my job|at the office|at home|personally|for fun|on the side)\b|(?:公司里|在家里|业余)", re.I)
 
@@ -173,7 +183,7 @@ def _class_claims(sentence: str, subject: str, cjk: bool) -> list[Claim]:
             before = sentence[: match.start()]
             if (_NEG_CN if cjk else _NEG_EN).search(before[-40:]):
                 continue  # the value being left or refused ("from MySQL", "instead of Flask", "不用X")
-            if not (_CHOICE_CN if cjk else _CHOICE_EN).search(before[-60:]) and not re.match(
+            if CHOICE_WINDOW >= 0 and not _choice(cjk, CHOICE_WINDOW).search(before[-80:]) and not re.match(
                     r"\s*(?:is|are|was|will be|it is|for)\b|\s*(?:是|作为|当|做)", sentence[match.end():], re.I):
                 continue  # a mention, not a choice ("I read about MongoDB", "MongoDB's docs")
             if canonical not in found.setdefault(cls, []):

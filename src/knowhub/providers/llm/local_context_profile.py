@@ -146,7 +146,8 @@ _VALUE_STOP = re.compile(
     r"\s+(?:last|this|next|since|in (?:19|20)\d\d|(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|"
     r"a few|several|\d+) (?:days?|weeks?|months?|years?)|ago|recently|now|today|yesterday|for|with|because|"
     r"but|and then|where|which|who|when|after|before|to be|so|as|and I|and we|though|although|while|"
-    r"at the moment|these days|right now|permanently|temporarily|full[- ]time|part[- ]time)\b.*$",
+    r"at the moment|these days|right now|permanently|temporarily|full[- ]time|part[- ]time|every|each|daily|"
+    r"and an?|and my|and two|and three)\b.*$",
     re.I,
 )
 _CLAUSE = re.compile(r"[,;:!?，。；：！？()\[\]“”\"]| - |(?<!\bSt)(?<!\bDr)(?<!\bMt)\.(?!\w)")
@@ -226,7 +227,7 @@ _EN: list[tuple[str, re.Pattern[str], bool, str]] = [
     ("family", re.compile(r"\bI have ((?:a |an |one |two |three |four |five |\d+ )(?:young |little |grown |adult |teenage )?(?:kids?|children|child|sons?|daughters?|sisters?|brothers?|twins|grandchildren|grandkids)\b[^,.;!?]*)", re.I), True, "text"),
     ("family", re.compile(r"\bI(?:'m| am) an? ((?:single |stay-at-home |working )?(?:mom|mother|dad|father|parent)) of ([^,.;!?]+)", re.I), True, "pair"),
     ("family", re.compile(r"\b(?i:my) (?i:(wife|husband|partner|spouse|fiancee?|girlfriend|boyfriend))(?:,)? ([A-Z][a-z]+)\b"), True, "pair"),
-    ("pets", re.compile(r"\bI have ((?:a |an |one |two |three |\d+ )(?:[a-z]+ )?(?:dogs?|cats?|puppy|puppies|kittens?|rabbits?|parrots?|hamsters?|fish|turtles?)\b(?: (?:named|called) [A-Z][a-z]+)?)", re.I), True, "text"),
+    ("pets", re.compile(r"\bI have (?:[^,.;!?]*?\band )?((?:a |an |one |two |three |\d+ )(?:[a-z]+ )?(?:dogs?|cats?|puppy|puppies|kittens?|rabbits?|parrots?|hamsters?|fish|turtles?)\b(?: (?:named|called) [A-Z][a-z]+)?)", re.I), True, "text"),
     ("identity", re.compile(r"\bI(?:'m| am) an? ((?:[\w\-]+ ){0,3}(?:introvert|extrovert|night owl|early bird|morning person))\b", re.I), True, "raw"),
 ]
 
@@ -346,7 +347,7 @@ def profile_facts(sentence: str, cjk: bool) -> list[tuple[str, str, bool]]:
             continue
         for value in _values(kind, match):
             value = value.strip(" '\"“”’")
-            if len(value) < 2 or _PRONOUN.match(value):
+            if (len(value) < 2 and not re.match(r"[\u4e00-\u9fff]", value)) or _PRONOUN.match(value):
                 continue
             if attribute == "name" and (value.casefold() in _NOT_NAMES or is_language(value) or is_place(value)):
                 continue
