@@ -285,7 +285,7 @@ class ProfilePolicy(MergePolicy):
             return self._plan(WriteAction.MERGE, uri, candidate, ctx, patch=patch, existing=existing_node,
                               reason="profile fact restated")
         meta = self._base_metadata(candidate)
-        meta.update({"facts": [fact], "fact_node": True, "attribute": fact["attribute"], "value": fact["value"],
+        meta.update({"fact": fact, "fact_node": True, "attribute": fact["attribute"], "value": fact["value"],
                      "routing_key": f"{fact['subject']} {fact['attribute']}", "source_refs": fact["source_refs"]})
         said = f" (said {fact['at'][:10]})" if fact.get("at") else ""
         phrase = _FACT_PHRASES.get(fact["attribute"], f"{fact['attribute']}:")

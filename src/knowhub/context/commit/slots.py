@@ -114,7 +114,7 @@ _PARTS = (r"side project|project|app|service|backend|frontend|front-end|back-end
           r"infra|infrastructure|deployment|dashboard|admin panel|bot|game|library|sdk|plugin|extension|notebooks?")
 #: What a statement is about: "for my side project", "in the backend", "the frontend is ...".
 _QUALIFIER_EN = re.compile(rf"\b(?:for|in|on)(?: (?:my|our|the|this|that|a))? ((?:[\w\-]+ ){{0,2}}?(?:{_PARTS}))\b|"
-                           rf"^(?:the|our|my) ((?:[\w\-]+ ){{0,2}}?(?:{_PARTS}))\b", re.I)
+                           rf"\b(?:the|our|my|this) ((?:[\w\-]+ ){{0,2}}?(?:{_PARTS}))\b", re.I)
 #: A choice or use of the value: "we use X", "went with X", "X is our database", "写在 X 上".
 #: Most words between a choice wording and its value ("switched from MySQL to X": 3); chosen
 #: on the dev half of benchmarks/data/context_updates_labelled.json (context_updates_bench.py).
