@@ -109,8 +109,8 @@ _CHANGE_CN = re.compile(r"(?:改用|改成|换成|换用|换到|切换到|切到
 _CORRECT_EN = re.compile(r"\b(?:actually|correction|i meant|sorry,? i meant|i was wrong|to correct|my mistake|"
                          r"not \w+ but|scratch that)\b", re.I)
 _CORRECT_CN = re.compile(r"(?:其实|更正|纠正|说错了|我是说|搞错了|不对，|不是.{1,12}而是)")
-_PARTS = (r"side project|project|app|service|backend|frontend|front-end|back-end|website|site|api|cli|tool|prototype|"
-          r"mvp|blog|startup|team|analytics|tests?|scripts?|homework|course|class|client|mobile app|data pipeline|pipeline|"
+_PARTS = (r"side project|project|app|service|backend|frontend|front-end|back-end|website|site|api|cli|prototype|"
+          r"mvp|blog|startup|analytics|tests?|scripts?|homework|mobile app|data pipeline|pipeline|"
           r"infra|infrastructure|deployment|dashboard|admin panel|bot|game|library|sdk|plugin|extension|notebooks?")
 #: What a statement is about: "for my side project", "in the backend", "the frontend is ...".
 _QUALIFIER_EN = re.compile(rf"\b(?:for|in|on)(?: (?:my|our|the|this|that|a))? ((?:[\w\-]+ ){{0,2}}?(?:{_PARTS}))\b|"
@@ -118,7 +118,7 @@ _QUALIFIER_EN = re.compile(rf"\b(?:for|in|on)(?: (?:my|our|the|this|that|a))? ((
 #: A choice or use of the value: "we use X", "went with X", "X is our database", "写在 X 上".
 #: Most words between a choice wording and its value ("switched from MySQL to X": 3); chosen
 #: on the dev half of benchmarks/data/context_updates_labelled.json (context_updates_bench.py).
-CHOICE_WINDOW = 3
+CHOICE_WINDOW = 5
 _CHOICE_EN_TEXT = (
     r"\b(?:use[sd]?|using|run(?:s|ning)?|ran|on|with|chose|choose|chosen|pick(?:ed)?|go(?:ing)? with|went with|"
     r"decided (?:on|to use|to go with)|settled on|stick(?:ing)? with|stuck with|switch(?:ed|ing)? (?:over )?to|"
