@@ -63,6 +63,8 @@ def test_a_later_session_supersedes_and_the_current_value_ranks_first(svc: Conte
     new_uri = old.metadata["superseded_by"]
     assert "s2-0" in new_uri and old.metadata["superseded_at"].startswith("2026-02-20")
     assert old.uri in svc.get_node(CTX, new_uri).metadata["supersedes"]
+    # the entity that is the old value is superseded by the new value's entity
+    assert svc.get_node(CTX, f"{MEM}/entities/mysql").metadata["superseded_by"] == f"{MEM}/entities/postgresql"
     blocks = svc.search_memory(CTX, "Which database do we use for orders? MySQL?", top_k=5).blocks
     uris = [b.uri for b in blocks]
     assert uris.index(new_uri) < uris.index(old.uri)

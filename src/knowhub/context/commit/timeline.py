@@ -35,7 +35,7 @@ from typing import Any
 
 import orjson
 
-from knowhub.context.commit.slots import Claim, claims_in_text, fact_claims
+from knowhub.context.commit.slots import Claim, claims_in_text, fact_claims, value_key
 from knowhub.context.core.uri import CtxLike, validate_segment
 from knowhub.context.fs.context_fs import ContextFS
 from knowhub.errors import KnowhubError
@@ -222,7 +222,9 @@ def claimed_memories(applied: Sequence[tuple[Any, Any]], messages: Sequence[dict
     """The :class:`ClaimedMemory` of each written (or re-planned) memory of a commit.
 
     Profile fact nodes claim their fact; events and preferences claim what their one
-    source message states (:func:`~.slots.claims_in_text`). The subject is the speaker's
+    source message states (:func:`~.slots.claims_in_text`); an entity claims it only when
+    it is the value itself (the ``MySQL`` entity of "we use MySQL"), so that a superseded
+    value's entity never ranks above the value that replaced it. The subject is the speaker's
     name when the message names one (a transcript of several people), else ``user``: the
     user and the assistant decide about one project. Other categories claim nothing.
     """
@@ -235,12 +237,15 @@ def claimed_memories(applied: Sequence[tuple[Any, Any]], messages: Sequence[dict
         index, message = first if first is not None else (0, {})
         if category == "profile" and candidate.metadata.get("fact_node"):
             claims = fact_claims([f for f in candidate.metadata.get("facts") or [] if isinstance(f, dict)])
-        elif category in ("events", "preferences") and len(refs) == 1 and message:
+        elif category in ("events", "preferences", "entities") and len(refs) == 1 and message:
             if message.get("role") in ("system", "tool"):
                 continue
             name = message.get("name")
             subject = str(name).strip() if isinstance(name, str) and name.strip() else "user"
             claims = claims_in_text(str(message.get("content") or ""), subject)
+            if category == "entities":  # the entity that *is* the chosen value ("MySQL"), nothing else
+                title = value_key(str(candidate.metadata.get("title") or candidate.routing_key))
+                claims = [c for c in claims if c.key == title]
         else:
             continue
         if not claims:
