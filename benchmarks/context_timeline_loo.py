@@ -2,7 +2,8 @@
 
 The reordering of :mod:`knowhub.context.retrieval.validity` (a replacing memory before a
 superseded one, both sides of a contradiction together) is a search switch
-(``svc.follow_timeline``), so each LoCoMo dev conversation is committed once with the
+(``svc.follow_timeline``: ``add`` — replacements not found are added, ``reorder`` — only
+the blocks found are reordered, ``off``), so each LoCoMo dev conversation is committed once with the
 shipped extractors (profile fact nodes and timeline links included) and searched twice.
 Fold *i* picks the setting with the best question-weighted recall@10 on the other four
 conversations and reports it on conversation *i*. Also counted: the links the timeline
@@ -31,7 +32,7 @@ from _data import BENCH_DIR, LOCOMO_FILE, load_locomo
 from knowhub.context.service import ContextEngineService
 from knowhub.scope import RequestContext
 
-SETTINGS = (True, False)
+SETTINGS = ("add", "reorder", "off")
 
 
 def _links(svc: ContextEngineService, ctx: RequestContext) -> dict[str, int]:
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--conversations", type=int, default=None)
     parser.add_argument("--out-json", type=Path, default=None)
     args = parser.parse_args(argv)
-    per: dict[str, dict[bool, list[float]]] = {}
+    per: dict[str, dict[str, list[float]]] = {}
     links: dict[str, dict[str, int]] = {}
     root = Path(tempfile.mkdtemp(prefix="ctx-timeline-"))
     load = [round(x, 2) for x in os.getloadavg()]
@@ -80,21 +81,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         svc.close()
         print(sample, links[sample], {str(s): round(statistics.mean(v), 4) for s, v in per[sample].items()}, flush=True)
 
-    def pooled(setting: bool, keep: list[str]) -> float:
+    def pooled(setting: str, keep: list[str]) -> float:
         values = [v for s in keep for v in per[s][setting]]
         return sum(values) / len(values)
 
     folds = {}
     for sample in per:
         others = [s for s in per if s != sample] or [sample]
-        chosen = max(SETTINGS, key=lambda s: (pooled(s, others), s))
+        chosen = max(SETTINGS, key=lambda s: (pooled(s, others), -SETTINGS.index(s)))
         folds[sample] = {"chosen": chosen, "recall": round(statistics.mean(per[sample][chosen]), 4)}
     report = {
         "budget": args.budget, "load_average_at_start": load,
         "all_dev": {str(s): round(pooled(s, list(per)), 4) for s in SETTINGS},
         "per_conversation": {c: {str(s): round(statistics.mean(v), 4) for s, v in d.items()} for c, d in per.items()},
         "folds": folds,
-        "loo_pooled": round(sum(sum(per[c][f["chosen"]]) for c, f in folds.items()) / sum(len(per[c][True]) for c in per), 4),
+        "loo_pooled": round(sum(sum(per[c][f["chosen"]]) for c, f in folds.items()) / sum(len(per[c]["off"]) for c in per), 4),
         "loo_mean": round(statistics.mean(f["recall"] for f in folds.values()), 4),
         "links": links,
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],

@@ -205,8 +205,9 @@ class ContextEngineService:
         self.speaker_boost = speaker_boost
         self.merge_queries = merge_queries
         self.shared_candidates = shared_candidates
-        #: current values first, contradictions side by side (:mod:`.retrieval.validity`)
-        self.follow_timeline = True
+        #: current values first, contradictions side by side (:mod:`.retrieval.validity`):
+        #: ``"add"`` (replacements not found are added), ``"reorder"`` (only blocks found), ``"off"``
+        self.follow_timeline = "add"
         self.reader = MemoryReadService(self.fs, self.relations)
         self.assembler = RetrievalAssembler(self.fs, self.relations, assembler_config)
         self.save_interval_s = save_interval_s
@@ -468,8 +469,8 @@ class ContextEngineService:
         final = TypedQuery(text=plan[0].text, categories=plan[0].categories, target_uri=plan[0].target_uri, top_k=top_k,
                            hints=dict(plan[0].hints))
         blocks = self.assembler.assemble(final, hits, ctx)
-        if self.follow_timeline:
-            blocks = follow_timeline(blocks, self.fs, ctx, top_k)
+        if self.follow_timeline in ("add", "reorder", True):
+            blocks = follow_timeline(blocks, self.fs, ctx, top_k, add_missing=self.follow_timeline != "reorder")
         ordered_seeds = sorted(seeds.values(), key=lambda s: (-s.score, s.uri))
         return SearchResult(query_plan=plan, seed_hits=ordered_seeds, blocks=blocks, total=len(blocks))
 

@@ -38,9 +38,11 @@ def _block_of(fs: ContextFS, ctx: Any, uri: str, score: float, reason: str) -> R
                           category=node.category, metadata=meta)
 
 
-def follow_timeline(blocks: list[RetrievedBlock], fs: ContextFS, ctx: Any, top_k: int) -> list[RetrievedBlock]:
+def follow_timeline(blocks: list[RetrievedBlock], fs: ContextFS, ctx: Any, top_k: int,
+                    add_missing: bool = True) -> list[RetrievedBlock]:
     """Blocks with replacements before superseded values and both sides of a contradiction
-    together (see the module doc), at most ``top_k``."""
+    together (see the module doc), at most ``top_k``. ``add_missing=False`` only reorders
+    the blocks found (a replacement or other side that was not found is not added)."""
     if not any(b.metadata.get("superseded_by") or b.metadata.get("conflict") for b in blocks):
         return blocks
     by_uri = {b.uri: b for b in blocks}
@@ -62,7 +64,8 @@ def follow_timeline(blocks: list[RetrievedBlock], fs: ContextFS, ctx: Any, top_k
             seen = {block.uri}
             while target and target not in seen and len(chain) < _MAX_CHAIN:
                 seen.add(target)
-                newer = by_uri.get(target) or _block_of(fs, ctx, target, block.score, f"replaces {block.uri}")
+                newer = by_uri.get(target) or (_block_of(fs, ctx, target, block.score, f"replaces {block.uri}")
+                                               if add_missing else None)
                 if newer is None:
                     break
                 by_uri.setdefault(newer.uri, newer)
@@ -75,7 +78,8 @@ def follow_timeline(blocks: list[RetrievedBlock], fs: ContextFS, ctx: Any, top_k
         conflict = block.metadata.get("conflict")
         other = conflict.get("with") if isinstance(conflict, dict) else None
         if other and other not in placed:
-            side = by_uri.get(other) or _block_of(fs, ctx, other, block.score, f"contradicts {block.uri}")
+            side = by_uri.get(other) or (_block_of(fs, ctx, other, block.score, f"contradicts {block.uri}")
+                                         if add_missing else None)
             if side is not None:
                 place(side)
     return out[:top_k]
