@@ -19,7 +19,8 @@ words between a choice wording — "use", "switched to", "改用" — and its va
 wording needed) is swept, **chosen on dev by F1, and reported on held-out**. With the chosen
 window, cases with a question are searched (``search_memory``, top 10): *current first* is
 the share where a block citing the current value's message ranks above every block citing
-the old one.
+the old one — for the shipped search and for each ``follow_timeline`` setting (``add``,
+``reorder``, ``off``).
 
 ``--mode profile`` (``benchmarks/data/context_profile_labelled.json``, 40 sessions, p01-p20
 dev, p21-p40 held-out): each session is committed for a fresh user; the facts of the
@@ -150,23 +151,34 @@ def bench_updates(svc: ContextEngineService, show_errors: bool) -> dict[str, Any
     # current value first, with the chosen window
     slot_rules.CHOICE_WINDOW = chosen
     first: dict[str, list[bool]] = defaultdict(list)
+    by_setting: dict[str, dict[str, float]] = {}
+    shipped = svc.follow_timeline
     try:
         contexts = [(case, run_case(svc, case, f"q-{case['id']}")) for case in cases if case.get("question")]
         svc.flush_index()
-        for case, ctx in contexts:
-            ok = current_first(svc, ctx, case["question"])
-            first[case["split"]].append(ok)
-            first[f"{case['split']}/{case['lang']}"].append(ok)
-            if not ok:
-                errors[chosen].append(f"{case['id']}: current value not first for {case['question']['text']!r}")
+        for setting in ("add", "reorder", "off"):  # the search switch, on the same stores
+            svc.follow_timeline = setting
+            found: dict[str, list[bool]] = defaultdict(list)
+            for case, ctx in contexts:
+                ok = current_first(svc, ctx, case["question"])
+                for group in (case["split"], f"{case['split']}/{case['lang']}"):
+                    found[group].append(ok)
+                if setting == shipped:
+                    first[case["split"]].append(ok)
+                    first[f"{case['split']}/{case['lang']}"].append(ok)
+                    if not ok:
+                        errors[chosen].append(f"{case['id']}: current value not first for {case['question']['text']!r}")
+            by_setting[setting] = {g: round(sum(v) / len(v), 3) for g, v in sorted(found.items())}
     finally:
         slot_rules.CHOICE_WINDOW = saved
+        svc.follow_timeline = shipped
     if show_errors:
         for line in errors[chosen]:
             console.print(f"  [yellow]{line}[/]")
     return {"chosen_window": chosen, "shipped_window": saved, "sweep": table,
             "current_first": {g: round(sum(v) / len(v), 3) for g, v in sorted(first.items())},
-            "current_first_n": {g: len(v) for g, v in sorted(first.items())}, "errors": errors[chosen]}
+            "current_first_n": {g: len(v) for g, v in sorted(first.items())}, "current_first_by_setting": by_setting,
+            "errors": errors[chosen]}
 
 
 # ---------------------------------------------------------------------- profile
@@ -242,6 +254,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 console.print(f"updates: window chosen on dev = {up['chosen_window']} (shipped {up['shipped_window']})")
                 _table(f"updates and contradictions, window {up['chosen_window']}", up["sweep"][str(up["chosen_window"])])
                 console.print("current value ranked first:", up["current_first"])
+                console.print("by search setting (follow_timeline):", up["current_first_by_setting"])
             if args.mode in ("profile", "all"):
                 report["profile"] = bench_profile(svc, args.show_errors)
                 _table("profile facts", report["profile"]["scores"])
