@@ -117,3 +117,16 @@ def test_other_projects_and_multi_valued_attributes_are_not_updates(svc: Context
         if child.is_node:
             meta = svc.get_node(CTX, child.uri).metadata
             assert not meta.get("superseded_by") and not meta.get("conflict"), child.uri
+
+
+def test_add_brings_a_replacement_the_search_did_not_find(svc: ContextEngineService) -> None:
+    _commit(svc, "s1", "2026-01-05", "We deploy everything on Heroku.")
+    _commit(svc, "s2", "2026-02-05", "We moved to Netlify last week.")
+    svc.flush_index()
+    assert svc.follow_timeline == "reorder"  # the default: only blocks found are reordered
+    [old] = svc.search_memory(CTX, "Heroku", top_k=1).blocks
+    assert "Heroku" in old.abstract and old.metadata["superseded"] is True
+    svc.follow_timeline = "add"  # the replacement is read from the store and comes first
+    [new] = svc.search_memory(CTX, "Heroku", top_k=1).blocks
+    assert new.uri == old.metadata["superseded_by"] and "Netlify" in new.abstract
+    assert new.match_reason == f"replaces {old.uri}"

@@ -4,11 +4,12 @@ After assembly, :func:`follow_timeline` walks the blocks best first:
 
 * a block whose memory was **superseded** (``superseded_by``) is marked
   ``metadata.superseded = True`` and its replacement (followed to the newest one, at most
-  four links) is put right before it — moved up when it is already among the blocks,
-  read from the primary store and added when it is not (``match_reason`` "replaces …");
+  four links) is put right before it — moved up when it is already among the blocks and,
+  with ``add_missing``, read from the primary store and added when it is not
+  (``match_reason`` "replaces …");
 * a block with an unsettled **contradiction** (``conflict``) keeps ``metadata.conflict``
-  ``{with, slot, values, reason}`` and the other side is put right after it, so the agent
-  sees both and can ask the user.
+  ``{with, slot, values, reason}`` and the other side (found, or added with
+  ``add_missing``) is put right after it, so the agent sees both and can ask the user.
 
 The answer is cut back to ``top_k``. Nothing is dropped from the store: a superseded value
 stays findable and readable, only never above the value that replaced it.
