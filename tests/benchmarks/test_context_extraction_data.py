@@ -18,7 +18,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 _CJK = re.compile(r"[\u4e00-\u9fff]")
-ATTRIBUTES = {"name", "age", "location", "origin", "employer", "occupation", "education", "relationship", "family", "identity"}
+ATTRIBUTES = {"name", "age", "residence", "work_location", "origin", "employer", "occupation", "education", "relationship", "family",
+              "identity", "diet", "languages", "pets"}
 ENTITY_TYPES = {"person", "place", "organization", "named entity", "relation"}
 
 

@@ -105,7 +105,7 @@ def test_profile_preferences_and_cases_in_english() -> None:
 def test_chinese_conversation_extraction() -> None:
     cands = [c for e in default_extractors() for c in e.extract(ZH, ARCHIVE, CTX)]
     facts = {(c.metadata["facts"][0]["attribute"], c.metadata["facts"][0]["value"]) for c in _by_cat(cands, "profile")}
-    assert {("name", "李雷"), ("location", "北京市"), ("employer", "腾讯公司")} <= facts
+    assert {("name", "李雷"), ("residence", "北京市"), ("employer", "腾讯公司")} <= facts
     prefs = {c.abstract.split(" — ")[0] for c in _by_cat(cands, "preferences")}
     assert "李雷喜欢喝咖啡" in prefs and "李雷讨厌加糖" in prefs
     entities = {c.routing_key for c in _by_cat(cands, "entities")}

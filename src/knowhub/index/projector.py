@@ -18,7 +18,8 @@ and ``level``. A retriever narrows on them *inside* the index search.
 
 The L0 record's metadata holds what a hit needs without reading the node: ``version``,
 ``source_refs``, ``abstract``, ``has_overview``, ``has_content``, ``updated_at``,
-``event_time``/``session_time`` when known, and a ``text_hash`` per level that lets an
+``event_time``/``session_time`` when known, the timeline links (``valid_from``,
+``superseded_by``, ``superseded_at``, ``supersedes``, ``conflict``), and a ``text_hash`` per level that lets an
 unchanged level keep its vector instead of being embedded again. The record itself (uri,
 parent, category, level, text, metadata) is the document's payload.
 
@@ -167,7 +168,8 @@ class IndexProjector:
                     "has_content": bool(str(node.content or "").strip()),
                     "updated_at": getattr(node, "updated_at", None),
                 })
-                for key in ("event_time", "session_time", "routing_key", "speakers"):
+                for key in ("event_time", "session_time", "routing_key", "speakers",
+                            "valid_from", "superseded_by", "superseded_at", "supersedes", "conflict"):  # the timeline's links
                     if meta.get(key) not in (None, "", []):
                         metadata[key] = meta[key]
             records.append(IndexRecord(

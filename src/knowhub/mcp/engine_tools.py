@@ -17,7 +17,7 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from knowhub.mcp.env import ToolEnv
-from knowhub.mcp.results import excerpt, guarded, jsonable, ok
+from knowhub.mcp.results import excerpt, guarded, jsonable, ok, timeline_note
 from knowhub.mcp.schemas import (
     ADD,
     CHANGE,
@@ -203,6 +203,7 @@ def register_context_tools(server: MCPServer, env: ToolEnv) -> None:
             blocks = data.get("blocks") or []
             lines = [
                 f"{n}. [{b.get('category') or '-'}] {excerpt(b.get('abstract'), 240)}\n   uri: {b['uri']} · score {float(b.get('score') or 0):.3f}"
+                + timeline_note(b.get("metadata") or {})
                 for n, b in enumerate(blocks, start=1)
             ]
             title = f"🧠 找到 {len(blocks)} 条记忆 / {len(blocks)} memories" if blocks else "🧠 未找到相关记忆 / no memories found"

@@ -114,4 +114,17 @@ def excerpt(text: Any, limit: int = EXCERPT_CHARS) -> str:
 
 
 __all__ = ["argument_failure", "current_tool", "error_result", "excerpt", "failure", "guarded", "jsonable", "ok",
-           "tool_result"]
+           "timeline_note", "tool_result"]
+
+
+def timeline_note(meta: Mapping[str, Any]) -> str:
+    """The lines a memory block's timeline links add to a search answer: the value that
+    replaced it, or the value it contradicts (the agent should ask the user)."""
+    note = ""
+    if meta.get("superseded_by"):
+        note += f"\n   superseded by {meta['superseded_by']}" + (f" on {str(meta['superseded_at'])[:10]}" if meta.get("superseded_at") else "")
+    conflict = meta.get("conflict")
+    if isinstance(conflict, Mapping) and conflict.get("with"):
+        values = " / ".join(str(v) for v in conflict.get("values") or [])
+        note += f"\n   ⚠ contradicts {conflict['with']}" + (f" ({values}): ask the user which holds" if values else "")
+    return note

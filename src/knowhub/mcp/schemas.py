@@ -237,6 +237,10 @@ class MemoryBlock(_Open):
     category: str | None = None
     score: float | None = None
     relations: list[dict[str, Any]] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict, description=(
+        "source_refs (cited message ids); valid_from (time of the statement); superseded_by (the memory "
+        "that replaced this value: prefer it) and superseded; conflict {with, slot, values, reason}: two "
+        "values the engine cannot order, ask the user which holds."))
 
 
 class ContextSearchOutput(_Open):

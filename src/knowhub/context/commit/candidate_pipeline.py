@@ -137,4 +137,31 @@ class CandidatePipeline:
                 continue
             index[key] = len(out)
             out.append(candidate)
-        return out
+        return out + _fact_nodes(out)
+
+
+def _fact_nodes(candidates: Sequence[CandidateMemory]) -> list[CandidateMemory]:
+    """One profile *fact node* candidate per profile fact (``metadata.fact_node``): the
+    profile node keeps every fact, and each fact also gets a small node of its own that
+    cites only its message, so that "where does the user live?" finds the fact itself and
+    a superseded value stays a block of its own (:mod:`.timeline`)."""
+    out: list[CandidateMemory] = []
+    seen: set[str] = set()
+    for candidate in candidates:
+        if candidate.category != MemoryCategory.PROFILE.value or candidate.metadata.get("fact_node"):
+            continue
+        for fact in candidate.metadata.get("facts") or []:
+            if not isinstance(fact, dict) or not fact.get("value") or not fact.get("attribute"):
+                continue
+            key = slugify(f"{fact.get('subject') or ''} {fact['attribute']} {fact['value']}")
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(CandidateMemory(
+                category=candidate.category, owner_scope=candidate.owner_scope,
+                routing_key=f"{fact.get('subject') or ''} {fact['attribute']}".strip(),
+                abstract=candidate.abstract, overview=candidate.overview, content=candidate.content,
+                confidence=candidate.confidence, source_refs=union(fact.get("source_refs") or candidate.source_refs),
+                metadata={**candidate.metadata, "facts": [fact], "fact_node": True}, extractor=candidate.extractor,
+            ))
+    return out

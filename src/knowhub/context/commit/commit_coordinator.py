@@ -39,6 +39,7 @@ from knowhub.context.commit.context_writer import ContextWriter
 from knowhub.context.commit.policy_router import PolicyRouter
 from knowhub.context.commit.relation_writer import RelationWriter
 from knowhub.context.commit.sharing import ProvenanceKey, route_candidates
+from knowhub.context.commit.timeline import Timeline, claimed_memories
 from knowhub.context.core.enums import MemoryCategory, OutboxEventType, WriteAction
 from knowhub.context.core.objects import (
     CandidateMemory,
@@ -100,6 +101,7 @@ class CommitCoordinator:
         self.archive_builder = archive_builder or ArchiveBuilder(fs, llm)
         #: a store that keeps the commit audit itself (PostgresContextStore), else files
         self._db_audit = getattr(fs, "audit", None)
+        self.timeline = Timeline(fs)
 
     @classmethod
     def from_settings(cls, settings: Any, fs: ContextFS, outbox: OutboxSink | None = None, llm: LLMClient | None = None) -> CommitCoordinator:
@@ -280,6 +282,9 @@ class CommitCoordinator:
                         written.setdefault(result.uri, result)
                         relation_uris.append(result.uri)
                 relation_uris.extend(self._link_events_and_entities(ctx, applied))
+                # updates and contradictions across sessions: superseded_by / conflict links
+                for uri, version in self.timeline.link(ctx, claimed_memories(applied, normalized)).items():
+                    written[uri] = WriteResult(uri, WriteAction.MERGE.value, version, updated=True, reason="timeline")
             except BaseException:
                 # an unexpected failure: what is already on disk still gets indexed
                 if self.outbox is not None and written:

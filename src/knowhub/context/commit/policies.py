@@ -37,6 +37,8 @@ from knowhub.context.core.objects import (
     utc_now_iso,
 )
 from knowhub.context.core.uri import CtxLike, memory_uri, owner_space_of, slugify, stable_id
+from knowhub.providers.llm.local_context_profile import ATTRIBUTE_WORDS
+from knowhub.providers.llm.local_context_text import parse_when
 
 __all__ = [
     "AggregateTopicPolicy",
@@ -83,6 +85,21 @@ def _speaker(candidate: CandidateMemory) -> str:
     return str(candidate.metadata.get("speaker") or "")
 
 
+def _statement_time(candidate: CandidateMemory) -> str:
+    """ISO time of the message that states the memory (``valid_from``): the fact's time, the
+    message time of an event, else the session time; empty when unknown."""
+    facts = candidate.metadata.get("facts")
+    values = [candidate.metadata.get("valid_from")]
+    if isinstance(facts, list) and facts and isinstance(facts[0], dict):
+        values.append(facts[0].get("at"))
+    values.append(candidate.metadata.get("session_time"))
+    for value in values:
+        when = parse_when(value)
+        if when is not None:
+            return when.isoformat()
+    return ""
+
+
 class MergePolicy(ABC):
     """Maps a candidate and the node it targets to a WritePlan."""
 
@@ -111,6 +128,10 @@ class MergePolicy(ABC):
             "extractors": union(old.get("extractors"), [candidate.extractor]),
             "owner_scope": candidate.owner_scope,
         })
+        if not old.get("valid_from"):
+            valid_from = _statement_time(candidate)
+            if valid_from:
+                meta["valid_from"] = valid_from
         for key in ("event_time", "session_time", "time_inferred", "entity_type", "relation", "polarity", "topic", "title",
                     "kind"):
             value = candidate.metadata.get(key)
@@ -160,6 +181,15 @@ class MergePolicy(ABC):
         return refs_known and norm_text(candidate.abstract) in {norm_text(t) for t in texts}
 
 
+#: How a fact node's abstract words each attribute ("User lives in Berlin").
+_FACT_PHRASES = {
+    "name": "is called", "age": "is aged", "residence": "lives in", "work_location": "works from",
+    "origin": "is from", "employer": "works at", "occupation": "works as", "education": "studies",
+    "relationship": "is", "diet": "diet:", "languages": "speaks", "family": "family:", "pets": "has pets:",
+    "identity": "is",
+}
+
+
 class ProfilePolicy(MergePolicy):
     """One profile node per user; facts keyed by subject and attribute, newest value wins."""
 
@@ -167,7 +197,11 @@ class ProfilePolicy(MergePolicy):
     categories = frozenset({MemoryCategory.PROFILE})
 
     def target_uri(self, candidate: CandidateMemory, ctx: CtxLike) -> str:
-        return memory_uri(ctx, MemoryCategory.PROFILE)
+        root = memory_uri(ctx, MemoryCategory.PROFILE)
+        if candidate.metadata.get("fact_node"):
+            fact = self._facts_of(candidate)[0]
+            return root + "/" + slugify(" ".join((fact["subject"], fact["attribute"], fact["value"])))
+        return root
 
     @staticmethod
     def _facts_of(candidate: CandidateMemory) -> list[dict[str, Any]]:
@@ -199,6 +233,8 @@ class ProfilePolicy(MergePolicy):
         return f"{key}|{slugify(fact['value'])}" if fact["multi"] else key
 
     def plan(self, candidate: CandidateMemory, existing_node: ContextNode | None, ctx: CtxLike) -> WritePlan:
+        if candidate.metadata.get("fact_node"):
+            return self._plan_fact_node(candidate, existing_node, ctx)
         uri = self.target_uri(candidate, ctx)
         old_meta = existing_node.metadata if existing_node is not None else {}
         facts: dict[str, dict[str, Any]] = {k: dict(v) for k, v in (old_meta.get("facts") or {}).items()}
@@ -216,7 +252,8 @@ class ProfilePolicy(MergePolicy):
                     facts[key] = {**old, "source_refs": refs}
                     changed = True
             elif str(fact["at"]) >= str(old.get("at") or ""):
-                superseded.append({**old, "superseded_at": utc_now_iso()})
+                superseded.append({**old, "superseded_at": utc_now_iso(),
+                                   "superseded_by": {"value": fact["value"], "source_refs": fact["source_refs"], "at": fact["at"]}})
                 facts[key] = fact
                 changed = True
             elif not any(norm_text(s.get("value", "")) == norm_text(fact["value"]) for s in superseded):
@@ -232,6 +269,33 @@ class ProfilePolicy(MergePolicy):
         action = WriteAction.CREATE if existing_node is None else WriteAction.MERGE
         return self._plan(action, uri, candidate, ctx, patch=patch, existing=existing_node,
                           reason="new profile" if existing_node is None else "merged profile facts")
+
+    def _plan_fact_node(self, candidate: CandidateMemory, existing_node: ContextNode | None, ctx: CtxLike) -> WritePlan:
+        """A fact node (``metadata.fact_node``): one fact, worded the way questions ask for it."""
+        uri = self.target_uri(candidate, ctx)
+        fact = self._facts_of(candidate)[0]
+        if existing_node is not None:
+            if set(fact["source_refs"]) <= set(existing_node.source_refs):
+                return self._plan(WriteAction.SKIP, uri, candidate, ctx, existing=existing_node, reason="profile fact already known")
+            meta = self._base_metadata(candidate, existing_node.metadata)
+            meta["source_refs"] = union(existing_node.source_refs, fact["source_refs"])
+            patch = {"abstract": existing_node.abstract, "overview": existing_node.overview,
+                     "content": f"{existing_node.content.rstrip()}\n> {fact['text']} [{', '.join(fact['source_refs'])}]",
+                     "metadata": meta}
+            return self._plan(WriteAction.MERGE, uri, candidate, ctx, patch=patch, existing=existing_node,
+                              reason="profile fact restated")
+        meta = self._base_metadata(candidate)
+        meta.update({"fact": fact, "fact_node": True, "attribute": fact["attribute"], "value": fact["value"],
+                     "routing_key": f"{fact['subject']} {fact['attribute']}", "source_refs": fact["source_refs"]})
+        said = f" (said {fact['at'][:10]})" if fact.get("at") else ""
+        phrase = _FACT_PHRASES.get(fact["attribute"], f"{fact['attribute']}:")
+        abstract = _clip(f"{fact['subject']} {phrase} {fact['value']}{said} — profile {fact['attribute'].replace('_', ' ')}")
+        words = ATTRIBUTE_WORDS.get(fact["attribute"], "")
+        overview = f"- {fact['subject']} — {fact['attribute']}: {fact['value']}" + (f"\n- asked as: {words}" if words else "")
+        overview += f"\n- source: {fact['text']}"
+        content = f"# {fact['subject']} — {fact['attribute']}\n\n{fact['value']}\n\n> {fact['text']} [{', '.join(fact['source_refs'])}]"
+        patch = {"abstract": abstract, "overview": overview, "content": content, "metadata": meta}
+        return self._plan(WriteAction.CREATE, uri, candidate, ctx, patch=patch, reason="new profile fact")
 
     @staticmethod
     def _abstract(facts: dict[str, dict[str, Any]]) -> str:

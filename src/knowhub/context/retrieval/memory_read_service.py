@@ -20,9 +20,20 @@ from knowhub.context.core.query import RetrievedBlock
 from knowhub.context.fs import ContextFS, RelationStore
 from knowhub.errors import InvalidInputError
 
-__all__ = ["MemoryReadService", "excerpt"]
+__all__ = ["LINK_KEYS", "MemoryReadService", "excerpt", "link_metadata"]
 
 _DEFAULT_RELATIONS = 20
+
+#: Node metadata keys that carry the timeline's links (:mod:`knowhub.context.commit.timeline`) onto blocks.
+LINK_KEYS = ("valid_from", "superseded_by", "superseded_at", "supersedes", "conflict")
+
+
+def link_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """The timeline fields of a node's metadata (only those set), plus ``superseded``."""
+    out = {k: metadata[k] for k in LINK_KEYS if metadata.get(k) not in (None, "", [], {})}
+    if out.get("superseded_by"):
+        out["superseded"] = True
+    return out
 
 
 def excerpt(text: str, limit: int) -> str:
@@ -81,6 +92,7 @@ class MemoryReadService:
                 "updated_at": node.updated_at,
                 "source_refs": node.source_refs,
                 "content_chars": len(node.content) if lvl is Level.L2 else None,
+                **link_metadata(node.metadata),  # valid_from, superseded_by, conflict ...
             },
         )
         if expand_relations:

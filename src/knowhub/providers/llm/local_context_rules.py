@@ -18,13 +18,14 @@ from collections import Counter
 from typing import Any
 
 from knowhub.providers.llm.local_context_assistant import assistant_memories
-from knowhub.providers.llm.local_context_cn import ORG_HEADS, cn_entities
+from knowhub.providers.llm.local_context_cn import cn_entities
 from knowhub.providers.llm.local_context_code import (
     check_entity,
     glued_to_identifier,
     strip_code,
     trim_code_words,
 )
+from knowhub.providers.llm.local_context_profile import NAME_PATTERNS, profile_facts
 from knowhub.providers.llm.local_context_text import (
     MONTHS,
     STOPWORDS,
@@ -90,67 +91,18 @@ def _clean_phrase(phrase: str, max_words: int = 8) -> str:
 
 # ---------------------------------------------------------------------- profile
 
-_PROFILE_EN: list[tuple[str, re.Pattern[str], bool]] = [
-    ("name", re.compile(r"\bmy name is ([A-Z][\w'\-]+(?: [A-Z][\w'\-]+)?)", re.I), False),
-    ("age", re.compile(r"\bI(?:'m| am) (\d{1,3})(?: years? old| yo)?(?=[,.;!?]|$| and )", re.I), False),
-    ("location", re.compile(r"\bI (?:live|am living|'m living) in ([^,.;!?]+)", re.I), False),
-    ("origin", re.compile(r"\bI(?:'m| am) (?:originally )?from ([^,.;!?]+)", re.I), False),
-    ("origin", re.compile(r"\bI (?:moved|came) (?:here )?from ([^,.;!?]+)", re.I), False),
-    ("employer", re.compile(r"\bI (?:work|am working|'m working|intern) (?:at|for) ((?:(?! as )[^,.;!?])+)", re.I), False),
-    ("employer", re.compile(r"\bI (?:just |recently )?(?:joined|started (?:a job|working) at) ((?:(?! as )[^,.;!?])+?)(?= as |$|[,.;!?])", re.I), False),
-    ("occupation", re.compile(r"\bI work (?:at|for) [^,.;!?]+? as (?:an? )?([^,.;!?]+)", re.I), False),
-    ("occupation", re.compile(r"\bI work as (?:an? )?([^,.;!?]+)", re.I), False),
-    ("occupation", re.compile(r"\bI(?:'m| am) (?:currently )?(?:working as )?an? ((?:[a-z\-]+ ){0,3}(?:engineer|developer|teacher|student|nurse|doctor|artist|designer|manager|writer|musician|dancer|counselor|lawyer|chef|scientist|researcher|consultant|programmer|painter|photographer|entrepreneur|owner|mom|mother|dad|father|parent))\b", re.I), False),
-    ("education", re.compile(r"\bI(?:'m| am)? (?:studying|majoring in|study) ([^,.;!?]+)", re.I), False),
-    ("relationship", re.compile(r"\bI(?:'m| am) (single|married|divorced|engaged|widowed)\b", re.I), False),
-    ("identity", re.compile(r"\bI(?:'m| am) an? ((?:[\w\-]+ ){0,3}(?:woman|man|person|vegetarian|vegan|introvert|extrovert))\b", re.I), True),
-    ("identity", re.compile(r"\bI(?:'m| am) (?:a |an |strictly |fully )?(vegetarian|vegan|pescatarian|introverted|extroverted)\b", re.I), True),
-    ("family", re.compile(r"\bI have ((?:a |an |two |three |four |\d+ )(?:kids?|children|sons?|daughters?|sisters?|brothers?|dogs?|cats?|pets?)\b[^,.;!?]*)", re.I), True),
-]
-_PROFILE_CN: list[tuple[str, re.Pattern[str], bool]] = [
-    ("name", re.compile(r"我叫([\u4e00-\u9fffA-Za-z]{1,8})"), False),
-    ("name", re.compile(r"我的名字是([\u4e00-\u9fffA-Za-z]{1,8})"), False),
-    ("location", re.compile(r"我住在([^，。,.!！？?；;]{1,20})"), False),
-    ("origin", re.compile(r"我来自([^，。,.!！？?；;]{1,20})"), False),
-    ("employer", re.compile(r"(?:我|^|，|,)(?:现在|目前)?在([^，。,.!！？?；;]{1,20}?)(?:工作|上班|任职)"), False),
-    ("employer", re.compile(r"(?:我的|^|，|,)(?:新)?工作(?:在|于)([^，。,.!！？?；;]{2,12})"), False),
-    ("employer", re.compile(r"(?:^|我|，|,)(?:现在|目前)?(?:在|入职了?|加入了?)([^，。,.!！？?；;]{1,16}?(?:"
-                            + "|".join(ORG_HEADS) + r"))(?:工作|上班|任职|做|当|担任|实习)"), False),
-    ("occupation", re.compile(r"(?:我|^|，|,)是(?:一名|一个|一位|个|名)?([^，。,.!！？?；;]{0,16}?(?:工程师|老师|教师|学生|医生|护士|设计师|经理|作家|程序员|研究员|律师|厨师|艺术家|创业者|妈妈|爸爸))"), False),
-    ("age", re.compile(r"(?:我|^|，|,)(?:今年)?(\d{1,3})岁"), False),
-    ("education", re.compile(r"我(?:在)?(?:学|读|念)([^，。,.!！？?；;]{1,16})"), False),
-    ("identity", re.compile(r"我是([^，。,.!！？?；;]{1,16})"), True),
-]
-
-
-# "我是说…", "我是在…", "我是不是…": 是 as a copula of something other than a fact about me
-_CN_NOT_FACT = frozenset("说在不真觉想来去要会能把被很太挺非有没这那个从跟")
-
-
 def extract_profile(payload: dict[str, Any]) -> list[dict[str, Any]]:
-    """Stable facts about the speakers: name, age, home, origin, work, studies, family."""
+    """Stable facts about the speakers (:func:`.local_context_profile.profile_facts`): name,
+    age, residence, work location, origin, employer, job, studies, diet, languages, family."""
     out: list[dict[str, Any]] = []
     for turn in turns_from_payload(payload):
         if not (turn.is_person or (turn.role == "assistant" and payload.get("include_assistant"))):
             continue
         seen: set[tuple[str, str]] = set()
-        patterns = _PROFILE_CN if has_cjk(turn.text) else _PROFILE_EN
         for sentence in _statements(turn.text):
-            for attribute, pattern, multi in patterns:
-                match = pattern.search(sentence)
-                if not match:
-                    continue
-                value = _clean_phrase(match.group(1), 8)
-                if not value or len(value) < 2 or (attribute, value.lower()) in seen:
-                    continue
-                if not multi and any(a == attribute for a, _ in seen):
-                    continue  # the first pattern of an attribute that matched wins
-                if has_cjk(value) and value[0] in _CN_NOT_FACT:
-                    continue
-                if re.match(r"(?:my|your|his|her|their|our|the same|here|there|it|this|that)\b", value, re.I):
-                    continue
-                if attribute == "identity" and any(a in {k for k, _ in seen} for a in ("occupation",)):
-                    continue
+            for attribute, value, multi in profile_facts(sentence, has_cjk(sentence)):
+                if (attribute, value.lower()) in seen or (not multi and any(a == attribute for a, _ in seen)):
+                    continue  # the first statement of a single-valued attribute in a message wins
                 seen.add((attribute, value.lower()))
                 fact_text = f"{turn.speaker} — {attribute}: {value}"
                 out.append(_candidate(
@@ -306,10 +258,9 @@ def _self_names(turns: list[Turn]) -> set[str]:
     about the speaker, not an entity they mention."""
     names: set[str] = set()
     for turn in turns:
-        for attribute, pattern, _ in (*_PROFILE_EN, *_PROFILE_CN):
-            if attribute == "name":
-                for match in pattern.finditer(turn.text):
-                    names.add(_clean_phrase(match.group(1), 3).lower())
+        for pattern in NAME_PATTERNS:
+            for match in pattern.finditer(turn.text):
+                names.add(_clean_phrase(match.group(1), 3).lower())
     return names
 
 

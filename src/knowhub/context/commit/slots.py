@@ -1,0 +1,230 @@
+"""Slot claims: what a memory says the current value of something is.
+
+A *slot* is a subject and an attribute (``user|residence``, ``user|database``,
+``user|database|side project``); a *claim* says the slot holds a value from the time of the
+message that states it. :mod:`.timeline` compares claims across sessions to find updates
+and contradictions. Claims come from:
+
+* profile facts (``metadata.facts``: subject, attribute, value, multi) — a multi-valued
+  attribute (languages, family, diet) is never superseded;
+* the statements of a person's message that pick one member of a *value class* — a
+  general list of interchangeable choices (databases, web and front-end frameworks,
+  programming languages, clouds, editors, operating systems, package managers, CI systems,
+  message queues, ORMs, test frameworks, CSS frameworks, build tools, indentation,
+  colour theme): "we use PostgreSQL", "let's go with FastAPI", "我们改用 Vue 了";
+* the residence / work-location / employer / job facts of the same statements.
+
+A statement that only asks, plans or hedges ("should we use MongoDB?", "maybe Redis",
+"我们要不要换成 Go") claims nothing; one that names two members of a class without a change
+wording ("MySQL at work and SQLite at home") claims nothing for that class. ``for my side
+project`` / ``在个人项目里`` qualifies the slot, so two projects never supersede each other.
+*Cues*: ``change`` (switched to, moved to, instead of, no longer, 改用, 换成, 不再) and
+``correction`` (actually, sorry I meant, correction, 其实, 更正, 说错了) say that the statement
+replaces an earlier value; without a cue only a later session does.
+
+Word lists are general technical and everyday vocabulary, not benchmark text.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from knowhub.providers.llm.local_context_profile import profile_facts
+from knowhub.providers.llm.local_context_text import has_cjk, split_sentences
+
+__all__ = ["EXCLUSIVE_ATTRIBUTES", "VALUE_CLASSES", "Claim", "claims_in_text", "fact_claims", "value_key"]
+
+#: Profile attributes with one current value (the others are lists: languages, family ...).
+EXCLUSIVE_ATTRIBUTES = frozenset({"name", "age", "residence", "work_location", "employer", "occupation",
+                                  "relationship", "education"})
+
+#: class → members (``|`` separates names; the first spelling of a ``=`` group is canonical).
+VALUE_CLASSES: dict[str, str] = {
+    "database": "PostgreSQL=Postgres=Postgresql=PG|MySQL|MariaDB|SQLite|MongoDB=Mongo|Oracle|SQL Server=MSSQL|Cassandra|"
+                "DynamoDB|CockroachDB|TiDB|ClickHouse|Supabase|Neo4j|CouchDB|Firestore|DuckDB|Snowflake|BigQuery",
+    "cache": "Redis|Memcached|Valkey",
+    "backend framework": "Django|Flask|FastAPI|Express=Express.js|Koa|NestJS|Rails=Ruby on Rails|Spring Boot=Spring|Laravel|"
+                         "Gin|Echo|Fiber|ASP.NET|Phoenix|Actix|Axum|Rocket|Sinatra|Symfony|Starlette|Tornado|Hono",
+    "frontend framework": "React|Vue=Vue.js|Angular|Svelte=SvelteKit|SolidJS|Next.js=Nextjs|Nuxt|Remix|Astro|Ember|jQuery",
+    "programming language": "Python|Rust|Go=Golang|Java|Kotlin|TypeScript|JavaScript|C#|C\\+\\+|Ruby|PHP|Swift|Elixir|Scala|Zig",
+    "cloud": "AWS=Amazon Web Services|GCP=Google Cloud|Azure|DigitalOcean|Heroku|Vercel|Netlify|Fly.io|Cloudflare|"
+             "Alibaba Cloud=阿里云|腾讯云|华为云|Hetzner|Linode|Render|Railway",
+    "editor": "VS Code=VSCode=Visual Studio Code|Vim|Neovim|Emacs|IntelliJ|PyCharm|WebStorm|Sublime Text=Sublime|Cursor|Zed|"
+              "Xcode|Helix",
+    "operating system": "Linux|Ubuntu|Debian|Fedora|Arch Linux|macOS=Mac OS|Windows|FreeBSD|CentOS",
+    "js package manager": "npm|yarn|pnpm|bun",
+    "python package manager": "pip|poetry|uv|conda|pipenv|pdm",
+    "ci": "GitHub Actions|GitLab CI|Jenkins|CircleCI|Travis CI=Travis|Buildkite|Drone CI",
+    "message queue": "Kafka|RabbitMQ|NATS|SQS|Pulsar|ActiveMQ|Celery",
+    "orchestration": "Kubernetes=k8s|Docker Swarm|Nomad|ECS",
+    "orm": "SQLAlchemy|Prisma|Django ORM|TypeORM|Sequelize|Drizzle|Hibernate|GORM|Diesel|Peewee",
+    "test framework": "pytest|unittest|Jest|Vitest|Mocha|JUnit|Cypress|Playwright|Selenium",
+    "css framework": "Tailwind=Tailwind CSS|Bootstrap|Bulma|Material UI=MUI|Chakra UI=Chakra",
+    "state management": "Redux|MobX|Zustand|Pinia|Vuex",
+    "search engine": "Elasticsearch|OpenSearch|Meilisearch|Typesense|Solr",
+    "build tool": "Webpack|Vite|esbuild|Rollup|Parcel|Gradle|Maven|Bazel|CMake",
+    "mobile framework": "Flutter|React Native|SwiftUI|Jetpack Compose",
+    "indentation": "tabs=tab|spaces=space|2 spaces=two spaces|4 spaces=four spaces",
+    "theme": "dark mode=dark theme=深色模式|light mode=light theme=浅色模式",
+}
+
+
+def value_key(value: str) -> str:
+    """Comparison key of a value: case-folded letters and digits (and CJK)."""
+    return re.sub(r"[\W_]+", "", value.casefold())
+
+
+def _build_members() -> list[tuple[str, str, re.Pattern[str]]]:
+    out = []
+    for cls, spec in VALUE_CLASSES.items():
+        for group in spec.split("|"):
+            names = group.split("=")
+            canonical = names[0].replace("\\+", "+")
+            alternation = "|".join(sorted(names, key=len, reverse=True))
+            flags = 0 if cls in ("programming language",) else re.I  # "go" / "Go", "swift"
+            out.append((cls, canonical, re.compile(rf"(?<![\w.#+-])(?:{alternation})(?![\w#+-]|\.\w)", flags)))
+    return out
+
+
+_MEMBERS = _build_members()
+
+_ASK_EN = re.compile(
+    r"\b(?:should (?:we|i)|could (?:we|i)|shall we|what about|how about|considering|consider|thinking (?:of|about)|"
+    r"maybe|might|perhaps|would it|is it worth|wondering|or should|vs\.?|versus|compare|comparing|pros and cons|"
+    r"if (?:we|i)|whether|recommend|suggest|not sure)\b", re.I)
+_ASK_CN = re.compile(r"(?:吗|要不要|是否|考虑|可能|或者|还是|如果|假如|对比|比较|哪个好|建议|推荐|不确定|纠结)")
+#: A value being refused or stopped: "don't use X", "no longer on X" (up to two words between).
+_NEG_EN = re.compile(r"\b(?:don't|do not|won't|will not|never|no longer|not|stopped|stop|quit|dropped|ditched|avoid)"
+                     r"\s+(?:\w+\s+){0,2}$|"
+                     # a value being left: "from X", "instead of X", "replace X"
+                     r"\b(?:from|instead of|rather than|away from|replace|replaced|replacing|over)\s+(?:the\s+)?$", re.I)
+_NEG_CN = re.compile(r"(?:不用|不再用|不要用|别用|放弃|弃用|替换掉?|从|不是|而不是|代替)\s*$")
+_CHANGE_EN = re.compile(
+    r"\b(?:switch(?:ed|ing)?|migrat(?:e|ed|ing)|mov(?:e|ed|ing)|chang(?:e|ed|ing)|convert(?:ed|ing)?|port(?:ed|ing)?|"
+    r"rewr(?:ite|ote|iting)|replac(?:e|ed|ing)|instead|no longer|anymore|any more|from now on|now (?:we|i) use|"
+    r"went back|switched back|ditched|dropped|gave up on|changed my mind|these days|nowadays)\b", re.I)
+_CHANGE_CN = re.compile(r"(?:改用|改成|换成|换用|换到|切换到|切到|迁移到|迁到|转到|搬到|不再|不用.{0,8}了|现在用|以后用|改为|弃用|替换)")
+_CORRECT_EN = re.compile(r"\b(?:actually|correction|i meant|sorry,? i meant|i was wrong|to correct|my mistake|"
+                         r"not \w+ but|scratch that)\b", re.I)
+_CORRECT_CN = re.compile(r"(?:其实|更正|纠正|说错了|我是说|搞错了|不对，|不是.{1,12}而是)")
+_PARTS = (r"side project|project|app|service|backend|frontend|front-end|back-end|website|site|api|cli|prototype|"
+          r"mvp|blog|startup|analytics|tests?|scripts?|homework|mobile app|data pipeline|pipeline|"
+          r"infra|infrastructure|deployment|dashboard|admin panel|bot|game|library|sdk|plugin|extension|notebooks?")
+#: What a statement is about: "for my side project", "in the backend", "the frontend is ...".
+_QUALIFIER_EN = re.compile(rf"\b(?:for|in|on)(?: (?:my|our|the|this|that|a))? ((?:[\w\-]+ ){{0,2}}?(?:{_PARTS}))\b|"
+                           rf"\b(?:the|our|my|this) ((?:[\w\-]+ ){{0,2}}?(?:{_PARTS}))\b", re.I)
+#: A choice or use of the value: "we use X", "went with X", "X is our database", "写在 X 上".
+#: Most words between a choice wording and its value ("switched from MySQL to X": 3); chosen
+#: on the dev half of benchmarks/data/context_updates_labelled.json (context_updates_bench.py).
+CHOICE_WINDOW = 5
+_CHOICE_EN_TEXT = (
+    r"\b(?:use[sd]?|using|run(?:s|ning)?|ran|on|with|chose|choose|chosen|pick(?:ed)?|go(?:ing)? with|went with|"
+    r"decided (?:on|to use|to go with)|settled on|stick(?:ing)? with|stuck with|switch(?:ed|ing)? (?:over )?to|"
+    r"migrat(?:e|ed|ing) to|mov(?:e|ed|ing) (?:over )?to|chang(?:e|ed|ing) to|port(?:ed|ing)? to|adopt(?:ed|ing)?|"
+    r"built|build(?:ing)?|written in|writ(?:e|ing) (?:it |this |everything )?in|rewr(?:ite|ote|iting) (?:it |this )?in|"
+    r"deploy(?:ed|ing)? (?:to|on)|host(?:ed|ing)? on|stor(?:e|ed|ing)|prefer(?:s|red)?|favou?r|is|are|'s|"
+    r"instead|now|in|switch(?:ed|ing)?|migrat(?:e|ed|ing)|mov(?:e|ed|ing)|replac(?:e|ed|ing)|writ(?:e|es|ing)|wrote|"
+    r"cod(?:e|es|ing) in|learn(?:ed|ing)?|develop(?:ed|ing)? (?:in|with)|work(?:s|ed|ing)? (?:in|with))\b(?:\s+[^\s.;!?]+){0,%d}\s*$")
+_CHOICE_CN_TEXT = (r"(?:用|使用|采用|选|选择|选了|定了|基于|改用|换成|换用|换到|切换到|迁移到|迁到|部署在|部署到|跑在|"
+                        r"写|是|为|上|偏好|喜欢用|习惯用)[^，。；！？]{0,%d}$")
+
+
+@functools.lru_cache(maxsize=16)
+def _choice(cjk: bool, window: int) -> re.Pattern[str]:
+    """The choice wording that must come at most ``window`` words before a value."""
+    return re.compile(_CHOICE_CN_TEXT % (window * 4), re.I) if cjk else re.compile(_CHOICE_EN_TEXT % window, re.I)
+_QUALIFIER_CN = re.compile(r"(?:在|给|为|对)?([\u4e00-\u9fff]{1,6}(?:项目|应用|服务|后端|前端|网站|博客|脚本|课程|作业|公司))(?:里|中|上|的)")
+_AT_WORK = re.compile(r"\b(?:at work|at my job|at the office|at home|personally|for fun|on the side)\b|(?:公司里|在家里|业余)", re.I)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One statement that a slot holds a value (see the module doc)."""
+
+    slot: str
+    value: str
+    exclusive: bool = True
+    cue: str = ""
+    text: str = ""
+
+    @property
+    def key(self) -> str:
+        """:func:`value_key` of the value."""
+        return value_key(self.value)
+
+
+def _cue(sentence: str, cjk: bool) -> str:
+    if (_CORRECT_CN if cjk else _CORRECT_EN).search(sentence):
+        return "correction"
+    if (_CHANGE_CN if cjk else _CHANGE_EN).search(sentence):
+        return "change"
+    return ""
+
+
+def _qualifier(sentence: str, cjk: bool) -> str:
+    match = (_QUALIFIER_CN if cjk else _QUALIFIER_EN).search(sentence)
+    if match:
+        return value_key(next(g for g in match.groups() if g)).removesuffix("s")
+    match = _AT_WORK.search(sentence)
+    return value_key(match.group(0)) if match else ""
+
+
+def _class_claims(sentence: str, subject: str, cjk: bool) -> list[Claim]:
+    asks = sentence.rstrip("\"'”’) ").endswith(("?", "？")) or bool((_ASK_CN if cjk else _ASK_EN).search(sentence))
+    if asks:
+        return []
+    cue = _cue(sentence, cjk)
+    qualifier = _qualifier(sentence, cjk)
+    found: dict[str, list[str]] = {}
+    for cls, canonical, pattern in _MEMBERS:
+        for match in pattern.finditer(sentence):
+            before = sentence[: match.start()]
+            if (_NEG_CN if cjk else _NEG_EN).search(before[-40:]):
+                continue  # the value being left or refused ("from MySQL", "instead of Flask", "不用X")
+            if CHOICE_WINDOW >= 0 and not _choice(cjk, CHOICE_WINDOW).search(before[-80:]) and not re.match(
+                    r"\s*(?:is|are|was|will be|it is|for)\b|\s*(?:是|作为|当|做)", sentence[match.end():], re.I):
+                continue  # a mention, not a choice ("I read about MongoDB", "MongoDB's docs")
+            if canonical not in found.setdefault(cls, []):
+                found[cls].append(canonical)
+    out = []
+    for cls, values in found.items():
+        if len(values) != 1:
+            continue  # two values of one class and no wording that tells which is chosen
+        slot = f"{subject}|{cls}" + (f"|{qualifier}" if qualifier else "")
+        out.append(Claim(slot, values[0], True, cue, sentence))
+    return out
+
+
+def claims_in_text(text: str, subject: str = "user") -> list[Claim]:
+    """The claims of one person's message (class choices and exclusive profile facts)."""
+    out: list[Claim] = []
+    subject = subject.casefold() or "user"
+    for sentence in split_sentences(text):
+        cjk = has_cjk(sentence)
+        out.extend(_class_claims(sentence, subject, cjk))
+        cue = _cue(sentence, cjk)
+        for attribute, value, multi in profile_facts(sentence, cjk):
+            if not multi and attribute in EXCLUSIVE_ATTRIBUTES:
+                out.append(Claim(f"{subject}|{attribute}", value, True, cue, sentence))
+    unique: dict[tuple[str, str], Claim] = {}
+    for claim in out:
+        unique.setdefault((claim.slot, claim.key), claim)
+    return list(unique.values())
+
+
+def fact_claims(facts: list[dict[str, object]], cue_text: str = "") -> list[Claim]:
+    """Claims of profile facts (``{subject, attribute, value, multi, text}``)."""
+    out = []
+    for fact in facts:
+        attribute = str(fact.get("attribute") or "")
+        value = str(fact.get("value") or "")
+        if not attribute or not value:
+            continue
+        text = str(fact.get("text") or cue_text)
+        cjk = has_cjk(text)
+        subject = str(fact.get("subject") or "user").casefold()
+        exclusive = not fact.get("multi") and attribute in EXCLUSIVE_ATTRIBUTES
+        out.append(Claim(f"{subject}|{attribute}", value, exclusive, _cue(text, cjk), text))
+    return out

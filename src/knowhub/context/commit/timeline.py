@@ -1,0 +1,256 @@
+"""Timeline: updates and contradictions across sessions, for every memory that states a value.
+
+After a commit has written its memories, :meth:`Timeline.link` compares the *claims*
+(:mod:`.slots`) of the new memories with what the user said before, slot by slot:
+
+* **same value** — a restatement: nothing changes;
+* **a later statement with another value** (a later session, or the same session with a
+  change or correction cue: "we switched to PostgreSQL", "actually I meant Vue") — an
+  **update**: the earlier memory gets ``superseded_slots[slot] = {by, at, value, was}``
+  (``by``: the new memory of the same category, else the first new one) and
+  ``superseded_by`` / ``superseded_at`` of its newest replacement; the new one ``supersedes``;
+* **an earlier statement arriving late** (its message time is before the current value's)
+  — the new memory is the superseded one;
+* **two values with no order or cue** (one session, no cue) — a **contradiction** the
+  engine cannot settle: both memories get ``conflict: {with, slot, values, reason}`` and
+  neither is superseded, so that search shows both and the agent can ask the user.
+
+Every memory with a claim gets ``valid_from`` (the message time of the statement) and
+``slots`` (``[{slot, value}]``). The nodes' metadata is the truth; the per-user registry
+``accounts/{a}/users/{u}/.timeline.json`` (a dot file: no node, never indexed) is a
+lookup that finds earlier claims without scanning the store. It is written atomically
+under the account write lock; an unreadable registry is set aside (``.timeline.json.bad``)
+and started afresh, which loses links to older memories, never memories.
+Multi-valued attributes (languages, family, diet) are only recorded, never superseded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from knowhub.context.commit.slots import Claim, claims_in_text, fact_claims, value_key
+from knowhub.context.core.uri import CtxLike, validate_segment
+from knowhub.context.fs.context_fs import ContextFS
+from knowhub.errors import KnowhubError
+from knowhub.providers.llm.local_context_text import parse_when
+from knowhub.storage import atomic_write_json, ensure_dir
+
+__all__ = ["ClaimedMemory", "Timeline", "claimed_memories"]
+
+log = logging.getLogger(__name__)
+
+_FILE = ".timeline.json"
+_MAX_ENTRIES = 24
+_MAX_SLOTS = 5000
+
+
+@dataclass
+class ClaimedMemory:
+    """A memory just written and the claims it makes.
+
+    ``at`` is the ISO message time of the statement ("" when unknown), ``index`` the
+    statement's position in the session (orders statements of one session).
+    """
+
+    uri: str
+    category: str
+    claims: list[Claim]
+    at: str
+    session_id: str
+    index: int
+
+
+def _later(new: dict[str, Any], old: dict[str, Any]) -> bool:
+    """True when ``new`` was said after ``old`` (message time, then commit order, then position)."""
+    if new.get("at") and old.get("at") and new["at"] != old["at"]:
+        return str(new["at"]) > str(old["at"])
+    return (int(new.get("seq", 0)), int(new.get("index", 0))) > (int(old.get("seq", 0)), int(old.get("index", 0)))
+
+
+def _pick(uris: dict[str, str], category: str) -> str:
+    """The memory of ``uris`` that a memory of ``category`` links to (same category first)."""
+    return uris.get(category) or next(iter(uris.values()))
+
+
+class Timeline:
+    """Per-user slot registry and the links it writes (see the module doc)."""
+
+    def __init__(self, fs: ContextFS) -> None:
+        self.fs = fs
+
+    def path(self, ctx: CtxLike) -> Path:
+        """``accounts/{account}/users/{user}/.timeline.json``."""
+        user = validate_segment(ctx.user_id, what="user id")
+        return self.fs.account_dir(ctx) / "users" / user / _FILE
+
+    def load(self, ctx: CtxLike) -> dict[str, Any]:
+        """The registry (empty when missing; an unreadable one is set aside)."""
+        path = self.path(ctx)
+        try:
+            data = orjson.loads(path.read_bytes())
+        except FileNotFoundError:
+            return {"seq": 0, "slots": {}}
+        except (OSError, orjson.JSONDecodeError) as exc:
+            log.warning("unreadable timeline %s (%s); starting afresh", path, exc)
+            with contextlib.suppress(OSError):
+                path.replace(path.with_name(_FILE + ".bad"))
+            return {"seq": 0, "slots": {}}
+        if not isinstance(data, dict) or not isinstance(data.get("slots"), dict):
+            return {"seq": 0, "slots": {}}
+        return data
+
+    def save(self, ctx: CtxLike, data: dict[str, Any]) -> None:
+        """Replace the registry atomically (fsynced when the store is durable)."""
+        path = self.path(ctx)
+        ensure_dir(path.parent)
+        atomic_write_json(path, data, durable=self.fs.durable)
+
+    # ------------------------------------------------------------------ linking
+
+    def link(self, ctx: CtxLike, memories: Sequence[ClaimedMemory]) -> dict[str, int]:
+        """Record the claims of ``memories`` and write the links they make; returns
+        ``{uri: new version}`` of every node whose metadata changed (for the outbox)."""
+        memories = [m for m in memories if m.claims]
+        if not memories:
+            return {}
+        data = self.load(ctx)
+        data["seq"] = seq = int(data.get("seq") or 0) + 1
+        slots: dict[str, list[dict[str, Any]]] = data["slots"]
+        patches: dict[str, dict[str, Any]] = {}
+
+        def patch(uri: str) -> dict[str, Any]:
+            return patches.setdefault(uri, {})
+
+        ordered = sorted(memories, key=lambda m: (m.at or "", m.index))
+        # one statement may be several memories (its event, its profile fact node): they
+        # share one entry, so each old memory links to the new one of its own category
+        statements: dict[tuple[str, str, str, int, str], dict[str, Any]] = {}
+        for memory in ordered:
+            own = patch(memory.uri)
+            own.setdefault("valid_from", memory.at)
+            for claim in memory.claims:
+                own.setdefault("slots", []).append({"slot": claim.slot, "value": claim.value})
+                group = statements.setdefault((claim.slot, claim.key, memory.at, memory.index, memory.session_id),
+                                              {"claim": claim, "uris": {}, "memory": memory})
+                group["uris"].setdefault(memory.category, memory.uri)
+                if claim.cue and not group["claim"].cue:
+                    group["claim"] = claim
+        for (slot, key, at, index, session), group in statements.items():
+            claim, uris = group["claim"], group["uris"]
+            entries = slots.setdefault(slot, [])
+            if all(any(uri in e.get("uris", {}).values() and e.get("key") == key for e in entries) for uri in uris.values()):
+                continue  # recorded already (a retried commit)
+            active = [e for e in entries if not e.get("superseded_by")]
+            same = next((e for e in active if e.get("key") == key), None)
+            if same is not None:  # a restatement of the current value
+                for category, uri in uris.items():
+                    same.setdefault("uris", {}).setdefault(category, uri)
+                continue
+            new = {"value": claim.value, "key": key, "uris": dict(uris), "at": at, "session": session, "seq": seq,
+                   "index": index, "cue": claim.cue}
+            if claim.exclusive:
+                for old in active:
+                    self._relate(old, new, claim, patch)
+            entries.append(new)
+            del entries[:-_MAX_ENTRIES]
+        if len(slots) > _MAX_SLOTS:  # keep the most recently used slots
+            for slot in sorted(slots, key=lambda s: max(int(e.get("seq", 0)) for e in slots[s]))[: len(slots) - _MAX_SLOTS]:
+                del slots[slot]
+        versions = self._apply(ctx, patches)
+        self.save(ctx, data)
+        return versions
+
+    @staticmethod
+    def _relate(old: dict[str, Any], new: dict[str, Any], claim: Claim, patch: Any) -> None:
+        """Update, late older statement, or contradiction between two values of one slot."""
+        same_session = old.get("session") == new.get("session")
+        if same_session and not claim.cue and not old.get("cue"):
+            reason = "two values in one session with no cue which one holds"
+            for a, b in ((old, new), (new, old)):
+                for category, uri in a["uris"].items():
+                    patch(uri)["conflict"] = {"with": _pick(b["uris"], category), "slot": claim.slot,
+                                              "values": [a["value"], b["value"]], "reason": reason}
+            old.setdefault("conflict_with", []).append(new["value"])
+            new.setdefault("conflict_with", []).append(old["value"])
+            return
+        later, earlier = (new, old) if _later(new, old) else (old, new)
+        earlier["superseded_by"] = next(iter(later["uris"].values()))
+        for cat, uri in earlier["uris"].items():
+            target = _pick(later["uris"], cat)
+            patch(uri).setdefault("superseded_slots", {})[claim.slot] = {
+                "by": target, "at": later.get("at") or "", "value": later["value"], "was": earlier["value"]}
+            patch(target).setdefault("supersedes", []).append(uri)
+
+    def _apply(self, ctx: CtxLike, patches: dict[str, dict[str, Any]]) -> dict[str, int]:
+        versions: dict[str, int] = {}
+        for uri, fields in patches.items():
+            try:
+                meta = self.fs.read_metadata(ctx, uri)
+            except KnowhubError as exc:  # deleted or damaged since it was written: skip its links
+                log.warning("timeline: cannot update %s: %s", uri, exc)
+                continue
+            merged = dict(meta)
+            for key, value in fields.items():
+                if key == "supersedes":
+                    merged[key] = list(dict.fromkeys([*(meta.get(key) or []), *value]))
+                elif key == "slots":
+                    known = {(s.get("slot"), s.get("value")) for s in meta.get(key) or [] if isinstance(s, dict)}
+                    merged[key] = [*(meta.get(key) or []), *(s for s in value if (s["slot"], s["value"]) not in known)]
+                elif key == "superseded_slots":
+                    merged[key] = {**(meta.get(key) or {}), **value}
+                    newest = max(merged[key].values(), key=lambda v: str(v.get("at") or ""))
+                    merged["superseded_by"] = newest["by"]
+                    merged["superseded_at"] = newest.get("at") or ""
+                elif key == "valid_from":
+                    if value and not meta.get("valid_from"):
+                        merged[key] = value
+                else:
+                    merged[key] = value
+            if merged != meta:
+                versions[uri] = self.fs.write_metadata(ctx, uri, merged)
+        return versions
+
+
+def claimed_memories(applied: Sequence[tuple[Any, Any]], messages: Sequence[dict[str, Any]]) -> list[ClaimedMemory]:
+    """The :class:`ClaimedMemory` of each written (or re-planned) memory of a commit.
+
+    Profile fact nodes claim their fact; events and preferences claim what their one
+    source message states (:func:`~.slots.claims_in_text`); an entity claims it only when
+    it is the value itself (the ``MySQL`` entity of "we use MySQL"), so that a superseded
+    value's entity never ranks above the value that replaced it. The subject is the speaker's
+    name when the message names one (a transcript of several people), else ``user``: the
+    user and the assistant decide about one project. Other categories claim nothing.
+    """
+    by_id = {str(m.get("id")): (i, m) for i, m in enumerate(messages)}
+    out: list[ClaimedMemory] = []
+    for candidate, result in applied:
+        category = candidate.category
+        refs = [str(r) for r in candidate.source_refs]
+        first = by_id.get(refs[0]) if refs else None
+        index, message = first if first is not None else (0, {})
+        if category == "profile" and candidate.metadata.get("fact_node"):
+            claims = fact_claims([f for f in candidate.metadata.get("facts") or [] if isinstance(f, dict)])
+        elif category in ("events", "preferences", "entities") and len(refs) == 1 and message:
+            if message.get("role") in ("system", "tool"):
+                continue
+            name = message.get("name")
+            subject = str(name).strip() if isinstance(name, str) and name.strip() else "user"
+            claims = claims_in_text(str(message.get("content") or ""), subject)
+            if category == "entities":  # the entity that *is* the chosen value ("MySQL"), nothing else
+                title = value_key(str(candidate.metadata.get("title") or candidate.routing_key))
+                claims = [c for c in claims if c.key == title]
+        else:
+            continue
+        if not claims:
+            continue
+        when = parse_when(message.get("timestamp")) or parse_when(candidate.metadata.get("session_time"))
+        out.append(ClaimedMemory(result.uri, category, claims, when.isoformat() if when else "",
+                                 str(candidate.metadata.get("session_id") or ""), index))
+    return out
