@@ -208,3 +208,27 @@ def test_servers_with_embedded_index_copies_follow_each_other(tmp_path: Path, ur
     with ContextEngineService.from_settings(one_settings, durable=False) as again:
         # the saved copy replays the events after its position (or reconciles on a gap)
         assert again.open_report["mode"] in ("replay", "reconcile") and again.search_memory(ALICE, "Emma nurse Berlin").blocks
+
+
+def test_the_timeline_registry_is_shared_by_servers_and_erased_by_forget(tmp_path: Path, url: str) -> None:
+    """Issue 19 §2 on the PostgreSQL store: an update stated through another server still
+    supersedes the earlier value (the registry is a row, not a file of one server)."""
+    from knowhub.context.forget import forget_user
+
+    mem = "ctx://acme/users/alice/memories"
+
+    def say(svc: ContextEngineService, session: str, day: str, text: str) -> None:
+        svc.commit_session(ALICE, [{"id": f"{session}-0", "role": "user", "content": text,
+                                    "timestamp": f"{day}T10:00:00Z"}], options={"session_id": session})
+
+    with ContextEngineService.from_settings(_settings(tmp_path / "one", url), durable=False) as one, \
+            ContextEngineService.from_settings(_settings(tmp_path / "two", url), durable=False) as two:
+        say(one, "s1", "2026-01-05", "We use MySQL for the orders database.")
+        say(two, "s2", "2026-02-20", "We switched from MySQL to PostgreSQL last week.")
+        superseded = [uri for uri in one.fs.iter_nodes(ALICE, mem)
+                      if one.fs.read_metadata(ALICE, uri).get("superseded_by")]
+        assert superseded, "the update made through server two did not link the earlier memory"
+        assert scalar(url, "SELECT count(*) FROM kx_ctx_keys WHERE name = 'timeline:alice'") == 1
+        assert not list((tmp_path / "one").rglob(".timeline.json")) and not list((tmp_path / "two").rglob(".timeline.json"))
+        forget_user(one, "alice")
+        assert scalar(url, "SELECT count(*) FROM kx_ctx_keys WHERE name = 'timeline:alice'") == 0

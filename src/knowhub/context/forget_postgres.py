@@ -116,6 +116,7 @@ def forget_user_postgres(service: Any, user_id: str, *, dry_run: bool = False) -
     with tx.locked(None) as conn, tx.translated("forget"):
         conn.execute(sql("DELETE FROM kx_ctx_session_items WHERE user_id = :u"), {"u": user_id})
         conn.execute(sql("DELETE FROM kx_ctx_sessions WHERE user_id = :u"), {"u": user_id})
+        conn.execute(sql("DELETE FROM kx_ctx_keys WHERE name = :n"), {"n": f"timeline:{user_id}"})
     service.flush_index()  # the deletes leave the index before their events go
     counts["outbox_rows"] = _purge_outbox(service, [*marks, f'"user_id":"{user_id}"'], False) if marks else 0
     report: dict[str, Any] = dict(counts)

@@ -18,8 +18,10 @@ After a commit has written its memories, :meth:`Timeline.link` compares the *cla
 Every memory with a claim gets ``valid_from`` (the message time of the statement) and
 ``slots`` (``[{slot, value}]``). The nodes' metadata is the truth; the per-user registry
 ``accounts/{a}/users/{u}/.timeline.json`` (a dot file: no node, never indexed) is a
-lookup that finds earlier claims without scanning the store. It is written atomically
-under the account write lock; an unreadable registry is set aside (``.timeline.json.bad``)
+lookup that finds earlier claims without scanning the store (on the PostgreSQL store it is
+a row of ``kx_ctx_keys``, ``timeline:{user}``, written in the commit's transaction, so every
+server shares it and ``forget`` erases it). It is written atomically under the account
+write lock; an unreadable registry is set aside (``.timeline.json.bad``)
 and started afresh, which loses links to older memories, never memories.
 Multi-valued attributes (languages, family, diet) are only recorded, never superseded.
 """
@@ -79,6 +81,10 @@ def _pick(uris: dict[str, str], category: str) -> str:
     return uris.get(category) or next(iter(uris.values()))
 
 
+def _db_name(ctx: CtxLike) -> str:
+    return "timeline:" + validate_segment(ctx.user_id, what="user id")
+
+
 class Timeline:
     """Per-user slot registry and the links it writes (see the module doc)."""
 
@@ -90,8 +96,21 @@ class Timeline:
         user = validate_segment(ctx.user_id, what="user id")
         return self.fs.account_dir(ctx) / "users" / user / _FILE
 
+    def _db(self) -> Any:
+        """The database of a store that keeps its documents there (PostgreSQL), else None."""
+        return getattr(self.fs, "audit", None)
+
     def load(self, ctx: CtxLike) -> dict[str, Any]:
         """The registry (empty when missing; an unreadable one is set aside)."""
+        db = self._db()
+        if db is not None:
+            raw = db.load_blob(ctx, _db_name(ctx))
+            try:
+                data = orjson.loads(raw) if raw else {}
+            except orjson.JSONDecodeError:
+                log.warning("unreadable timeline registry of %s; starting afresh", ctx.user_id)
+                data = {}
+            return data if isinstance(data, dict) and isinstance(data.get("slots"), dict) else {"seq": 0, "slots": {}}
         path = self.path(ctx)
         try:
             data = orjson.loads(path.read_bytes())
@@ -108,6 +127,10 @@ class Timeline:
 
     def save(self, ctx: CtxLike, data: dict[str, Any]) -> None:
         """Replace the registry atomically (fsynced when the store is durable)."""
+        db = self._db()
+        if db is not None:
+            db.save_blob(ctx, _db_name(ctx), orjson.dumps(data))
+            return
         path = self.path(ctx)
         ensure_dir(path.parent)
         atomic_write_json(path, data, durable=self.fs.durable)

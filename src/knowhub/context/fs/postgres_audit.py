@@ -107,6 +107,19 @@ class PostgresAudit:
                 out.append((float(row.recorded_at), doc))
         return out
 
+    def load_blob(self, ctx: CtxLike, name: str) -> bytes | None:
+        """A small per-account document kept beside the keys (the timeline registry)."""
+        rows = self.tx.rows("SELECT value FROM kx_ctx_keys WHERE account = :a AND name = :n",
+                            {"a": ctx.account_id, "n": name}, "context registry read")
+        return bytes(rows[0].value) if rows else None
+
+    def save_blob(self, ctx: CtxLike, name: str, value: bytes) -> None:
+        """Write it in the caller's unit of work, if one is open (it commits with the links)."""
+        with self.tx.write(ctx.account_id, "context registry write") as conn:
+            conn.execute(sql("""INSERT INTO kx_ctx_keys (account, name, value) VALUES (:a, :n, :v)
+                                ON CONFLICT (account, name) DO UPDATE SET value = EXCLUDED.value"""),
+                         {"a": ctx.account_id, "n": name, "v": value})
+
     def provenance_key(self, ctx: CtxLike) -> ProvenanceKey:
         """The account's provenance key (shared by every server)."""
         return _DbProvenanceKey(self.tx, ctx.account_id)
