@@ -1,0 +1,195 @@
+"""The vector stage of :class:`~knowhub.index.postgres.PostgresIndex`: an HNSW index with
+pgvector ≥ 0.8's iterative filtered scans, and the exact scan it falls back to.
+
+Why both. An HNSW index makes an unfiltered nearest-neighbour search sub-linear, but a search
+filtered by visibility (scopes, partitions, a URI prefix) reads the graph's nearest rows and
+drops those the filter refuses: before pgvector 0.8 it returned fewer than ``k`` rows under a
+selective filter. With ``hnsw.iterative_scan`` (0.8+) the scan goes on past ``ef_search``
+until ``k`` rows pass or ``hnsw.max_scan_tuples`` rows were read. So:
+
+1. pgvector ≥ 0.8: the vectors table carries an HNSW index (``vector_ip_ops``: the stored
+   vectors are unit length, so the inner product *is* the cosine, the order is the exact
+   scan's, and a zero vector is indexed like any other), created with the table, or built
+   on open for a table of an older version (a migration: nothing is rewritten, the index is
+   derived from the rows); searches run with ``relaxed_order`` iterative scans and are
+   re-sorted by distance.
+2. Few candidate rows (the searched partitions hold fewer than :data:`EXACT_BELOW`
+   documents), or the planner finds the filter selective: the exact scan, which is then
+   cheap (PostgreSQL picks the plan; the HNSW scan is an ordinary index path).
+3. Fewer than ``k`` rows from the HNSW path: the exact scan again, so a result never lacks a
+   row the filter admits because the graph walk gave up (``max_scan_tuples``).
+4. pgvector < 0.8 (no iterative scans): no HNSW index, the exact scan as before, and one
+   warning per process.
+
+Parameters were chosen by measurement (docs/benchmarks.md, "issue 20 §2"):
+:data:`HNSW_M`, :data:`HNSW_EF_CONSTRUCTION`, :data:`EF_SEARCH`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+__all__ = [
+    "EF_SEARCH",
+    "EXACT_BELOW",
+    "HNSW_EF_CONSTRUCTION",
+    "HNSW_M",
+    "MAX_SCAN_TUPLES",
+    "ensure_hnsw",
+    "hnsw_ready",
+    "nearest",
+    "pgvector_version",
+    "supports_iterative_scan",
+]
+
+log = logging.getLogger(__name__)
+
+#: HNSW graph degree and build-time candidate list (pgvector's defaults are 16 and 64).
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 64
+#: Candidate list of a search: at least this, and at least ``k`` (pgvector returns at most
+#: ``ef_search`` rows per pass).
+EF_SEARCH = 100
+#: Rows an iterative scan may read before it stops (then the exact scan answers).
+MAX_SCAN_TUPLES = 20_000
+#: Below this many documents in the searched partitions the exact scan is cheaper.
+EXACT_BELOW = 5_000
+#: Memory for an index build on open (when the server's ``maintenance_work_mem`` is lower):
+#: a graph that fits builds several times faster.
+BUILD_MEMORY = "1GB"
+
+_WARNED: set[str] = set()
+
+
+def pgvector_version(conn: Connection) -> tuple[int, ...]:
+    """The installed pgvector version, e.g. ``(0, 8, 2)``; ``()`` when not installed."""
+    raw = conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar()
+    if not raw:
+        return ()
+    parts = []
+    for piece in str(raw).split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+def supports_iterative_scan(version: tuple[int, ...]) -> bool:
+    """Iterative index scans arrived in pgvector 0.8.0."""
+    return version >= (0, 8)
+
+
+def warn_exact(version: tuple[int, ...], where: str) -> None:
+    """One warning per process and server version: this server gets the exact scan."""
+    shown = ".".join(map(str, version)) or "unknown"
+    if shown in _WARNED:
+        return
+    _WARNED.add(shown)
+    log.warning(
+        "%s: pgvector %s has no iterative index scans (0.8+): vector search uses the exact scan "
+        "(correct, but linear in the corpus); upgrade pgvector, e.g. the pgvector/pgvector:0.8.2-pg17 image",
+        where, shown,
+    )
+
+
+def index_name(table: str) -> str:
+    return f"{table}_vecs_hnsw"
+
+
+def create_sql(table: str, *, concurrently: bool = False) -> str:
+    how = "CONCURRENTLY " if concurrently else ""
+    return (f"CREATE INDEX {how}IF NOT EXISTS {index_name(table)} ON {table}_vecs "
+            f"USING hnsw (vec vector_ip_ops) WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})")
+
+
+def hnsw_ready(conn: Connection, table: str) -> bool | None:
+    """True: the HNSW index exists and is valid; False: it exists but is invalid (a build
+    that was interrupted); None: there is none."""
+    row = conn.execute(
+        text("SELECT i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid "
+             "WHERE c.relname = :n AND c.relnamespace = to_regnamespace(current_schema())::oid"),
+        {"n": index_name(table)},
+    ).first()
+    return None if row is None else bool(row[0])
+
+
+def ensure_hnsw(engine: Any, table: str, name: str) -> None:
+    """Build the HNSW index of an existing vectors table that lacks it (a table created by an
+    older knowhub, or an interrupted build), without blocking writers
+    (``CREATE INDEX CONCURRENTLY``) and without touching the rows. One process builds (an
+    advisory lock); another one opening meanwhile searches with the exact scan until the
+    index is valid."""
+    with engine.connect() as raw:
+        conn = raw.execution_options(isolation_level="AUTOCOMMIT")
+        if hnsw_ready(conn, table):
+            return
+        key = {"n": f"{table}:hnsw"}
+        if not conn.execute(text("SELECT pg_try_advisory_lock(hashtext(:n))"), key).scalar():
+            return  # another process is building it
+        try:
+            state = hnsw_ready(conn, table)
+            if state:
+                return
+            if state is False:  # an interrupted concurrent build leaves an invalid index
+                conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {index_name(table)}"))
+            rows = conn.execute(text(f"SELECT count(*) FROM {table}_vecs")).scalar() or 0
+            log.info("index %s: building the HNSW index over %d vectors (once)", name, rows)
+            conn.execute(
+                text("SELECT set_config('maintenance_work_mem', greatest(pg_size_bytes(current_setting("
+                     "'maintenance_work_mem')), pg_size_bytes(:m)) / 1024 || 'kB', false)"),
+                {"m": BUILD_MEMORY},
+            )
+            conn.execute(text(create_sql(table, concurrently=True)))
+        finally:
+            conn.execute(text("SELECT pg_advisory_unlock(hashtext(:n))"), key)
+
+
+def _exact_sql(table: str, where: str) -> str:
+    return f"""SELECT id, vec <#> CAST(:q AS vector) AS dist FROM {table}_vecs d
+               WHERE {where} ORDER BY dist, id LIMIT :k"""
+
+
+def _hnsw_sql(table: str, where: str) -> str:
+    # the inner ORDER BY is the index's own order (no tie-break: that would hide the index);
+    # relaxed_order may return rows slightly out of order, so the outer query sorts them
+    return f"""WITH r AS MATERIALIZED (
+                 SELECT id, vec <#> CAST(:q AS vector) AS dist FROM {table}_vecs d
+                 WHERE {where} ORDER BY vec <#> CAST(:q AS vector) LIMIT :k)
+               SELECT id, dist FROM r ORDER BY dist, id"""
+
+
+def exact_rows(conn: Connection, table: str, where: str, params: dict[str, Any], *, hnsw: bool) -> list[Any]:
+    """The exact top ``:k``: every passing row scored (with an HNSW index present, index
+    scans are switched off for the statement so the planner cannot answer from the graph)."""
+    if hnsw:
+        conn.execute(text("SELECT set_config('enable_indexscan', 'off', true)"))
+    try:
+        return list(conn.execute(text(_exact_sql(table, where)), params).all())
+    finally:
+        if hnsw:
+            conn.execute(text("SELECT set_config('enable_indexscan', 'on', true)"))
+
+
+def nearest(
+    conn: Connection, table: str, where: str, params: dict[str, Any], k: int, *, hnsw: bool,
+    candidates: int | None = None, exact: bool = False,
+) -> list[Any]:
+    """``(id, inner-product distance)`` of the ``k`` passing rows nearest ``:q``, nearest
+    first (ties by id). ``hnsw``: the index is there (pgvector ≥ 0.8); ``candidates``: an
+    upper bound of the passing rows when known (the searched partitions' size); ``exact``:
+    the exact scan whatever the size (recall measurements)."""
+    query = {**params, "k": k}
+    if exact or not hnsw or (candidates is not None and candidates < EXACT_BELOW):
+        return exact_rows(conn, table, where, query, hnsw=hnsw)
+    conn.execute(
+        text("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+             "set_config('hnsw.ef_search', :ef, true), set_config('hnsw.max_scan_tuples', :mst, true)"),
+        {"ef": str(min(1000, max(EF_SEARCH, k))), "mst": str(MAX_SCAN_TUPLES)},
+    )
+    rows = list(conn.execute(text(_hnsw_sql(table, where)), query).all())
+    if len(rows) < k:  # the walk gave up, or fewer rows pass: the exact scan knows which
+        rows = exact_rows(conn, table, where, query, hnsw=True)
+    return rows
