@@ -51,9 +51,9 @@ log = logging.getLogger(__name__)
 #: HNSW graph degree and build-time candidate list (pgvector's defaults are 16 and 64).
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
-#: Candidate list of a search: at least this, and at least ``k`` (pgvector returns at most
-#: ``ef_search`` rows per pass).
-EF_SEARCH = 100
+#: Candidate list of a search: at least this, and at least twice ``k`` (pgvector returns at
+#: most ``ef_search`` rows per pass; 1000 at most).
+EF_SEARCH = 200
 #: Rows an iterative scan may read before it stops (then the exact scan answers).
 MAX_SCAN_TUPLES = 20_000
 #: Below this many documents in the searched partitions the exact scan is cheaper.
@@ -148,7 +148,8 @@ def ensure_hnsw(engine: Any, table: str, name: str) -> None:
 
 
 def _exact_sql(table: str, where: str) -> str:
-    return f"""SELECT id, vec <#> CAST(:q AS vector) AS dist FROM {table}_vecs d
+    # ``+ 0``: an ordering the HNSW index cannot provide, so every passing row is scored
+    return f"""SELECT id, (vec <#> CAST(:q AS vector)) + 0 AS dist FROM {table}_vecs d
                WHERE {where} ORDER BY dist, id LIMIT :k"""
 
 
@@ -161,16 +162,9 @@ def _hnsw_sql(table: str, where: str) -> str:
                SELECT id, dist FROM r ORDER BY dist, id"""
 
 
-def exact_rows(conn: Connection, table: str, where: str, params: dict[str, Any], *, hnsw: bool) -> list[Any]:
-    """The exact top ``:k``: every passing row scored (with an HNSW index present, index
-    scans are switched off for the statement so the planner cannot answer from the graph)."""
-    if hnsw:
-        conn.execute(text("SELECT set_config('enable_indexscan', 'off', true)"))
-    try:
-        return list(conn.execute(text(_exact_sql(table, where)), params).all())
-    finally:
-        if hnsw:
-            conn.execute(text("SELECT set_config('enable_indexscan', 'on', true)"))
+def exact_rows(conn: Connection, table: str, where: str, params: dict[str, Any]) -> list[Any]:
+    """The exact top ``:k``: every passing row scored."""
+    return list(conn.execute(text(_exact_sql(table, where)), params).all())
 
 
 def nearest(
@@ -183,13 +177,13 @@ def nearest(
     the exact scan whatever the size (recall measurements)."""
     query = {**params, "k": k}
     if exact or not hnsw or (candidates is not None and candidates < EXACT_BELOW):
-        return exact_rows(conn, table, where, query, hnsw=hnsw)
+        return exact_rows(conn, table, where, query)
     conn.execute(
         text("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
              "set_config('hnsw.ef_search', :ef, true), set_config('hnsw.max_scan_tuples', :mst, true)"),
-        {"ef": str(min(1000, max(EF_SEARCH, k))), "mst": str(MAX_SCAN_TUPLES)},
+        {"ef": str(min(1000, max(EF_SEARCH, 2 * k))), "mst": str(MAX_SCAN_TUPLES)},
     )
     rows = list(conn.execute(text(_hnsw_sql(table, where)), query).all())
     if len(rows) < k:  # the walk gave up, or fewer rows pass: the exact scan knows which
-        rows = exact_rows(conn, table, where, query, hnsw=True)
+        rows = exact_rows(conn, table, where, query)
     return rows
