@@ -180,10 +180,10 @@ def test_an_older_pgvector_keeps_the_exact_scan_and_warns_once(url: str, name: s
                                                               caplog: pytest.LogCaptureFixture) -> None:
     from sqlalchemy import create_engine, text
 
-    from knowhub.index import postgres, postgres_vector
+    from knowhub.index import postgres_vector
     from knowhub.index.postgres import PostgresIndex
 
-    monkeypatch.setattr(postgres, "pgvector_version", lambda conn: (0, 6, 2))  # the server says 0.6.2
+    monkeypatch.setattr(postgres_vector, "pgvector_version", lambda conn: (0, 6, 2))  # the server says 0.6.2
     monkeypatch.setattr(postgres_vector, "_WARNED", set())
     eng = create_engine(url)
     try:

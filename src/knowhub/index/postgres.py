@@ -61,13 +61,12 @@ from knowhub.index.documents import (
 )
 from knowhub.index.postgres_lexical import bm25_top_k
 from knowhub.index.postgres_vector import (
+    candidates,
     create_sql,
     ensure_hnsw,
     hnsw_ready,
+    iterative_scans,
     nearest,
-    pgvector_version,
-    supports_iterative_scan,
-    warn_exact,
 )
 from knowhub.index.protocol import (
     FilterValue,
@@ -228,10 +227,7 @@ class PostgresIndex:
         if create:
             self._create_schema(replace=replace)
             if self._build:
-                try:
-                    ensure_hnsw(self._engine, self._t, self.name)
-                except SQLAlchemyError as exc:
-                    raise StorageError(f"index {self.name}: building the HNSW index failed: {_one_line(exc)}") from exc
+                ensure_hnsw(self._engine, self._t, self.name)
 
     #: True: vector searches scan exactly even where the HNSW index applies (what recall is
     #: measured against: tests and benchmarks/postgres_index_bench.py)
@@ -399,13 +395,10 @@ class PostgresIndex:
     def _vector_index(self, conn: Connection, *, new: bool) -> None:
         """Learn the pgvector version; on 0.8+ give new tables their HNSW index at once and
         mark an existing table without one for a build after the open (a migration)."""
-        version = pgvector_version(conn)
-        self._hnsw = supports_iterative_scan(version)
-        if not self._hnsw:
-            warn_exact(version, f"index {self.name}")
-        elif new:
+        self._hnsw = iterative_scans(conn, self.name)
+        if self._hnsw and new:
             conn.execute(text(create_sql(self._t)))
-        else:
+        elif self._hnsw:
             self._build = not hnsw_ready(conn, self._t)
 
     def _read_meta(self, conn: Connection) -> dict[str, str]:
@@ -736,7 +729,7 @@ class PostgresIndex:
                 literal = _vector_literal(query_vec)
                 if vk > 0:
                     rows = nearest(conn, t, where, {**params, "q": literal}, vk, hnsw=self._vector_mode(conn),
-                                   candidates=self._candidates(conn, partitions), exact=self.exact_vectors)
+                                   candidates=candidates(conn, t, partitions), exact=self.exact_vectors)
                     for rank, (doc_id, dist) in enumerate(rows, start=1):
                         hit = hits.setdefault(doc_id, IndexHit(doc_id))
                         hit.vector_rank = rank
@@ -758,20 +751,8 @@ class PostgresIndex:
     def _vector_mode(self, conn: Connection) -> bool:
         """Whether the HNSW path applies (asked once, for an index opened without create)."""
         if self._hnsw is None:
-            version = pgvector_version(conn)
-            self._hnsw = supports_iterative_scan(version)
-            if not self._hnsw:
-                warn_exact(version, f"index {self.name}")
+            self._hnsw = iterative_scans(conn, self.name)
         return self._hnsw
-
-    def _candidates(self, conn: Connection, partitions: Sequence[str] | None) -> int:
-        """Documents in the searched partitions (all when None): an upper bound of the
-        vectors a search can pass, kept by the writes (small sets are scanned exactly)."""
-        sql = f"SELECT coalesce(sum(n_all), 0) FROM {self._t}_stats"
-        if partitions is None:
-            return int(conn.execute(text(sql)).scalar() or 0)
-        return int(conn.execute(text(sql + " WHERE part = ANY(CAST(:parts AS text[]))"),
-                                {"parts": list(partitions)}).scalar() or 0)
 
     # ------------------------------------------------------------------ filters
 

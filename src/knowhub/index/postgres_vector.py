@@ -28,10 +28,14 @@ Parameters were chosen by measurement (docs/benchmarks.md, "issue 20 §2"):
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import SQLAlchemyError
+
+from knowhub.errors import StorageError
 
 __all__ = [
     "EF_SEARCH",
@@ -39,8 +43,10 @@ __all__ = [
     "HNSW_EF_CONSTRUCTION",
     "HNSW_M",
     "MAX_SCAN_TUPLES",
+    "candidates",
     "ensure_hnsw",
     "hnsw_ready",
+    "iterative_scans",
     "nearest",
     "pgvector_version",
     "supports_iterative_scan",
@@ -82,6 +88,25 @@ def supports_iterative_scan(version: tuple[int, ...]) -> bool:
     return version >= (0, 8)
 
 
+def iterative_scans(conn: Connection, name: str) -> bool:
+    """Whether the server's pgvector has iterative scans; warns once when it has not."""
+    version = pgvector_version(conn)
+    if supports_iterative_scan(version):
+        return True
+    warn_exact(version, f"index {name}")
+    return False
+
+
+def candidates(conn: Connection, table: str, partitions: Sequence[str] | None) -> int:
+    """Documents in the searched partitions (all when None), from the statistics the writes
+    keep: an upper bound of the vectors a search can pass (small sets are scanned exactly)."""
+    sql = f"SELECT coalesce(sum(n_all), 0) FROM {table}_stats"
+    if partitions is None:
+        return int(conn.execute(text(sql)).scalar() or 0)
+    return int(conn.execute(text(sql + " WHERE part = ANY(CAST(:parts AS text[]))"),
+                            {"parts": list(partitions)}).scalar() or 0)
+
+
 def warn_exact(version: tuple[int, ...], where: str) -> None:
     """One warning per process and server version: this server gets the exact scan."""
     shown = ".".join(map(str, version)) or "unknown"
@@ -90,7 +115,7 @@ def warn_exact(version: tuple[int, ...], where: str) -> None:
     _WARNED.add(shown)
     log.warning(
         "%s: pgvector %s has no iterative index scans (0.8+): vector search uses the exact scan "
-        "(correct, but linear in the corpus); upgrade pgvector, e.g. the pgvector/pgvector:0.8.2-pg17 image",
+        "(correct, but linear in the corpus); upgrade pgvector (`ALTER EXTENSION vector UPDATE` after installing 0.8+; e.g. the pgvector/pgvector:0.8.2-pg17 image)",
         where, shown,
     )
 
@@ -122,6 +147,13 @@ def ensure_hnsw(engine: Any, table: str, name: str) -> None:
     (``CREATE INDEX CONCURRENTLY``) and without touching the rows. One process builds (an
     advisory lock); another one opening meanwhile searches with the exact scan until the
     index is valid."""
+    try:
+        _build(engine, table, name)
+    except SQLAlchemyError as exc:
+        raise StorageError(f"index {name}: building the HNSW index failed: {' '.join(str(exc).split())}") from exc
+
+
+def _build(engine: Any, table: str, name: str) -> None:
     with engine.connect() as raw:
         conn = raw.execution_options(isolation_level="AUTOCOMMIT")
         if hnsw_ready(conn, table):
