@@ -70,6 +70,21 @@ def documents(texts: list[str], start: int, embedder: HashingEmbedder, rng: rand
     return out
 
 
+def write_probe(index: Any, texts: list[str], embedder: HashingEmbedder, meter: CpuMeter, n: int) -> tuple[float, float]:
+    """Write ``n`` more items into the loaded index (the steady state: the HNSW graph, postings
+    and statistics at full size), then delete them: items/s of wall clock and of CPU."""
+    extra = [f"{t} probe" for t in texts[:n]]
+    rng = random.Random(3)
+    cpu, started = meter(), time.perf_counter()
+    for start in range(0, n, BATCH):
+        docs = documents(extra[start : start + BATCH], start, embedder, rng)
+        index.upsert([IndexDocument(id=f"w{d.id}", tokens=d.tokens, vector=d.vector, partition=d.partition,
+                                    filters=d.filters, numbers=d.numbers) for d in docs])
+    rates = n / (time.perf_counter() - started), n / ((meter() - cpu) / 1e9)
+    index.delete([f"wk{i}" for i in range(n)])
+    return rates
+
+
 def knowledge_search(index: Any, embedder: HashingEmbedder, query: str) -> Any:
     return index.search(tokens=tokenize(query), vector=lambda: embedder.embed_matrix([query])[0],
                         filters={"scopes": VISIBLE}, min_numbers={"score": 0.0, "quality": 0.0},
@@ -185,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="leave the PostgreSQL tables loaded")
     parser.add_argument("--reuse", action="store_true", help="search the tables a --keep run left")
     parser.add_argument("--recall", action="store_true", help="measure HNSW recall against the exact scan")
+    parser.add_argument("--write-probe", type=int, default=0, help="with --reuse: time this many more writes")
+    parser.add_argument("--exact", action="store_true", help="also search with the exact vector scan")
     parser.add_argument("--no-embedded", action="store_true", help="skip the embedded index")
     args = parser.parse_args(argv)
     if args.data == BENCH_DIR / ICD_FILE and not args.data.exists():  # a worktree beside ../shared
@@ -209,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.reuse and index.count() == len(texts)):
         index.clear()
         rate = load(index, texts, embedder, meter)
+    elif args.write_probe:
+        rate = write_probe(index, texts, embedder, meter, args.write_probe)
     with index._engine.begin() as conn:
         from sqlalchemy import text
 
@@ -216,6 +235,11 @@ def main(argv: list[str] | None = None) -> int:
         conn.execute(text(f"ANALYZE {index._t}_docs"))
     rows.append(("postgres", rate, timed(lambda q: knowledge_search(index, embedder, q), queries, meter),
                  timed(lambda q: context_search(index, embedder, q), queries, meter)))
+    if args.exact:  # the same tables, the vector stage as before HNSW: the exact filtered scan
+        index.exact_vectors = True
+        rows.append(("postgres, exact scan", None, timed(lambda q: knowledge_search(index, embedder, q), queries, meter),
+                     timed(lambda q: context_search(index, embedder, q), queries, meter)))
+        index.exact_vectors = False
     stages = {part: timed(lambda q, part=part: knowledge_parts(index, embedder, q, part), queries, meter)
               for part in ("lexical", "vector")}
     quality = recall(index, embedder, queries[: min(100, len(queries))]) if args.recall else {}
@@ -236,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
           "| knowledge CPU p50 / p95 ms | context CPU p50 / p95 ms |")
     print("|---:|---|---:|---:|---:|---:|---:|")
     for backend, rate, know, ctx in rows:
-        shown = f"{rate[0]:,.0f} ({rate[1]:,.0f})" if rate else "(reused)"
+        shown = f"{rate[0]:,.0f} ({rate[1]:,.0f})" if rate else "–"
         cells = [f"{pct(v, .5):.1f} / {pct(v, .95):.1f}" for v in (know[0], ctx[0], know[1], ctx[1])]
         print(f"| {len(texts):,} | {backend} | {shown} | " + " | ".join(cells) + " |")
     print("\nknowledge stages on postgres (wall; CPU): " + ", ".join(
