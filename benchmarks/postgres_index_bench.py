@@ -101,8 +101,9 @@ def knowledge_parts(index: Any, embedder: HashingEmbedder, query: str, part: str
 
 
 def context_search(index: Any, embedder: HashingEmbedder, query: str) -> Any:
-    tokens = tokenize(query)
-    index.doc_freqs(tokens, partitions=VISIBLE)
+    tokens = list(dict.fromkeys(tokenize(query)))
+    dfs, total = index.doc_freqs(tokens, partitions=VISIBLE)  # near-stopwords dropped, as the engine does
+    tokens = [t for t in tokens if dfs.get(t, 0) <= 0.25 * total] or tokens
     index.search(tokens=tokens, filters={"context_type": ["memory"]}, top_k=POOL, partitions=VISIBLE)
     return index.search(vector=embedder.embed_matrix([query])[0], filters={"context_type": ["memory"]}, top_k=0,
                         vector_k=DENSE, partitions=VISIBLE)

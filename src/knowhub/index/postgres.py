@@ -729,7 +729,8 @@ class PostgresIndex:
                 literal = _vector_literal(query_vec)
                 if vk > 0:
                     rows = nearest(conn, t, where, {**params, "q": literal}, vk, hnsw=self._vector_mode(conn),
-                                   candidates=candidates(conn, t, partitions), exact=self.exact_vectors)
+                                   candidates=candidates(conn, t, partitions), exact=self.exact_vectors,
+                                   filtered=bool(filters or min_numbers))
                     for rank, (doc_id, dist) in enumerate(rows, start=1):
                         hit = hits.setdefault(doc_id, IndexHit(doc_id))
                         hit.vector_rank = rank

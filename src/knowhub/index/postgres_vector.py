@@ -27,6 +27,7 @@ Parameters were chosen by measurement (docs/benchmarks.md, "issue 20 §2"):
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -57,12 +58,13 @@ log = logging.getLogger(__name__)
 #: HNSW graph degree and build-time candidate list (pgvector's defaults are 16 and 64).
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
-#: Candidate list of a search: at least this, and at least twice ``k`` (pgvector returns at
-#: most ``ef_search`` rows per pass; 1000 at most).
+#: Candidate list of a search: at least this, and at least ``k`` (pgvector returns at most
+#: ``ef_search`` rows per pass; 1000 at most).
 EF_SEARCH = 200
 #: Rows an iterative scan may read before it stops (then the exact scan answers).
 MAX_SCAN_TUPLES = 20_000
-#: Below this many documents in the searched partitions the exact scan is cheaper.
+#: Below this many passing rows (the searched partitions' size, or the planner's estimate
+#: under filters) the exact scan is cheaper than the graph walk.
 EXACT_BELOW = 5_000
 #: Memory for an index build on open (when the server's ``maintenance_work_mem`` is lower):
 #: a graph that fits builds several times faster.
@@ -199,23 +201,40 @@ def exact_rows(conn: Connection, table: str, where: str, params: dict[str, Any])
     return list(conn.execute(text(_exact_sql(table, where)), params).all())
 
 
+def estimated_rows(conn: Connection, table: str, where: str, params: dict[str, Any]) -> float:
+    """The planner's estimate of the rows passing ``where`` (no row is read)."""
+    plan = conn.execute(text(f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {table}_vecs d WHERE {where}"), params).scalar()
+    if isinstance(plan, str):
+        plan = json.loads(plan)
+    return float(plan[0]["Plan"]["Plan Rows"])
+
+
 def nearest(
     conn: Connection, table: str, where: str, params: dict[str, Any], k: int, *, hnsw: bool,
-    candidates: int | None = None, exact: bool = False,
+    candidates: int | None = None, filtered: bool = True, exact: bool = False,
 ) -> list[Any]:
     """``(id, inner-product distance)`` of the ``k`` passing rows nearest ``:q``, nearest
     first (ties by id). ``hnsw``: the index is there (pgvector ≥ 0.8); ``candidates``: an
-    upper bound of the passing rows when known (the searched partitions' size); ``exact``:
-    the exact scan whatever the size (recall measurements)."""
+    upper bound of the passing rows when known (the searched partitions' size);
+    ``filtered``: ``where`` has conditions beyond the partitions (their selectivity is then
+    the planner's estimate); ``exact``: the exact scan whatever the size (recall
+    measurements)."""
     query = {**params, "k": k}
     if exact or not hnsw or (candidates is not None and candidates < EXACT_BELOW):
         return exact_rows(conn, table, where, query)
+    if filtered and estimated_rows(conn, table, where, params) < EXACT_BELOW:
+        return exact_rows(conn, table, where, query)
+    # the graph walk: table scans are priced out for this statement (PostgreSQL's costs for
+    # a filtered HNSW scan make it prefer scanning every passing row well past where that is
+    # slower), and the walk goes on until k rows pass the filter
     conn.execute(
         text("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-             "set_config('hnsw.ef_search', :ef, true), set_config('hnsw.max_scan_tuples', :mst, true)"),
-        {"ef": str(min(1000, max(EF_SEARCH, 2 * k))), "mst": str(MAX_SCAN_TUPLES)},
+             "set_config('hnsw.ef_search', :ef, true), set_config('hnsw.max_scan_tuples', :mst, true), "
+             "set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)"),
+        {"ef": str(min(1000, max(EF_SEARCH, k))), "mst": str(MAX_SCAN_TUPLES)},
     )
     rows = list(conn.execute(text(_hnsw_sql(table, where)), query).all())
     if len(rows) < k:  # the walk gave up, or fewer rows pass: the exact scan knows which
+        conn.execute(text("SELECT set_config('enable_seqscan', 'on', true), set_config('enable_bitmapscan', 'on', true)"))
         rows = exact_rows(conn, table, where, query)
     return rows
