@@ -81,9 +81,12 @@ def _corpus(n: int, seed: int = 11) -> list[IndexDocument]:
 
 
 def _hnsw_used(eng: object, table: str) -> bool:
+    """The plan of a filtered nearest-neighbour query with table scans priced out, as
+    :func:`~knowhub.index.postgres_vector.nearest` runs it, reads the HNSW index."""
     from sqlalchemy import text
 
     with eng.connect() as conn:  # type: ignore[attr-defined]
+        conn.execute(text("SET enable_seqscan = off; SET enable_bitmapscan = off"))
         plan = conn.execute(text(
             f"EXPLAIN SELECT id FROM {table}_vecs d WHERE d.fterms && ARRAY['scopes\x1fpublic'] "
             f"ORDER BY vec <#> (SELECT vec FROM {table}_vecs LIMIT 1) LIMIT 5")).scalars().all()
@@ -107,22 +110,30 @@ def _recall(index: object, queries: np.ndarray, **kwargs: object) -> float:
     return found / wanted
 
 
-def test_filtered_hnsw_search_recalls_the_exact_top_k(forced: object, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_filtered_hnsw_search_recalls_the_exact_top_k(url: str, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sqlalchemy import create_engine
+
     from knowhub.index import postgres_vector
     from knowhub.index.postgres import PostgresIndex
 
     monkeypatch.setattr(postgres_vector, "EXACT_BELOW", 0)  # a small table, searched through the graph
-    index = PostgresIndex(forced, name, DIM)  # type: ignore[arg-type]
+    walks: list[int] = []
+    hnsw_sql = postgres_vector._hnsw_sql
+    monkeypatch.setattr(postgres_vector, "_hnsw_sql", lambda *a: walks.append(1) or hnsw_sql(*a))
+    eng = create_engine(url)
+    index = PostgresIndex(eng, name, DIM)
     docs = _corpus(3000)
     for start in range(0, len(docs), 1000):
         index.upsert(docs[start : start + 1000])
-    assert _hnsw_used(forced, f"kx_{name}")
+    assert _hnsw_used(eng, f"kx_{name}")
     queries = _points(25, np.random.default_rng(5))  # texts like the corpus's, not in it
     visible = {"scopes": ["user:u3", "team:t1", "public"]}  # ~30 % of the rows
     assert _recall(index, queries, filters=visible, vector_k=50) >= 0.98
     assert _recall(index, queries, filters={"scopes": ["user:u5"]}, vector_k=20) >= 0.98  # ~10 %
     assert _recall(index, queries, partitions=["user:u1", "user:u2"], vector_k=30) >= 0.98
     assert _recall(index, queries, vector_k=50) >= 0.98
+    assert len(walks) == 4 * len(queries)  # every approximate search walked the graph
+    eng.dispose()
 
 
 def test_a_walk_that_gives_up_falls_back_to_the_exact_scan(forced: object, name: str,
@@ -198,5 +209,31 @@ def test_an_older_pgvector_keeps_the_exact_scan_and_warns_once(url: str, name: s
         index.upsert(docs)
         hits = index.search(vector=docs[3].vector, filters={"scopes": docs[3].filters["scopes"]}, top_k=0, vector_k=3)
         assert hits[0].id == "d00003"
+    finally:
+        eng.dispose()
+
+
+def test_small_candidate_sets_are_scanned_exactly(url: str, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below EXACT_BELOW documents in the searched partitions no graph is walked: the exact
+    scan is cheaper there and its ties are broken by id, as the conformance suite wants."""
+    from sqlalchemy import create_engine
+
+    from knowhub.index import postgres_vector
+    from knowhub.index.postgres import PostgresIndex
+
+    monkeypatch.setattr(postgres_vector, "EXACT_BELOW", 250)
+    walks: list[int] = []
+    hnsw_sql = postgres_vector._hnsw_sql
+    monkeypatch.setattr(postgres_vector, "_hnsw_sql", lambda *a: walks.append(1) or hnsw_sql(*a))
+    eng = create_engine(url)
+    try:
+        index = PostgresIndex(eng, name, DIM)
+        docs = _corpus(400)
+        index.upsert(docs)
+        small = ["user:u1", "user:u2"]  # ~80 documents
+        hits = index.search(vector=docs[0].vector, partitions=small, top_k=0, vector_k=5)
+        assert walks == [] and all(h.id in {d.id for d in docs if d.partition in small} for h in hits)
+        index.search(vector=docs[0].vector, top_k=0, vector_k=5)  # 400 documents: the graph
+        assert walks == [1]
     finally:
         eng.dispose()
