@@ -117,6 +117,7 @@ def test_filtered_hnsw_search_recalls_the_exact_top_k(url: str, name: str, monke
     from knowhub.index.postgres import PostgresIndex
 
     monkeypatch.setattr(postgres_vector, "EXACT_BELOW", 0)  # a small table, searched through the graph
+    monkeypatch.setattr(postgres_vector, "WALK_COST", 0)
     walks: list[int] = []
     hnsw_sql = postgres_vector._hnsw_sql
     monkeypatch.setattr(postgres_vector, "_hnsw_sql", lambda *a: walks.append(1) or hnsw_sql(*a))
@@ -142,7 +143,9 @@ def test_a_walk_that_gives_up_falls_back_to_the_exact_scan(forced: object, name:
     from knowhub.index.postgres import PostgresIndex
 
     monkeypatch.setattr(postgres_vector, "EXACT_BELOW", 0)
+    monkeypatch.setattr(postgres_vector, "WALK_COST", 0)
     monkeypatch.setattr(postgres_vector, "MAX_SCAN_TUPLES", 20)  # the walk stops after 20 rows
+    monkeypatch.setattr(postgres_vector, "EF_MAX", 10)
     index = PostgresIndex(forced, name, DIM)  # type: ignore[arg-type]
     docs = _corpus(800)
     rare = [IndexDocument(id=f"r{i}", vector=docs[i].vector, filters={"scopes": ["user:rare"]}) for i in range(12)]
@@ -150,8 +153,11 @@ def test_a_walk_that_gives_up_falls_back_to_the_exact_scan(forced: object, name:
     calls: list[int] = []
     exact = postgres_vector.exact_rows
     monkeypatch.setattr(postgres_vector, "exact_rows", lambda *a, **k: calls.append(1) or exact(*a, **k))
-    hits = index.search(vector=docs[0].vector, filters={"scopes": ["user:rare"]}, top_k=0, vector_k=10)
-    assert [h.id for h in hits][:1] == ["r0"] and len(hits) == 10 and calls == [1]
+    hits = index.search(vector=docs[20].vector, filters={"scopes": ["user:rare"]}, top_k=0, vector_k=10)
+    assert len(hits) == 10 and calls == [1]  # 12 rows pass: the exact scan found the 10 nearest
+    expected = sorted(rare, key=lambda d: (-float(np.dot(d.vector, docs[20].vector) / np.linalg.norm(d.vector)
+                                                  / np.linalg.norm(docs[20].vector)), d.id))[:10]
+    assert [h.id for h in hits] == [d.id for d in expected]
 
 
 def test_an_index_without_hnsw_gets_it_on_open_and_keeps_its_rows(url: str, name: str) -> None:
@@ -222,6 +228,7 @@ def test_small_candidate_sets_are_scanned_exactly(url: str, name: str, monkeypat
     from knowhub.index.postgres import PostgresIndex
 
     monkeypatch.setattr(postgres_vector, "EXACT_BELOW", 250)
+    monkeypatch.setattr(postgres_vector, "WALK_COST", 0)  # the size rule alone
     walks: list[int] = []
     hnsw_sql = postgres_vector._hnsw_sql
     monkeypatch.setattr(postgres_vector, "_hnsw_sql", lambda *a: walks.append(1) or hnsw_sql(*a))

@@ -13,12 +13,14 @@ until ``k`` rows pass or ``hnsw.max_scan_tuples`` rows were read. So:
    on open for a table of an older version (a migration: nothing is rewritten, the index is
    derived from the rows); searches run with ``relaxed_order`` iterative scans and are
    re-sorted by distance.
-2. Few passing rows — the searched partitions hold fewer than :data:`EXACT_BELOW`
-   documents (the statistics the writes keep), or, under filters, the planner estimates
-   fewer — the exact scan, which is then cheap. Otherwise the graph walk, with table scans
-   priced out for that statement: PostgreSQL's cost of a filtered HNSW scan makes it prefer
-   scoring every passing row long past the point where that is slower (at 100k rows and a
-   17 % filter: 16.5k rows scored against a walk that reads ~1.3k).
+2. The cheaper of the two for this search: the walk reads ~``ef_search`` candidates and
+   scores ~:data:`WALK_COST` neighbours for each, and finds ``k`` passing rows among about
+   ``k / share`` candidates (``share``: the passing part of the searched partitions, from
+   the statistics the writes keep and, under filters, the planner's estimate), so
+   ``ef_search`` = 2·k / share (200 to 1000); the exact scan scores each passing row once.
+   Fewer passing rows than ``WALK_COST × ef_search`` (or :data:`EXACT_BELOW`): the exact
+   scan. Otherwise the walk, with table scans priced out for that statement (PostgreSQL's
+   own costing of a filtered HNSW scan would not choose it).
 3. Fewer than ``k`` rows from the HNSW path: the exact scan again, so a result never lacks a
    row the filter admits because the graph walk gave up (``max_scan_tuples``).
 4. pgvector < 0.8 (no iterative scans): no HNSW index, the exact scan as before, and one
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,11 +45,13 @@ from sqlalchemy.exc import SQLAlchemyError
 from knowhub.errors import StorageError
 
 __all__ = [
+    "EF_MAX",
     "EF_SEARCH",
     "EXACT_BELOW",
     "HNSW_EF_CONSTRUCTION",
     "HNSW_M",
     "MAX_SCAN_TUPLES",
+    "WALK_COST",
     "candidates",
     "ensure_hnsw",
     "hnsw_ready",
@@ -64,6 +69,11 @@ HNSW_EF_CONSTRUCTION = 64
 #: Candidate list of a search: at least this, and at least ``k`` (pgvector returns at most
 #: ``ef_search`` rows per pass; 1000 at most).
 EF_SEARCH = 200
+#: ... and at most this (pgvector's limit is 1000).
+EF_MAX = 1000
+#: Distance computations a graph walk makes per candidate it keeps (the layer-0 degree,
+#: 2·m): the walk is taken only where it scores fewer rows than the exact scan would.
+WALK_COST = 2 * HNSW_M
 #: Rows an iterative scan may read before it stops (then the exact scan answers).
 MAX_SCAN_TUPLES = 20_000
 #: Below this many passing rows (the searched partitions' size, or the planner's estimate
@@ -225,7 +235,15 @@ def nearest(
     query = {**params, "k": k}
     if exact or not hnsw or (candidates is not None and candidates < EXACT_BELOW):
         return exact_rows(conn, table, where, query)
-    if filtered and estimated_rows(conn, table, where, params) < EXACT_BELOW:
+    passing = float(candidates) if candidates is not None else math.inf
+    if filtered:
+        passing = min(passing, estimated_rows(conn, table, where, params))
+    total = max(float(candidates or 0), passing, 1.0)
+    # a walk finds k passing rows among ~k / share nearest ones; twice that keeps recall
+    # >= 0.98 (docs/benchmarks.md); it scores ~WALK_COST neighbours per row it reads
+    share = min(1.0, passing / total) if candidates is not None and filtered else 1.0
+    ef = int(min(EF_MAX, max(EF_SEARCH, 2 * k / max(share, 1e-3))))
+    if passing < max(EXACT_BELOW, WALK_COST * ef):
         return exact_rows(conn, table, where, query)
     # the graph walk: table scans are priced out for this statement (PostgreSQL's costs for
     # a filtered HNSW scan make it prefer scanning every passing row well past where that is
@@ -234,7 +252,7 @@ def nearest(
         text("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
              "set_config('hnsw.ef_search', :ef, true), set_config('hnsw.max_scan_tuples', :mst, true), "
              "set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)"),
-        {"ef": str(min(1000, max(EF_SEARCH, k))), "mst": str(MAX_SCAN_TUPLES)},
+        {"ef": str(ef), "mst": str(MAX_SCAN_TUPLES)},
     )
     rows = list(conn.execute(text(_hnsw_sql(table, where)), query).all())
     if len(rows) < k:  # the walk gave up, or fewer rows pass: the exact scan knows which
