@@ -1,21 +1,37 @@
-"""PostgresIndex (PostgreSQL + pgvector) speed on real text: insert rate and search latency.
+"""PostgresIndex (PostgreSQL + pgvector) speed on real text, beside the embedded index on the
+same documents and queries: write rate, knowledge- and context-shaped search latency, and
+the recall of the HNSW vector path against the exact scan.
 
-The documents are ICD-10-CM descriptions (``../shared/bench``), embedded with the offline
-HashingEmbedder and spread over 24 scopes (20 users, 2 teams, an org, public); searches are
-hybrid (BM25 + cosine) or lexical-only for a member principal that sees 4 of them, like the
-knowledge engine's recall. The server is ``--url`` or, without it, a private one started from
-the ``pgserver`` wheel. Prints one table; see docs/benchmarks.md.
+The documents are ICD-10-CM descriptions (``../shared/bench``; beyond its ~100k names a text
+is repeated with a ``copyN`` token), embedded with the offline HashingEmbedder, each owned by
+one of 24 spaces (20 users, 2 teams, an org, public): the space is its partition and its
+``scopes`` filter. Two query shapes, as the engines issue them:
 
-    python benchmarks/postgres_index_bench.py --docs 20000 --queries 100
+* knowledge: the member's visible scopes as a filter (4 of 24, ≈ 17 % of the documents),
+  ``score``/``quality`` bounds, 200 lexical + 200 vector candidates (``candidate_pool``);
+* context: the member's partitions (its own space and the shared ones), the near-stopword
+  check (``doc_freqs``), 200 lexical candidates, then 60 vector ones (``dense_pool``).
+
+The server is ``--url`` or a private one started from the ``pgserver`` wheel. ``--keep``
+leaves the loaded tables for the next run (``--reuse`` searches them without loading),
+``--recall`` compares the HNSW path's vector top k with the exact scan's. Prints tables;
+see docs/benchmarks.md.
+
+    python benchmarks/postgres_index_bench.py --docs 100000 --queries 200 --recall
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import random
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -23,12 +39,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _data import BENCH_DIR, ICD_FILE, load_icd10cm
 
 from knowhub.index import IndexDocument
-from knowhub.index.postgres import PostgresIndex
 from knowhub.providers.embedding import HashingEmbedder
 from knowhub.text import tokenize
 
-SCOPES = [f"user:u{i}" for i in range(20)] + ["team:t1", "team:t2", "org:o1", "public"]
-VISIBLE = {"scopes": ["user:u3", "team:t1", "org:o1", "public"]}
+SPACES = [f"user:u{i}" for i in range(20)] + ["team:t1", "team:t2", "org:o1", "public"]
+VISIBLE = ["user:u3", "team:t1", "org:o1", "public"]
+POOL = 200  # knowledge candidate_pool, context candidate_pool
+DENSE = 60  # context dense_pool
+BATCH = 1000
 
 
 def pct(values: list[float], q: float) -> float:
@@ -36,12 +54,165 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def corpus(path: Path, n: int) -> list[str]:
+    names = [d["name"] for d in load_icd10cm(path)]
+    return [names[i % len(names)] + (f" copy{i // len(names)}" if i >= len(names) else "") for i in range(n)]
+
+
+def documents(texts: list[str], start: int, embedder: HashingEmbedder, rng: random.Random) -> list[IndexDocument]:
+    matrix = embedder.embed_matrix(texts)
+    out = []
+    for i, t in enumerate(texts):
+        space = rng.choice(SPACES)
+        out.append(IndexDocument(id=f"k{start + i}", tokens=tokenize(t), vector=matrix[i], partition=space,
+                                 filters={"scopes": [space], "context_type": ["memory"]},
+                                 numbers={"score": 3.0, "quality": 3.0}))
+    return out
+
+
+def write_probe(index: Any, texts: list[str], embedder: HashingEmbedder, meter: CpuMeter, n: int) -> tuple[float, float]:
+    """Write ``n`` more items into the loaded index (the steady state: the HNSW graph, postings
+    and statistics at full size), then delete them: items/s of wall clock and of CPU."""
+    extra = [f"{t} probe" for t in texts[:n]]
+    rng = random.Random(3)
+    cpu, started = meter(), time.perf_counter()
+    for start in range(0, n, BATCH):
+        docs = documents(extra[start : start + BATCH], start, embedder, rng)
+        index.upsert([IndexDocument(id=f"w{d.id}", tokens=d.tokens, vector=d.vector, partition=d.partition,
+                                    filters=d.filters, numbers=d.numbers) for d in docs])
+    rates = n / (time.perf_counter() - started), n / ((meter() - cpu) / 1e9)
+    index.delete([f"wk{i}" for i in range(n)])
+    return rates
+
+
+def knowledge_search(index: Any, embedder: HashingEmbedder, query: str) -> Any:
+    return index.search(tokens=tokenize(query), vector=lambda: embedder.embed_matrix([query])[0],
+                        filters={"scopes": VISIBLE}, min_numbers={"score": 0.0, "quality": 0.0},
+                        top_k=POOL, vector_k=POOL)
+
+
+def knowledge_parts(index: Any, embedder: HashingEmbedder, query: str, part: str) -> Any:
+    """One stage of the knowledge search alone (where the time goes)."""
+    if part == "lexical":
+        return index.search(tokens=tokenize(query), filters={"scopes": VISIBLE},
+                            min_numbers={"score": 0.0, "quality": 0.0}, top_k=POOL, vector_k=0)
+    return index.search(vector=embedder.embed_matrix([query])[0], filters={"scopes": VISIBLE},
+                        min_numbers={"score": 0.0, "quality": 0.0}, top_k=0, vector_k=POOL)
+
+
+def context_search(index: Any, embedder: HashingEmbedder, query: str) -> Any:
+    tokens = list(dict.fromkeys(tokenize(query)))
+    dfs, total = index.doc_freqs(tokens, partitions=VISIBLE)  # near-stopwords dropped, as the engine does
+    tokens = [t for t in tokens if dfs.get(t, 0) <= 0.25 * total] or tokens
+    index.search(tokens=tokens, filters={"context_type": ["memory"]}, top_k=POOL, partitions=VISIBLE)
+    return index.search(vector=embedder.embed_matrix([query])[0], filters={"context_type": ["memory"]}, top_k=0,
+                        vector_k=DENSE, partitions=VISIBLE)
+
+
+class CpuMeter:
+    """CPU time of this process plus the database sessions it opened (``/proc``: the server
+    on this machine): on a shared, overloaded VM the wall clock measures the queue for a
+    core; the CPU time a search costs is what it would take on an idle one."""
+
+    def __init__(self, engine: Any = None) -> None:
+        self.backends: set[int] = set()
+        if engine is not None:
+            from sqlalchemy import event
+
+            @event.listens_for(engine, "connect")
+            def _remember(dbapi_conn: Any, _record: Any) -> None:
+                with dbapi_conn.cursor() as cur:
+                    cur.execute("SELECT pg_backend_pid()")
+                    self.backends.add(int(cur.fetchone()[0]))
+
+            engine.dispose()  # sessions opened before this are replaced by remembered ones
+
+    def __call__(self) -> int:
+        total = time.process_time_ns()
+        for pid in self.backends:
+            with contextlib.suppress(OSError, ValueError, IndexError):  # a server elsewhere: client CPU only
+                total += int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+        return total
+
+
+def load(index: Any, texts: list[str], embedder: HashingEmbedder, meter: CpuMeter) -> tuple[float, float]:
+    """Write every text (tokenize + embed + upsert, one transaction per batch): items per
+    second of wall clock and per second of CPU (client and server)."""
+    rng = random.Random(1)
+    cpu = meter()
+    started = time.perf_counter()
+    for start in range(0, len(texts), BATCH):
+        index.upsert(documents(texts[start : start + BATCH], start, embedder, rng))
+        if start and start % 100_000 == 0:
+            rate = start / (time.perf_counter() - started)
+            print(f"  {type(index).__name__}: {start:,} written, {rate:,.0f}/s", file=sys.stderr, flush=True)
+    return len(texts) / (time.perf_counter() - started), len(texts) / ((meter() - cpu) / 1e9)
+
+
+def timed(fn: Callable[[str], Any], queries: list[str], meter: CpuMeter) -> tuple[list[float], list[float]]:
+    """Wall-clock and CPU milliseconds of each query."""
+    for query in queries[:5]:  # warm the caches and the connection pool
+        fn(query)
+    wall, cpu = [], []
+    for query in queries:
+        c0 = meter()
+        t0 = time.perf_counter()
+        fn(query)
+        wall.append((time.perf_counter() - t0) * 1000)
+        cpu.append((meter() - c0) / 1e6)
+    return wall, cpu
+
+
+def recall(index: Any, embedder: HashingEmbedder, queries: list[str]) -> dict[str, float]:
+    """Mean recall@k of the vector path against the exact scan, per query shape: the share
+    of the k returned rows at least as near as the exact k-th (equal distances are common
+    among the corpus's near-duplicate names, and either of two tied rows is right)."""
+    shapes = {
+        f"knowledge@{POOL}": dict(filters={"scopes": VISIBLE}, min_numbers={"score": 0.0}, vector_k=POOL),
+        f"context@{DENSE}": dict(filters={"context_type": ["memory"]}, partitions=VISIBLE, vector_k=DENSE),
+        "one space@10": dict(filters={"scopes": ["user:u7"]}, vector_k=10),
+        "unfiltered@50": dict(vector_k=50),
+    }
+    from knowhub.index import postgres_vector
+
+    out: dict[str, float] = {}
+    saved = postgres_vector.WALK_COST, postgres_vector.EXACT_BELOW
+    for label, kwargs in [(f"{label}, walk forced", kwargs) for label, kwargs in shapes.items()] + list(shapes.items()):
+        forced = label.endswith("forced")
+        postgres_vector.WALK_COST, postgres_vector.EXACT_BELOW = (0, 0) if forced else saved
+        found = wanted = 0
+        for query in queries:
+            vector = embedder.embed_matrix([query])[0]
+            approx = index.search(vector=vector, top_k=0, **kwargs)
+            index.exact_vectors = True
+            try:
+                truth = index.search(vector=vector, top_k=0, **kwargs)
+            finally:
+                index.exact_vectors = False
+            if truth:
+                bound = min(h.vector_score for h in truth) - 1e-6
+                found += sum(h.vector_score >= bound for h in approx)
+                wanted += len(truth)
+        out[label] = found / max(wanted, 1)
+    postgres_vector.WALK_COST, postgres_vector.EXACT_BELOW = saved
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=20_000)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--url", default=None, help="SQLAlchemy URL of a database with pgvector")
+    parser.add_argument("--data", type=Path, default=BENCH_DIR / ICD_FILE, help="the ICD-10-CM tabular XML")
+    parser.add_argument("--keep", action="store_true", help="leave the PostgreSQL tables loaded")
+    parser.add_argument("--reuse", action="store_true", help="search the tables a --keep run left")
+    parser.add_argument("--recall", action="store_true", help="measure HNSW recall against the exact scan")
+    parser.add_argument("--write-probe", type=int, default=0, help="with --reuse: time this many more writes")
+    parser.add_argument("--exact", action="store_true", help="also search with the exact vector scan")
+    parser.add_argument("--no-embedded", action="store_true", help="skip the embedded index")
     args = parser.parse_args(argv)
+    if args.data == BENCH_DIR / ICD_FILE and not args.data.exists():  # a worktree beside ../shared
+        args.data = Path("/work/shared/bench") / ICD_FILE
     url = args.url
     if url is None:
         from tests.pgvector_server import pgvector_url
@@ -50,39 +221,62 @@ def main(argv: list[str] | None = None) -> int:
         if url is None:
             print(reason)
             return 2
-    texts = [n["name"] for n in load_icd10cm(BENCH_DIR / ICD_FILE)][: args.docs]
+    from knowhub.index.postgres import PostgresIndex
+
+    texts = corpus(args.data, args.docs)
     embedder = HashingEmbedder()
-    index = PostgresIndex(url, "bench", embedder.dim, number_fields=("score", "quality"))
-    index.clear()
-    rng = random.Random(1)
-    started = time.perf_counter()
-    for start in range(0, len(texts), 2000):
-        chunk = texts[start : start + 2000]
-        matrix = embedder.embed_matrix(chunk)
-        index.upsert([
-            IndexDocument(id=f"k{start + i}", tokens=tokenize(t), vector=matrix[i],
-                          filters={"scopes": [rng.choice(SCOPES)]}, numbers={"score": 3.0, "quality": 3.0})
-            for i, t in enumerate(chunk)
-        ])
-    insert_rate = len(texts) / (time.perf_counter() - started)
-    queries = [rng.choice(texts) for _ in range(args.queries)]
-    hybrid: list[float] = []
-    lexical: list[float] = []
-    for query in queries:
-        vector = embedder.embed_matrix([query])[0]
-        t0 = time.perf_counter()
-        index.search(tokens=tokenize(query), vector=vector, filters=VISIBLE,
-                     min_numbers={"score": 0.0, "quality": 0.0}, top_k=50)
-        hybrid.append((time.perf_counter() - t0) * 1000)
-        t0 = time.perf_counter()
-        index.search(tokens=tokenize(query), filters=VISIBLE, top_k=50)
-        lexical.append((time.perf_counter() - t0) * 1000)
-    print("| docs | insert docs/s | hybrid p50 / p95 ms | lexical p50 / p95 ms |")
-    print("|---:|---:|---:|---:|")
-    print(f"| {len(texts):,} | {insert_rate:,.0f} | {pct(hybrid, .5):.1f} / {pct(hybrid, .95):.1f} "
-          f"| {pct(lexical, .5):.1f} / {pct(lexical, .95):.1f} |")
-    index.clear()
+    queries = random.Random(2).sample(texts, args.queries)
+    rows: list[tuple[str, tuple[float, float] | None, tuple[list[float], list[float]], tuple[list[float], list[float]]]] = []
+    index = PostgresIndex(url, f"bench{args.docs}", embedder.dim, number_fields=("score", "quality"))
+    rate: tuple[float, float] | None = None
+    meter = CpuMeter(index._engine)
+    if not (args.reuse and index.count() == len(texts)):
+        index.clear()
+        rate = load(index, texts, embedder, meter)
+    elif args.write_probe:
+        rate = write_probe(index, texts, embedder, meter, args.write_probe)
+    with index._engine.begin() as conn:
+        from sqlalchemy import text
+
+        conn.execute(text(f"ANALYZE {index._t}_vecs"))
+        conn.execute(text(f"ANALYZE {index._t}_docs"))
+    rows.append(("postgres", rate, timed(lambda q: knowledge_search(index, embedder, q), queries, meter),
+                 timed(lambda q: context_search(index, embedder, q), queries, meter)))
+    if args.exact:  # the same tables, the vector stage as before HNSW: the exact filtered scan
+        index.exact_vectors = True
+        rows.append(("postgres, exact scan", None, timed(lambda q: knowledge_search(index, embedder, q), queries, meter),
+                     timed(lambda q: context_search(index, embedder, q), queries, meter)))
+        index.exact_vectors = False
+    stages = {part: timed(lambda q, part=part: knowledge_parts(index, embedder, q, part), queries, meter)
+              for part in ("lexical", "vector")}
+    quality = recall(index, embedder, queries[: min(100, len(queries))]) if args.recall else {}
+    if not args.keep:
+        index.clear()
     index.close()
+    if not args.no_embedded:
+        from knowhub.index.embedded import EmbeddedIndex
+
+        with tempfile.TemporaryDirectory(prefix="knowhub-bench-") as work:
+            embedded = EmbeddedIndex(embedder.dim, Path(work) / "index", number_fields=("score", "quality"))
+            rate = load(embedded, texts, embedder, CpuMeter())
+            rows.append(("embedded", rate, timed(lambda q: knowledge_search(embedded, embedder, q), queries, CpuMeter()),
+                         timed(lambda q: context_search(embedded, embedder, q), queries, CpuMeter())))
+            embedded.close()
+    print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
+    print("| docs | backend | write items/s (per CPU s) | knowledge p50 / p95 ms | context p50 / p95 ms "
+          "| knowledge CPU p50 / p95 ms | context CPU p50 / p95 ms |")
+    print("|---:|---|---:|---:|---:|---:|---:|")
+    for backend, rate, know, ctx in rows:
+        shown = f"{rate[0]:,.0f} ({rate[1]:,.0f})" if rate else "–"
+        cells = [f"{pct(v, .5):.1f} / {pct(v, .95):.1f}" for v in (know[0], ctx[0], know[1], ctx[1])]
+        print(f"| {len(texts):,} | {backend} | {shown} | " + " | ".join(cells) + " |")
+    print("\nknowledge stages on postgres (wall; CPU): " + ", ".join(
+        f"{part} p50 / p95 {pct(v[0], .5):.1f} / {pct(v[0], .95):.1f} ms; {pct(v[1], .5):.1f} / {pct(v[1], .95):.1f} ms"
+        for part, v in stages.items()))
+    if quality:
+        print("\n| vector recall@k vs the exact scan | recall |\n|---|---:|")
+        for label, value in quality.items():
+            print(f"| {label} | {value:.4f} |")
     return 0
 
 

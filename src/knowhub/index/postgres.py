@@ -28,12 +28,10 @@ Storage (per index ``name``, tables prefixed ``kx_<name>_``):
 The lexical top-k prunes with MaxScore (:mod:`knowhub.index.postgres_lexical`): exact, but
 the postings of common query terms are read only when they can change the result.
 
-Vectors are searched exactly (``ORDER BY vec <#> q``, inner product of unit vectors = cosine)
-with the filters in the same ``WHERE``: results are exact whatever the filter selects. An
-HNSW index would make unfiltered searches sub-linear but returns fewer than ``k`` rows
-under a selective filter without iterative scans (pgvector < 0.8; the ``pgserver`` wheel
-bundles 0.6.2); exactness is what the conformance suite and the visibility rules need, so it
-is not used (see docs/retrieval.md for the measured cost).
+Vectors (:mod:`knowhub.index.postgres_vector`): on pgvector ≥ 0.8 an HNSW index with
+iterative filtered scans, so a filtered search still returns ``k`` rows, and the exact scan
+(``ORDER BY vec <#> q``, inner product of unit vectors = cosine, filters in the same
+``WHERE``) for small candidate sets, as a fallback, and on older servers.
 """
 
 from __future__ import annotations
@@ -62,6 +60,14 @@ from knowhub.index.documents import (
     resolve_query_vector,
 )
 from knowhub.index.postgres_lexical import bm25_top_k
+from knowhub.index.postgres_vector import (
+    candidates,
+    create_sql,
+    ensure_hnsw,
+    hnsw_ready,
+    iterative_scans,
+    nearest,
+)
 from knowhub.index.protocol import (
     FilterValue,
     IndexDocument,
@@ -216,8 +222,17 @@ class PostgresIndex:
         self._t = f"kx_{name}"
         self._lock = threading.Lock()
         self._bound = threading.local()  # see bound()
+        #: the HNSW path is used (pgvector >= 0.8); None until the server was asked
+        self._hnsw: bool | None = None
+        self._build = False  # an existing table lacks its HNSW index: build it after opening
         if create:
             self._create_schema(replace=replace)
+            if self._build:
+                ensure_hnsw(self._engine, self._t, self.name)
+
+    #: True: vector searches scan exactly even where the HNSW index applies (what recall is
+    #: measured against: tests and benchmarks/postgres_index_bench.py)
+    exact_vectors = False
 
     #: Every process on the database reads and writes these same tables: there is no
     #: per-process copy to load, reconcile or follow (engines test this attribute).
@@ -359,6 +374,7 @@ class PostgresIndex:
                 numbers jsonb NOT NULL)""",
             _main(f"{t}_vecs", "id", "part", "vec", "fterms", "numbers"),
             f"CREATE INDEX IF NOT EXISTS {t}_vecs_fterms ON {t}_vecs USING gin (fterms)",
+            f"CREATE INDEX IF NOT EXISTS {t}_vecs_part ON {t}_vecs (part)",
             f"""CREATE TABLE IF NOT EXISTS {t}_postings (
                 term text NOT NULL,
                 part text NOT NULL,
@@ -386,6 +402,7 @@ class PostgresIndex:
             meta = {}
         for sql in statements:
             conn.execute(text(sql))
+        self._vector_index(conn, new=not meta)
         if not meta:
             conn.execute(
                 text(f"INSERT INTO {t}_meta (key, value) VALUES ('format', :f), ('dim', :d)"),
@@ -398,6 +415,15 @@ class PostgresIndex:
                 "to rebuild it from the store with the configured embedder",
                 index=self.name,
             )
+
+    def _vector_index(self, conn: Connection, *, new: bool) -> None:
+        """Learn the pgvector version; on 0.8+ give new tables their HNSW index at once and
+        mark an existing table without one for a build after the open (a migration)."""
+        self._hnsw = iterative_scans(conn, self.name)
+        if self._hnsw and new:
+            conn.execute(text(create_sql(self._t)))
+        elif self._hnsw:
+            self._build = not hnsw_ready(conn, self._t)
 
     def _read_meta(self, conn: Connection) -> dict[str, str]:
         """The meta rows, or {} when the index does not exist yet."""
@@ -726,13 +752,9 @@ class PostgresIndex:
             if query_vec is not None:
                 literal = _vector_literal(query_vec)
                 if vk > 0:
-                    rows = conn.execute(
-                        text(
-                            f"""SELECT id, vec <#> CAST(:q AS vector) AS dist FROM {t}_vecs d
-                            WHERE {where} ORDER BY dist, id LIMIT :k"""
-                        ),
-                        {**params, "q": literal, "k": vk},
-                    ).all()
+                    rows = nearest(conn, t, where, {**params, "q": literal}, vk, hnsw=self._vector_mode(conn),
+                                   candidates=candidates(conn, t, partitions), exact=self.exact_vectors,
+                                   filtered=bool(filters or min_numbers))
                     for rank, (doc_id, dist) in enumerate(rows, start=1):
                         hit = hits.setdefault(doc_id, IndexHit(doc_id))
                         hit.vector_rank = rank
@@ -750,6 +772,12 @@ class PostgresIndex:
             hits.values(),
             key=lambda h: (min(h.lexical_rank or inf, h.vector_rank or inf), -(h.lexical_score or 0.0), h.id),
         )
+
+    def _vector_mode(self, conn: Connection) -> bool:
+        """Whether the HNSW path applies (asked once, for an index opened without create)."""
+        if self._hnsw is None:
+            self._hnsw = iterative_scans(conn, self.name)
+        return self._hnsw
 
     # ------------------------------------------------------------------ filters
 
