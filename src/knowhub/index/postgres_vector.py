@@ -74,6 +74,9 @@ EF_MAX = 1000
 #: Distance computations a graph walk makes per candidate it keeps (the layer-0 degree,
 #: 2·m): the walk is taken only where it scores fewer rows than the exact scan would.
 WALK_COST = 2 * HNSW_M
+#: pgvector's iterative scan mode: rows in roughly distance order, re-sorted by the query
+#: (``strict_order`` returns them in order at more cost)
+ITERATIVE_SCAN = "relaxed_order"
 #: Rows an iterative scan may read before it stops (then the exact scan answers).
 MAX_SCAN_TUPLES = 20_000
 #: Below this many passing rows (the searched partitions' size, or the planner's estimate
@@ -249,10 +252,10 @@ def nearest(
     # a filtered HNSW scan make it prefer scanning every passing row well past where that is
     # slower), and the walk goes on until k rows pass the filter
     conn.execute(
-        text("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+        text("SELECT set_config('hnsw.iterative_scan', :mode, true), "
              "set_config('hnsw.ef_search', :ef, true), set_config('hnsw.max_scan_tuples', :mst, true), "
              "set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)"),
-        {"ef": str(ef), "mst": str(MAX_SCAN_TUPLES)},
+        {"ef": str(ef), "mst": str(MAX_SCAN_TUPLES), "mode": ITERATIVE_SCAN},
     )
     rows = list(conn.execute(text(_hnsw_sql(table, where)), query).all())
     if len(rows) < k:  # the walk gave up, or fewer rows pass: the exact scan knows which
