@@ -48,6 +48,7 @@ from knowhub.errors import (
     PermissionDeniedError,
     RateLimitedError,
     StorageError,
+    StoreUnavailableError,
     VersionConflictError,
 )
 
@@ -87,6 +88,7 @@ _ENGINE_ERRORS: tuple[type[KnowhubError], ...] = (
     StorageError,
     CorruptStoreError,
     LockTimeoutError,
+    StoreUnavailableError,
     LLMError,
     LLMTimeoutError,
     LLMResponseError,
