@@ -189,3 +189,27 @@ def test_unknown_tools_and_engine_errors_use_the_same_shape(tmp_path: Path) -> N
     _assert_clean_error(missing, "not_found")
     assert refused.is_error and refused.structured_content["error"] in {"permission_denied", "invalid_input"}
     assert set(refused.structured_content) == {"error", "message", "detail"}
+
+
+def test_a_database_outage_is_store_unavailable_not_an_internal_error() -> None:
+    """The MCP face maps a storage failure caused by a database outage as the HTTP face does
+    (``store_unavailable``: retry), and a plain storage failure keeps its own code."""
+    from sqlalchemy.exc import IntegrityError, OperationalError
+
+    from knowhub.errors import StorageError
+    from knowhub.mcp.results import failure
+
+    def failed(kind: type[Exception]) -> StorageError:
+        try:
+            try:
+                raise kind("SELECT 1", {}, Exception("the database system is shutting down"))
+            except Exception as cause:
+                raise StorageError("knowledge store read failed") from cause
+        except StorageError as exc:
+            return exc
+
+    outage = failure("knowledge_search", failed(OperationalError))
+    assert outage.is_error and outage.structured_content["error"] == "store_unavailable"
+    assert "shutting down" not in str(outage.structured_content)
+    plain = failure("knowledge_search", failed(IntegrityError))
+    assert plain.structured_content["error"] == "storage_error"

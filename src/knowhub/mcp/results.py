@@ -20,7 +20,7 @@ import orjson
 from mcp.types import CallToolResult, TextContent
 from pydantic import ValidationError
 
-from knowhub.errors import KnowhubError, redact_paths
+from knowhub.errors import KnowhubError, as_unavailable, redact_paths
 from knowhub.knowledge.tools import ToolResult
 
 logger = logging.getLogger("knowhub.mcp")
@@ -64,6 +64,10 @@ def failure(tool: str, exc: BaseException) -> CallToolResult:
     """The error result of a failed call: the engine's code and message, no internals."""
     if isinstance(exc, ValidationError):
         return argument_failure(tool, exc)
+    outage = as_unavailable(exc) if not isinstance(exc, KnowhubError) or exc.http_status == 500 else None
+    if outage is not None:  # the database is restarting or unreachable: the agent may retry
+        logger.warning("tool %s: database unavailable (%s)", tool, type(exc).__name__)
+        return error_result(tool, outage.code, outage.message)
     if isinstance(exc, KnowhubError):
         public = exc.public_dict()
         return error_result(tool, exc.code, redact_paths(exc.message) or type(exc).__name__, public.get("detail"))
