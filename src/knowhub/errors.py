@@ -283,6 +283,9 @@ __all__ = [
     "PermissionDeniedError",
     "RateLimitedError",
     "StorageError",
+    "StoreUnavailableError",
     "VersionConflictError",
+    "as_unavailable",
+    "is_outage",
     "redact_paths",
 ]
