@@ -50,3 +50,16 @@ def _start() -> tuple[str | None, str]:
         return None, f"PostgreSQL+pgvector unavailable: could not start pgserver: {type(exc).__name__}: {exc}"[:300]
     atexit.register(server.cleanup)
     return base.replace("/postgres?", f"/{database}?", 1), ""
+
+
+def fresh_database(url: str, prefix: str = "knowhub_test") -> str:
+    """A new, empty database on the server of ``url``; returns its URL (tests that need
+    their own tables: two servers, migrations, containers)."""
+    from sqlalchemy import create_engine, make_url, text
+
+    name = f"{prefix}_{secrets.token_hex(4)}"
+    admin = create_engine(url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f"CREATE DATABASE {name}"))
+    admin.dispose()
+    return make_url(url).set(database=name).render_as_string(hide_password=False)

@@ -11,18 +11,7 @@ from knowhub.config import Settings
 from knowhub.errors import InvalidInputError
 from knowhub.ops.migrate import target_settings
 from tests.cli.cli_support import SECRET, run, run_json
-from tests.pgvector_server import pgvector_url
-
-
-def _fresh_database(base: str, name: str) -> str:
-    from sqlalchemy import create_engine, text
-
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f"CREATE DATABASE {name}"))
-    admin.dispose()
-    path, _, query = base.partition("?")
-    return f"{path.rpartition('/')[0]}/{name}" + (f"?{query}" if query else "")
+from tests.pgvector_server import fresh_database, pgvector_url
 
 
 def _verify(doc: dict) -> dict[str, dict]:
@@ -77,7 +66,7 @@ def test_embedded_to_postgres_to_embedded_round_trip(sample_dir: Path, tmp_path:
     base, reason = pgvector_url()
     if base is None:
         pytest.skip(reason)
-    url = _fresh_database(base, "knowhub_migrate_rt")
+    url = fresh_database(base, "knowhub_migrate_rt")
     to_pg = run("admin", "migrate", url, "--to-data", str(tmp_path / "pg-local"), "-d", str(sample_dir),
                 "--json", "-q")
     assert to_pg.exit_code == 0, to_pg.output

@@ -7,7 +7,6 @@ command itself. Without keys the same command must refuse to start."""
 from __future__ import annotations
 
 import json
-import secrets
 import subprocess
 import sys
 import time
@@ -18,7 +17,7 @@ import pytest
 
 from tests.docs.test_container_files import COMPOSE, DOCKERFILE, _env_pairs, instructions
 from tests.e2e.server_process import child_env, free_port
-from tests.pgvector_server import pgvector_url
+from tests.pgvector_server import fresh_database, pgvector_url
 
 OPS_KEY = "entrypoint-ops-0123456789"
 
@@ -50,23 +49,12 @@ def test_the_image_command_refuses_to_start_without_keys(tmp_path: Path) -> None
     assert "refusing to listen on '0.0.0.0' without API keys" in done.stdout + done.stderr
 
 
-def _fresh_database(url: str) -> str:
-    from sqlalchemy import create_engine, make_url, text
-
-    name = f"knowhub_ct_{secrets.token_hex(4)}"
-    admin = create_engine(url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f"CREATE DATABASE {name}"))
-    admin.dispose()
-    return make_url(url).set(database=name).render_as_string(hide_password=False)
-
-
 def test_the_image_command_and_health_check_with_compose_settings(tmp_path: Path) -> None:
     yaml = pytest.importorskip("yaml", reason="pyyaml is not installed: compose.yaml not parsed")
     url, reason = pgvector_url()
     if url is None:
         pytest.skip(reason)
-    database = _fresh_database(url)
+    database = fresh_database(url, "knowhub_ct")
     env, command, check = _image()
     compose_env = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))["services"]["knowhub"]["environment"]
     port = free_port()

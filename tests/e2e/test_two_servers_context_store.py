@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.server_process import ALICE_KEY, BOB_KEY, ServerProcess, write_config
-from tests.e2e.test_two_servers_postgres import _eventually, _fresh_database
-from tests.pgvector_server import pgvector_url
+from tests.e2e.test_two_servers_postgres import _eventually
+from tests.pgvector_server import fresh_database, pgvector_url
 
 pytestmark = pytest.mark.postgres
 
@@ -20,7 +20,7 @@ def test_servers_with_their_own_data_dirs_serve_one_context_corpus(tmp_path: Pat
     url, reason = pgvector_url()
     if url is None:
         pytest.skip(reason)
-    database = _fresh_database(url)
+    database = fresh_database(url, "ctx_store_e2e")
     servers = []
     for name in ("one", "two"):
         data = tmp_path / name / "data"

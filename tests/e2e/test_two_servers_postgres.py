@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.server_process import ALICE_KEY, BOB_KEY, ServerProcess, write_config
-from tests.pgvector_server import pgvector_url
+from tests.pgvector_server import fresh_database, pgvector_url
 
 pytestmark = pytest.mark.postgres
 
@@ -53,20 +53,6 @@ def test_two_servers_share_one_database(tmp_path: Path) -> None:
         one.stop()
 
 
-def _fresh_database(url: str) -> str:
-    """A new database on the test server (its ``kx_context_*`` tables start empty)."""
-    import secrets
-
-    from sqlalchemy import create_engine, make_url, text
-
-    name = f"ctx_e2e_{secrets.token_hex(4)}"
-    admin = create_engine(url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f"CREATE DATABASE {name}"))
-    admin.dispose()
-    return make_url(url).set(database=name).render_as_string(hide_password=False)
-
-
 def _eventually(probe, timeout_s: float = 20.0):  # type: ignore[no-untyped-def]
     import time
 
@@ -84,7 +70,7 @@ def test_two_servers_share_the_context_index_in_the_database(tmp_path: Path) -> 
     url, reason = pgvector_url()
     if url is None:
         pytest.skip(reason)
-    database = _fresh_database(url)
+    database = fresh_database(url, "ctx_e2e")
     data = tmp_path / "data"
     data.mkdir()
     servers = []

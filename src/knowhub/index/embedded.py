@@ -40,6 +40,7 @@ import math
 import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -93,28 +94,17 @@ faiss.omp_set_num_threads(1)
 _PARTITION = "_partition"
 
 
+@dataclass(slots=True)
 class _Doc:
     """What the index keeps of a document besides its tantivy postings and vector row."""
 
-    __slots__ = ("filters", "has_vector", "numbers", "partition", "payload", "row", "tokens")
-
-    def __init__(
-        self,
-        row: int,
-        tokens: str,
-        filters: dict[str, tuple[str, ...]],
-        numbers: dict[str, float],
-        payload: dict[str, Any],
-        has_vector: bool,
-        partition: str = "",
-    ) -> None:
-        self.row = row
-        self.tokens = tokens
-        self.filters = filters
-        self.numbers = numbers
-        self.payload = payload
-        self.has_vector = has_vector
-        self.partition = partition
+    row: int
+    tokens: str
+    filters: dict[str, tuple[str, ...]]
+    numbers: dict[str, float]
+    payload: dict[str, Any]
+    has_vector: bool
+    partition: str = ""
 
 
 class _Part:

@@ -59,7 +59,7 @@ from knowhub.index.documents import (
     prepare_document,
     resolve_query_vector,
 )
-from knowhub.index.postgres_lexical import bm25_top_k
+from knowhub.index.postgres_lexical import StatsDelta, bm25_top_k
 from knowhub.index.postgres_vector import (
     candidates,
     create_sql,
@@ -85,7 +85,6 @@ _FORMAT = "knowhub-postgres-index-4"
 _TABLES = ("meta", "docs", "vecs", "postings", "terms", "stats")
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 _SEP = "\x1f"  # field/value separator of filter terms
-_NO_LENGTH = 2**31 - 1  # len_min of a (term, partition) that only lost documents
 _TERM_SEP = "\x1e"  # separator of a document's filter terms in a bulk insert
 
 
@@ -105,79 +104,6 @@ def _one_line(error: object) -> str:
 
 def _vector_literal(vector: np.ndarray) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
-
-
-class _StatsDelta:
-    """Changes of the per-partition statistics and document frequencies made by one write,
-    applied at the end of its transaction (rows locked in sorted order: no deadlock between
-    concurrent writers)."""
-
-    def __init__(self) -> None:
-        self.parts: dict[str, list[int]] = {}
-        self.dfs: Counter[tuple[str, str]] = Counter()
-        #: per (term, partition) added: the largest term frequency and shortest document,
-        #: which bound the term's BM25 contribution (postgres_lexical); kept as bounds only
-        #: (a delete never tightens them)
-        self.tf_max: dict[tuple[str, str], int] = {}
-        self.len_min: dict[tuple[str, str], int] = {}
-        self.removed = 0
-
-    def added(self, term: str, part: str, tf: int, length: int) -> None:
-        key = (term, part)
-        self.dfs[key] += 1
-        self.tf_max[key] = max(self.tf_max.get(key, 0), tf)
-        self.len_min[key] = min(self.len_min.get(key, length), length)
-
-    def add(self, part: str, length: int, sign: int) -> None:
-        row = self.parts.setdefault(part, [0, 0, 0])
-        row[0] += sign
-        row[1] += sign if length > 0 else 0
-        row[2] += sign * length
-
-    def apply(self, conn: Connection, table: str) -> None:
-        keys = sorted(k for k, n in self.dfs.items() if n or k in self.tf_max)
-        if keys:
-            conn.execute(
-                text(
-                    f"""INSERT INTO {table}_terms (term, part, df, tf_max, len_min)
-                    SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:parts AS text[]), CAST(:dfs AS bigint[]),
-                                         CAST(:tfs AS int[]), CAST(:lens AS int[]))
-                    ON CONFLICT (term, part) DO UPDATE SET df = {table}_terms.df + EXCLUDED.df,
-                        tf_max = greatest({table}_terms.tf_max, EXCLUDED.tf_max),
-                        len_min = least({table}_terms.len_min, EXCLUDED.len_min)"""
-                ),
-                {"terms": [k[0] for k in keys], "parts": [k[1] for k in keys], "dfs": [self.dfs[k] for k in keys],
-                 "tfs": [self.tf_max.get(k, 0) for k in keys], "lens": [self.len_min.get(k, _NO_LENGTH) for k in keys]},
-            )
-        emptied = [k for k in keys if self.dfs[k] < 0]
-        if emptied:  # a term no document holds any more names deleted text: drop its row
-            conn.execute(
-                text(
-                    f"""DELETE FROM {table}_terms t USING unnest(CAST(:terms AS text[]), CAST(:parts AS text[]))
-                        AS e(term, part) WHERE t.term = e.term AND t.part = e.part AND t.df <= 0"""
-                ),
-                {"terms": [k[0] for k in emptied], "parts": [k[1] for k in emptied]},
-            )
-        changed = sorted((p, r) for p, r in self.parts.items() if any(r))
-        if not changed:
-            return
-        conn.execute(
-            text(
-                f"""INSERT INTO {table}_stats (part, n_all, n, total)
-                SELECT * FROM unnest(CAST(:parts AS text[]), CAST(:a AS bigint[]), CAST(:n AS bigint[]),
-                                     CAST(:t AS bigint[]))
-                ON CONFLICT (part) DO UPDATE SET n_all = {table}_stats.n_all + EXCLUDED.n_all,
-                    n = {table}_stats.n + EXCLUDED.n, total = {table}_stats.total + EXCLUDED.total"""
-            ),
-            {"parts": [p for p, _ in changed], "a": [r[0] for _, r in changed],
-             "n": [r[1] for _, r in changed], "t": [r[2] for _, r in changed]},
-        )
-        emptied_parts = [p for p, r in changed if r[0] < 0]
-        if emptied_parts:  # a partition names its owner (``user:...``): gone with its last document
-            conn.execute(
-                text(f"DELETE FROM {table}_stats WHERE part = ANY(CAST(:parts AS text[])) AND n_all <= 0"),
-                {"parts": emptied_parts},
-            )
 
 
 class PostgresIndex:
@@ -529,11 +455,11 @@ class PostgresIndex:
                 delta.add(part, length, +1)
             delta.apply(conn, t)
 
-    def _remove(self, conn: Connection, where: str, params: dict[str, Any]) -> _StatsDelta:
+    def _remove(self, conn: Connection, where: str, params: dict[str, Any]) -> StatsDelta:
         """Delete the documents passing ``where`` (on ``d``) with their vectors and postings;
         the statistics change to apply (after any insert of the same write)."""
         t = self._t
-        delta = _StatsDelta()
+        delta = StatsDelta()
         removed = conn.execute(text(f"DELETE FROM {t}_docs d WHERE {where} RETURNING id, part, doc_len"), params).all()
         if not removed:
             return delta

@@ -32,6 +32,7 @@ skipped terms are looked up only for documents whose partial score can still rea
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,7 +40,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-__all__ = ["K1", "PROBE_POSTINGS", "SCAN_POSTINGS", "B", "TermWeights", "bm25_top_k"]
+__all__ = ["K1", "PROBE_POSTINGS", "SCAN_POSTINGS", "B", "StatsDelta", "TermWeights", "bm25_top_k"]
 
 K1 = 1.2
 B = 0.75
@@ -223,3 +224,80 @@ def bm25_top_k(
             rows = _rank(conn, table, where, query, essential, sum(weights.postings[w] for w in essential),
                          sorted(skipped), floor)
     return [(str(doc_id), float(score)) for doc_id, score in rows]
+
+
+#: len_min of a (term, partition) that only lost documents
+_NO_LENGTH = 2**31 - 1
+
+
+class StatsDelta:
+    """Changes of the per-partition statistics and document frequencies made by one write,
+    applied at the end of its transaction (rows locked in sorted order: no deadlock between
+    concurrent writers)."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, list[int]] = {}
+        self.dfs: Counter[tuple[str, str]] = Counter()
+        #: per (term, partition) added: the largest term frequency and shortest document,
+        #: which bound the term's BM25 contribution (postgres_lexical); kept as bounds only
+        #: (a delete never tightens them)
+        self.tf_max: dict[tuple[str, str], int] = {}
+        self.len_min: dict[tuple[str, str], int] = {}
+        self.removed = 0
+
+    def added(self, term: str, part: str, tf: int, length: int) -> None:
+        key = (term, part)
+        self.dfs[key] += 1
+        self.tf_max[key] = max(self.tf_max.get(key, 0), tf)
+        self.len_min[key] = min(self.len_min.get(key, length), length)
+
+    def add(self, part: str, length: int, sign: int) -> None:
+        row = self.parts.setdefault(part, [0, 0, 0])
+        row[0] += sign
+        row[1] += sign if length > 0 else 0
+        row[2] += sign * length
+
+    def apply(self, conn: Connection, table: str) -> None:
+        keys = sorted(k for k, n in self.dfs.items() if n or k in self.tf_max)
+        if keys:
+            conn.execute(
+                text(
+                    f"""INSERT INTO {table}_terms (term, part, df, tf_max, len_min)
+                    SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:parts AS text[]), CAST(:dfs AS bigint[]),
+                                         CAST(:tfs AS int[]), CAST(:lens AS int[]))
+                    ON CONFLICT (term, part) DO UPDATE SET df = {table}_terms.df + EXCLUDED.df,
+                        tf_max = greatest({table}_terms.tf_max, EXCLUDED.tf_max),
+                        len_min = least({table}_terms.len_min, EXCLUDED.len_min)"""
+                ),
+                {"terms": [k[0] for k in keys], "parts": [k[1] for k in keys], "dfs": [self.dfs[k] for k in keys],
+                 "tfs": [self.tf_max.get(k, 0) for k in keys], "lens": [self.len_min.get(k, _NO_LENGTH) for k in keys]},
+            )
+        emptied = [k for k in keys if self.dfs[k] < 0]
+        if emptied:  # a term no document holds any more names deleted text: drop its row
+            conn.execute(
+                text(
+                    f"""DELETE FROM {table}_terms t USING unnest(CAST(:terms AS text[]), CAST(:parts AS text[]))
+                        AS e(term, part) WHERE t.term = e.term AND t.part = e.part AND t.df <= 0"""
+                ),
+                {"terms": [k[0] for k in emptied], "parts": [k[1] for k in emptied]},
+            )
+        changed = sorted((p, r) for p, r in self.parts.items() if any(r))
+        if not changed:
+            return
+        conn.execute(
+            text(
+                f"""INSERT INTO {table}_stats (part, n_all, n, total)
+                SELECT * FROM unnest(CAST(:parts AS text[]), CAST(:a AS bigint[]), CAST(:n AS bigint[]),
+                                     CAST(:t AS bigint[]))
+                ON CONFLICT (part) DO UPDATE SET n_all = {table}_stats.n_all + EXCLUDED.n_all,
+                    n = {table}_stats.n + EXCLUDED.n, total = {table}_stats.total + EXCLUDED.total"""
+            ),
+            {"parts": [p for p, _ in changed], "a": [r[0] for _, r in changed],
+             "n": [r[1] for _, r in changed], "t": [r[2] for _, r in changed]},
+        )
+        emptied_parts = [p for p, r in changed if r[0] < 0]
+        if emptied_parts:  # a partition names its owner (``user:...``): gone with its last document
+            conn.execute(
+                text(f"DELETE FROM {table}_stats WHERE part = ANY(CAST(:parts AS text[])) AND n_all <= 0"),
+                {"parts": emptied_parts},
+            )
