@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from typing import Any
-
-from sqlalchemy.engine import Engine
+from typing import TYPE_CHECKING, Any
 
 from knowhub.index.events import OutboxEvent
+
+if TYPE_CHECKING:  # SQLAlchemy loads only where a PostgreSQL outbox or index exists
+    from sqlalchemy.engine import Engine
 
 __all__ = ["SameDatabaseApply", "exactly_once_for", "same_database"]
 
@@ -67,6 +68,10 @@ def exactly_once_for(outbox: Any, index: Any) -> SameDatabaseApply | None:
     one PostgreSQL database (then the worker applies at least once, as before)."""
     outbox_engine = getattr(outbox, "engine", None) if callable(getattr(outbox, "locked_batch", None)) else None
     index_engine = getattr(index, "engine", None) if callable(getattr(index, "bound", None)) else None
+    if outbox_engine is None or index_engine is None:  # an embedded outbox or index: no engine
+        return None
+    from sqlalchemy.engine import Engine
+
     if not isinstance(outbox_engine, Engine) or not isinstance(index_engine, Engine):
         return None
     return SameDatabaseApply(outbox, index) if same_database(outbox_engine, index_engine) else None
