@@ -6,6 +6,7 @@ Run from the repository root::
     python benchmarks/tech_chat_bench.py --embedder hashing    # quick: the lexical hashing embedder
     python benchmarks/tech_chat_bench.py --lang zh --out-json out.json
     python benchmarks/tech_chat_bench.py --loo                 # the rules' switches, leave one chat out
+    python benchmarks/tech_chat_bench.py --data tech_chats_fresh --trace   # the fresh held-out chats (issue 19 §7)
 
 Data: ``benchmarks/data/tech_chats_en.json`` and ``tech_chats_zh.json``, written for this
 project: a user plans and codes a project with an assistant over several sessions
@@ -13,6 +14,9 @@ project: a user plans and codes a project with an assistant over several session
 message that changes an earlier decision). Every question cites its gold message ids and
 has a type: ``fact``, ``update``, ``instruction``, ``preference``, ``event_order``,
 ``summary`` or ``assistant`` (the answer is in what the assistant said).
+``--data tech_chats_fresh`` reads ``tech_chats_fresh_{en,zh}.json`` instead: four chats
+written for issue 19 §7 without reading the engine's rules (built by
+``benchmarks/build_fresh_chats.py``), with a ``contradiction`` type besides.
 
 Protocol (the LoCoMo benchmark's, :mod:`context_bench`): each chat is committed session by
 session through ``ContextEngineService.commit_session`` with the default offline settings
@@ -64,16 +68,16 @@ from knowhub.scope import RequestContext
 
 console = Console()
 DATA_DIR = Path(__file__).resolve().parent / "data"
-TYPES = ("fact", "update", "instruction", "preference", "event_order", "summary", "assistant")
+TYPES = ("fact", "update", "contradiction", "instruction", "preference", "event_order", "summary", "assistant")
 _LATIN = re.compile(r"[A-Za-z0-9_]+")
 _CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
 
 
-def load_chats(langs: list[str]) -> list[dict[str, Any]]:
-    """The chats of the given languages (``en``, ``zh``)."""
+def load_chats(langs: list[str], data: str = "tech_chats") -> list[dict[str, Any]]:
+    """The chats of the given languages (``en``, ``zh``) from ``data/<data>_<lang>.json``."""
     chats = []
     for lang in langs:
-        doc = json.loads((DATA_DIR / f"tech_chats_{lang}.json").read_text(encoding="utf-8"))
+        doc = json.loads((DATA_DIR / f"{data}_{lang}.json").read_text(encoding="utf-8"))
         chats.extend(doc["conversations"])
     return chats
 
@@ -135,7 +139,14 @@ def one_user(chats: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return merged
 
 
-def run_chat(chat: dict[str, Any], root: Path, budget: int, top_k: int, embedder: Any) -> dict[str, Any]:
+def _trace(blocks: list[Any], limit: int = 6) -> list[dict[str, Any]]:
+    """The first blocks of an answer, for reading failures: uri, cited ids, abstract."""
+    return [{"uri": b.uri, "refs": [str(r) for r in b.metadata.get("source_refs") or []],
+             "abstract": (b.abstract or b.overview or "")[:160]} for b in blocks[:limit]]
+
+
+def run_chat(chat: dict[str, Any], root: Path, budget: int, top_k: int, embedder: Any,
+             trace: bool = False) -> dict[str, Any]:
     """Commit one chat, answer its questions; per-question recall of the service and BM25."""
     ctx = RequestContext("bench", f"u-{chat['id']}", agent_id=f"a-{chat['id']}")
     svc = ContextEngineService(root / chat["id"], durable=False, embedder=embedder)
@@ -167,13 +178,20 @@ def run_chat(chat: dict[str, Any], root: Path, budget: int, top_k: int, embedder
         gold = q["gold"]
         result = svc.search_memory(ctx, q["question"], top_k=top_k)
         ranked = [[str(r) for r in b.metadata.get("source_refs") or []] for b in result.blocks]
-        rows.append({
+        got = collect(ranked, budget)
+        got_bm25 = collect([[d] for d in bm25.search(q["question"], budget)], budget)
+        row = {
             "id": q["id"], "type": q["type"],
-            "engine": recall(gold, collect(ranked, budget)),
-            "bm25": recall(gold, collect([[d] for d in bm25.search(q["question"], budget)], budget)),
+            "engine": recall(gold, got),
+            "bm25": recall(gold, got_bm25),
             "gold_assistant": sum(1 for g in gold if messages[g]["role"] == "assistant") / len(gold),
             "gold_cited": sum(1 for g in gold if g in cited) / len(gold),
-        })
+        }
+        if trace:
+            row.update(question=q["question"], gold=gold, engine_ids=got, bm25_ids=got_bm25,
+                       missed=[g for g in gold if g not in got], uncited=[g for g in gold if g not in cited],
+                       blocks=_trace(result.blocks))
+        rows.append(row)
     svc.close()
     return {
         "chat": chat["id"], "language": chat["language"], "messages": len(messages),
@@ -244,7 +262,8 @@ def run_loo(chats: list[dict[str, Any]], root: Path, budget: int, top_k: int, em
             "variants_all": {v: round(_mean([q["engine"] for qs in per.values() for q in qs]), 4) for v, per in table.items()},
             "folds": [{k: v for k, v in f.items() if k != "questions"} for f in folds],
             "loo_pooled": round(_mean([q["engine"] for q in pooled]), 4),
-            "loo_by_type": {t: round(_mean([q["engine"] for q in pooled if q["type"] == t]), 4) for t in TYPES},
+            "loo_by_type": {t: round(_mean([q["engine"] for q in pooled if q["type"] == t]), 4) for t in TYPES
+                            if any(q["type"] == t for q in pooled)},
             "default": _label(default)}
 
 
@@ -281,11 +300,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="default: the service's offline default (E5 where it loads)")
     parser.add_argument("--out-json", type=Path, default=None)
     parser.add_argument("--loo", action="store_true", help="validate the rules' switches leave one chat out")
+    parser.add_argument("--data", default="tech_chats",
+                        help="data set prefix under benchmarks/data: tech_chats (dev) or tech_chats_fresh (held out)")
+    parser.add_argument("--trace", action="store_true",
+                        help="keep, per question, the collected ids and the first blocks (in --out-json)")
     parser.add_argument("--one-user", action="store_true",
                         help="each language's chats as one user's history (a larger haystack)")
     args = parser.parse_args(argv)
     langs = ["en", "zh"] if args.lang == "all" else [args.lang]
-    load = (lambda ls: one_user(load_chats(ls))) if args.one_user else load_chats
+    load = (lambda ls: one_user(load_chats(ls, args.data))) if args.one_user else (lambda ls: load_chats(ls, args.data))
     embedder = None
     if args.embedder == "hashing":
         from knowhub.providers.embedding import HashingEmbedder
@@ -305,8 +328,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             args.out_json.write_text(json.dumps({**loo, "load_average": os.getloadavg()}, ensure_ascii=False, indent=1))
         return loo
     with tempfile.TemporaryDirectory(prefix="tech-chat-") as tmp:
-        chats = [run_chat(chat, Path(tmp), args.budget, args.top_k, embedder) for chat in load(langs)]
-    report = {"budget": args.budget, "embedder": args.embedder, "one_user": args.one_user, "summary": summarize(chats), "chats": chats,
+        chats = [run_chat(chat, Path(tmp), args.budget, args.top_k, embedder, args.trace) for chat in load(langs)]
+    report = {"budget": args.budget, "embedder": args.embedder, "data": args.data, "one_user": args.one_user,
+              "summary": summarize(chats), "chats": chats,
               "load_average": os.getloadavg()}
     print_report(report, args.budget)
     if args.out_json:
