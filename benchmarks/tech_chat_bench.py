@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -145,9 +146,22 @@ def _trace(blocks: list[Any], limit: int = 6) -> list[dict[str, Any]]:
              "abstract": (b.abstract or b.overview or "")[:160]} for b in blocks[:limit]]
 
 
+def parse_whatif(spec: str) -> dict[str, Any]:
+    """``max_df_ratio=none,vector_weight=1.0`` as RetrieverConfig overrides."""
+    out: dict[str, Any] = {}
+    for item in spec.split(","):
+        key, _, value = item.partition("=")
+        out[key.strip()] = None if value.lower() == "none" else int(value) if value.isdigit() else float(value)
+    return out
+
+
 def run_chat(chat: dict[str, Any], root: Path, budget: int, top_k: int, embedder: Any,
-             trace: bool = False) -> dict[str, Any]:
-    """Commit one chat, answer its questions; per-question recall of the service and BM25."""
+             trace: bool = False, whatif: list[str] | None = None) -> dict[str, Any]:
+    """Commit one chat, answer its questions; per-question recall of the service and BM25.
+
+    ``whatif``: diagnosis only — the same committed chat is also searched with each listed
+    override of the first-round retriever's knobs (over the service's own default), and each
+    question's recall under it lands in ``row["whatif"]``."""
     ctx = RequestContext("bench", f"u-{chat['id']}", agent_id=f"a-{chat['id']}")
     svc = ContextEngineService(root / chat["id"], durable=False, embedder=embedder)
     messages: dict[str, dict[str, Any]] = {}
@@ -192,6 +206,14 @@ def run_chat(chat: dict[str, Any], root: Path, budget: int, top_k: int, embedder
                        missed=[g for g in gold if g not in got], uncited=[g for g in gold if g not in cited],
                        blocks=_trace(result.blocks))
         rows.append(row)
+    shipped = svc.retriever.config
+    for spec in whatif or []:
+        svc.retriever.config = dataclasses.replace(shipped, **parse_whatif(spec))
+        for q, row in zip(chat["questions"], rows, strict=True):
+            blocks = svc.search_memory(ctx, q["question"], top_k=top_k).blocks
+            ranked = [[str(r) for r in b.metadata.get("source_refs") or []] for b in blocks]
+            row.setdefault("whatif", {})[spec] = recall(q["gold"], collect(ranked, budget))
+    svc.retriever.config = shipped
     svc.close()
     return {
         "chat": chat["id"], "language": chat["language"], "messages": len(messages),
@@ -222,7 +244,11 @@ def summarize(chats: list[dict[str, Any]]) -> dict[str, Any]:
                 per_type[qtype] = {"n": len(sel), "engine": round(_mean([r["engine"] for r in sel]), 3),
                                    "bm25": round(_mean([r["bm25"] for r in sel]), 3),
                                    "gold_assistant": round(_mean([r["gold_assistant"] for r in sel]), 3)}
-        out[name] = {"n": len(rows), "engine": round(_mean([r["engine"] for r in rows]), 3),
+        specs = dict.fromkeys(k for r in rows for k in r.get("whatif", {}))
+        whatif = {spec: {"all": round(_mean([r["whatif"][spec] for r in rows]), 3),
+                         **{t: round(_mean([r["whatif"][spec] for r in rows if r["type"] == t]), 3)
+                            for t in TYPES if any(r["type"] == t for r in rows)}} for spec in specs}
+        out[name] = {"n": len(rows), "engine": round(_mean([r["engine"] for r in rows]), 3), "whatif": whatif,
                      "bm25": round(_mean([r["bm25"] for r in rows]), 3),
                      "gold_cited": round(_mean([r["gold_cited"] for r in rows]), 3), "by_type": per_type}
     return out
@@ -280,6 +306,9 @@ def print_report(report: dict[str, Any], budget: int) -> None:
             cells += [f"{s['engine']:.3f} ({s['n']})", f"{s['bm25']:.3f}"] if s else ["-", "-"]
         table.add_row(qtype, *cells)
     console.print(table)
+    for name, summary in report["summary"].items():
+        for spec, values in summary.get("whatif", {}).items():
+            console.print(f"what-if {spec} [{name}]: " + ", ".join(f"{k} {v:.3f}" for k, v in values.items()), markup=False)
     chats = Table(title="per chat")
     for col in ("chat", "msgs", "nodes", "entity nodes", "citations", "to assistant msgs", "gold cited", "commit s", "index s"):
         chats.add_column(col)
@@ -304,6 +333,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="data set prefix under benchmarks/data: tech_chats (dev) or tech_chats_fresh (held out)")
     parser.add_argument("--trace", action="store_true",
                         help="keep, per question, the collected ids and the first blocks (in --out-json)")
+    parser.add_argument("--whatif", action="append", default=[], metavar="KNOB=VALUE[,KNOB=VALUE]",
+                        help="diagnosis only: also search with these RetrieverConfig overrides "
+                             "(e.g. max_df_ratio=none or vector_weight=1.0); repeatable")
     parser.add_argument("--one-user", action="store_true",
                         help="each language's chats as one user's history (a larger haystack)")
     args = parser.parse_args(argv)
@@ -328,7 +360,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             args.out_json.write_text(json.dumps({**loo, "load_average": os.getloadavg()}, ensure_ascii=False, indent=1))
         return loo
     with tempfile.TemporaryDirectory(prefix="tech-chat-") as tmp:
-        chats = [run_chat(chat, Path(tmp), args.budget, args.top_k, embedder, args.trace) for chat in load(langs)]
+        chats = [run_chat(chat, Path(tmp), args.budget, args.top_k, embedder, args.trace, args.whatif) for chat in load(langs)]
     report = {"budget": args.budget, "embedder": args.embedder, "data": args.data, "one_user": args.one_user,
               "summary": summarize(chats), "chats": chats,
               "load_average": os.getloadavg()}

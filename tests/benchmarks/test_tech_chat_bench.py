@@ -82,3 +82,15 @@ def test_one_user_merges_a_language(bench: ModuleType) -> None:
         dates = [s["date"] for s in m["sessions"]]
         assert dates == sorted(dates)
         assert len({s["id"] for s in m["sessions"]}) == len(m["sessions"])
+
+
+def test_whatif_specs_parse_to_retriever_overrides(bench: ModuleType) -> None:
+    import dataclasses
+
+    from knowhub.context.retrieval.l0_retriever import RetrieverConfig
+
+    spec = bench.parse_whatif("max_df_ratio=none,vector_weight=1.0,prf_docs=2")
+    assert spec == {"max_df_ratio": None, "vector_weight": 1.0, "prf_docs": 2}
+    assert dataclasses.replace(RetrieverConfig(), **spec).prf_docs == 2
+    with pytest.raises(TypeError):
+        dataclasses.replace(RetrieverConfig(), **bench.parse_whatif("no_such_knob=1"))
