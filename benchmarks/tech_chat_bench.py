@@ -336,11 +336,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--whatif", action="append", default=[], metavar="KNOB=VALUE[,KNOB=VALUE]",
                         help="diagnosis only: also search with these RetrieverConfig overrides "
                              "(e.g. max_df_ratio=none or vector_weight=1.0); repeatable")
+    parser.add_argument("--distractors", default=None, metavar="DATA",
+                        help="with --one-user: the chats of this data set (e.g. tech_chats) join each user's "
+                             "history without their questions (a larger haystack for --data's questions)")
     parser.add_argument("--one-user", action="store_true",
                         help="each language's chats as one user's history (a larger haystack)")
     args = parser.parse_args(argv)
     langs = ["en", "zh"] if args.lang == "all" else [args.lang]
-    load = (lambda ls: one_user(load_chats(ls, args.data))) if args.one_user else (lambda ls: load_chats(ls, args.data))
+    if args.distractors and not args.one_user:
+        parser.error("--distractors needs --one-user")
+
+    def load(ls: list[str]) -> list[dict[str, Any]]:
+        chats = load_chats(ls, args.data)
+        if args.distractors:
+            chats += [{**c, "questions": []} for c in load_chats(ls, args.distractors)]
+        return one_user(chats) if args.one_user else chats
     embedder = None
     if args.embedder == "hashing":
         from knowhub.providers.embedding import HashingEmbedder
@@ -362,6 +372,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="tech-chat-") as tmp:
         chats = [run_chat(chat, Path(tmp), args.budget, args.top_k, embedder, args.trace, args.whatif) for chat in load(langs)]
     report = {"budget": args.budget, "embedder": args.embedder, "data": args.data, "one_user": args.one_user,
+              "distractors": args.distractors,
               "summary": summarize(chats), "chats": chats,
               "load_average": os.getloadavg()}
     print_report(report, args.budget)
