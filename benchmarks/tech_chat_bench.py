@@ -7,6 +7,8 @@ Run from the repository root::
     python benchmarks/tech_chat_bench.py --lang zh --out-json out.json
     python benchmarks/tech_chat_bench.py --loo                 # the rules' switches, leave one chat out
     python benchmarks/tech_chat_bench.py --data tech_chats_fresh --trace   # the fresh held-out chats (issue 19 §7)
+    python benchmarks/tech_chat_bench.py --data tech_chats_fresh --one-user --distractors tech_chats
+    python benchmarks/tech_chat_bench.py --data tech_chats --whatif max_df_ratio=none   # diagnosis: a retriever knob
 
 Data: ``benchmarks/data/tech_chats_en.json`` and ``tech_chats_zh.json``, written for this
 project: a user plans and codes a project with an assistant over several sessions
