@@ -283,7 +283,8 @@ def run_loo(chats: list[dict[str, Any]], root: Path, budget: int, top_k: int, em
                       "default_recall": round(_mean([q["engine"] for q in table[_label(default)][chat["id"]]]), 4),
                       "questions": held})
     pooled = [q for f in folds for q in f["questions"]]
-    by_type = {v: {t: round(_mean([q["engine"] for qs in per.values() for q in qs if q["type"] == t]), 4) for t in TYPES}
+    present = [t for t in TYPES if any(q["type"] == t for per in table.values() for qs in per.values() for q in qs)]
+    by_type = {v: {t: round(_mean([q["engine"] for qs in per.values() for q in qs if q["type"] == t]), 4) for t in present}
                for v, per in table.items()}
     return {"variants": {v: {c: round(_mean([q["engine"] for q in qs]), 4) for c, qs in per.items()} for v, per in table.items()},
             "variants_by_type": by_type,
