@@ -64,12 +64,15 @@ __all__ = [
 #: scores are recomputed exactly anyway.
 IMPACT_SCALE = 10_000
 #: Passing postings read per query term, best impact first (a term with fewer is read
-#: whole): the depth that kept recall@200 against the exact top-k >= 0.98 on the benchmark's
-#: first 50 queries, checked on the other 50 (docs/benchmarks.md, issue 20 §2).
-TERM_DEPTH = 6_000
+#: whole): with :data:`CANDIDATES` the smallest of the depths tried (500–6,000) whose
+#: recall@200 against the exact top-k was >= 0.98 on the benchmark's first 50 queries
+#: (knowledge 0.989, context 0.994), checked on the other 50 (0.982, 0.989; docs/benchmarks.md,
+#: issue 20 §2).
+TERM_DEPTH = 3_000
 #: Candidates rescored exactly, per result row: the impact sum orders them as BM25 does up
-#: to the unread tails of common terms, so a margin over ``k`` keeps the true top-k in.
-CANDIDATES = 2
+#: to the unread tails of common terms, so a margin over ``k`` keeps the true top-k in
+#: (1.5 and 2 tried; chosen with :data:`TERM_DEPTH`).
+CANDIDATES = 1.5
 #: Below this many postings of the query terms (in the searched partitions) the exact path
 #: answers: it looks up every matching document, which costs about what rescoring this
 #: path's ``CANDIDATES × k`` candidates does at the engines' pools (60–200).
