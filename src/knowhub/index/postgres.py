@@ -14,7 +14,7 @@ Storage (per index ``name``, tables prefixed ``kx_<name>_``):
   its partition, filter terms and numbers, so a vector search reads this table alone; its
   columns are kept in the row (storage MAIN), not moved out to TOAST, which cost a lookup
   per scanned row;
-- ``postings``: ``(term, part, id, tf)``: lexical scoring is BM25 (k1 1.2, b 0.75, the idf of
+- ``postings``: ``(term, part, id, tf, impact, fterms)``: lexical scoring is BM25 (k1 1.2, b 0.75, the idf of
   Lucene/tantivy) computed in SQL over the postings of the query terms, so the engine's
   tokenization (Chinese bigrams, stemming, ``C++``) is used as is — PostgreSQL's text search
   parsers never re-analyze it;
@@ -25,8 +25,10 @@ Storage (per index ``name``, tables prefixed ``kx_<name>_``):
   leaves no token, and a forgotten owner no partition name, behind);
 - ``meta``: format, dimension and the checkpoint stamp.
 
-The lexical top-k prunes with MaxScore (:mod:`knowhub.index.postgres_lexical`): exact, but
-the postings of common query terms are read only when they can change the result.
+The lexical top-k reads impact-ordered postings (:mod:`knowhub.index.postgres_impact`:
+each posting's quantized BM25 factor and its document's filter terms, best first; the
+candidates are rescored exactly) and falls back to exact MaxScore pruning
+(:mod:`knowhub.index.postgres_lexical`) when too few candidates pass.
 
 Vectors (:mod:`knowhub.index.postgres_vector`): on pgvector ≥ 0.8 an HNSW index with
 iterative filtered scans, so a filtered search still returns ``k`` rows, and the exact scan
