@@ -750,7 +750,7 @@ class PostgresIndex:
             if partitions is not None:
                 tested += " AND d.part = ANY(CAST(:parts AS text[]))"
             searched = candidates(conn, self._t, partitions)
-            share = estimated_rows(conn, self._t, tested, params) / max(searched, 1)
+            share = estimated_rows(conn, self._t, tested, params, "docs") / max(searched, 1)
         return ImpactSearch(" AND ".join(fterms) or "TRUE", not any(k.startswith("nk") for k in params), share)
 
     def _vector_mode(self, conn: Connection) -> bool:
