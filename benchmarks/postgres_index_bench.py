@@ -124,6 +124,7 @@ class CpuMeter:
                 with dbapi_conn.cursor() as cur:
                     cur.execute("SELECT pg_backend_pid()")
                     self.backends.add(int(cur.fetchone()[0]))
+                dbapi_conn.commit()  # no transaction left open: a search sets its isolation level first
 
             engine.dispose()  # sessions opened before this are replaced by remembered ones
 
@@ -198,6 +199,41 @@ def recall(index: Any, embedder: HashingEmbedder, queries: list[str]) -> dict[st
     return out
 
 
+def lexical_recall(index: Any, queries: list[str]) -> dict[str, float]:
+    """Mean recall@200 of the impact-ordered lexical path against the exact BM25 top 200,
+    per query shape: the share of the returned documents whose (exact) score reaches the
+    exact 200th score (ties at the cut are common among the near-duplicate names)."""
+    from knowhub.index import postgres_impact
+
+    shapes = {"knowledge": dict(filters={"scopes": VISIBLE}, min_numbers={"score": 0.0, "quality": 0.0}),
+              "context": dict(filters={"context_type": ["memory"]}, partitions=VISIBLE)}
+    out: dict[str, float] = {}
+    saved = postgres_impact.IMPACT_FROM
+    for label, kwargs in shapes.items():
+        found = wanted = 0
+        worst = 1.0
+        for query in queries:
+            tokens = list(dict.fromkeys(tokenize(query)))
+            if label == "context":
+                dfs, total = index.doc_freqs(tokens, partitions=VISIBLE)
+                tokens = [t for t in tokens if dfs.get(t, 0) <= 0.25 * total] or tokens
+            approx = index.search(tokens=tokens, top_k=POOL, vector_k=0, **kwargs)
+            postgres_impact.IMPACT_FROM = 10**12
+            try:
+                truth = index.search(tokens=tokens, top_k=POOL, vector_k=0, **kwargs)
+            finally:
+                postgres_impact.IMPACT_FROM = saved
+            if truth:
+                bound = min(h.lexical_score for h in truth) * (1 - 1e-9)
+                hit = sum(h.lexical_score >= bound for h in approx)
+                found += hit
+                wanted += len(truth)
+                worst = min(worst, hit / len(truth))
+        out[f"{label}@{POOL}"] = found / max(wanted, 1)
+        out[f"{label}@{POOL}, worst query"] = worst
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=20_000)
@@ -207,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="leave the PostgreSQL tables loaded")
     parser.add_argument("--reuse", action="store_true", help="search the tables a --keep run left")
     parser.add_argument("--recall", action="store_true", help="measure HNSW recall against the exact scan")
+    parser.add_argument("--lexical-recall", type=int, default=0, metavar="N",
+                        help="recall of the impact-ordered lexical path on N queries (the first N)")
+    parser.add_argument("--query-offset", type=int, default=0, help="skip this many of the sampled queries")
     parser.add_argument("--write-probe", type=int, default=0, help="with --reuse: time this many more writes")
     parser.add_argument("--exact", action="store_true", help="also search with the exact vector scan")
     parser.add_argument("--no-embedded", action="store_true", help="skip the embedded index")
@@ -225,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
 
     texts = corpus(args.data, args.docs)
     embedder = HashingEmbedder()
-    queries = random.Random(2).sample(texts, args.queries)
+    queries = random.Random(2).sample(texts, args.queries + args.query_offset)[args.query_offset:]
     rows: list[tuple[str, tuple[float, float] | None, tuple[list[float], list[float]], tuple[list[float], list[float]]]] = []
     index = PostgresIndex(url, f"bench{args.docs}", embedder.dim, number_fields=("score", "quality"))
     rate: tuple[float, float] | None = None
@@ -250,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     stages = {part: timed(lambda q, part=part: knowledge_parts(index, embedder, q, part), queries, meter)
               for part in ("lexical", "vector")}
     quality = recall(index, embedder, queries[: min(100, len(queries))]) if args.recall else {}
+    lexical = lexical_recall(index, queries[: args.lexical_recall]) if args.lexical_recall else {}
     if not args.keep:
         index.clear()
     index.close()
@@ -273,6 +313,10 @@ def main(argv: list[str] | None = None) -> int:
     print("\nknowledge stages on postgres (wall; CPU): " + ", ".join(
         f"{part} p50 / p95 {pct(v[0], .5):.1f} / {pct(v[0], .95):.1f} ms; {pct(v[1], .5):.1f} / {pct(v[1], .95):.1f} ms"
         for part, v in stages.items()))
+    if lexical:
+        print("\n| lexical recall@k vs the exact BM25 top k | recall |\n|---|---:|")
+        for label, value in lexical.items():
+            print(f"| {label} | {value:.4f} |")
     if quality:
         print("\n| vector recall@k vs the exact scan | recall |\n|---|---:|")
         for label, value in quality.items():

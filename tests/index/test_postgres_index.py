@@ -145,9 +145,10 @@ def test_pruned_lexical_top_k_equals_scoring_every_match(
 ) -> None:
     """MaxScore pruning skips common terms' postings yet returns exactly the brute-force top k
     (with both query shapes: candidates looked up, postings scanned against a hash)."""
-    from knowhub.index import postgres_lexical
+    from knowhub.index import postgres_impact, postgres_lexical
     from knowhub.index.postgres import PostgresIndex
 
+    monkeypatch.setattr(postgres_impact, "IMPACT_FROM", 10**12)  # the exact path (the impact path's fallback)
     monkeypatch.setattr(postgres_lexical, "PROBE_POSTINGS", 40)  # force the pruned path on a small corpus
     monkeypatch.setattr(postgres_lexical, "SCAN_POSTINGS", scan_postings)
     ranked_terms: list[int] = []

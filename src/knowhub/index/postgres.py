@@ -14,7 +14,7 @@ Storage (per index ``name``, tables prefixed ``kx_<name>_``):
   its partition, filter terms and numbers, so a vector search reads this table alone; its
   columns are kept in the row (storage MAIN), not moved out to TOAST, which cost a lookup
   per scanned row;
-- ``postings``: ``(term, part, id, tf)``: lexical scoring is BM25 (k1 1.2, b 0.75, the idf of
+- ``postings``: ``(term, part, id, tf, impact, fterms)``: lexical scoring is BM25 (k1 1.2, b 0.75, the idf of
   Lucene/tantivy) computed in SQL over the postings of the query terms, so the engine's
   tokenization (Chinese bigrams, stemming, ``C++``) is used as is — PostgreSQL's text search
   parsers never re-analyze it;
@@ -25,8 +25,10 @@ Storage (per index ``name``, tables prefixed ``kx_<name>_``):
   leaves no token, and a forgotten owner no partition name, behind);
 - ``meta``: format, dimension and the checkpoint stamp.
 
-The lexical top-k prunes with MaxScore (:mod:`knowhub.index.postgres_lexical`): exact, but
-the postings of common query terms are read only when they can change the result.
+The lexical top-k reads impact-ordered postings (:mod:`knowhub.index.postgres_impact`:
+each posting's quantized BM25 factor and its document's filter terms, best first; the
+candidates are rescored exactly) and falls back to exact MaxScore pruning
+(:mod:`knowhub.index.postgres_lexical`) when too few candidates pass.
 
 Vectors (:mod:`knowhub.index.postgres_vector`): on pgvector ≥ 0.8 an HNSW index with
 iterative filtered scans, so a filtered search still returns ``k`` rows, and the exact scan
@@ -52,6 +54,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 
 from knowhub.errors import ConfigError, InvalidInputError, StorageError
+from knowhub.index import postgres_impact
 from knowhub.index.documents import (
     PreparedDocument,
     clean_tokens,
@@ -59,11 +62,12 @@ from knowhub.index.documents import (
     prepare_document,
     resolve_query_vector,
 )
-from knowhub.index.postgres_lexical import StatsDelta, bm25_top_k
+from knowhub.index.postgres_lexical import ImpactSearch, StatsDelta, bm25_top_k
 from knowhub.index.postgres_vector import (
     candidates,
     create_sql,
     ensure_hnsw,
+    estimated_rows,
     hnsw_ready,
     iterative_scans,
     nearest,
@@ -151,10 +155,14 @@ class PostgresIndex:
         #: the HNSW path is used (pgvector >= 0.8); None until the server was asked
         self._hnsw: bool | None = None
         self._build = False  # an existing table lacks its HNSW index: build it after opening
+        #: the impact index is valid (postgres_impact); None: not known yet
+        self._impacts: bool | None = None
         if create:
             self._create_schema(replace=replace)
             if self._build:
                 ensure_hnsw(self._engine, self._t, self.name)
+            if not self._impacts:  # postings of an older knowhub: backfilled once, then indexed
+                postgres_impact.ensure_impacts(self._engine, self._t, self.name)
 
     #: True: vector searches scan exactly even where the HNSW index applies (what recall is
     #: measured against: tests and benchmarks/postgres_index_bench.py)
@@ -306,6 +314,8 @@ class PostgresIndex:
                 part text NOT NULL,
                 id text NOT NULL,
                 tf integer NOT NULL,
+                impact smallint,
+                fterms text[],
                 PRIMARY KEY (term, part, id))""",
             f"CREATE INDEX IF NOT EXISTS {t}_postings_id ON {t}_postings (id) INCLUDE (part, term, tf)",
             f"""CREATE TABLE IF NOT EXISTS {t}_terms (
@@ -329,6 +339,10 @@ class PostgresIndex:
         for sql in statements:
             conn.execute(text(sql))
         self._vector_index(conn, new=not meta)
+        postgres_impact.add_columns(conn, t)  # postings of an older knowhub: no impacts yet
+        if not meta:
+            conn.execute(text(postgres_impact.create_sql(t)))
+        self._impacts = bool(postgres_impact.impact_ready(conn, t))
         if not meta:
             conn.execute(
                 text(f"INSERT INTO {t}_meta (key, value) VALUES ('format', :f), ('dim', :d)"),
@@ -415,6 +429,9 @@ class PostgresIndex:
         t = self._t
         with self._on(connection) as conn:
             delta = self._remove(conn, "d.id = ANY(CAST(:ids AS text[]))", {"ids": doc_rows["ids"]})
+            avgdl = self._avgdl(conn, items, delta)
+            impacts = [postgres_impact.impact(tf, n, avgdl[part])
+                       for tf, n, part in zip(tfs, term_lens, term_parts, strict=True)]
             conn.execute(
                 text(
                     f"""INSERT INTO {t}_docs (id, tokens, doc_len, part, filters, fterms, numbers, payload)
@@ -443,17 +460,36 @@ class PostgresIndex:
             if terms:
                 conn.execute(
                     text(
-                        f"""INSERT INTO {t}_postings (term, part, id, tf)
-                        SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:parts AS text[]),
-                                             CAST(:ids AS text[]), CAST(:tfs AS int[]))"""
+                        f"""INSERT INTO {t}_postings (term, part, id, tf, impact, fterms)
+                        SELECT u.term, u.part, u.id, u.tf, u.impact, d.fterms
+                        FROM unnest(CAST(:terms AS text[]), CAST(:parts AS text[]), CAST(:ids AS text[]),
+                                    CAST(:tfs AS int[]), CAST(:impacts AS smallint[])) AS u(term, part, id, tf, impact)
+                        JOIN {t}_docs d ON d.id = u.id"""
                     ),
-                    {"terms": terms, "ids": term_ids, "parts": term_parts, "tfs": tfs},
+                    {"terms": terms, "ids": term_ids, "parts": term_parts, "tfs": tfs, "impacts": impacts},
                 )
             for term, part, tf, length in zip(terms, term_parts, tfs, term_lens, strict=True):
                 delta.added(term, part, tf, length)
             for part, length in zip(doc_rows["parts"], doc_rows["lens"], strict=True):
                 delta.add(part, length, +1)
             delta.apply(conn, t)
+
+    def _avgdl(self, conn: Connection, items: list[PreparedDocument], removed: StatsDelta) -> dict[str, float]:
+        """Average document length per partition of ``items`` once they are written (the
+        stored statistics, less what this write removed, plus these documents): the impact
+        of their postings (postgres_impact) is computed against it."""
+        parts = sorted({d.partition for d in items})
+        stored = {r[0]: [int(r[1]), int(r[2])] for r in conn.execute(
+            text(f"SELECT part, n, total FROM {self._t}_stats WHERE part = ANY(CAST(:p AS text[]))"), {"p": parts})}
+        for d in items:
+            row = stored.setdefault(d.partition, [0, 0])
+            row[0] += 1 if d.tokens else 0
+            row[1] += len(d.tokens)
+        for part, (_, n, total) in removed.parts.items():
+            if part in stored:
+                stored[part][0] += n
+                stored[part][1] += total
+        return {p: (total / n if n > 0 else 1.0) for p, (n, total) in stored.items()}
 
     def _remove(self, conn: Connection, where: str, params: dict[str, Any]) -> StatsDelta:
         """Delete the documents passing ``where`` (on ``d``) with their vectors and postings;
@@ -671,7 +707,8 @@ class PostgresIndex:
             # one snapshot: the statistics, postings and vectors of the statements agree
             conn.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
             if words and top_k > 0:
-                ranked = bm25_top_k(conn, t, words, where, params, partitions, top_k)
+                ranked = bm25_top_k(conn, t, words, where, params, partitions, top_k,
+                                    impacts=self._impact_search(conn, where, params, partitions))
                 for rank, (doc_id, score) in enumerate(ranked, start=1):
                     hits[doc_id] = IndexHit(doc_id, lexical_score=score, lexical_rank=rank)
             query_vec = resolve_query_vector(vector, self._dim)  # a callable: after the lexical stage
@@ -698,6 +735,23 @@ class PostgresIndex:
             hits.values(),
             key=lambda h: (min(h.lexical_rank or inf, h.vector_rank or inf), -(h.lexical_score or 0.0), h.id),
         )
+
+    def _impact_search(self, conn: Connection, where: str, params: dict[str, Any],
+                       partitions: Sequence[str] | None) -> ImpactSearch | None:
+        """How the lexical stage may use the impact index (None: not built yet)."""
+        if not self._impacts:
+            self._impacts = bool(postgres_impact.impact_ready(conn, self._t))  # a migration may have finished
+            if not self._impacts:
+                return None
+        fterms = [f"p.fterms && CAST(:{k} AS text[])" for k in params if re.fullmatch(r"f\d+", k)]
+        share = 1.0
+        if fterms:  # the share of the searched documents passing what a posting can test
+            tested = " AND ".join(c.replace("p.fterms", "d.fterms") for c in fterms)
+            if partitions is not None:
+                tested += " AND d.part = ANY(CAST(:parts AS text[]))"
+            searched = candidates(conn, self._t, partitions)
+            share = estimated_rows(conn, self._t, tested, params, "docs") / max(searched, 1)
+        return ImpactSearch(" AND ".join(fterms) or "TRUE", not any(k.startswith("nk") for k in params), share)
 
     def _vector_mode(self, conn: Connection) -> bool:
         """Whether the HNSW path applies (asked once, for an index opened without create)."""

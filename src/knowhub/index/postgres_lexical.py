@@ -40,7 +40,9 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-__all__ = ["K1", "PROBE_POSTINGS", "SCAN_POSTINGS", "B", "StatsDelta", "TermWeights", "bm25_top_k"]
+from knowhub.index import postgres_impact
+
+__all__ = ["K1", "PROBE_POSTINGS", "SCAN_POSTINGS", "B", "ImpactSearch", "StatsDelta", "TermWeights", "bm25_top_k"]
 
 K1 = 1.2
 B = 0.75
@@ -53,6 +55,17 @@ SCAN_POSTINGS = 8_000
 _MARGIN = 1e-9
 
 
+@dataclass(slots=True, frozen=True)
+class ImpactSearch:
+    """How a search may use the impact index: the filter conditions testable on a posting
+    (``p.fterms``), whether they are the whole filter (beyond the partitions), and the
+    estimated passing share of the searched documents."""
+
+    posting_filter: str
+    complete: bool
+    share: float
+
+
 @dataclass(slots=True)
 class TermWeights:
     """The BM25 weights of the query terms in the partitions that hold them."""
@@ -63,6 +76,7 @@ class TermWeights:
     avgdl: list[float]
     bound: dict[str, float]  # term → upper bound of its contribution to any score
     postings: dict[str, int]  # term → postings in the searched partitions
+    dfs: list[int]  # postings of each (term, partition)
 
     def params(self) -> dict[str, Any]:
         # (term, partition) → position in the weight arrays, as a dense matrix over the query's
@@ -89,7 +103,7 @@ def _weights(conn: Connection, table: str, words: Sequence[str], partitions: Seq
     if partitions is not None:
         sql += " AND t.part = ANY(CAST(:parts AS text[]))"
         params["parts"] = list(partitions)
-    weights = TermWeights([], [], [], [], {}, {})
+    weights = TermWeights([], [], [], [], {}, {}, [])
     for term, part, df, n, total, tf_max, len_min in conn.execute(text(sql), params).all():
         n, df = float(n), float(df)
         idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
@@ -98,6 +112,7 @@ def _weights(conn: Connection, table: str, words: Sequence[str], partitions: Seq
         weights.parts.append(part)
         weights.idf.append(idf)
         weights.avgdl.append(avgdl)
+        weights.dfs.append(int(df))
         # the contribution grows with tf and shrinks with the length: the largest tf and the
         # shortest document holding the term bound it for every document of the partition
         tf = float(tf_max)
@@ -124,11 +139,17 @@ def _weighted(alias: str, doc: str) -> tuple[str, str]:
 def _candidates_sql(table: str, where: str) -> str:
     """Full BM25 of the passing documents that hold a ``:cand`` term: candidates first, the
     filters on them, then all their query-term postings (by document id)."""
-    lateral, contribution = _weighted("p", "v")
     return f"""WITH c AS MATERIALIZED (
                 SELECT DISTINCT p.id FROM {table}_postings p
-                WHERE p.term = ANY(CAST(:cand AS text[])) AND p.part = ANY(CAST(:w_partset AS text[]))),
-            v AS MATERIALIZED (
+                WHERE p.term = ANY(CAST(:cand AS text[])) AND p.part = ANY(CAST(:w_partset AS text[])))
+            {rescore_sql(table, where)}"""
+
+
+def rescore_sql(table: str, where: str) -> str:
+    """The exact BM25 top ``:k`` of the candidate ids ``c`` (a preceding CTE): their
+    filters, then every query-term posting of each, by document id."""
+    lateral, contribution = _weighted("p", "v")
+    return f""", v AS MATERIALIZED (
                 SELECT d.id, d.part, d.doc_len FROM c JOIN {table}_docs d ON d.id = c.id WHERE {where})
             SELECT v.id, SUM({contribution}) AS score
             FROM v JOIN {table}_postings p ON p.id = v.id AND p.part = v.part {lateral}
@@ -188,16 +209,28 @@ def bm25_top_k(
     params: dict[str, Any],
     partitions: Sequence[str] | None,
     top_k: int,
+    *,
+    impacts: ImpactSearch | None = None,
 ) -> list[tuple[str, float]]:
     """``(id, BM25)`` of the ``top_k`` best passing documents (score descending, then id).
 
     ``where`` is the filter condition on ``d`` (the docs table) with its ``params``; each
-    document is scored with its own partition's statistics.
+    document is scored with its own partition's statistics. ``impacts``: the impact index
+    is ready, and how to filter postings: queries with more than ``IMPACT_FROM`` postings
+    then take the approximate impact-ordered path (:mod:`knowhub.index.postgres_impact`;
+    exact scores, approximate candidates), falling back to the exact one below when it
+    finds too few.
     """
     weights = _weights(conn, table, words, partitions)
     present = [w for w in words if w in weights.bound]
     if not present or top_k <= 0:
         return []
+    if impacts is not None and sum(weights.postings.values()) > postgres_impact.IMPACT_FROM:
+        query = {**params, **weights.params()}
+        found = postgres_impact.impact_top_k(conn, table, weights, impacts.posting_filter, query, top_k,
+                                             impacts.share, rescore_sql(table, where), complete=impacts.complete)
+        if found is not None:
+            return [(str(doc_id), float(score)) for doc_id, score in found]
     by_rarity = sorted(present, key=lambda w: (-weights.bound[w], w))
     probe: list[str] = []
     read = 0

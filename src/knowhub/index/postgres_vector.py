@@ -217,9 +217,10 @@ def exact_rows(conn: Connection, table: str, where: str, params: dict[str, Any])
     return list(conn.execute(text(_exact_sql(table, where)), params).all())
 
 
-def estimated_rows(conn: Connection, table: str, where: str, params: dict[str, Any]) -> float:
-    """The planner's estimate of the rows passing ``where`` (no row is read)."""
-    plan = conn.execute(text(f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {table}_vecs d WHERE {where}"), params).scalar()
+def estimated_rows(conn: Connection, table: str, where: str, params: dict[str, Any], relation: str = "vecs") -> float:
+    """The planner's estimate of the rows of ``relation`` (``vecs`` or ``docs``) passing
+    ``where`` (no row is read)."""
+    plan = conn.execute(text(f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {table}_{relation} d WHERE {where}"), params).scalar()
     if isinstance(plan, str):
         plan = json.loads(plan)
     return float(plan[0]["Plan"]["Plan Rows"])
