@@ -337,6 +337,8 @@ class PostgresIndex:
                 conn.execute(text(f"DROP TABLE IF EXISTS {t}_{table} CASCADE"))
             meta = {}
         for sql in statements:
+            if meta and sql.startswith("ALTER TABLE"):
+                continue  # tables exist: re-setting storage would lock them against searches
             conn.execute(text(sql))
         self._vector_index(conn, new=not meta)
         postgres_impact.add_columns(conn, t)  # postings of an older knowhub: no impacts yet
