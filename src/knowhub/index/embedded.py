@@ -24,11 +24,15 @@ Chosen by measurement (docs/retrieval.md):
 Filter postings (field → value → rows) and numeric columns are kept here in numpy, for the
 vector bitmap, :meth:`EmbeddedIndex.ids` and :meth:`EmbeddedIndex.delete_where`.
 
-Persistence (with a ``path``): :meth:`checkpoint` writes ``docs.jsonl`` (id, tokens,
-filters, numbers, payload), ``vectors.npy`` and, last, ``manifest.json`` naming the stamp,
-the owner's state and the checksums of both files, each atomically. Opening verifies the checksums and
-rebuilds tantivy and faiss from them (no re-tokenizing, no re-embedding); an unusable copy
-opens empty with ``stamp() is None`` and the owner rebuilds from its primary store.
+Persistence (with a ``path``): :meth:`checkpoint` writes a new generation of the copy
+(:mod:`knowhub.index.embedded_copy`: tantivy's segments, the vectors, filter postings and
+frequencies as arrays, each row's record) and then switches ``manifest.json`` to it, with
+the stamp, the owner's state and the files' checksums. Opening loads whole arrays and opens
+the segments from disk, with no per-document work; records (payloads, tokens) are read on
+demand from a memory-mapped file and only the documents written since are held in Python
+objects. An unusable copy opens empty with ``stamp() is None`` and the owner rebuilds from
+its primary store; a copy of the earlier one-file format (``docs.jsonl``) is loaded the old
+way once and saved in the new format.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import hashlib
 import io
 import logging
 import math
+import shutil
 import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -57,6 +62,22 @@ from knowhub.index.documents import (
     prepare_document,
     resolve_query_vector,
 )
+from knowhub.index.embedded_copy import (
+    FORMAT,
+    CopyDamaged,
+    CopyVanished,
+    Csr,
+    Generation,
+    PartInfo,
+    Snapshot,
+    WorkDir,
+    merge_counts,
+    merge_postings,
+    open_generation,
+    read_manifest,
+    verify_files,
+    write_generation,
+)
 from knowhub.index.protocol import (
     FilterValue,
     IndexDocument,
@@ -64,13 +85,11 @@ from knowhub.index.protocol import (
     QueryVector,
     check_field_name,
 )
-from knowhub.storage import atomic_write_bytes, ensure_dir
 
 __all__ = ["MAX_TOKEN_CHARS", "EmbeddedIndex"]
 
 log = logging.getLogger(__name__)
 
-_FORMAT = "knowhub-embedded-index"
 _SEP = "\x1f"  # field/value separator inside tantivy's filter terms
 # Posting sets at least this large keep a cached boolean mask, updated in place.
 _CACHED_MASK_ROWS = 2048
@@ -96,9 +115,9 @@ _PARTITION = "_partition"
 
 @dataclass(slots=True)
 class _Doc:
-    """What the index keeps of a document besides its tantivy postings and vector row."""
+    """What the index keeps of a document written since its copy was loaded (older ones
+    are records of the copy, read on demand) besides its tantivy postings and vector row."""
 
-    row: int
     tokens: str
     filters: dict[str, tuple[str, ...]]
     numbers: dict[str, float]
@@ -108,24 +127,43 @@ class _Doc:
 
 
 class _Part:
-    """One partition's tantivy index (its own BM25 statistics) and document frequencies."""
+    """One partition's tantivy index (its own BM25 statistics) and document frequencies:
+    in RAM, or in ``directory`` (this process's, see :class:`WorkDir`) for a persisted index,
+    starting from a saved generation's segments and frequencies (``info``)."""
 
-    def __init__(self, schema: tantivy.Schema) -> None:
-        self.index = tantivy.Index(schema)
-        self.writer = self.index.writer(heap_size=_WRITER_HEAP, num_threads=1)
+    def __init__(self, schema: tantivy.Schema, directory: Path | None = None, info: PartInfo | None = None) -> None:
+        self.directory = directory
+        self.index = tantivy.Index(schema) if directory is None else tantivy.Index(schema, path=str(directory))
+        self._writer: Any = None
         self.dirty = False
+        #: frequencies: the generation's (``base_df``) plus the changes since (``df``)
+        self.base_df: Csr | None = info.df if info is not None else None
         self.df: Counter[str] = Counter()
-        self.lexical_docs = 0
-        self.docs = 0
+        self.lexical_docs = info.lexical_docs if info is not None else 0
+        self.docs = info.docs if info is not None else 0
         self._searcher: tantivy.Searcher | None = None
 
-    def searcher(self) -> tantivy.Searcher:
-        """The searcher of the last commit (kept: acquiring one costs ~1-2 ms)."""
+    @property
+    def writer(self) -> Any:
+        """The writer, made at the first write (an open that only reads needs none)."""
+        if self._writer is None:
+            self._writer = self.index.writer(heap_size=_WRITER_HEAP, num_threads=1)
+        return self._writer
+
+    def doc_freq(self, token: str) -> int:
+        base = self.base_df.count_of(token) if self.base_df is not None else 0
+        return base + self.df.get(token, 0)
+
+    def commit(self) -> None:
         if self.dirty:
             self.writer.commit()
             self.index.reload()
             self.dirty = False
             self._searcher = None
+
+    def searcher(self) -> tantivy.Searcher:
+        """The searcher of the last commit (kept: acquiring one costs ~1-2 ms)."""
+        self.commit()
         if self._searcher is None:
             self._searcher = self.index.searcher()
         return self._searcher
@@ -156,20 +194,33 @@ class EmbeddedIndex:
         for name in self.number_fields:
             builder.add_float_field(f"n_{name}", indexed=True, fast=True)
         self._schema = builder.build()
+        self._work: WorkDir | None = None
+        self._parts: dict[str, _Part] = {}
         self._reset()
         self._stamp: str | None = None
         self._state: dict[str, Any] | None = None
         #: Files of a persisted copy found damaged at open (unreadable, checksums wrong):
         #: the owner may quarantine them. A missing copy or one of another shape is not damage.
         self.damaged: list[Path] = []
+        #: the loaded or last written manifest's file table (sizes and checksums)
+        self._files: dict[str, Any] = {}
         if self.path is not None:
             self._load()
 
     # ------------------------------------------------------------------ state
 
     def _reset(self) -> None:
-        self._parts: dict[str, _Part] = {}
-        self._docs: dict[str, _Doc] = {}
+        for part in self._parts.values():
+            if part.directory is not None:
+                shutil.rmtree(part.directory, ignore_errors=True)
+        self._parts = {}
+        #: id -> row of every document; rows written since the copy was loaded keep their
+        #: record in ``_fresh``, the others read it from ``_base`` (where ``_valid``)
+        self._rows: dict[str, int] = {}
+        self._fresh: dict[int, _Doc] = {}
+        self._base: Generation | None = None
+        self._base_post: dict[str, Csr] = {}
+        self._valid = np.zeros(0, dtype=bool)
         self._row_ids: list[str | None] = []
         self._free: list[int] = []
         self._capacity = 0
@@ -189,11 +240,14 @@ class EmbeddedIndex:
             return
         new_cap = max(needed, 2 * self._capacity, 256)
         extra = new_cap - self._capacity
-        self._flat.add(np.zeros((extra, self._dim), dtype=np.float32))
+        # grow faiss' own buffer in place (zero-filled; no temporary block of zeros)
+        self._flat.codes.resize(new_cap * self._dim * 4)
+        self._flat.ntotal = new_cap
         self._matrix = faiss.rev_swig_ptr(self._flat.get_xb(), new_cap * self._dim).reshape(
             new_cap, self._dim
         )
         self._live = np.concatenate([self._live, np.zeros(extra, dtype=bool)])
+        self._valid = np.concatenate([self._valid, np.zeros(extra, dtype=bool)])
         self._has_vec = np.concatenate([self._has_vec, np.zeros(extra, dtype=bool)])
         self._has_tok = np.concatenate([self._has_tok, np.zeros(extra, dtype=bool)])
         for name, column in self._numbers.items():
@@ -237,7 +291,7 @@ class EmbeddedIndex:
 
     def _prepare(self, doc: IndexDocument) -> tuple[_Doc, np.ndarray | None]:
         item = prepare_document(doc, self._dim, self.number_fields)
-        stored = _Doc(-1, " ".join(item.tokens), item.filters, item.numbers, item.payload,
+        stored = _Doc(" ".join(item.tokens), item.filters, item.numbers, item.payload,
                       item.vector is not None, item.partition)
         return stored, item.vector
 
@@ -262,8 +316,8 @@ class EmbeddedIndex:
             row = len(self._row_ids)
             self._grow(row + 1)
             self._row_ids.append(doc_id)
-        stored.row = row
-        self._docs[doc_id] = stored
+        self._rows[doc_id] = row
+        self._fresh[row] = stored
         self._live[row] = True
         self._has_vec[row] = vector is not None
         self._has_tok[row] = bool(stored.tokens)
@@ -281,7 +335,8 @@ class EmbeddedIndex:
                     mask[row] = True
         part = self._parts.get(stored.partition)
         if part is None:
-            part = self._parts[stored.partition] = _Part(self._schema)
+            directory = None if self.path is None else self._workdir().new_part_dir()
+            part = self._parts[stored.partition] = _Part(self._schema, directory)
         part.df.update(set(stored.tokens.split()))
         part.lexical_docs += bool(stored.tokens)
         part.docs += 1
@@ -296,11 +351,29 @@ class EmbeddedIndex:
             tdoc.add_float(f"n_{name}", number)
         part.writer.add_document(tdoc)
 
+    def _workdir(self) -> WorkDir:
+        assert self.path is not None
+        if self._work is None:
+            self._work = WorkDir(self.path)
+        return self._work
+
+    def _record(self, row: int) -> _Doc:
+        """The document at ``row``: written since the load, or read from the copy."""
+        stored = self._fresh.get(row)
+        if stored is not None:
+            return stored
+        assert self._base is not None
+        rec = self._base.record(row)
+        return _Doc(rec["t"], {k: tuple(v) for k, v in rec["f"].items()}, rec["n"], rec["p"], bool(rec["v"]),
+                    rec.get("s", ""))
+
     def _remove(self, doc_id: str) -> bool:
-        stored = self._docs.pop(doc_id, None)
-        if stored is None:
+        row = self._rows.pop(doc_id, None)
+        if row is None:
             return False
-        row = stored.row
+        stored = self._record(row)
+        self._fresh.pop(row, None)
+        self._valid[row] = False
         part = self._parts[stored.partition]
         part.writer.delete_documents_by_term("id", doc_id)
         part.df.subtract(set(stored.tokens.split()))
@@ -321,7 +394,6 @@ class EmbeddedIndex:
                     rows.discard(row)
                     if not rows:
                         del by_value[value]
-                        self._masks.pop((name, value), None)
                 mask = self._masks.get((name, value))
                 if mask is not None:
                     mask[row] = False
@@ -351,21 +423,22 @@ class EmbeddedIndex:
 
     def count(self) -> int:
         """Number of documents."""
-        return len(self._docs)
+        return len(self._rows)
 
     def __len__(self) -> int:
-        return len(self._docs)
+        return len(self._rows)
 
     def get(self, doc_id: str) -> IndexDocument | None:
         """The stored document with its unit vector, or None."""
         with self._lock:
-            stored = self._docs.get(doc_id)
-            if stored is None:
+            row = self._rows.get(doc_id)
+            if row is None:
                 return None
+            stored = self._record(row)
             return IndexDocument(
                 id=doc_id,
                 tokens=stored.tokens.split(),
-                vector=self._matrix[stored.row].copy() if stored.has_vector else None,
+                vector=self._matrix[row].copy() if stored.has_vector else None,
                 filters={k: list(v) for k, v in stored.filters.items()},
                 numbers=dict(stored.numbers),
                 payload=orjson.loads(orjson.dumps(stored.payload)),
@@ -373,17 +446,18 @@ class EmbeddedIndex:
             )
 
     def payloads(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-        """``{id: payload}`` of the indexed ones among ``ids``: the stored objects, not
-        copies (the hot path of every search), so callers must treat them as read-only."""
+        """``{id: payload}`` of the indexed ones among ``ids`` (the hot path of every search:
+        documents written since the load give their stored objects, not copies, so callers
+        must treat them as read-only; older ones are decoded from the copy's records)."""
         with self._lock:
-            docs = self._docs
-            return {i: stored.payload for i in ids if (stored := docs.get(i)) is not None}
+            rows = self._rows
+            return {i: self._record(row).payload for i in ids if (row := rows.get(i)) is not None}
 
     def ids(self, filters: Mapping[str, FilterValue] | None = None) -> list[str]:
         """Sorted ids of the documents passing ``filters``."""
         with self._lock:
             if not filters:
-                return sorted(self._docs)
+                return sorted(self._rows)
             rows = np.flatnonzero(self._mask(filters, None))
             return sorted(i for r in rows if (i := self._row_ids[int(r)]) is not None)
 
@@ -400,7 +474,7 @@ class EmbeddedIndex:
             parts = self._selected(partitions)
             if not filters:
                 return (
-                    {t: sum(max(0, p.df.get(t, 0)) for p in parts.values()) for t in wanted},
+                    {t: sum(max(0, p.doc_freq(t)) for p in parts.values()) for t in wanted},
                     sum(p.lexical_docs for p in parts.values()),
                 )
             mask = self._mask(filters, None, partitions) & self._has_tok
@@ -426,17 +500,27 @@ class EmbeddedIndex:
 
     # ------------------------------------------------------------------ filters
 
-    def _value_mask(self, name: str, value: str) -> np.ndarray | set[int] | None:
-        rows = self._postings.get(name, {}).get(value)
-        if not rows:
-            return None
-        if len(rows) < _CACHED_MASK_ROWS:
-            return rows
+    def _value_mask(self, name: str, value: str) -> np.ndarray | None:
+        """The rows of ``name=value``: a cached boolean mask for large sets (kept up to date
+        by writes), else their row numbers (the copy's still valid ones plus later ones)."""
         mask = self._masks.get((name, value))
-        if mask is None:
-            mask = np.zeros(self._capacity, dtype=bool)
-            mask[np.fromiter(rows, dtype=np.int64, count=len(rows))] = True
-            self._masks[(name, value)] = mask
+        if mask is not None:
+            return mask
+        later = self._postings.get(name, {}).get(value)
+        csr = self._base_post.get(name)
+        saved = csr.rows_of(value) if csr is not None else None
+        size = (len(later) if later else 0) + (saved.shape[0] if saved is not None else 0)
+        if size == 0:
+            return None
+        chunks = [saved[self._valid[saved]]] if saved is not None and saved.size else []
+        if later:
+            chunks.append(np.fromiter(later, dtype=np.int64, count=len(later)))
+        rows = np.concatenate(chunks) if len(chunks) > 1 else chunks[0]
+        if size < _CACHED_MASK_ROWS:
+            return rows
+        mask = np.zeros(self._capacity, dtype=bool)
+        mask[rows] = True
+        self._masks[(name, value)] = mask
         return mask
 
     def _mask(
@@ -454,15 +538,14 @@ class EmbeddedIndex:
             conditions.append((_PARTITION, list(self._selected(partitions))))
         for name, wanted in conditions:
             field_mask = np.zeros(self._capacity, dtype=bool)
-            small: list[int] = []
             for value in filter_values(wanted, f"filter {name}"):
                 got = self._value_mask(name, value)
-                if isinstance(got, np.ndarray):
+                if got is None:
+                    continue
+                if got.dtype == np.bool_:
                     field_mask |= got
-                elif got:
-                    small.extend(got)
-            if small:
-                field_mask[np.asarray(small, dtype=np.int64)] = True
+                else:
+                    field_mask[got] = True
             mask &= field_mask
         for name, bound in (min_numbers or {}).items():
             column = self._number_column(name)
@@ -532,7 +615,7 @@ class EmbeddedIndex:
                 if hits and passing is not None:  # drop what was deleted or stopped passing meanwhile
                     hits = {
                         doc_id: hit for doc_id, hit in hits.items()
-                        if (doc := self._docs.get(doc_id)) is not None and passing[doc.row]
+                        if (row := self._rows.get(doc_id)) is not None and passing[row]
                     }
                 self._vector_stage(hits, query_vec, filters, min_numbers, vk, partitions, passing)
         else:
@@ -557,7 +640,7 @@ class EmbeddedIndex:
         top_k: int,
         partitions: Sequence[str] | None,
     ) -> dict[str, IndexHit]:
-        if not words or top_k <= 0 or not self._docs:
+        if not words or top_k <= 0 or not self._rows:
             return {}
         ranked = self._lexical(words, filters, min_numbers, top_k, partitions)
         return {
@@ -580,7 +663,7 @@ class EmbeddedIndex:
         the caller has it)."""
         if query_vec is None:
             return
-        if vector_k > 0 and self._docs:
+        if vector_k > 0 and self._rows:
             if passing is None:
                 passing = self._mask(filters, min_numbers, partitions)
             mask = passing & self._has_vec
@@ -590,9 +673,9 @@ class EmbeddedIndex:
                     hit = hits[doc_id] = IndexHit(doc_id)
                 hit.vector_rank = rank
                 hit.vector_score = score
-        missing = [h for h in hits.values() if h.vector_score is None and self._docs[h.id].has_vector]
+        missing = [h for h in hits.values() if h.vector_score is None and self._has_vec[self._rows[h.id]]]
         if missing:
-            rows = np.fromiter((self._docs[h.id].row for h in missing), dtype=np.int64, count=len(missing))
+            rows = np.fromiter((self._rows[h.id] for h in missing), dtype=np.int64, count=len(missing))
             # ufuncs, not BLAS: a multi-threaded gemv stalls on a busy machine
             cosines = (self._matrix[rows] * query_vec).sum(axis=1)
             for hit, cosine in zip(missing, cosines, strict=True):
@@ -663,8 +746,9 @@ class EmbeddedIndex:
         return self._state
 
     def checkpoint(self, stamp: str, *, state: Mapping[str, Any] | None = None) -> None:
-        """Write the documents and vectors, then the manifest naming ``stamp`` and ``state``
-        (e.g. the change-log position the documents reflect: beside their checksums)."""
+        """Write a new generation of the copy, then switch the manifest (naming ``stamp``,
+        ``state`` — e.g. the change-log position the documents reflect — and the checksums)
+        to it: a crash before the switch leaves the previous copy in force."""
         if not isinstance(stamp, str):
             raise InvalidInputError("checkpoint stamp must be a string")
         with self._lock:
@@ -672,69 +756,137 @@ class EmbeddedIndex:
             self._state = dict(state) if state is not None else None
             if self.path is None:
                 return
-            order = sorted(self._docs)
-            lines = []
-            rows = []
-            for doc_id in order:
-                stored = self._docs[doc_id]
-                lines.append(orjson.dumps({
-                    "id": doc_id,
-                    "t": stored.tokens,
-                    "f": stored.filters,
-                    "n": stored.numbers,
-                    "p": stored.payload,
-                    "v": stored.has_vector,
-                    "s": stored.partition,
-                }))
-                rows.append(stored.row)
-            docs_bytes = b"\n".join(lines) + b"\n" if lines else b""
-            matrix = self._matrix[np.asarray(rows, dtype=np.int64)] if rows else np.zeros(
-                (0, self._dim), dtype=np.float32
-            )
-            buf = io.BytesIO()
-            np.save(buf, np.ascontiguousarray(matrix, dtype=np.float32), allow_pickle=False)
-            vector_bytes = buf.getvalue()
-            manifest = {
-                "format": _FORMAT,
-                "version": 2,
-                "dim": self._dim,
-                "number_fields": list(self.number_fields),
-                "count": len(order),
-                "stamp": stamp,
-                "docs_sha256": hashlib.sha256(docs_bytes).hexdigest(),
-                "vectors_sha256": hashlib.sha256(vector_bytes).hexdigest(),
-            }
-            manifest.update({"state": self._state} if self._state is not None else {})
             try:
-                ensure_dir(self.path)
-                atomic_write_bytes(self.path / "docs.jsonl", docs_bytes)
-                atomic_write_bytes(self.path / "vectors.npy", vector_bytes)
-                atomic_write_bytes(self.path / "manifest.json", orjson.dumps(manifest))
-            except OSError as exc:
-                raise StorageError(
-                    f"cannot write the retrieval index: {exc.strerror}", path=str(self.path)
-                ) from exc
+                manifest = write_generation(self.path, self._snapshot(), dim=self._dim,
+                                            number_fields=self.number_fields, stamp=stamp, state=self._state,
+                                            known=self._files)
+            except (OSError, ValueError) as exc:
+                raise StorageError(f"cannot write the retrieval index: {exc}", path=str(self.path)) from exc
+            self._files = manifest["files"]
+
+    def _snapshot(self) -> Snapshot:
+        """Everything a generation holds, as arrays (caller holds the lock): records of rows
+        unchanged since the load are copied as bytes, postings and frequencies merged."""
+        n = len(self._row_ids)
+        for part in self._parts.values():
+            part.commit()
+        base, fresh = self._base, self._fresh
+        records: list[bytes] = []
+        for row, doc_id in enumerate(self._row_ids):
+            stored = fresh.get(row)
+            if stored is not None:
+                records.append(orjson.dumps({
+                    "id": doc_id, "t": stored.tokens, "f": stored.filters, "n": stored.numbers,
+                    "p": stored.payload, "v": stored.has_vector, "s": stored.partition,
+                }))
+            elif doc_id is not None and base is not None:
+                records.append(base.raw(row))
+            else:
+                records.append(b"")
+        fields = dict.fromkeys([*self._base_post, *self._postings])
+        postings = {f: merge_postings(self._base_post.get(f), self._valid, self._postings.get(f, {})) for f in fields}
+        parts = []
+        for name, part in self._parts.items():
+            assert part.directory is not None
+            parts.append((name, part.docs, part.lexical_docs, merge_counts(part.base_df, part.df), part.directory))
+        return Snapshot(
+            ids=list(self._row_ids), records=records, vectors=self._matrix[:n], live=self._live[:n],
+            has_vec=self._has_vec[:n], has_tok=self._has_tok[:n],
+            numbers=[self._numbers[name][:n] for name in self.number_fields], postings=postings, parts=parts,
+        )
+
+    def verify_copy(self) -> list[str]:
+        """Files of the saved copy whose full checksum differs from the manifest (reads every
+        byte; an open checks sizes, small files and the edges of large ones)."""
+        if self.path is None:
+            return []
+        try:
+            manifest = read_manifest(self.path) or {}
+        except (OSError, ValueError):
+            return ["manifest.json"]
+        name = manifest.get("generation")
+        if not isinstance(name, str):
+            return []
+        return verify_files(self.path / name, manifest.get("files") or {})
 
     def _load(self) -> None:
         """Open the persisted copy; an unusable one leaves the index empty (stamp None)."""
         assert self.path is not None
-        files = [self.path / name for name in ("manifest.json", "docs.jsonl", "vectors.npy")]
-        try:
-            manifest = orjson.loads(files[0].read_bytes())
-        except FileNotFoundError:
+        manifest_path = self.path / "manifest.json"
+        for _attempt in range(3):  # a save by another process may replace the generation meanwhile
+            try:
+                manifest = read_manifest(self.path)
+            except (OSError, ValueError) as exc:
+                log.warning("retrieval index manifest at %s is unreadable (%s); starting empty", self.path, exc)
+                self.damaged = [manifest_path]
+                return
+            if manifest is None:
+                return
+            if (
+                manifest.get("format") != FORMAT
+                or manifest.get("dim") != self._dim
+                or manifest.get("number_fields") != list(self.number_fields)
+            ):
+                log.info("retrieval index at %s was made for another shape; starting empty", self.path)
+                return
+            if not isinstance(manifest.get("stamp"), str):
+                self.damaged = [manifest_path]
+                return
+            if manifest.get("version") == 2:
+                self._migrate(manifest)
+                return
+            try:
+                generation = open_generation(self.path, manifest, self.number_fields)
+                with self._lock:
+                    self._adopt(generation)
+            except CopyVanished:
+                self._reset()
+                continue
+            except CopyDamaged as exc:
+                log.warning("retrieval index at %s is damaged (%s); starting empty", self.path, exc)
+                self._reset()
+                self.damaged = [manifest_path, *exc.paths]
+                return
+            except (ValueError, KeyError, TypeError, OSError) as exc:
+                log.warning("retrieval index at %s is damaged (%s); starting empty", self.path, exc)
+                self._reset()
+                self.damaged = [manifest_path, self.path / str(manifest.get("generation"))]
+                return
+            self._files = dict(manifest.get("files") or {})
+            self._stamp = str(manifest["stamp"])
+            self._state = manifest["state"] if isinstance(manifest.get("state"), dict) else None
             return
-        except (OSError, orjson.JSONDecodeError) as exc:
-            log.warning("retrieval index manifest at %s is unreadable (%s); starting empty", self.path, exc)
-            self.damaged = [files[0]]
-            return
-        if (
-            not isinstance(manifest, dict)
-            or manifest.get("format") != _FORMAT
-            or manifest.get("dim") != self._dim
-            or manifest.get("number_fields") != list(self.number_fields)
+        log.warning("retrieval index at %s kept changing while it was opened; starting empty", self.path)
+
+    def _adopt(self, gen: Generation) -> None:
+        """Take a loaded generation as this index's state: whole arrays, no per-document work."""
+        n = gen.rows
+        self._grow(n)
+        gen.read_vectors_into(self._matrix[:n])
+        self._row_ids = list(gen.ids)
+        self._rows = {doc_id: row for row, doc_id in enumerate(gen.ids) if doc_id is not None}
+        live = gen.live
+        if len(self._rows) != int(np.count_nonzero(live)) or any(
+            not isinstance(i, str) for i in self._rows
         ):
-            log.info("retrieval index at %s was made for another shape; starting empty", self.path)
-            return
+            raise ValueError("ids and live rows differ")
+        self._live[:n] = live
+        self._valid[:n] = live
+        self._has_vec[:n] = gen.has_vec
+        self._has_tok[:n] = gen.has_tok
+        for name in self.number_fields:
+            self._numbers[name][:n] = gen.numbers[name]
+        self._free = np.flatnonzero(~live).tolist()
+        self._base = gen
+        self._base_post = gen.postings
+        for info in gen.parts:
+            self._parts[info.name] = _Part(self._schema, self._workdir().new_part_dir(info.tantivy_dir), info)
+
+    def _migrate(self, manifest: dict[str, Any]) -> None:
+        """Load a copy of the one-file format (version 2) the old way, once, and save it as
+        a generation (its files are removed with the switch)."""
+        assert self.path is not None
+        files = [self.path / name for name in ("manifest.json", "docs.jsonl", "vectors.npy")]
         try:
             docs_bytes = files[1].read_bytes()
             vector_bytes = files[2].read_bytes()
@@ -745,7 +897,6 @@ class EmbeddedIndex:
         if (
             manifest.get("docs_sha256") != hashlib.sha256(docs_bytes).hexdigest()
             or manifest.get("vectors_sha256") != hashlib.sha256(vector_bytes).hexdigest()
-            or not isinstance(manifest.get("stamp"), str)
         ):
             log.warning("retrieval index at %s does not match its manifest; starting empty", self.path)
             self.damaged = files
@@ -757,25 +908,28 @@ class EmbeddedIndex:
                 raise ValueError("record and vector counts differ")
             with self._lock:
                 self._restore(records, matrix.astype(np.float32, copy=False))
-                self._stamp = str(manifest["stamp"])
-                self._state = manifest["state"] if isinstance(manifest.get("state"), dict) else None
         except (ValueError, KeyError, TypeError, AttributeError, InvalidInputError) as exc:
             log.warning("retrieval index at %s is damaged (%s); starting empty", self.path, exc)
             self._reset()
-            self._stamp = None
-            self._state = None
             self.damaged = files
+            return
+        state = manifest["state"] if isinstance(manifest.get("state"), dict) else None
+        log.warning("retrieval index at %s has the one-file format of earlier versions: loaded %d documents "
+                    "once and saving them as a generation", self.path, len(records))
+        try:
+            self.checkpoint(str(manifest["stamp"]), state=state)
+        except StorageError as exc:  # still usable in memory; the next save retries
+            log.warning("could not save the migrated retrieval index: %s", exc)
+            self._stamp, self._state = str(manifest["stamp"]), state
 
     def _restore(self, records: list[dict[str, Any]], matrix: np.ndarray) -> None:
-        """Fill an empty index from a verified copy: its rows are written in one block and
-        its documents were validated when they were first upserted (checksums prove the
-        files are what this index wrote), so only the shapes are checked here."""
+        """Fill an empty index from a verified one-file copy (a loop over its documents)."""
         self._grow(len(records))
         self._matrix[: len(records)] = matrix
         number_fields = set(self.number_fields)
         for rec in records:
             doc_id, tokens, numbers = rec["id"], rec["t"], rec["n"]
-            if not isinstance(doc_id, str) or not isinstance(tokens, str) or doc_id in self._docs:
+            if not isinstance(doc_id, str) or not isinstance(tokens, str) or doc_id in self._rows:
                 raise ValueError("malformed document record")
             if not set(numbers) <= number_fields:
                 raise ValueError("unknown number field")
@@ -783,12 +937,16 @@ class EmbeddedIndex:
             partition = rec.get("s", "")
             if not isinstance(partition, str):
                 raise ValueError("malformed partition")
-            stored = _Doc(-1, tokens, filters, numbers, rec["p"], bool(rec["v"]), partition)
+            stored = _Doc(tokens, filters, numbers, rec["p"], bool(rec["v"]), partition)
             row = len(self._row_ids)
             vector = self._matrix[row] if stored.has_vector else None
             self._put(doc_id, stored, vector)
 
     def close(self) -> None:
-        """Release the tantivy writer and the vectors (no implicit checkpoint)."""
+        """Release the tantivy writers, the vectors and this process's work directory (no
+        implicit checkpoint)."""
         with self._lock:
             self._reset()
+            if self._work is not None:
+                self._work.close()
+                self._work = None
