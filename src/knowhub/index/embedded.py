@@ -37,13 +37,10 @@ way once and saved in the new format.
 
 from __future__ import annotations
 
-import hashlib
-import io
 import logging
 import math
 import shutil
 import threading
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,18 +63,17 @@ from knowhub.index.embedded_copy import (
     FORMAT,
     CopyDamaged,
     CopyVanished,
-    Csr,
     Generation,
-    PartInfo,
     Snapshot,
     WorkDir,
     merge_counts,
-    merge_postings,
     open_generation,
     read_manifest,
+    read_one_file_copy,
     verify_files,
     write_generation,
 )
+from knowhub.index.embedded_postings import FilterPostings, LexicalPart
 from knowhub.index.protocol import (
     FilterValue,
     IndexDocument,
@@ -91,11 +87,8 @@ __all__ = ["MAX_TOKEN_CHARS", "EmbeddedIndex"]
 log = logging.getLogger(__name__)
 
 _SEP = "\x1f"  # field/value separator inside tantivy's filter terms
-# Posting sets at least this large keep a cached boolean mask, updated in place.
-_CACHED_MASK_ROWS = 2048
 # Extra results fetched at the cut so ties are decided by id, not by storage order.
 _TIE_MARGIN = 16
-_WRITER_HEAP = 64_000_000
 # The vector stage scans 8-bit codes (then re-scores exactly) from this many passing rows.
 _CODED_SCAN_ROWS = 16_384
 # Candidates re-scored exactly: this many times the rows wanted, at least _CODED_MIN.
@@ -126,49 +119,6 @@ class _Doc:
     partition: str = ""
 
 
-class _Part:
-    """One partition's tantivy index (its own BM25 statistics) and document frequencies:
-    in RAM, or in ``directory`` (this process's, see :class:`WorkDir`) for a persisted index,
-    starting from a saved generation's segments and frequencies (``info``)."""
-
-    def __init__(self, schema: tantivy.Schema, directory: Path | None = None, info: PartInfo | None = None) -> None:
-        self.directory = directory
-        self.index = tantivy.Index(schema) if directory is None else tantivy.Index(schema, path=str(directory))
-        self._writer: Any = None
-        self.dirty = False
-        #: frequencies: the generation's (``base_df``) plus the changes since (``df``)
-        self.base_df: Csr | None = info.df if info is not None else None
-        self.df: Counter[str] = Counter()
-        self.lexical_docs = info.lexical_docs if info is not None else 0
-        self.docs = info.docs if info is not None else 0
-        self._searcher: tantivy.Searcher | None = None
-
-    @property
-    def writer(self) -> Any:
-        """The writer, made at the first write (an open that only reads needs none)."""
-        if self._writer is None:
-            self._writer = self.index.writer(heap_size=_WRITER_HEAP, num_threads=1)
-        return self._writer
-
-    def doc_freq(self, token: str) -> int:
-        base = self.base_df.count_of(token) if self.base_df is not None else 0
-        return base + self.df.get(token, 0)
-
-    def commit(self) -> None:
-        if self.dirty:
-            self.writer.commit()
-            self.index.reload()
-            self.dirty = False
-            self._searcher = None
-
-    def searcher(self) -> tantivy.Searcher:
-        """The searcher of the last commit (kept: acquiring one costs ~1-2 ms)."""
-        self.commit()
-        if self._searcher is None:
-            self._searcher = self.index.searcher()
-        return self._searcher
-
-
 class EmbeddedIndex:
     """tantivy (lexical) + faiss (vectors) in this process; see the module docstring.
 
@@ -195,7 +145,7 @@ class EmbeddedIndex:
             builder.add_float_field(f"n_{name}", indexed=True, fast=True)
         self._schema = builder.build()
         self._work: WorkDir | None = None
-        self._parts: dict[str, _Part] = {}
+        self._parts: dict[str, LexicalPart] = {}
         self._reset()
         self._stamp: str | None = None
         self._state: dict[str, Any] | None = None
@@ -215,12 +165,10 @@ class EmbeddedIndex:
                 shutil.rmtree(part.directory, ignore_errors=True)
         self._parts = {}
         #: id -> row of every document; rows written since the copy was loaded keep their
-        #: record in ``_fresh``, the others read it from ``_base`` (where ``_valid``)
+        #: record in ``_fresh``, the others read it from ``_base``
         self._rows: dict[str, int] = {}
         self._fresh: dict[int, _Doc] = {}
         self._base: Generation | None = None
-        self._base_post: dict[str, Csr] = {}
-        self._valid = np.zeros(0, dtype=bool)
         self._row_ids: list[str | None] = []
         self._free: list[int] = []
         self._capacity = 0
@@ -232,8 +180,7 @@ class EmbeddedIndex:
         self._has_vec = np.zeros(0, dtype=bool)
         self._has_tok = np.zeros(0, dtype=bool)
         self._numbers = {n: np.zeros(0, dtype=np.float64) for n in self.number_fields}
-        self._postings: dict[str, dict[str, set[int]]] = {}
-        self._masks: dict[tuple[str, str], np.ndarray] = {}
+        self._postings = FilterPostings()
 
     def _grow(self, needed: int) -> None:
         if needed <= self._capacity:
@@ -247,13 +194,11 @@ class EmbeddedIndex:
             new_cap, self._dim
         )
         self._live = np.concatenate([self._live, np.zeros(extra, dtype=bool)])
-        self._valid = np.concatenate([self._valid, np.zeros(extra, dtype=bool)])
         self._has_vec = np.concatenate([self._has_vec, np.zeros(extra, dtype=bool)])
         self._has_tok = np.concatenate([self._has_tok, np.zeros(extra, dtype=bool)])
         for name, column in self._numbers.items():
             self._numbers[name] = np.concatenate([column, np.full(extra, np.nan)])
-        for key, mask in self._masks.items():
-            self._masks[key] = np.concatenate([mask, np.zeros(extra, dtype=bool)])
+        self._postings.grow(new_cap)
         self._capacity = new_cap
         if self._coded is not None:
             self._coded.add(np.zeros((extra, self._dim), dtype=np.float32))
@@ -326,17 +271,11 @@ class EmbeddedIndex:
             self._codes[row] = self._coded.sa_encode(self._matrix[row : row + 1])[0]
         for name, number in stored.numbers.items():
             self._numbers[name][row] = number
-        for name, values in (*stored.filters.items(), (_PARTITION, (stored.partition,))):
-            by_value = self._postings.setdefault(name, {})
-            for value in values:
-                by_value.setdefault(value, set()).add(row)
-                mask = self._masks.get((name, value))
-                if mask is not None:
-                    mask[row] = True
+        self._postings.add(row, (*stored.filters.items(), (_PARTITION, (stored.partition,))))
         part = self._parts.get(stored.partition)
         if part is None:
             directory = None if self.path is None else self._workdir().new_part_dir()
-            part = self._parts[stored.partition] = _Part(self._schema, directory)
+            part = self._parts[stored.partition] = LexicalPart(self._schema, directory)
         part.df.update(set(stored.tokens.split()))
         part.lexical_docs += bool(stored.tokens)
         part.docs += 1
@@ -373,7 +312,6 @@ class EmbeddedIndex:
             return False
         stored = self._record(row)
         self._fresh.pop(row, None)
-        self._valid[row] = False
         part = self._parts[stored.partition]
         part.writer.delete_documents_by_term("id", doc_id)
         part.df.subtract(set(stored.tokens.split()))
@@ -386,17 +324,7 @@ class EmbeddedIndex:
         self._matrix[row] = 0.0
         for column in self._numbers.values():
             column[row] = np.nan
-        for name, values in (*stored.filters.items(), (_PARTITION, (stored.partition,))):
-            by_value = self._postings.get(name, {})
-            for value in values:
-                rows = by_value.get(value)
-                if rows is not None:
-                    rows.discard(row)
-                    if not rows:
-                        del by_value[value]
-                mask = self._masks.get((name, value))
-                if mask is not None:
-                    mask[row] = False
+        self._postings.remove(row, (*stored.filters.items(), (_PARTITION, (stored.partition,))))
         self._row_ids[row] = None
         self._free.append(row)
         return True
@@ -491,7 +419,7 @@ class EmbeddedIndex:
                     out[token] += int(searcher.search(query, 1, count=True).count or 0)  # type: ignore[attr-defined]
             return out, total
 
-    def _selected(self, partitions: Sequence[str] | None) -> dict[str, _Part]:
+    def _selected(self, partitions: Sequence[str] | None) -> dict[str, LexicalPart]:
         if partitions is None:
             return self._parts
         if isinstance(partitions, str) or not all(isinstance(p, str) for p in partitions):
@@ -499,29 +427,6 @@ class EmbeddedIndex:
         return {p: part for p in dict.fromkeys(partitions) if (part := self._parts.get(p)) is not None}
 
     # ------------------------------------------------------------------ filters
-
-    def _value_mask(self, name: str, value: str) -> np.ndarray | None:
-        """The rows of ``name=value``: a cached boolean mask for large sets (kept up to date
-        by writes), else their row numbers (the copy's still valid ones plus later ones)."""
-        mask = self._masks.get((name, value))
-        if mask is not None:
-            return mask
-        later = self._postings.get(name, {}).get(value)
-        csr = self._base_post.get(name)
-        saved = csr.rows_of(value) if csr is not None else None
-        size = (len(later) if later else 0) + (saved.shape[0] if saved is not None else 0)
-        if size == 0:
-            return None
-        chunks = [saved[self._valid[saved]]] if saved is not None and saved.size else []
-        if later:
-            chunks.append(np.fromiter(later, dtype=np.int64, count=len(later)))
-        rows = np.concatenate(chunks) if len(chunks) > 1 else chunks[0]
-        if size < _CACHED_MASK_ROWS:
-            return rows
-        mask = np.zeros(self._capacity, dtype=bool)
-        mask[rows] = True
-        self._masks[(name, value)] = mask
-        return mask
 
     def _mask(
         self,
@@ -537,16 +442,7 @@ class EmbeddedIndex:
         if partitions is not None:
             conditions.append((_PARTITION, list(self._selected(partitions))))
         for name, wanted in conditions:
-            field_mask = np.zeros(self._capacity, dtype=bool)
-            for value in filter_values(wanted, f"filter {name}"):
-                got = self._value_mask(name, value)
-                if got is None:
-                    continue
-                if got.dtype == np.bool_:
-                    field_mask |= got
-                else:
-                    field_mask[got] = True
-            mask &= field_mask
+            mask &= self._postings.field_mask(name, filter_values(wanted, f"filter {name}"))
         for name, bound in (min_numbers or {}).items():
             column = self._number_column(name)
             with np.errstate(invalid="ignore"):
@@ -783,8 +679,7 @@ class EmbeddedIndex:
                 records.append(base.raw(row))
             else:
                 records.append(b"")
-        fields = dict.fromkeys([*self._base_post, *self._postings])
-        postings = {f: merge_postings(self._base_post.get(f), self._valid, self._postings.get(f, {})) for f in fields}
+        postings = dict(self._postings.merged())
         parts = []
         for name, part in self._parts.items():
             assert part.directory is not None
@@ -871,47 +766,32 @@ class EmbeddedIndex:
         ):
             raise ValueError("ids and live rows differ")
         self._live[:n] = live
-        self._valid[:n] = live
         self._has_vec[:n] = gen.has_vec
         self._has_tok[:n] = gen.has_tok
         for name in self.number_fields:
             self._numbers[name][:n] = gen.numbers[name]
         self._free = np.flatnonzero(~live).tolist()
         self._base = gen
-        self._base_post = gen.postings
+        self._postings.adopt(gen.postings, live)
         for info in gen.parts:
-            self._parts[info.name] = _Part(self._schema, self._workdir().new_part_dir(info.tantivy_dir), info)
+            self._parts[info.name] = LexicalPart(self._schema, self._workdir().new_part_dir(info.tantivy_dir), info)
 
     def _migrate(self, manifest: dict[str, Any]) -> None:
         """Load a copy of the one-file format (version 2) the old way, once, and save it as
         a generation (its files are removed with the switch)."""
         assert self.path is not None
-        files = [self.path / name for name in ("manifest.json", "docs.jsonl", "vectors.npy")]
         try:
-            docs_bytes = files[1].read_bytes()
-            vector_bytes = files[2].read_bytes()
-        except OSError as exc:
-            log.warning("retrieval index at %s is unreadable (%s); starting empty", self.path, exc)
-            self.damaged = [f for f in files if f.exists()]
-            return
-        if (
-            manifest.get("docs_sha256") != hashlib.sha256(docs_bytes).hexdigest()
-            or manifest.get("vectors_sha256") != hashlib.sha256(vector_bytes).hexdigest()
-        ):
-            log.warning("retrieval index at %s does not match its manifest; starting empty", self.path)
-            self.damaged = files
-            return
-        try:
-            matrix = np.load(io.BytesIO(vector_bytes), allow_pickle=False)
-            records = orjson.loads(b"[" + b",".join(docs_bytes.splitlines()) + b"]")
-            if matrix.shape != (len(records), self._dim) or len(records) != manifest.get("count"):
-                raise ValueError("record and vector counts differ")
+            records, matrix = read_one_file_copy(self.path, manifest, self._dim)
             with self._lock:
-                self._restore(records, matrix.astype(np.float32, copy=False))
+                self._restore(records, matrix)
+        except CopyDamaged as exc:
+            log.warning("retrieval index at %s is damaged (%s); starting empty", self.path, exc)
+            self.damaged = exc.paths
+            return
         except (ValueError, KeyError, TypeError, AttributeError, InvalidInputError) as exc:
             log.warning("retrieval index at %s is damaged (%s); starting empty", self.path, exc)
             self._reset()
-            self.damaged = files
+            self.damaged = [self.path / name for name in ("manifest.json", "docs.jsonl", "vectors.npy")]
             return
         state = manifest["state"] if isinstance(manifest.get("state"), dict) else None
         log.warning("retrieval index at %s has the one-file format of earlier versions: loaded %d documents "

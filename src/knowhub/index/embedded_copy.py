@@ -30,16 +30,20 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import errno
 import fcntl
 import hashlib
+import io
 import mmap
 import os
 import secrets
 import shutil
 import time
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISDIR
 from typing import Any
 
 import numpy as np
@@ -53,6 +57,8 @@ FULL_HASH_BYTES = 16 << 20
 _EDGE = 1 << 20
 #: Generations other than the current and previous one are removed once this old (s).
 _GEN_GRACE_S = 600.0
+#: A RAM filesystem with less free space is not used for work directories.
+_SCRATCH_MIN_FREE = 1 << 30
 _TANTIVY_OWN = (".tantivy-meta.lock", ".tantivy-writer.lock", ".managed.json")
 
 
@@ -157,7 +163,7 @@ def _entry(path: Path, known: Mapping[str, Any] | None = None, name: str = "") -
     immutable tantivy segment file already hashed by an earlier save)."""
     size = path.stat().st_size
     old = (known or {}).get(name)
-    if old is not None and old[0] == size and name.startswith("tv_"):
+    if old is not None and old[0] == size and name.startswith("tv_") and not name.endswith("/meta.json"):
         return list(old)
     return [size, _sha(path), _sha(path, edges=True) if size > FULL_HASH_BYTES else None]
 
@@ -262,6 +268,27 @@ def open_generation(root: Path, manifest: Mapping[str, Any], number_fields: tupl
         raise CopyDamaged(str(exc), [gen_dir]) from exc
 
 
+def read_one_file_copy(root: Path, manifest: Mapping[str, Any], dim: int) -> tuple[list[dict[str, Any]], np.ndarray]:
+    """Records and vectors of a copy in the format before generations (manifest version 2:
+    ``docs.jsonl`` and ``vectors.npy`` beside it, both hashed in full)."""
+    files = [root / name for name in ("manifest.json", "docs.jsonl", "vectors.npy")]
+    try:
+        docs_bytes = files[1].read_bytes()
+        vector_bytes = files[2].read_bytes()
+    except OSError as exc:
+        raise CopyDamaged(f"unreadable: {exc}", [f for f in files if f.exists()]) from exc
+    if (
+        manifest.get("docs_sha256") != hashlib.sha256(docs_bytes).hexdigest()
+        or manifest.get("vectors_sha256") != hashlib.sha256(vector_bytes).hexdigest()
+    ):
+        raise CopyDamaged("the files do not match the manifest", files)
+    matrix = np.load(io.BytesIO(vector_bytes), allow_pickle=False)
+    records = orjson.loads(b"[" + b",".join(docs_bytes.splitlines()) + b"]")
+    if matrix.shape != (len(records), dim) or len(records) != manifest.get("count"):
+        raise ValueError("record and vector counts differ")
+    return records, matrix.astype(np.float32, copy=False)
+
+
 # ---------------------------------------------------------------------- merging
 
 
@@ -349,9 +376,23 @@ def _save_npy(path: Path, arr: np.ndarray) -> None:
         os.fsync(fh.fileno())
 
 
-def link_segments(src: Path, dst: Path, attempts: int = 5) -> None:
-    """Hard-link the files of ``src``'s committed tantivy segments (and a copy of its
-    ``meta.json``) into ``dst``; retried when a background merge removes one meanwhile."""
+def _place(src: str | Path, dst: Path) -> None:
+    """Hard-link ``src`` at ``dst``, or copy it (durably) from another filesystem."""
+    try:
+        os.link(src, dst)
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+            raise
+        shutil.copyfile(src, dst)
+        with open(dst, "rb+") as fh:
+            os.fsync(fh.fileno())
+
+
+def link_segments(src: Path, dst: Path, saved: Mapping[str, Path], attempts: int = 5) -> None:
+    """Place the files of ``src``'s committed tantivy segments (and a copy of its
+    ``meta.json``) in ``dst``: a segment file the current generation already holds
+    (``saved``: name → path; segment files never change) is linked from there, others are
+    linked or copied from ``src``. Retried when a background merge removes one meanwhile."""
     for attempt in range(attempts):
         meta_bytes = (src / "meta.json").read_bytes()
         meta = orjson.loads(meta_bytes)
@@ -360,8 +401,15 @@ def link_segments(src: Path, dst: Path, attempts: int = 5) -> None:
         dst.mkdir(parents=True)
         try:
             for entry in os.scandir(src):
-                if entry.name.split(".", 1)[0] in prefixes:
-                    os.link(entry.path, dst / entry.name)
+                if entry.name.split(".", 1)[0] not in prefixes:
+                    continue
+                old = saved.get(entry.name)
+                try:
+                    if old is None:
+                        raise FileNotFoundError(entry.name)
+                    os.link(old, dst / entry.name)
+                except FileNotFoundError:
+                    _place(entry.path, dst / entry.name)
         except FileNotFoundError:
             if attempt == attempts - 1:
                 raise
@@ -375,6 +423,13 @@ def write_generation(root: Path, snap: Snapshot, *, dim: int, number_fields: tup
     """Write ``snap`` as a new generation, switch the manifest to it, remove old ones;
     returns the new manifest."""
     root.mkdir(parents=True, exist_ok=True)
+    try:
+        previous = (read_manifest(root) or {}).get("generation")
+    except (OSError, ValueError):
+        previous = None
+    saved = {}
+    if isinstance(previous, str) and (root / previous).is_dir():
+        saved = {Path(rel).name: root / previous / rel for rel in (known or {}) if rel.startswith("tv_")}
     name = f"g-{time.time_ns():x}-{secrets.token_hex(3)}"
     tmp = root / f".tmp-{name}"
     tmp.mkdir()
@@ -398,7 +453,7 @@ def write_generation(root: Path, snap: Snapshot, *, dim: int, number_fields: tup
         for i, (pname, docs, lexical, df, work) in enumerate(snap.parts):
             _write(tmp / f"df_{i}.toks.json", orjson.dumps(df.keys))
             _save_npy(tmp / f"df_{i}.cnt.npy", df.data)
-            link_segments(work, tmp / f"tv_{i}")
+            link_segments(work, tmp / f"tv_{i}", saved)
             parts.append({"name": pname, "docs": docs, "lexical_docs": lexical})
         _write(tmp / "gen.json", orjson.dumps({"rows": rows, "fields": list(snap.postings), "parts": parts}))
         files = {}
@@ -413,10 +468,6 @@ def write_generation(root: Path, snap: Snapshot, *, dim: int, number_fields: tup
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    try:
-        previous = (read_manifest(root) or {}).get("generation")
-    except (OSError, ValueError):
-        previous = None
     manifest = {"format": FORMAT, "version": VERSION, "dim": dim, "number_fields": list(number_fields),
                 "count": int(snap.live.sum()), "stamp": stamp, "generation": name, "files": files}
     if state is not None:
@@ -445,23 +496,56 @@ def remove_old_generations(root: Path, keep: Iterable[str]) -> None:
 # ---------------------------------------------------------------------- work directories
 
 
+def _scratch(root: Path) -> tuple[Path, Path | None]:
+    """Where work directories go, and the folder to clean: a RAM filesystem (``/dev/shm``)
+    when it has room, so a tantivy commit costs no fsync (as the RAM index before
+    generations), else ``work/`` beside the copy (hard links instead of copies).
+    ``KNOWHUB_INDEX_SCRATCH`` names another folder, or ``local`` for ``work/``."""
+    wanted = os.environ.get("KNOWHUB_INDEX_SCRATCH", "")
+    if wanted == "local":
+        return root / "work", None
+    shm = Path(wanted or "/dev/shm")
+    try:
+        stat = os.statvfs(shm)
+        if os.access(shm, os.W_OK) and stat.f_bavail * stat.f_frsize >= _SCRATCH_MIN_FREE:
+            base = shm / f"knowhub-index-work-{os.getuid()}"
+            base.mkdir(mode=0o700, exist_ok=True)
+            own = base.lstat()
+            # the copies hold private memories: only a folder of ours that no one else can read
+            if own.st_uid == os.getuid() and S_ISDIR(own.st_mode) and not own.st_mode & 0o077:
+                key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
+                return base / key, base
+    except OSError:
+        pass
+    return root / "work", None
+
+
 class WorkDir:
-    """This process's tantivy directories (``work/<pid>-<random>/``), locked while alive."""
+    """This process's tantivy directories (``<scratch>/<pid>-<random>/``), locked while
+    alive; see :func:`_scratch` for where."""
 
     def __init__(self, root: Path) -> None:
-        base = root / "work"
-        base.mkdir(parents=True, exist_ok=True)
-        self._clean(base)
+        base, shared = _scratch(root)
+        # dead processes' directories go: this index's, and on a RAM filesystem every index's
+        folders = [base] if shared is None or not shared.is_dir() else [p for p in shared.iterdir() if p.is_dir()]
+        for folder in folders:
+            self._clean(folder, remove_empty=shared is not None)
         self.path = base / f"{os.getpid()}-{secrets.token_hex(4)}"
-        self.path.mkdir()
-        self._fd: int | None = os.open(self.path / "lock", os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        self.path.mkdir(parents=True, mode=0o700)
+        fd = os.open(self.path / "lock", os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
         self._next = 0
+        # removed with the index object or at exit; after a kill, by the next open's clean-up
+        self._finalizer = weakref.finalize(self, _remove_work, self.path, fd)
 
     @staticmethod
-    def _clean(base: Path) -> None:
+    def _clean(base: Path, *, remove_empty: bool) -> None:
         """Remove work directories of processes that are gone (their lock is free)."""
+        if not base.is_dir():
+            return
         for entry in os.scandir(base):
+            if not entry.is_dir():
+                continue
             lock = Path(entry.path) / "lock"
             try:
                 fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
@@ -481,6 +565,9 @@ class WorkDir:
                 shutil.rmtree(entry.path, ignore_errors=True)
             finally:
                 os.close(fd)
+        if remove_empty:
+            with contextlib.suppress(OSError):
+                base.rmdir()  # only when empty: an index folder nobody uses any more
 
     def new_part_dir(self, source: Path | None = None) -> Path:
         """A fresh directory for one partition's tantivy index, filled with hard links to
@@ -494,15 +581,16 @@ class WorkDir:
                 if entry.name == "meta.json":
                     shutil.copyfile(entry.path, target / entry.name)
                 elif entry.name not in _TANTIVY_OWN:
-                    os.link(entry.path, target / entry.name)
+                    _place(entry.path, target / entry.name)
                     names.append(entry.name)
             # tantivy may delete what it manages once a merge replaces it
             (target / ".managed.json").write_bytes(orjson.dumps(sorted([*names, "meta.json"])))
         return target
 
     def close(self) -> None:
-        if self._fd is None:
-            return
-        shutil.rmtree(self.path, ignore_errors=True)
-        os.close(self._fd)
-        self._fd = None
+        self._finalizer()
+
+
+def _remove_work(path: Path, fd: int) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+    os.close(fd)
