@@ -16,6 +16,7 @@ allows ("cold" is a cold process, as in the earlier cold-start rows).
     python benchmarks/context_cold_start_bench.py --nodes 100000 --dir /tmp/cold100k --reuse   # open only
     python benchmarks/context_cold_start_bench.py --nodes 1000000 --dir /tmp/cold1m --index-only   # copy only
     COLD_QUERIES=200 python benchmarks/context_cold_start_bench.py --dir /tmp/cold1m --reuse   # + search_memory after the open
+    COLD_SAVE=1 python benchmarks/context_cold_start_bench.py --dir /tmp/cold1m --reuse   # + a save after 1,000 rewrites
     python benchmarks/context_cold_start_bench.py --nodes 100000 --dir /tmp/old100k --index-only --build-src /tmp/base --compare /tmp/base
 """
 
@@ -211,6 +212,13 @@ def open_once(root: str) -> None:
     if queries:
         out.update(_search_latency(svc, queries))
         out["max_rss_after_search_mb"] = _peak_rss_mb()
+    if os.environ.get("COLD_SAVE"):  # rewrite 1,000 documents as they are, then save the copy
+        n = json.loads((Path(root) / "bench.json").read_text())["nodes"]
+        svc.index.upsert(_documents((n - 1000, n)))
+        t0, c0 = time.perf_counter(), time.process_time()
+        svc.save_index()
+        out["save_s"] = round(time.perf_counter() - t0, 2)
+        out["save_cpu_s"] = round(time.process_time() - c0, 2)
     print(json.dumps(out), flush=True)
     os._exit(0)
 
