@@ -102,6 +102,9 @@ _CODED_TRAIN_ROWS = 65_536
 faiss.omp_set_num_threads(1)
 
 
+#: Payloads of saved documents kept decoded (a search reads hundreds; ~3 µs each to decode).
+_PAYLOAD_CACHE = 131_072
+
 #: Reserved postings field of a document's partition (not a valid user field name).
 _PARTITION = "_partition"
 
@@ -169,6 +172,8 @@ class EmbeddedIndex:
         self._rows: dict[str, int] = {}
         self._fresh: dict[int, _Doc] = {}
         self._base: Generation | None = None
+        #: payloads decoded from the copy (row -> payload), the oldest dropped beyond a bound
+        self._payload_cache: dict[int, dict[str, Any]] = {}
         self._row_ids: list[str | None] = []
         self._free: list[int] = []
         self._capacity = 0
@@ -312,6 +317,7 @@ class EmbeddedIndex:
             return False
         stored = self._record(row)
         self._fresh.pop(row, None)
+        self._payload_cache.pop(row, None)
         part = self._parts[stored.partition]
         part.writer.delete_documents_by_term("id", doc_id)
         part.df.subtract(set(stored.tokens.split()))
@@ -378,8 +384,24 @@ class EmbeddedIndex:
         documents written since the load give their stored objects, not copies, so callers
         must treat them as read-only; older ones are decoded from the copy's records)."""
         with self._lock:
-            rows = self._rows
-            return {i: self._record(row).payload for i in ids if (row := rows.get(i)) is not None}
+            rows, fresh, cache = self._rows, self._fresh, self._payload_cache
+            out = {}
+            for doc_id in ids:
+                row = rows.get(doc_id)
+                if row is None:
+                    continue
+                stored = fresh.get(row)
+                if stored is not None:
+                    out[doc_id] = stored.payload
+                    continue
+                payload = cache.get(row)
+                if payload is None:
+                    assert self._base is not None
+                    payload = cache[row] = self._base.payload(row)
+                    if len(cache) > _PAYLOAD_CACHE:
+                        del cache[next(iter(cache))]  # the oldest decoded
+                out[doc_id] = payload
+            return out
 
     def ids(self, filters: Mapping[str, FilterValue] | None = None) -> list[str]:
         """Sorted ids of the documents passing ``filters``."""
@@ -668,24 +690,29 @@ class EmbeddedIndex:
             part.commit()
         base, fresh = self._base, self._fresh
         records: list[bytes] = []
+        payloads: list[bytes] = []
         for row, doc_id in enumerate(self._row_ids):
             stored = fresh.get(row)
             if stored is not None:
                 records.append(orjson.dumps({
                     "id": doc_id, "t": stored.tokens, "f": stored.filters, "n": stored.numbers,
-                    "p": stored.payload, "v": stored.has_vector, "s": stored.partition,
+                    "v": stored.has_vector, "s": stored.partition,
                 }))
+                payloads.append(orjson.dumps(stored.payload))
             elif doc_id is not None and base is not None:
-                records.append(base.raw(row))
+                record, payload = base.raw(row)
+                records.append(record)
+                payloads.append(payload)
             else:
                 records.append(b"")
+                payloads.append(b"")
         postings = dict(self._postings.merged())
         parts = []
         for name, part in self._parts.items():
             assert part.directory is not None
             parts.append((name, part.docs, part.lexical_docs, merge_counts(part.base_df, part.df), part.directory))
         return Snapshot(
-            ids=list(self._row_ids), records=records, vectors=self._matrix[:n], live=self._live[:n],
+            ids=list(self._row_ids), records=records, payloads=payloads, vectors=self._matrix[:n], live=self._live[:n],
             has_vec=self._has_vec[:n], has_tok=self._has_tok[:n],
             numbers=[self._numbers[name][:n] for name in self.number_fields], postings=postings, parts=parts,
         )

@@ -3,9 +3,10 @@ open costs no per-document work (issue 20 §4: a million documents in seconds).
 
 A copy is a *generation* directory ``g-<time>-<random>/`` beside ``manifest.json``::
 
-    records.bin, records.off.npy   each row's record (id, tokens, filters, numbers, payload,
-                                   partition) as one JSON object, and the byte offsets:
-                                   read on demand through a memory map, never all at open
+    records.bin, records.off.npy   each row's record (id, tokens, filters, numbers,
+                                   partition) as one JSON object, and the byte offsets
+    payloads.bin, payloads.off.npy each row's payload (JSON; the hot path of a search reads
+                                   only these); both read on demand through a memory map
     ids.json                       the id of every row (null for a free row)
     vectors.npy                    one float32 row per index row (zero where free)
     live/has_vec/has_tok.npy       per-row flags; num_<i>.npy the numeric columns
@@ -117,13 +118,23 @@ class Generation:
     parts: list[PartInfo]
     files: dict[str, Any]
     _records: mmap.mmap | bytes = b""
-    _rec_off: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
+    _rec_off: list[int] = field(default_factory=lambda: [0])
+    _payloads: mmap.mmap | bytes = b""
+    _pay_off: list[int] = field(default_factory=lambda: [0])
 
-    def raw(self, row: int) -> bytes:
-        return bytes(self._records[int(self._rec_off[row]) : int(self._rec_off[row + 1])])
+    def raw(self, row: int) -> tuple[bytes, bytes]:
+        """The row's record and payload as saved."""
+        return (bytes(self._records[self._rec_off[row] : self._rec_off[row + 1]]),
+                bytes(self._payloads[self._pay_off[row] : self._pay_off[row + 1]]))
 
     def record(self, row: int) -> dict[str, Any]:
-        return orjson.loads(self._records[int(self._rec_off[row]) : int(self._rec_off[row + 1])])
+        """The row's record, its payload under ``p``."""
+        rec = orjson.loads(self._records[self._rec_off[row] : self._rec_off[row + 1]])
+        rec["p"] = self.payload(row)
+        return rec
+
+    def payload(self, row: int) -> dict[str, Any]:
+        return orjson.loads(self._payloads[self._pay_off[row] : self._pay_off[row + 1]])
 
     def read_vectors_into(self, out: np.ndarray) -> None:
         """Copy the saved vectors into ``out`` (rows × dim float32) without a temporary."""
@@ -216,6 +227,18 @@ def _npy(path: Path, dtype: Any, length: int | None = None) -> np.ndarray:
     return arr
 
 
+def _blob(gen_dir: Path, name: str, rows: int) -> tuple[mmap.mmap | bytes, list[int]]:
+    """A memory map of ``<name>.bin`` and its row offsets (a list: slicing with Python ints
+    is twice as fast as with numpy's)."""
+    offsets = _npy(gen_dir / f"{name}.off.npy", np.int64, rows + 1)
+    with open(gen_dir / f"{name}.bin", "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        data: mmap.mmap | bytes = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+    if int(offsets[-1]) != size or (rows and bool(np.any(np.diff(offsets) < 0))):
+        raise ValueError(f"{name} offsets do not match the file")
+    return data, offsets.tolist()
+
+
 def _csr(keys: Any, off: np.ndarray, data: np.ndarray) -> Csr:
     if not isinstance(keys, list) or off.shape[0] != len(keys) + 1 or int(off[-1]) != data.shape[0]:
         raise ValueError("inconsistent postings")
@@ -238,12 +261,8 @@ def open_generation(root: Path, manifest: Mapping[str, Any], number_fields: tupl
         ids = _json(gen_dir / "ids.json")
         if not isinstance(ids, list) or len(ids) != rows:
             raise ValueError("id list has another length")
-        rec_off = _npy(gen_dir / "records.off.npy", np.int64, rows + 1)
-        with open(gen_dir / "records.bin", "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            records: mmap.mmap | bytes = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
-        if int(rec_off[-1]) != size:
-            raise ValueError("record offsets do not match the record file")
+        records, rec_off = _blob(gen_dir, "records", rows)
+        payloads, pay_off = _blob(gen_dir, "payloads", rows)
         numbers = {n: _npy(gen_dir / f"num_{i}.npy", np.float64, rows) for i, n in enumerate(number_fields)}
         postings = {
             str(fname): _csr(_json(gen_dir / f"post_{i}.vals.json"), _npy(gen_dir / f"post_{i}.off.npy", np.int64),
@@ -259,7 +278,7 @@ def open_generation(root: Path, manifest: Mapping[str, Any], number_fields: tupl
             parts.append(PartInfo(str(part["name"]), int(part["docs"]), int(part["lexical_docs"]), df, gen_dir / f"tv_{i}"))
         return Generation(gen_dir, rows, ids, _npy(gen_dir / "live.npy", np.bool_, rows),
                           _npy(gen_dir / "has_vec.npy", np.bool_, rows), _npy(gen_dir / "has_tok.npy", np.bool_, rows),
-                          numbers, postings, parts, dict(files), records, rec_off)
+                          numbers, postings, parts, dict(files), records, rec_off, payloads, pay_off)
     except FileNotFoundError as exc:
         if not gen_dir.is_dir():
             raise CopyVanished(name) from exc
@@ -353,6 +372,7 @@ class Snapshot:
 
     ids: list[str | None]
     records: list[bytes]
+    payloads: list[bytes]
     vectors: np.ndarray
     live: np.ndarray
     has_vec: np.ndarray
@@ -435,10 +455,11 @@ def write_generation(root: Path, snap: Snapshot, *, dim: int, number_fields: tup
     tmp.mkdir()
     try:
         rows = len(snap.ids)
-        off = np.zeros(rows + 1, dtype=np.int64)
-        np.cumsum(np.fromiter((len(r) for r in snap.records), dtype=np.int64, count=rows), out=off[1:])
-        _write(tmp / "records.bin", b"".join(snap.records))
-        _save_npy(tmp / "records.off.npy", off)
+        for blob, chunks in (("records", snap.records), ("payloads", snap.payloads)):
+            off = np.zeros(rows + 1, dtype=np.int64)
+            np.cumsum(np.fromiter((len(r) for r in chunks), dtype=np.int64, count=rows), out=off[1:])
+            _write(tmp / f"{blob}.bin", b"".join(chunks))
+            _save_npy(tmp / f"{blob}.off.npy", off)
         _write(tmp / "ids.json", orjson.dumps(snap.ids))
         _save_npy(tmp / "vectors.npy", snap.vectors)
         for fname, arr in (("live", snap.live), ("has_vec", snap.has_vec), ("has_tok", snap.has_tok)):
