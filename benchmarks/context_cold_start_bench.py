@@ -15,6 +15,7 @@ allows ("cold" is a cold process, as in the earlier cold-start rows).
     python benchmarks/context_cold_start_bench.py --nodes 100000 --dir /tmp/cold100k --compare /tmp/base
     python benchmarks/context_cold_start_bench.py --nodes 100000 --dir /tmp/cold100k --reuse   # open only
     python benchmarks/context_cold_start_bench.py --nodes 1000000 --dir /tmp/cold1m --index-only   # copy only
+    python benchmarks/context_cold_start_bench.py --nodes 1000000 --dir /tmp/cold1m --template /tmp/cold100k --runs 0
     COLD_QUERIES=200 python benchmarks/context_cold_start_bench.py --dir /tmp/cold1m --reuse   # + search_memory after the open
     COLD_SAVE=1 python benchmarks/context_cold_start_bench.py --dir /tmp/cold1m --reuse   # + a save after 1,000 rewrites
     python benchmarks/context_cold_start_bench.py --nodes 100000 --dir /tmp/old100k --index-only --build-src /tmp/base --compare /tmp/base
@@ -195,6 +196,72 @@ def _peak_rss_mb() -> int:
         return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:")) // 1024
 
 
+def _copies(template: list[Any], k: int) -> list[Any]:
+    """Copy ``k`` of the template's documents: new ids, node names ``c<k>n…`` in every uri."""
+    import dataclasses
+    import hashlib
+    import re
+
+    import orjson
+
+    rename = re.compile(rb"/n(\d{7})")
+    out = []
+    for doc in template:
+        fields = orjson.loads(rename.sub(b"/c%dn\\1" % k, orjson.dumps([doc.filters, doc.payload])))
+        out.append(dataclasses.replace(doc, id=hashlib.md5(f"{k}:{doc.id}".encode()).hexdigest(),
+                                       filters=fields[0], payload=fields[1]))
+    return out
+
+
+def build_from_template(root: Path, n: int, template_dir: Path) -> dict[str, float]:
+    """A copy of N documents made of a smaller ``--index-only`` store's documents, repeated
+    with new ids and uris and upserted through ``EmbeddedIndex`` in batches of 50,000 (saved
+    and reopened every 250,000): what the real save writes, without tokenizing and
+    projecting every node again (at load 20 that took ~80 minutes for 1M)."""
+    import hashlib
+
+    from knowhub.context.indexing import identity_file
+    from knowhub.context.service import ContextEngineService
+    from knowhub.index import EmbeddedIndex
+    from knowhub.index.identity import EmbedderIdentity
+    from knowhub.providers.embedding import HashingEmbedder
+
+    started = time.perf_counter()
+    source = EmbeddedIndex(DIM, template_dir / "index" / "retrieval")
+    template = [source.get(doc_id) for doc_id in source.ids()]
+    source.close()
+    folder = root / "index" / "retrieval"
+    folder.mkdir(parents=True, exist_ok=True)
+    embedder = HashingEmbedder(dim=DIM)
+    owner = types.SimpleNamespace(embedder=embedder, lexical_fields=("abstract", "overview", "content"))
+    stamp = ContextEngineService._manifest(owner)  # type: ignore[arg-type]
+    (root / "index" / "relations.jsonl").write_bytes(b"")
+    state = {"outbox_seq": 0, "relations": 0, "relations_sha256": hashlib.sha256(b"").hexdigest()}
+    index = EmbeddedIndex(DIM, folder)
+    written = since_save = 0
+    k = 0
+    while written < n:
+        docs = _copies(template, k)[: n - written]
+        k += 1
+        for start in range(0, len(docs), 50_000):
+            index.upsert(docs[start : start + 50_000])
+        written += len(docs)
+        since_save += len(docs)
+        print(f"\rindexed {index.count()}/{n}", end="", file=sys.stderr, flush=True)
+        if since_save >= 250_000 and written < n:
+            index.checkpoint(stamp, state=state)
+            index.close()
+            index = EmbeddedIndex(DIM, folder)
+            since_save = 0
+    print(file=sys.stderr)
+    index.checkpoint(stamp, state=state)
+    index.close()
+    identity_file(root).save(EmbedderIdentity.of(embedder))
+    (root / "bench.json").write_text(json.dumps({"nodes": n, "index_only": True, "template": str(template_dir)}))
+    copy_bytes = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and "work" not in f.parts)
+    return {"build_s": round(time.perf_counter() - started, 1), "copy_bytes": copy_bytes}
+
+
 def open_once(root: str) -> None:
     """Child: time one open, print its report, exit without saving."""
     from knowhub.context.service import ContextEngineService
@@ -265,6 +332,8 @@ def main() -> None:
                              "e.g. the one-file format of an earlier commit")
     parser.add_argument("--codes", default="this,base",
                         help="which checkouts open (this opening a one-file copy migrates it: open it last)")
+    parser.add_argument("--template", type=Path,
+                        help="build the copy from a smaller --index-only store's documents, repeated with new ids")
     parser.add_argument("--open-child", help=argparse.SUPPRESS)
     parser.add_argument("--build-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -282,6 +351,8 @@ def main() -> None:
             cmd = [sys.executable, __file__, "--build-child", "--dir", str(args.dir), "--nodes", str(args.nodes),
                    "--workers", str(args.workers)]
             subprocess.run(cmd, env={**os.environ, "PYTHONPATH": str(args.build_src / "src")}, check=True)
+        elif args.template is not None:
+            print(json.dumps({"build": build_from_template(args.dir, args.nodes, args.template)}), flush=True)
         else:
             maker = build_index_only if args.index_only else build
             print(json.dumps({"build": maker(args.dir, args.nodes, args.workers)}), flush=True)
