@@ -7,8 +7,9 @@ Chosen by measurement (docs/retrieval.md):
   ``whitespace`` tokenizer, so tantivy never re-analyzes text: Chinese bigrams, stemming and
   ``C++`` stay the engine's decisions. Filters become ``TermSet`` clauses and numeric lower
   bounds ``Range`` clauses of the same boolean query, so they narrow the posting lists
-  during scoring. The tantivy index lives in RAM: every process sharing a data dir holds its
-  own copy (tantivy's on-disk index allows one writer per directory).
+  during scoring. Without a ``path`` the tantivy index lives in RAM; with one, every
+  process works on its own directory of segment files (tantivy allows one writer per
+  directory; :class:`~knowhub.index.embedded_copy.WorkDir`).
 - **Vectors: faiss ``IndexFlatIP``** searched with an ``IDSelectorBitmap`` built from the
   filters: an exact, filtered scan in C++ without copying the visible rows (faiss is set to
   one OpenMP thread: a single query gains nothing from more and stalls on a busy machine). Documents keep
@@ -21,8 +22,9 @@ Chosen by measurement (docs/retrieval.md):
   19.2 ms (``benchmarks/vector_scan_bench.py``), the same top k unless quantization error
   exceeds the gap between a true top-k row and the candidates' cut.
 
-Filter postings (field → value → rows) and numeric columns are kept here in numpy, for the
-vector bitmap, :meth:`EmbeddedIndex.ids` and :meth:`EmbeddedIndex.delete_where`.
+Filter postings (field → value → rows, :mod:`knowhub.index.embedded_postings`) and numeric
+columns are kept in numpy, for the vector bitmap, :meth:`EmbeddedIndex.ids` and
+:meth:`EmbeddedIndex.delete_where`.
 
 Persistence (with a ``path``): :meth:`checkpoint` writes a new generation of the copy
 (:mod:`knowhub.index.embedded_copy`: tantivy's segments, the vectors, filter postings and
