@@ -3,6 +3,7 @@ rebuilt from the nodes) and over a damaged node (quarantined at the open's recon
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from knowhub.context import ContextEngineService
@@ -26,14 +27,16 @@ def _committed(data: Path) -> None:
 def test_damaged_index_files_are_quarantined_and_rebuilt(tmp_path: Path) -> None:
     data = tmp_path / "ctx"
     _committed(data)
-    vectors = data / "index" / "retrieval" / "vectors.npy"
+    retrieval = data / "index" / "retrieval"
+    generation = json.loads((retrieval / "manifest.json").read_text())["generation"]
+    vectors = retrieval / generation / "vectors.npy"  # the saved copy's current generation
     vectors.write_bytes(vectors.read_bytes()[:-7] + b"damaged")
     svc = ContextEngineService(data, durable=False)
     try:
         assert svc.open_report["mode"] == "rebuild"
         assert svc.search_memory(ALICE, "cat Luna shelter").blocks
         (entry,) = svc.fs.quarantine.entries()
-        assert entry["kind"] == "index file" and "vectors.npy" in entry["files"]
+        assert entry["kind"] == "index file" and generation in entry["files"]
     finally:
         svc.close()
     (data / "index" / "retrieval" / "manifest.json").write_bytes(b"{\x00")

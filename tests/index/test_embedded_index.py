@@ -27,14 +27,21 @@ def _docs(n: int) -> list[IndexDocument]:
     return [IndexDocument(id=f"d{i}", tokens=["w", f"t{i}"], vector=np.eye(4)[i % 4]) for i in range(n)]
 
 
+def _generation(path: Path) -> Path:
+    (gen,) = [p for p in path.iterdir() if p.name.startswith("g-")]
+    return gen
+
+
 def test_damaged_copy_opens_empty(tmp_path: Path) -> None:
     index = EmbeddedIndex(4, tmp_path / "ix")
     index.upsert(_docs(5))
     index.checkpoint("s1")
-    (tmp_path / "ix" / "docs.jsonl").write_bytes(b'{"id": "x"}\n')
+    index.close()
+    gen = _generation(tmp_path / "ix")
+    (gen / "records.bin").write_bytes(b"x" * (gen / "records.bin").stat().st_size)  # same size, other bytes
     reopened = EmbeddedIndex(4, tmp_path / "ix")
     assert reopened.stamp() is None and reopened.count() == 0
-    assert sorted(p.name for p in reopened.damaged) == ["docs.jsonl", "manifest.json", "vectors.npy"]
+    assert sorted(p.name for p in reopened.damaged) == sorted(["manifest.json", gen.name])
     (tmp_path / "ix" / "manifest.json").write_bytes(b"{\x00")
     assert [p.name for p in EmbeddedIndex(4, tmp_path / "ix").damaged] == ["manifest.json"]
     assert EmbeddedIndex(4, tmp_path / "nothing").damaged == []

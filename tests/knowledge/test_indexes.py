@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,8 @@ def test_corrupt_or_foreign_snapshot_is_ignored(tmp_path: Path, alice) -> None:
     hub = KnowledgeHub(data_dir, secret_key=bytes(32))
     _fill(hub, alice, 6)
     hub.close()
-    vectors = data_dir / "indexes" / "retrieval" / "vectors.npy"
+    retrieval = data_dir / "indexes" / "retrieval"
+    vectors = retrieval / json.loads((retrieval / "manifest.json").read_text())["generation"] / "vectors.npy"
     vectors.write_bytes(vectors.read_bytes()[:-16] + b"\x00" * 16)
     again = KnowledgeHub(data_dir, secret_key=bytes(32))
     try:

@@ -56,6 +56,10 @@ def filter_values(value: FilterValue, what: str) -> tuple[str, ...]:
 
 def clean_tokens(tokens: Iterable[str], what: str) -> list[str]:
     """Tokens as given, without over-long ones; refuses empty or whitespace tokens."""
+    tokens = tokens if isinstance(tokens, list) else list(tokens)
+    # one C-level check for the usual case: joined and split again, valid tokens come back
+    if all(type(t) is str for t in tokens) and " ".join(tokens).split() == tokens:
+        return [t for t in tokens if len(t) <= MAX_TOKEN_CHARS]
     out: list[str] = []
     for token in tokens:
         if not isinstance(token, str) or not token or any(c.isspace() for c in token):

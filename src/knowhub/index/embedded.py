@@ -7,8 +7,9 @@ Chosen by measurement (docs/retrieval.md):
   ``whitespace`` tokenizer, so tantivy never re-analyzes text: Chinese bigrams, stemming and
   ``C++`` stay the engine's decisions. Filters become ``TermSet`` clauses and numeric lower
   bounds ``Range`` clauses of the same boolean query, so they narrow the posting lists
-  during scoring. The tantivy index lives in RAM: every process sharing a data dir holds its
-  own copy (tantivy's on-disk index allows one writer per directory).
+  during scoring. Without a ``path`` the tantivy index lives in RAM; with one, every
+  process works on its own directory of segment files (tantivy allows one writer per
+  directory; :class:`~knowhub.index.embedded_copy.WorkDir`).
 - **Vectors: faiss ``IndexFlatIP``** searched with an ``IDSelectorBitmap`` built from the
   filters: an exact, filtered scan in C++ without copying the visible rows (faiss is set to
   one OpenMP thread: a single query gains nothing from more and stalls on a busy machine). Documents keep
@@ -21,24 +22,27 @@ Chosen by measurement (docs/retrieval.md):
   19.2 ms (``benchmarks/vector_scan_bench.py``), the same top k unless quantization error
   exceeds the gap between a true top-k row and the candidates' cut.
 
-Filter postings (field → value → rows) and numeric columns are kept here in numpy, for the
-vector bitmap, :meth:`EmbeddedIndex.ids` and :meth:`EmbeddedIndex.delete_where`.
+Filter postings (field → value → rows, :mod:`knowhub.index.embedded_postings`) and numeric
+columns are kept in numpy, for the vector bitmap, :meth:`EmbeddedIndex.ids` and
+:meth:`EmbeddedIndex.delete_where`.
 
-Persistence (with a ``path``): :meth:`checkpoint` writes ``docs.jsonl`` (id, tokens,
-filters, numbers, payload), ``vectors.npy`` and, last, ``manifest.json`` naming the stamp,
-the owner's state and the checksums of both files, each atomically. Opening verifies the checksums and
-rebuilds tantivy and faiss from them (no re-tokenizing, no re-embedding); an unusable copy
-opens empty with ``stamp() is None`` and the owner rebuilds from its primary store.
+Persistence (with a ``path``): :meth:`checkpoint` writes a new generation of the copy
+(:mod:`knowhub.index.embedded_copy`: tantivy's segments, the vectors, filter postings and
+frequencies as arrays, each row's record) and then switches ``manifest.json`` to it, with
+the stamp, the owner's state and the files' checksums. Opening loads whole arrays and opens
+the segments from disk, with no per-document work; records (payloads, tokens) are read on
+demand from a memory-mapped file and only the documents written since are held in Python
+objects. An unusable copy opens empty with ``stamp() is None`` and the owner rebuilds from
+its primary store; a copy of the earlier one-file format (``docs.jsonl``) is loaded the old
+way once and saved in the new format.
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
 import logging
 import math
+import shutil
 import threading
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +61,21 @@ from knowhub.index.documents import (
     prepare_document,
     resolve_query_vector,
 )
+from knowhub.index.embedded_copy import (
+    FORMAT,
+    CopyDamaged,
+    CopyVanished,
+    Generation,
+    Snapshot,
+    WorkDir,
+    merge_counts,
+    open_generation,
+    read_manifest,
+    read_one_file_copy,
+    verify_files,
+    write_generation,
+)
+from knowhub.index.embedded_postings import FilterPostings, LexicalPart
 from knowhub.index.protocol import (
     FilterValue,
     IndexDocument,
@@ -64,19 +83,14 @@ from knowhub.index.protocol import (
     QueryVector,
     check_field_name,
 )
-from knowhub.storage import atomic_write_bytes, ensure_dir
 
 __all__ = ["MAX_TOKEN_CHARS", "EmbeddedIndex"]
 
 log = logging.getLogger(__name__)
 
-_FORMAT = "knowhub-embedded-index"
 _SEP = "\x1f"  # field/value separator inside tantivy's filter terms
-# Posting sets at least this large keep a cached boolean mask, updated in place.
-_CACHED_MASK_ROWS = 2048
 # Extra results fetched at the cut so ties are decided by id, not by storage order.
 _TIE_MARGIN = 16
-_WRITER_HEAP = 64_000_000
 # The vector stage scans 8-bit codes (then re-scores exactly) from this many passing rows.
 _CODED_SCAN_ROWS = 16_384
 # Candidates re-scored exactly: this many times the rows wanted, at least _CODED_MIN.
@@ -90,45 +104,24 @@ _CODED_TRAIN_ROWS = 65_536
 faiss.omp_set_num_threads(1)
 
 
+#: Payloads of saved documents kept decoded (a search reads hundreds; ~3 µs each to decode).
+_PAYLOAD_CACHE = 131_072
+
 #: Reserved postings field of a document's partition (not a valid user field name).
 _PARTITION = "_partition"
 
 
 @dataclass(slots=True)
 class _Doc:
-    """What the index keeps of a document besides its tantivy postings and vector row."""
+    """What the index keeps of a document written since its copy was loaded (older ones
+    are records of the copy, read on demand) besides its tantivy postings and vector row."""
 
-    row: int
     tokens: str
     filters: dict[str, tuple[str, ...]]
     numbers: dict[str, float]
     payload: dict[str, Any]
     has_vector: bool
     partition: str = ""
-
-
-class _Part:
-    """One partition's tantivy index (its own BM25 statistics) and document frequencies."""
-
-    def __init__(self, schema: tantivy.Schema) -> None:
-        self.index = tantivy.Index(schema)
-        self.writer = self.index.writer(heap_size=_WRITER_HEAP, num_threads=1)
-        self.dirty = False
-        self.df: Counter[str] = Counter()
-        self.lexical_docs = 0
-        self.docs = 0
-        self._searcher: tantivy.Searcher | None = None
-
-    def searcher(self) -> tantivy.Searcher:
-        """The searcher of the last commit (kept: acquiring one costs ~1-2 ms)."""
-        if self.dirty:
-            self.writer.commit()
-            self.index.reload()
-            self.dirty = False
-            self._searcher = None
-        if self._searcher is None:
-            self._searcher = self.index.searcher()
-        return self._searcher
 
 
 class EmbeddedIndex:
@@ -156,20 +149,33 @@ class EmbeddedIndex:
         for name in self.number_fields:
             builder.add_float_field(f"n_{name}", indexed=True, fast=True)
         self._schema = builder.build()
+        self._work: WorkDir | None = None
+        self._parts: dict[str, LexicalPart] = {}
         self._reset()
         self._stamp: str | None = None
         self._state: dict[str, Any] | None = None
         #: Files of a persisted copy found damaged at open (unreadable, checksums wrong):
         #: the owner may quarantine them. A missing copy or one of another shape is not damage.
         self.damaged: list[Path] = []
+        #: the loaded or last written manifest's file table (sizes and checksums)
+        self._files: dict[str, Any] = {}
         if self.path is not None:
             self._load()
 
     # ------------------------------------------------------------------ state
 
     def _reset(self) -> None:
-        self._parts: dict[str, _Part] = {}
-        self._docs: dict[str, _Doc] = {}
+        for part in self._parts.values():
+            if part.directory is not None:
+                shutil.rmtree(part.directory, ignore_errors=True)
+        self._parts = {}
+        #: id -> row of every document; rows written since the copy was loaded keep their
+        #: record in ``_fresh``, the others read it from ``_base``
+        self._rows: dict[str, int] = {}
+        self._fresh: dict[int, _Doc] = {}
+        self._base: Generation | None = None
+        #: payloads decoded from the copy (row -> payload), the oldest dropped beyond a bound
+        self._payload_cache: dict[int, dict[str, Any]] = {}
         self._row_ids: list[str | None] = []
         self._free: list[int] = []
         self._capacity = 0
@@ -181,15 +187,16 @@ class EmbeddedIndex:
         self._has_vec = np.zeros(0, dtype=bool)
         self._has_tok = np.zeros(0, dtype=bool)
         self._numbers = {n: np.zeros(0, dtype=np.float64) for n in self.number_fields}
-        self._postings: dict[str, dict[str, set[int]]] = {}
-        self._masks: dict[tuple[str, str], np.ndarray] = {}
+        self._postings = FilterPostings()
 
     def _grow(self, needed: int) -> None:
         if needed <= self._capacity:
             return
         new_cap = max(needed, 2 * self._capacity, 256)
         extra = new_cap - self._capacity
-        self._flat.add(np.zeros((extra, self._dim), dtype=np.float32))
+        # grow faiss' own buffer in place (zero-filled; no temporary block of zeros)
+        self._flat.codes.resize(new_cap * self._dim * 4)
+        self._flat.ntotal = new_cap
         self._matrix = faiss.rev_swig_ptr(self._flat.get_xb(), new_cap * self._dim).reshape(
             new_cap, self._dim
         )
@@ -198,8 +205,7 @@ class EmbeddedIndex:
         self._has_tok = np.concatenate([self._has_tok, np.zeros(extra, dtype=bool)])
         for name, column in self._numbers.items():
             self._numbers[name] = np.concatenate([column, np.full(extra, np.nan)])
-        for key, mask in self._masks.items():
-            self._masks[key] = np.concatenate([mask, np.zeros(extra, dtype=bool)])
+        self._postings.grow(new_cap)
         self._capacity = new_cap
         if self._coded is not None:
             self._coded.add(np.zeros((extra, self._dim), dtype=np.float32))
@@ -237,7 +243,7 @@ class EmbeddedIndex:
 
     def _prepare(self, doc: IndexDocument) -> tuple[_Doc, np.ndarray | None]:
         item = prepare_document(doc, self._dim, self.number_fields)
-        stored = _Doc(-1, " ".join(item.tokens), item.filters, item.numbers, item.payload,
+        stored = _Doc(" ".join(item.tokens), item.filters, item.numbers, item.payload,
                       item.vector is not None, item.partition)
         return stored, item.vector
 
@@ -262,8 +268,8 @@ class EmbeddedIndex:
             row = len(self._row_ids)
             self._grow(row + 1)
             self._row_ids.append(doc_id)
-        stored.row = row
-        self._docs[doc_id] = stored
+        self._rows[doc_id] = row
+        self._fresh[row] = stored
         self._live[row] = True
         self._has_vec[row] = vector is not None
         self._has_tok[row] = bool(stored.tokens)
@@ -272,16 +278,11 @@ class EmbeddedIndex:
             self._codes[row] = self._coded.sa_encode(self._matrix[row : row + 1])[0]
         for name, number in stored.numbers.items():
             self._numbers[name][row] = number
-        for name, values in (*stored.filters.items(), (_PARTITION, (stored.partition,))):
-            by_value = self._postings.setdefault(name, {})
-            for value in values:
-                by_value.setdefault(value, set()).add(row)
-                mask = self._masks.get((name, value))
-                if mask is not None:
-                    mask[row] = True
+        self._postings.add(row, (*stored.filters.items(), (_PARTITION, (stored.partition,))))
         part = self._parts.get(stored.partition)
         if part is None:
-            part = self._parts[stored.partition] = _Part(self._schema)
+            directory = None if self.path is None else self._workdir().new_part_dir()
+            part = self._parts[stored.partition] = LexicalPart(self._schema, directory)
         part.df.update(set(stored.tokens.split()))
         part.lexical_docs += bool(stored.tokens)
         part.docs += 1
@@ -296,11 +297,29 @@ class EmbeddedIndex:
             tdoc.add_float(f"n_{name}", number)
         part.writer.add_document(tdoc)
 
+    def _workdir(self) -> WorkDir:
+        assert self.path is not None
+        if self._work is None:
+            self._work = WorkDir(self.path)
+        return self._work
+
+    def _record(self, row: int) -> _Doc:
+        """The document at ``row``: written since the load, or read from the copy."""
+        stored = self._fresh.get(row)
+        if stored is not None:
+            return stored
+        assert self._base is not None
+        rec = self._base.record(row)
+        return _Doc(rec["t"], {k: tuple(v) for k, v in rec["f"].items()}, rec["n"], rec["p"], bool(rec["v"]),
+                    rec.get("s", ""))
+
     def _remove(self, doc_id: str) -> bool:
-        stored = self._docs.pop(doc_id, None)
-        if stored is None:
+        row = self._rows.pop(doc_id, None)
+        if row is None:
             return False
-        row = stored.row
+        stored = self._record(row)
+        self._fresh.pop(row, None)
+        self._payload_cache.pop(row, None)
         part = self._parts[stored.partition]
         part.writer.delete_documents_by_term("id", doc_id)
         part.df.subtract(set(stored.tokens.split()))
@@ -313,18 +332,7 @@ class EmbeddedIndex:
         self._matrix[row] = 0.0
         for column in self._numbers.values():
             column[row] = np.nan
-        for name, values in (*stored.filters.items(), (_PARTITION, (stored.partition,))):
-            by_value = self._postings.get(name, {})
-            for value in values:
-                rows = by_value.get(value)
-                if rows is not None:
-                    rows.discard(row)
-                    if not rows:
-                        del by_value[value]
-                        self._masks.pop((name, value), None)
-                mask = self._masks.get((name, value))
-                if mask is not None:
-                    mask[row] = False
+        self._postings.remove(row, (*stored.filters.items(), (_PARTITION, (stored.partition,))))
         self._row_ids[row] = None
         self._free.append(row)
         return True
@@ -351,21 +359,22 @@ class EmbeddedIndex:
 
     def count(self) -> int:
         """Number of documents."""
-        return len(self._docs)
+        return len(self._rows)
 
     def __len__(self) -> int:
-        return len(self._docs)
+        return len(self._rows)
 
     def get(self, doc_id: str) -> IndexDocument | None:
         """The stored document with its unit vector, or None."""
         with self._lock:
-            stored = self._docs.get(doc_id)
-            if stored is None:
+            row = self._rows.get(doc_id)
+            if row is None:
                 return None
+            stored = self._record(row)
             return IndexDocument(
                 id=doc_id,
                 tokens=stored.tokens.split(),
-                vector=self._matrix[stored.row].copy() if stored.has_vector else None,
+                vector=self._matrix[row].copy() if stored.has_vector else None,
                 filters={k: list(v) for k, v in stored.filters.items()},
                 numbers=dict(stored.numbers),
                 payload=orjson.loads(orjson.dumps(stored.payload)),
@@ -373,17 +382,34 @@ class EmbeddedIndex:
             )
 
     def payloads(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-        """``{id: payload}`` of the indexed ones among ``ids``: the stored objects, not
-        copies (the hot path of every search), so callers must treat them as read-only."""
+        """``{id: payload}`` of the indexed ones among ``ids`` (the hot path of every search:
+        documents written since the load give their stored objects, not copies, so callers
+        must treat them as read-only; older ones are decoded from the copy's records)."""
         with self._lock:
-            docs = self._docs
-            return {i: stored.payload for i in ids if (stored := docs.get(i)) is not None}
+            rows, fresh, cache = self._rows, self._fresh, self._payload_cache
+            out = {}
+            for doc_id in ids:
+                row = rows.get(doc_id)
+                if row is None:
+                    continue
+                stored = fresh.get(row)
+                if stored is not None:
+                    out[doc_id] = stored.payload
+                    continue
+                payload = cache.get(row)
+                if payload is None:
+                    assert self._base is not None
+                    payload = cache[row] = self._base.payload(row)
+                    if len(cache) > _PAYLOAD_CACHE:
+                        del cache[next(iter(cache))]  # the oldest decoded
+                out[doc_id] = payload
+            return out
 
     def ids(self, filters: Mapping[str, FilterValue] | None = None) -> list[str]:
         """Sorted ids of the documents passing ``filters``."""
         with self._lock:
             if not filters:
-                return sorted(self._docs)
+                return sorted(self._rows)
             rows = np.flatnonzero(self._mask(filters, None))
             return sorted(i for r in rows if (i := self._row_ids[int(r)]) is not None)
 
@@ -400,7 +426,7 @@ class EmbeddedIndex:
             parts = self._selected(partitions)
             if not filters:
                 return (
-                    {t: sum(max(0, p.df.get(t, 0)) for p in parts.values()) for t in wanted},
+                    {t: sum(max(0, p.doc_freq(t)) for p in parts.values()) for t in wanted},
                     sum(p.lexical_docs for p in parts.values()),
                 )
             mask = self._mask(filters, None, partitions) & self._has_tok
@@ -417,7 +443,7 @@ class EmbeddedIndex:
                     out[token] += int(searcher.search(query, 1, count=True).count or 0)  # type: ignore[attr-defined]
             return out, total
 
-    def _selected(self, partitions: Sequence[str] | None) -> dict[str, _Part]:
+    def _selected(self, partitions: Sequence[str] | None) -> dict[str, LexicalPart]:
         if partitions is None:
             return self._parts
         if isinstance(partitions, str) or not all(isinstance(p, str) for p in partitions):
@@ -425,19 +451,6 @@ class EmbeddedIndex:
         return {p: part for p in dict.fromkeys(partitions) if (part := self._parts.get(p)) is not None}
 
     # ------------------------------------------------------------------ filters
-
-    def _value_mask(self, name: str, value: str) -> np.ndarray | set[int] | None:
-        rows = self._postings.get(name, {}).get(value)
-        if not rows:
-            return None
-        if len(rows) < _CACHED_MASK_ROWS:
-            return rows
-        mask = self._masks.get((name, value))
-        if mask is None:
-            mask = np.zeros(self._capacity, dtype=bool)
-            mask[np.fromiter(rows, dtype=np.int64, count=len(rows))] = True
-            self._masks[(name, value)] = mask
-        return mask
 
     def _mask(
         self,
@@ -453,17 +466,7 @@ class EmbeddedIndex:
         if partitions is not None:
             conditions.append((_PARTITION, list(self._selected(partitions))))
         for name, wanted in conditions:
-            field_mask = np.zeros(self._capacity, dtype=bool)
-            small: list[int] = []
-            for value in filter_values(wanted, f"filter {name}"):
-                got = self._value_mask(name, value)
-                if isinstance(got, np.ndarray):
-                    field_mask |= got
-                elif got:
-                    small.extend(got)
-            if small:
-                field_mask[np.asarray(small, dtype=np.int64)] = True
-            mask &= field_mask
+            mask &= self._postings.field_mask(name, filter_values(wanted, f"filter {name}"))
         for name, bound in (min_numbers or {}).items():
             column = self._number_column(name)
             with np.errstate(invalid="ignore"):
@@ -532,7 +535,7 @@ class EmbeddedIndex:
                 if hits and passing is not None:  # drop what was deleted or stopped passing meanwhile
                     hits = {
                         doc_id: hit for doc_id, hit in hits.items()
-                        if (doc := self._docs.get(doc_id)) is not None and passing[doc.row]
+                        if (row := self._rows.get(doc_id)) is not None and passing[row]
                     }
                 self._vector_stage(hits, query_vec, filters, min_numbers, vk, partitions, passing)
         else:
@@ -557,7 +560,7 @@ class EmbeddedIndex:
         top_k: int,
         partitions: Sequence[str] | None,
     ) -> dict[str, IndexHit]:
-        if not words or top_k <= 0 or not self._docs:
+        if not words or top_k <= 0 or not self._rows:
             return {}
         ranked = self._lexical(words, filters, min_numbers, top_k, partitions)
         return {
@@ -580,7 +583,7 @@ class EmbeddedIndex:
         the caller has it)."""
         if query_vec is None:
             return
-        if vector_k > 0 and self._docs:
+        if vector_k > 0 and self._rows:
             if passing is None:
                 passing = self._mask(filters, min_numbers, partitions)
             mask = passing & self._has_vec
@@ -590,9 +593,9 @@ class EmbeddedIndex:
                     hit = hits[doc_id] = IndexHit(doc_id)
                 hit.vector_rank = rank
                 hit.vector_score = score
-        missing = [h for h in hits.values() if h.vector_score is None and self._docs[h.id].has_vector]
+        missing = [h for h in hits.values() if h.vector_score is None and self._has_vec[self._rows[h.id]]]
         if missing:
-            rows = np.fromiter((self._docs[h.id].row for h in missing), dtype=np.int64, count=len(missing))
+            rows = np.fromiter((self._rows[h.id] for h in missing), dtype=np.int64, count=len(missing))
             # ufuncs, not BLAS: a multi-threaded gemv stalls on a busy machine
             cosines = (self._matrix[rows] * query_vec).sum(axis=1)
             for hit, cosine in zip(missing, cosines, strict=True):
@@ -663,8 +666,9 @@ class EmbeddedIndex:
         return self._state
 
     def checkpoint(self, stamp: str, *, state: Mapping[str, Any] | None = None) -> None:
-        """Write the documents and vectors, then the manifest naming ``stamp`` and ``state``
-        (e.g. the change-log position the documents reflect: beside their checksums)."""
+        """Write a new generation of the copy, then switch the manifest (naming ``stamp``,
+        ``state`` — e.g. the change-log position the documents reflect — and the checksums)
+        to it: a crash before the switch leaves the previous copy in force."""
         if not isinstance(stamp, str):
             raise InvalidInputError("checkpoint stamp must be a string")
         with self._lock:
@@ -672,110 +676,169 @@ class EmbeddedIndex:
             self._state = dict(state) if state is not None else None
             if self.path is None:
                 return
-            order = sorted(self._docs)
-            lines = []
-            rows = []
-            for doc_id in order:
-                stored = self._docs[doc_id]
-                lines.append(orjson.dumps({
-                    "id": doc_id,
-                    "t": stored.tokens,
-                    "f": stored.filters,
-                    "n": stored.numbers,
-                    "p": stored.payload,
-                    "v": stored.has_vector,
-                    "s": stored.partition,
-                }))
-                rows.append(stored.row)
-            docs_bytes = b"\n".join(lines) + b"\n" if lines else b""
-            matrix = self._matrix[np.asarray(rows, dtype=np.int64)] if rows else np.zeros(
-                (0, self._dim), dtype=np.float32
-            )
-            buf = io.BytesIO()
-            np.save(buf, np.ascontiguousarray(matrix, dtype=np.float32), allow_pickle=False)
-            vector_bytes = buf.getvalue()
-            manifest = {
-                "format": _FORMAT,
-                "version": 2,
-                "dim": self._dim,
-                "number_fields": list(self.number_fields),
-                "count": len(order),
-                "stamp": stamp,
-                "docs_sha256": hashlib.sha256(docs_bytes).hexdigest(),
-                "vectors_sha256": hashlib.sha256(vector_bytes).hexdigest(),
-            }
-            manifest.update({"state": self._state} if self._state is not None else {})
             try:
-                ensure_dir(self.path)
-                atomic_write_bytes(self.path / "docs.jsonl", docs_bytes)
-                atomic_write_bytes(self.path / "vectors.npy", vector_bytes)
-                atomic_write_bytes(self.path / "manifest.json", orjson.dumps(manifest))
-            except OSError as exc:
-                raise StorageError(
-                    f"cannot write the retrieval index: {exc.strerror}", path=str(self.path)
-                ) from exc
+                manifest = write_generation(self.path, self._snapshot(), dim=self._dim,
+                                            number_fields=self.number_fields, stamp=stamp, state=self._state,
+                                            known=self._files)
+            except (OSError, ValueError) as exc:
+                raise StorageError(f"cannot write the retrieval index: {exc}", path=str(self.path)) from exc
+            self._files = manifest["files"]
+
+    def _snapshot(self) -> Snapshot:
+        """Everything a generation holds, as arrays (caller holds the lock): records of rows
+        unchanged since the load are copied as bytes, postings and frequencies merged."""
+        n = len(self._row_ids)
+        for part in self._parts.values():
+            part.commit()
+        base, fresh = self._base, self._fresh
+        records: list[bytes] = []
+        payloads: list[bytes] = []
+        for row, doc_id in enumerate(self._row_ids):
+            stored = fresh.get(row)
+            if stored is not None:
+                records.append(orjson.dumps({
+                    "id": doc_id, "t": stored.tokens, "f": stored.filters, "n": stored.numbers,
+                    "v": stored.has_vector, "s": stored.partition,
+                }))
+                payloads.append(orjson.dumps(stored.payload))
+            elif doc_id is not None and base is not None:
+                record, payload = base.raw(row)
+                records.append(record)
+                payloads.append(payload)
+            else:
+                records.append(b"")
+                payloads.append(b"")
+        postings = dict(self._postings.merged())
+        parts = []
+        for name, part in self._parts.items():
+            assert part.directory is not None
+            parts.append((name, part.docs, part.lexical_docs, merge_counts(part.base_df, part.df), part.directory))
+        return Snapshot(
+            ids=list(self._row_ids), records=records, payloads=payloads, vectors=self._matrix[:n], live=self._live[:n],
+            has_vec=self._has_vec[:n], has_tok=self._has_tok[:n],
+            numbers=[self._numbers[name][:n] for name in self.number_fields], postings=postings, parts=parts,
+        )
+
+    def verify_copy(self) -> list[str]:
+        """Files of the saved copy whose full checksum differs from the manifest (reads every
+        byte; an open checks sizes, small files and the edges of large ones)."""
+        if self.path is None:
+            return []
+        try:
+            manifest = read_manifest(self.path) or {}
+        except (OSError, ValueError):
+            return ["manifest.json"]
+        name = manifest.get("generation")
+        if not isinstance(name, str):
+            return []
+        return verify_files(self.path / name, manifest.get("files") or {})
 
     def _load(self) -> None:
         """Open the persisted copy; an unusable one leaves the index empty (stamp None)."""
         assert self.path is not None
-        files = [self.path / name for name in ("manifest.json", "docs.jsonl", "vectors.npy")]
-        try:
-            manifest = orjson.loads(files[0].read_bytes())
-        except FileNotFoundError:
+        manifest_path = self.path / "manifest.json"
+        for _attempt in range(3):  # a save by another process may replace the generation meanwhile
+            try:
+                manifest = read_manifest(self.path)
+            except (OSError, ValueError) as exc:
+                log.warning("retrieval index manifest at %s is unreadable (%s); starting empty", self.path, exc)
+                self.damaged = [manifest_path]
+                return
+            if manifest is None:
+                return
+            if (
+                manifest.get("format") != FORMAT
+                or manifest.get("dim") != self._dim
+                or manifest.get("number_fields") != list(self.number_fields)
+            ):
+                log.info("retrieval index at %s was made for another shape; starting empty", self.path)
+                return
+            if not isinstance(manifest.get("stamp"), str):
+                self.damaged = [manifest_path]
+                return
+            if manifest.get("version") == 2:
+                self._migrate(manifest)
+                return
+            try:
+                generation = open_generation(self.path, manifest, self.number_fields)
+                with self._lock:
+                    self._adopt(generation)
+            except CopyVanished:
+                self._reset()
+                continue
+            except CopyDamaged as exc:
+                log.warning("retrieval index at %s is damaged (%s); starting empty", self.path, exc)
+                self._reset()
+                self.damaged = [manifest_path, *exc.paths]
+                return
+            except (ValueError, KeyError, TypeError, OSError) as exc:
+                log.warning("retrieval index at %s is damaged (%s); starting empty", self.path, exc)
+                self._reset()
+                self.damaged = [manifest_path, self.path / str(manifest.get("generation"))]
+                return
+            self._files = dict(manifest.get("files") or {})
+            self._stamp = str(manifest["stamp"])
+            self._state = manifest["state"] if isinstance(manifest.get("state"), dict) else None
             return
-        except (OSError, orjson.JSONDecodeError) as exc:
-            log.warning("retrieval index manifest at %s is unreadable (%s); starting empty", self.path, exc)
-            self.damaged = [files[0]]
-            return
-        if (
-            not isinstance(manifest, dict)
-            or manifest.get("format") != _FORMAT
-            or manifest.get("dim") != self._dim
-            or manifest.get("number_fields") != list(self.number_fields)
+        log.warning("retrieval index at %s kept changing while it was opened; starting empty", self.path)
+
+    def _adopt(self, gen: Generation) -> None:
+        """Take a loaded generation as this index's state: whole arrays, no per-document work."""
+        n = gen.rows
+        self._grow(n)
+        gen.read_vectors_into(self._matrix[:n])
+        self._row_ids = list(gen.ids)
+        self._rows = {doc_id: row for row, doc_id in enumerate(gen.ids) if doc_id is not None}
+        live = gen.live
+        if len(self._rows) != int(np.count_nonzero(live)) or any(
+            not isinstance(i, str) for i in self._rows
         ):
-            log.info("retrieval index at %s was made for another shape; starting empty", self.path)
-            return
+            raise ValueError("ids and live rows differ")
+        self._live[:n] = live
+        self._has_vec[:n] = gen.has_vec
+        self._has_tok[:n] = gen.has_tok
+        for name in self.number_fields:
+            self._numbers[name][:n] = gen.numbers[name]
+        self._free = np.flatnonzero(~live).tolist()
+        self._base = gen
+        self._postings.adopt(gen.postings, live)
+        for info in gen.parts:
+            self._parts[info.name] = LexicalPart(self._schema, self._workdir().new_part_dir(info.tantivy_dir), info)
+
+    def _migrate(self, manifest: dict[str, Any]) -> None:
+        """Load a copy of the one-file format (version 2) the old way, once, and save it as
+        a generation (its files are removed with the switch)."""
+        assert self.path is not None
         try:
-            docs_bytes = files[1].read_bytes()
-            vector_bytes = files[2].read_bytes()
-        except OSError as exc:
-            log.warning("retrieval index at %s is unreadable (%s); starting empty", self.path, exc)
-            self.damaged = [f for f in files if f.exists()]
-            return
-        if (
-            manifest.get("docs_sha256") != hashlib.sha256(docs_bytes).hexdigest()
-            or manifest.get("vectors_sha256") != hashlib.sha256(vector_bytes).hexdigest()
-            or not isinstance(manifest.get("stamp"), str)
-        ):
-            log.warning("retrieval index at %s does not match its manifest; starting empty", self.path)
-            self.damaged = files
-            return
-        try:
-            matrix = np.load(io.BytesIO(vector_bytes), allow_pickle=False)
-            records = orjson.loads(b"[" + b",".join(docs_bytes.splitlines()) + b"]")
-            if matrix.shape != (len(records), self._dim) or len(records) != manifest.get("count"):
-                raise ValueError("record and vector counts differ")
+            records, matrix = read_one_file_copy(self.path, manifest, self._dim)
             with self._lock:
-                self._restore(records, matrix.astype(np.float32, copy=False))
-                self._stamp = str(manifest["stamp"])
-                self._state = manifest["state"] if isinstance(manifest.get("state"), dict) else None
+                self._restore(records, matrix)
+        except CopyDamaged as exc:
+            log.warning("retrieval index at %s is damaged (%s); starting empty", self.path, exc)
+            self.damaged = exc.paths
+            return
         except (ValueError, KeyError, TypeError, AttributeError, InvalidInputError) as exc:
             log.warning("retrieval index at %s is damaged (%s); starting empty", self.path, exc)
             self._reset()
-            self._stamp = None
-            self._state = None
-            self.damaged = files
+            self.damaged = [self.path / name for name in ("manifest.json", "docs.jsonl", "vectors.npy")]
+            return
+        state = manifest["state"] if isinstance(manifest.get("state"), dict) else None
+        log.warning("retrieval index at %s has the one-file format of earlier versions: loaded %d documents "
+                    "once and saving them as a generation", self.path, len(records))
+        try:
+            self.checkpoint(str(manifest["stamp"]), state=state)
+        except StorageError as exc:  # still usable in memory; the next save retries
+            log.warning("could not save the migrated retrieval index: %s", exc)
+            self._stamp, self._state = str(manifest["stamp"]), state
 
     def _restore(self, records: list[dict[str, Any]], matrix: np.ndarray) -> None:
-        """Fill an empty index from a verified copy: its rows are written in one block and
-        its documents were validated when they were first upserted (checksums prove the
-        files are what this index wrote), so only the shapes are checked here."""
+        """Fill an empty index from a verified one-file copy (a loop over its documents)."""
         self._grow(len(records))
         self._matrix[: len(records)] = matrix
         number_fields = set(self.number_fields)
         for rec in records:
             doc_id, tokens, numbers = rec["id"], rec["t"], rec["n"]
-            if not isinstance(doc_id, str) or not isinstance(tokens, str) or doc_id in self._docs:
+            if not isinstance(doc_id, str) or not isinstance(tokens, str) or doc_id in self._rows:
                 raise ValueError("malformed document record")
             if not set(numbers) <= number_fields:
                 raise ValueError("unknown number field")
@@ -783,12 +846,16 @@ class EmbeddedIndex:
             partition = rec.get("s", "")
             if not isinstance(partition, str):
                 raise ValueError("malformed partition")
-            stored = _Doc(-1, tokens, filters, numbers, rec["p"], bool(rec["v"]), partition)
+            stored = _Doc(tokens, filters, numbers, rec["p"], bool(rec["v"]), partition)
             row = len(self._row_ids)
             vector = self._matrix[row] if stored.has_vector else None
             self._put(doc_id, stored, vector)
 
     def close(self) -> None:
-        """Release the tantivy writer and the vectors (no implicit checkpoint)."""
+        """Release the tantivy writers, the vectors and this process's work directory (no
+        implicit checkpoint)."""
         with self._lock:
             self._reset()
+            if self._work is not None:
+                self._work.close()
+                self._work = None
