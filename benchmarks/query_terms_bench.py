@@ -5,6 +5,7 @@ Run from the repository root::
     python benchmarks/query_terms_bench.py                          # sizes 1k..100k
     python benchmarks/query_terms_bench.py --sizes 1000,10000 --queries 100
     python benchmarks/query_terms_bench.py --recall --out-json r.json  # LoCoMo recall, old vs new query terms
+    python benchmarks/query_terms_bench.py --scale 100000              # first-round latency, old vs new
 
 Why: ``RetrieverConfig.max_df_ratio`` drops query tokens found in more than that share of
 the caller's lexical documents, for speed (long posting lists). In small stores it cost
@@ -25,6 +26,10 @@ variants in :data:`VARIANTS` (``old`` = the code before: no stop list, cut from 
 documents). Each conversation is committed once and searched under every variant (only the
 first-round retriever's config differs). Nothing here is chosen on this data (the lists are
 general-language, the size by latency), so each conversation's figure is its LOO fold.
+
+``--scale N``: N nodes shaped as the synthetic store of ``context_bench.py`` (HashingEmbedder)
+and the first-round retrieval latency (wall and CPU per query, LoCoMo questions) of the old
+and the new query terms on that one index, alternating per query so load drift hits both.
 """
 
 from __future__ import annotations
@@ -47,8 +52,14 @@ from _data import BENCH_DIR, LOCOMO_FILE, load_locomo
 from context_bench import QA_CATEGORIES, collect, recall, turn_messages
 
 from knowhub.context import ContextEngineService
+from knowhub.context.core import ContextNode, TypedQuery
+from knowhub.context.indexing import ContextRecordShape
+from knowhub.context.retrieval import L0Retriever
+from knowhub.context.retrieval.l0_retriever import RetrieverConfig
+from knowhub.index import IndexProjector
 from knowhub.index.embedded import EmbeddedIndex
 from knowhub.index.protocol import IndexDocument
+from knowhub.providers.embedding import HashingEmbedder
 from knowhub.scope import RequestContext
 from knowhub.text import tokenize
 from knowhub.text.query_stopwords import stop_tokens
@@ -164,19 +175,73 @@ def recall_run(convs: list[dict[str, Any]], budgets: tuple[int, ...] = (10, 25),
     return out
 
 
+def scale_ab(convs: list[dict[str, Any]], n: int, questions: list[str]) -> dict[str, Any]:
+    """First-round retrieval latency (``L0Retriever.candidates``: the lexical, feedback and
+    vector searches this change touches) of the old and the new query terms over ``n``
+    nodes shaped as ``context_bench.py``'s scale store, projected straight into one
+    ``EmbeddedIndex`` (the full write path takes an hour at 100k on the shared VM)."""
+    rng = random.Random(7)
+    turns = [(t["speaker"], t["text"], s["date_time"]) for c in convs for s in c["sessions"] for t in s["turns"]]
+    emb = HashingEmbedder()
+    index = EmbeddedIndex(emb.dim)
+    projector = IndexProjector(emb, index, shape=ContextRecordShape())
+    ctx = RequestContext("bench", "scale-user", agent_id="scale-agent")
+    categories = ["events"] * 6 + ["entities", "preferences"]
+    started = time.perf_counter()
+    batch = []
+    for i in range(n):
+        speaker, text, date = turns[rng.randrange(len(turns))]
+        speaker = f"{speaker}{rng.randrange(50)}"
+        cat = categories[i % len(categories)]
+        batch.append(ContextNode(uri=f"ctx://bench/users/scale-user/memories/{cat}/n{i:07d}", context_type="memory",
+                                 category=cat, abstract=f"{speaker} ({date}): {text}"[:240],
+                                 overview=f"- {speaker} said on {date}: {text}", content=text,
+                                 metadata={"source_refs": [f"syn:{i}"]}))
+        if len(batch) >= 2000:
+            projector.upsert_nodes(batch)
+            batch = []
+    if batch:
+        projector.upsert_nodes(batch)
+    index_s = time.perf_counter() - started
+    old = RetrieverConfig(vector_weight=0.1, **VARIANTS["old"])
+    configs = {"new": RetrieverConfig(vector_weight=0.1), "old": old}  # the service's weight with hashing
+    retrievers = {k: L0Retriever(emb, index, c) for k, c in configs.items()}
+    for q in questions[:10]:  # warm-up
+        retrievers["new"].candidates(TypedQuery(q), ctx)
+    walls: dict[str, list[float]] = {k: [] for k in configs}
+    cpus: dict[str, list[float]] = {k: [] for k in configs}
+    for i, q in enumerate(questions):
+        for name in (("new", "old") if i % 2 else ("old", "new")):
+            wall, cpu = timed(lambda q=q, name=name: retrievers[name].candidates(TypedQuery(q), ctx))
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+    index.close()
+    return {"nodes": n, "index_s": round(index_s, 1), **{
+        name: {"wall_p50_ms": pct(walls[name], 0.5), "wall_p95_ms": pct(walls[name], 0.95),
+               "cpu_p50_ms": pct(cpus[name], 0.5), "cpu_p95_ms": pct(cpus[name], 0.95),
+               "cpu_mean_ms": round(statistics.mean(cpus[name]), 2)} for name in configs}}
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bench-dir", type=Path, default=BENCH_DIR)
     parser.add_argument("--sizes", default="1000,3000,10000,30000,100000")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--recall", action="store_true", help="LoCoMo recall per conversation, old vs new query terms")
+    parser.add_argument("--scale", type=int, default=0, help="first-round retrieval latency, old vs new, over N nodes")
     parser.add_argument("--out-json", type=Path, default=None)
     args = parser.parse_args(argv)
     convs = load_locomo(args.bench_dir / LOCOMO_FILE)
-    if args.recall:
+    if args.recall or args.scale:
         cpu0, wall0 = time.process_time(), time.perf_counter()
         load = [round(x, 2) for x in os.getloadavg()]
-        result = {"load_average_at_start": load, "conversations": recall_run(convs)}
+        if args.recall:
+            result = {"load_average_at_start": load, "conversations": recall_run(convs)}
+        else:
+            questions = [q["question"] for c in convs for q in c["qa"]]
+            random.Random(3).shuffle(questions)
+            result = {"load_average_at_start": load, "scale": scale_ab(convs, args.scale, questions[: args.queries])}
+            print(json.dumps(result["scale"]))
         result.update(cpu_s=round(time.process_time() - cpu0, 1), wall_s=round(time.perf_counter() - wall0, 1),
                       load_average_at_end=[round(x, 2) for x in os.getloadavg()])
         print(json.dumps({k: v for k, v in result.items() if k != "conversations"}))
