@@ -184,7 +184,9 @@ def scale_ab(convs: list[dict[str, Any]], n: int, questions: list[str]) -> dict[
     turns = [(t["speaker"], t["text"], s["date_time"]) for c in convs for s in c["sessions"] for t in s["turns"]]
     emb = HashingEmbedder()
     index = EmbeddedIndex(emb.dim)
-    projector = IndexProjector(emb, index, shape=ContextRecordShape())
+    # as the service projects: level 0 only, BM25 over abstract + overview + content
+    projector = IndexProjector(emb, index, shape=ContextRecordShape(), levels=(0,),
+                               lexical_fields=("abstract", "overview", "content"))
     ctx = RequestContext("bench", "scale-user", agent_id="scale-agent")
     categories = ["events"] * 6 + ["entities", "preferences"]
     started = time.perf_counter()
