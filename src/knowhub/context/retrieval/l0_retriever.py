@@ -39,6 +39,7 @@ from knowhub.index.projector import partition_key
 from knowhub.index.protocol import IndexHit, RetrievalIndex
 from knowhub.providers.embedding import Embedder, embed_in_background, embed_queries
 from knowhub.text import tokenize
+from knowhub.text.query_stopwords import stop_tokens
 
 __all__ = ["DEFAULT_CONTEXT_TYPES", "CandidateSet", "L0Retriever", "RetrieverConfig", "visibility_filters", "visible_partitions"]
 
@@ -82,7 +83,14 @@ class RetrieverConfig:
     prf_weight: float = 0.5
     candidate_pool: int = 200
     dense_pool: int = 60
-    max_df_ratio: float = 0.25
+    #: drop English/Chinese function words (:mod:`knowhub.text.query_stopwords`) from the
+    #: lexical query while a content token is left
+    stop_words: bool = True
+    #: near-stopword cut: query tokens in more than this share of the caller's lexical
+    #: documents are dropped — only from ``df_cut_min_docs`` documents on, where their
+    #: posting lists cost measurable time (docs/benchmarks.md, "Issue 19 §7: query terms")
+    max_df_ratio: float | None = 0.25
+    df_cut_min_docs: int = 20_000
 
 
 @dataclass
@@ -224,15 +232,22 @@ class L0Retriever:
                             lexical, feedback, size, scores, info)
 
     def _query_tokens(self, text: str, partitions: list[str]) -> list[str]:
-        """Query tokens without near-stopwords: tokens found in more than ``max_df_ratio`` of
-        the caller's lexical documents are dropped while a rarer one is left (their idf is
-        tiny and their posting lists are the cost)."""
+        """The lexical query: ``text``'s tokens without function words (while a content token
+        is left), and in a large store without near-stopwords, tokens found in more than
+        ``max_df_ratio`` of the caller's lexical documents (while a rarer one is left).
+
+        The document-frequency cut is for speed only: in a small store the share is inflated
+        by what every node repeats (overview templates, code, a user's standing rule), so
+        it dropped the question's nouns and kept its function words (issue 19 §7)."""
         tokens = list(dict.fromkeys(tokenize(text)))
+        if self.config.stop_words:
+            stop = stop_tokens(text)
+            tokens = [t for t in tokens if t not in stop] or tokens
         ratio = self.config.max_df_ratio
         if ratio is None or len(tokens) < 2:
             return tokens
         dfs, total = self.index.doc_freqs(tokens, partitions=partitions)
-        if total < 50:
+        if total < self.config.df_cut_min_docs:
             return tokens
         kept = [t for t in tokens if dfs.get(t, 0) <= ratio * total]
         return kept or tokens
