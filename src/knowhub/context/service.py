@@ -95,6 +95,7 @@ from knowhub.context.retrieval.session_cohesion import (
     DEFAULT_GAIN,
     DEFAULT_WINDOW,
     cohere_sessions,
+    count_sessions,
 )
 from knowhub.context.retrieval.speaker_focus import DEFAULT_SPEAKER_BOOST, focus_on_named_speakers
 from knowhub.context.retrieval.validity import follow_timeline
@@ -619,8 +620,9 @@ class ContextEngineService:
         final = TypedQuery(text=plan[0].text, categories=plan[0].categories, target_uri=plan[0].target_uri, top_k=top_k,
                            hints=dict(plan[0].hints))
         blocks = self.assembler.assemble(final, hits, ctx)
-        blocks = cohere_sessions(blocks, self.graph, gain=self.session_gain, cap=self.session_cap,
-                                 window=self.session_window)
+        if self.session_gain > 0:
+            blocks = cohere_sessions(blocks, self.graph, gain=self.session_gain, cap=self.session_cap,
+                                     window=self.session_window, sessions=count_sessions(hits, self.graph))
         if self.follow_timeline in ("add", "reorder", True):
             blocks = follow_timeline(blocks, self.fs, ctx, top_k, add_missing=self.follow_timeline != "reorder")
         ordered_seeds = sorted(seeds.values(), key=lambda s: (-s.score, s.uri))
