@@ -249,8 +249,9 @@ class ContextEngineService:
         #: every question of the labelled update set (docs/benchmarks.md)
         self.follow_timeline = "reorder"
         #: session cohesion (:mod:`.retrieval.session_cohesion`): score gain per other block of
-        #: a block's session among the leading ``session_window``, and how many count; chosen
-        #: leave one conversation out on LoCoMo (docs/benchmarks.md); gain 0 turns it off
+        #: a block's session among the leading ``session_window`` beyond chance, and how many
+        #: count; chosen leave one conversation out on LoCoMo (4 of 5 folds, every fold above
+        #: main; docs/benchmarks.md), own tech chats checked; gain 0 turns it off
         self.session_gain, self.session_cap, self.session_window = DEFAULT_GAIN, DEFAULT_CAP, DEFAULT_WINDOW
         self.reader = MemoryReadService(self.fs, self.relations)
         self.assembler = RetrievalAssembler(self.fs, self.relations, assembler_config)

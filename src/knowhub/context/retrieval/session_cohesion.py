@@ -37,9 +37,9 @@ from knowhub.context.core.query import RetrievedBlock
 __all__ = ["DEFAULT_CAP", "DEFAULT_GAIN", "DEFAULT_WINDOW", "POOL", "cohere_sessions", "count_sessions", "session_of"]
 
 #: Relative score gain per other block of the same session in the window beyond chance.
-DEFAULT_GAIN = 0.05
+DEFAULT_GAIN = 0.08
 #: At most this many other blocks count.
-DEFAULT_CAP = 3
+DEFAULT_CAP = 2
 #: How many leading blocks are counted: the few messages a budgeted reader takes first.
 DEFAULT_WINDOW = 5
 #: Candidates (best first) whose sessions set the chance level, whatever ``top_k`` is.
