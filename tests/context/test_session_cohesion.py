@@ -30,6 +30,13 @@ def test_blocks_of_a_session_that_matched_more_than_chance_rise_together() -> No
     assert out[1].metadata["session_cohesion"] == 2
 
 
+def test_the_best_match_keeps_first_place() -> None:
+    blocks = [_block("x", 1.00, "s9"), _block("a1", 0.99, "s1"), _block("a2", 0.98, "s1"),
+              _block("a3", 0.97, "s1"), _block("b", 0.96, "s2")]
+    out = cohere_sessions(blocks, gain=0.08, cap=2, window=5, sessions=30)
+    assert [b.uri for b in out] == ["x", "a1", "a2", "a3", "b"] and out[1].score > out[0].score
+
+
 def test_a_store_of_few_sessions_keeps_its_order() -> None:
     # two sessions: two other blocks of one session among five is what chance gives
     blocks = [_block("b1", 1.0, "s2"), _block("a1", 0.99, "s1"), _block("a2", 0.98, "s1"),
