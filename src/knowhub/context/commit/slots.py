@@ -89,6 +89,11 @@ def _build_members() -> list[tuple[str, str, re.Pattern[str]]]:
 
 
 _MEMBERS = _build_members()
+#: Any member at all (case-insensitive, so a superset of every member pattern's matches): a
+#: sentence it does not match names no value, and the ~200 member patterns are not run.
+_ANY_MEMBER = re.compile(
+    r"(?<![\w.#+-])(?:" + "|".join(sorted((n for spec in VALUE_CLASSES.values() for g in spec.split("|") for n in g.split("=")),
+                                           key=len, reverse=True)) + r")(?![\w#+-]|\.\w)", re.I)
 
 _ASK_EN = re.compile(
     r"\b(?:should (?:we|i)|could (?:we|i)|shall we|what about|how about|considering|consider|thinking (?:of|about)|"
@@ -175,6 +180,8 @@ def _class_claims(sentence: str, subject: str, cjk: bool) -> list[Claim]:
     asks = sentence.rstrip("\"'”’) ").endswith(("?", "？")) or bool((_ASK_CN if cjk else _ASK_EN).search(sentence))
     if asks:
         return []
+    if not _ANY_MEMBER.search(sentence):
+        return []
     cue = _cue(sentence, cjk)
     qualifier = _qualifier(sentence, cjk)
     found: dict[str, list[str]] = {}
@@ -199,6 +206,14 @@ def _class_claims(sentence: str, subject: str, cjk: bool) -> list[Claim]:
 
 def claims_in_text(text: str, subject: str = "user") -> list[Claim]:
     """The claims of one person's message (class choices and exclusive profile facts)."""
+    return list(_claims_in_text(text, subject, CHOICE_WINDOW))
+
+
+@functools.lru_cache(maxsize=512)
+def _claims_in_text(text: str, subject: str, window: int) -> tuple[Claim, ...]:
+    """Cached: a commit asks once per memory of a message (its event, its entities, its
+    preference), and the claims are frozen; ``window`` is in the key because a benchmark
+    changes :data:`CHOICE_WINDOW` between runs."""
     out: list[Claim] = []
     subject = subject.casefold() or "user"
     for sentence in split_sentences(text):
@@ -211,7 +226,7 @@ def claims_in_text(text: str, subject: str = "user") -> list[Claim]:
     unique: dict[tuple[str, str], Claim] = {}
     for claim in out:
         unique.setdefault((claim.slot, claim.key), claim)
-    return list(unique.values())
+    return tuple(unique.values())
 
 
 def fact_claims(facts: list[dict[str, object]], cue_text: str = "") -> list[Claim]:

@@ -35,6 +35,7 @@ model: what the rules do not see is simply not extracted.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from knowhub.providers.llm.local_context_cn import ORG_HEADS
@@ -324,24 +325,36 @@ def _values(kind: str, match: re.Match[str]) -> list[str]:
     return [raw.strip()]
 
 
+_WISH_CN = re.compile(r"(?:如果|假如|要是|打算|考虑|可能|想要?|会不会|是否|吗)")
+_WISH_EN = re.compile(r"\b(?:if|would|might|may|maybe|should|considering|thinking (?:of|about)|planning to|"
+                      r"want to|wanna|hope to|going to|gonna|will)\b", re.I)
+_PLACE_ATTRIBUTES = frozenset({"residence", "work_location", "employer"})
+
+
 def profile_facts(sentence: str, cjk: bool) -> list[tuple[str, str, bool]]:
     """``(attribute, value, multi)`` facts a speaker states about themself in ``sentence``.
 
     The first pattern of a single-valued attribute that matches wins; a place attribute
     whose value is no place (a language, a lower-case phrase) gives nothing.
     """
+    return list(_profile_facts(sentence, cjk))
+
+
+@functools.lru_cache(maxsize=2048)
+def _profile_facts(sentence: str, cjk: bool) -> tuple[tuple[str, str, bool], ...]:
+    """Cached: a commit reads one sentence for the profile extractor and again for the
+    timeline's claims."""
     out: list[tuple[str, str, bool]] = []
     seen: set[str] = set()
+    wish: bool | None = None
     for attribute, pattern, multi, kind in (_CN if cjk else _EN):
         if not multi and attribute in seen:
             continue
-        if cjk and re.search(r"(?:如果|假如|要是|打算|考虑|可能|想要?|会不会|是否|吗)", sentence) and attribute in (
-                "residence", "work_location", "employer"):
-            continue
-        if not cjk and re.search(r"\b(?:if|would|might|may|maybe|should|considering|thinking (?:of|about)|planning to|"
-                                 r"want to|wanna|hope to|going to|gonna|will)\b", sentence, re.I) and attribute in (
-                                     "residence", "work_location", "employer"):
-            continue  # a plan or a wish is no fact about where one lives or works
+        if attribute in _PLACE_ATTRIBUTES:
+            if wish is None:
+                wish = bool((_WISH_CN if cjk else _WISH_EN).search(sentence))
+            if wish:
+                continue  # a plan or a wish is no fact about where one lives or works
         match = pattern.search(sentence)
         if not match:
             continue
@@ -361,4 +374,4 @@ def profile_facts(sentence: str, cjk: bool) -> list[tuple[str, str, bool]]:
             seen.add(attribute)
     if any(a == "occupation" for a, _, _ in out):
         out = [f for f in out if f[0] != "identity"]
-    return out
+    return tuple(out)
