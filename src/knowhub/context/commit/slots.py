@@ -76,7 +76,10 @@ def value_key(value: str) -> str:
     return re.sub(r"[\W_]+", "", value.casefold())
 
 
-def _build_members() -> list[tuple[str, str, re.Pattern[str]]]:
+def _build_members() -> list[tuple[str, str, re.Pattern[str], tuple[str, ...] | None]]:
+    """``(class, canonical, pattern, literals)``: ``literals`` are the case-folded names a
+    match must contain (None when a name is a pattern, like ``Next.js``), a cheap test that
+    skips the pattern for a sentence naming none of them."""
     out = []
     for cls, spec in VALUE_CLASSES.items():
         for group in spec.split("|"):
@@ -84,7 +87,9 @@ def _build_members() -> list[tuple[str, str, re.Pattern[str]]]:
             canonical = names[0].replace("\\+", "+")
             alternation = "|".join(sorted(names, key=len, reverse=True))
             flags = 0 if cls in ("programming language",) else re.I  # "go" / "Go", "swift"
-            out.append((cls, canonical, re.compile(rf"(?<![\w.#+-])(?:{alternation})(?![\w#+-]|\.\w)", flags)))
+            plain = [n.replace("\\+", "+") for n in names]
+            literals = None if any(re.search(r"[.\\^$*?{}\[\]()|]", n) for n in plain) else tuple(n.casefold() for n in plain)
+            out.append((cls, canonical, re.compile(rf"(?<![\w.#+-])(?:{alternation})(?![\w#+-]|\.\w)", flags), literals))
     return out
 
 
@@ -185,7 +190,10 @@ def _class_claims(sentence: str, subject: str, cjk: bool) -> list[Claim]:
     cue = _cue(sentence, cjk)
     qualifier = _qualifier(sentence, cjk)
     found: dict[str, list[str]] = {}
-    for cls, canonical, pattern in _MEMBERS:
+    folded = sentence.casefold()
+    for cls, canonical, pattern, literals in _MEMBERS:
+        if literals is not None and not any(lit in folded for lit in literals):
+            continue
         for match in pattern.finditer(sentence):
             before = sentence[: match.start()]
             if (_NEG_CN if cjk else _NEG_EN).search(before[-40:]):
