@@ -6,6 +6,9 @@ Run from the repository root::
     python benchmarks/tech_chat_bench.py --embedder hashing    # quick: the lexical hashing embedder
     python benchmarks/tech_chat_bench.py --lang zh --out-json out.json
     python benchmarks/tech_chat_bench.py --loo                 # the rules' switches, leave one chat out
+    python benchmarks/tech_chat_bench.py --data tech_chats_fresh --trace   # the fresh held-out chats (issue 19 §7)
+    python benchmarks/tech_chat_bench.py --data tech_chats_fresh --one-user --distractors tech_chats
+    python benchmarks/tech_chat_bench.py --data tech_chats --whatif max_df_ratio=none   # diagnosis: a retriever knob
 
 Data: ``benchmarks/data/tech_chats_en.json`` and ``tech_chats_zh.json``, written for this
 project: a user plans and codes a project with an assistant over several sessions
@@ -13,6 +16,9 @@ project: a user plans and codes a project with an assistant over several session
 message that changes an earlier decision). Every question cites its gold message ids and
 has a type: ``fact``, ``update``, ``instruction``, ``preference``, ``event_order``,
 ``summary`` or ``assistant`` (the answer is in what the assistant said).
+``--data tech_chats_fresh`` reads ``tech_chats_fresh_{en,zh}.json`` instead: four chats
+written for issue 19 §7 without reading the engine's rules (built by
+``benchmarks/build_fresh_chats.py``), with a ``contradiction`` type besides.
 
 Protocol (the LoCoMo benchmark's, :mod:`context_bench`): each chat is committed session by
 session through ``ContextEngineService.commit_session`` with the default offline settings
@@ -40,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -64,16 +71,16 @@ from knowhub.scope import RequestContext
 
 console = Console()
 DATA_DIR = Path(__file__).resolve().parent / "data"
-TYPES = ("fact", "update", "instruction", "preference", "event_order", "summary", "assistant")
+TYPES = ("fact", "update", "contradiction", "instruction", "preference", "event_order", "summary", "assistant")
 _LATIN = re.compile(r"[A-Za-z0-9_]+")
 _CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
 
 
-def load_chats(langs: list[str]) -> list[dict[str, Any]]:
-    """The chats of the given languages (``en``, ``zh``)."""
+def load_chats(langs: list[str], data: str = "tech_chats") -> list[dict[str, Any]]:
+    """The chats of the given languages (``en``, ``zh``) from ``data/<data>_<lang>.json``."""
     chats = []
     for lang in langs:
-        doc = json.loads((DATA_DIR / f"tech_chats_{lang}.json").read_text(encoding="utf-8"))
+        doc = json.loads((DATA_DIR / f"{data}_{lang}.json").read_text(encoding="utf-8"))
         chats.extend(doc["conversations"])
     return chats
 
@@ -135,8 +142,28 @@ def one_user(chats: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return merged
 
 
-def run_chat(chat: dict[str, Any], root: Path, budget: int, top_k: int, embedder: Any) -> dict[str, Any]:
-    """Commit one chat, answer its questions; per-question recall of the service and BM25."""
+def _trace(blocks: list[Any], limit: int = 6) -> list[dict[str, Any]]:
+    """The first blocks of an answer, for reading failures: uri, cited ids, abstract."""
+    return [{"uri": b.uri, "refs": [str(r) for r in b.metadata.get("source_refs") or []],
+             "abstract": (b.abstract or b.overview or "")[:160]} for b in blocks[:limit]]
+
+
+def parse_whatif(spec: str) -> dict[str, Any]:
+    """``max_df_ratio=none,vector_weight=1.0`` as RetrieverConfig overrides."""
+    out: dict[str, Any] = {}
+    for item in spec.split(","):
+        key, _, value = item.partition("=")
+        out[key.strip()] = None if value.lower() == "none" else int(value) if value.isdigit() else float(value)
+    return out
+
+
+def run_chat(chat: dict[str, Any], root: Path, budget: int, top_k: int, embedder: Any,
+             trace: bool = False, whatif: list[str] | None = None) -> dict[str, Any]:
+    """Commit one chat, answer its questions; per-question recall of the service and BM25.
+
+    ``whatif``: diagnosis only — the same committed chat is also searched with each listed
+    override of the first-round retriever's knobs (over the service's own default), and each
+    question's recall under it lands in ``row["whatif"]``."""
     ctx = RequestContext("bench", f"u-{chat['id']}", agent_id=f"a-{chat['id']}")
     svc = ContextEngineService(root / chat["id"], durable=False, embedder=embedder)
     messages: dict[str, dict[str, Any]] = {}
@@ -167,13 +194,28 @@ def run_chat(chat: dict[str, Any], root: Path, budget: int, top_k: int, embedder
         gold = q["gold"]
         result = svc.search_memory(ctx, q["question"], top_k=top_k)
         ranked = [[str(r) for r in b.metadata.get("source_refs") or []] for b in result.blocks]
-        rows.append({
+        got = collect(ranked, budget)
+        got_bm25 = collect([[d] for d in bm25.search(q["question"], budget)], budget)
+        row = {
             "id": q["id"], "type": q["type"],
-            "engine": recall(gold, collect(ranked, budget)),
-            "bm25": recall(gold, collect([[d] for d in bm25.search(q["question"], budget)], budget)),
+            "engine": recall(gold, got),
+            "bm25": recall(gold, got_bm25),
             "gold_assistant": sum(1 for g in gold if messages[g]["role"] == "assistant") / len(gold),
             "gold_cited": sum(1 for g in gold if g in cited) / len(gold),
-        })
+        }
+        if trace:
+            row.update(question=q["question"], gold=gold, engine_ids=got, bm25_ids=got_bm25,
+                       missed=[g for g in gold if g not in got], uncited=[g for g in gold if g not in cited],
+                       blocks=_trace(result.blocks))
+        rows.append(row)
+    shipped = svc.retriever.config
+    for spec in whatif or []:
+        svc.retriever.config = dataclasses.replace(shipped, **parse_whatif(spec))
+        for q, row in zip(chat["questions"], rows, strict=True):
+            blocks = svc.search_memory(ctx, q["question"], top_k=top_k).blocks
+            ranked = [[str(r) for r in b.metadata.get("source_refs") or []] for b in blocks]
+            row.setdefault("whatif", {})[spec] = recall(q["gold"], collect(ranked, budget))
+    svc.retriever.config = shipped
     svc.close()
     return {
         "chat": chat["id"], "language": chat["language"], "messages": len(messages),
@@ -204,7 +246,11 @@ def summarize(chats: list[dict[str, Any]]) -> dict[str, Any]:
                 per_type[qtype] = {"n": len(sel), "engine": round(_mean([r["engine"] for r in sel]), 3),
                                    "bm25": round(_mean([r["bm25"] for r in sel]), 3),
                                    "gold_assistant": round(_mean([r["gold_assistant"] for r in sel]), 3)}
-        out[name] = {"n": len(rows), "engine": round(_mean([r["engine"] for r in rows]), 3),
+        specs = dict.fromkeys(k for r in rows for k in r.get("whatif", {}))
+        whatif = {spec: {"all": round(_mean([r["whatif"][spec] for r in rows]), 3),
+                         **{t: round(_mean([r["whatif"][spec] for r in rows if r["type"] == t]), 3)
+                            for t in TYPES if any(r["type"] == t for r in rows)}} for spec in specs}
+        out[name] = {"n": len(rows), "engine": round(_mean([r["engine"] for r in rows]), 3), "whatif": whatif,
                      "bm25": round(_mean([r["bm25"] for r in rows]), 3),
                      "gold_cited": round(_mean([r["gold_cited"] for r in rows]), 3), "by_type": per_type}
     return out
@@ -237,14 +283,16 @@ def run_loo(chats: list[dict[str, Any]], root: Path, budget: int, top_k: int, em
                       "default_recall": round(_mean([q["engine"] for q in table[_label(default)][chat["id"]]]), 4),
                       "questions": held})
     pooled = [q for f in folds for q in f["questions"]]
-    by_type = {v: {t: round(_mean([q["engine"] for qs in per.values() for q in qs if q["type"] == t]), 4) for t in TYPES}
+    present = [t for t in TYPES if any(q["type"] == t for per in table.values() for qs in per.values() for q in qs)]
+    by_type = {v: {t: round(_mean([q["engine"] for qs in per.values() for q in qs if q["type"] == t]), 4) for t in present}
                for v, per in table.items()}
     return {"variants": {v: {c: round(_mean([q["engine"] for q in qs]), 4) for c, qs in per.items()} for v, per in table.items()},
             "variants_by_type": by_type,
             "variants_all": {v: round(_mean([q["engine"] for qs in per.values() for q in qs]), 4) for v, per in table.items()},
             "folds": [{k: v for k, v in f.items() if k != "questions"} for f in folds],
             "loo_pooled": round(_mean([q["engine"] for q in pooled]), 4),
-            "loo_by_type": {t: round(_mean([q["engine"] for q in pooled if q["type"] == t]), 4) for t in TYPES},
+            "loo_by_type": {t: round(_mean([q["engine"] for q in pooled if q["type"] == t]), 4) for t in TYPES
+                            if any(q["type"] == t for q in pooled)},
             "default": _label(default)}
 
 
@@ -261,6 +309,9 @@ def print_report(report: dict[str, Any], budget: int) -> None:
             cells += [f"{s['engine']:.3f} ({s['n']})", f"{s['bm25']:.3f}"] if s else ["-", "-"]
         table.add_row(qtype, *cells)
     console.print(table)
+    for name, summary in report["summary"].items():
+        for spec, values in summary.get("whatif", {}).items():
+            console.print(f"what-if {spec} [{name}]: " + ", ".join(f"{k} {v:.3f}" for k, v in values.items()), markup=False)
     chats = Table(title="per chat")
     for col in ("chat", "msgs", "nodes", "entity nodes", "citations", "to assistant msgs", "gold cited", "commit s", "index s"):
         chats.add_column(col)
@@ -281,11 +332,28 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="default: the service's offline default (E5 where it loads)")
     parser.add_argument("--out-json", type=Path, default=None)
     parser.add_argument("--loo", action="store_true", help="validate the rules' switches leave one chat out")
+    parser.add_argument("--data", default="tech_chats",
+                        help="data set prefix under benchmarks/data: tech_chats (dev) or tech_chats_fresh (held out)")
+    parser.add_argument("--trace", action="store_true",
+                        help="keep, per question, the collected ids and the first blocks (in --out-json)")
+    parser.add_argument("--whatif", action="append", default=[], metavar="KNOB=VALUE[,KNOB=VALUE]",
+                        help="diagnosis only: also search with these RetrieverConfig overrides "
+                             "(e.g. max_df_ratio=none or vector_weight=1.0); repeatable")
+    parser.add_argument("--distractors", default=None, metavar="DATA",
+                        help="with --one-user: the chats of this data set (e.g. tech_chats) join each user's "
+                             "history without their questions (a larger haystack for --data's questions)")
     parser.add_argument("--one-user", action="store_true",
                         help="each language's chats as one user's history (a larger haystack)")
     args = parser.parse_args(argv)
     langs = ["en", "zh"] if args.lang == "all" else [args.lang]
-    load = (lambda ls: one_user(load_chats(ls))) if args.one_user else load_chats
+    if args.distractors and not args.one_user:
+        parser.error("--distractors needs --one-user")
+
+    def load(ls: list[str]) -> list[dict[str, Any]]:
+        chats = load_chats(ls, args.data)
+        if args.distractors:
+            chats += [{**c, "questions": []} for c in load_chats(ls, args.distractors)]
+        return one_user(chats) if args.one_user else chats
     embedder = None
     if args.embedder == "hashing":
         from knowhub.providers.embedding import HashingEmbedder
@@ -305,8 +373,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             args.out_json.write_text(json.dumps({**loo, "load_average": os.getloadavg()}, ensure_ascii=False, indent=1))
         return loo
     with tempfile.TemporaryDirectory(prefix="tech-chat-") as tmp:
-        chats = [run_chat(chat, Path(tmp), args.budget, args.top_k, embedder) for chat in load(langs)]
-    report = {"budget": args.budget, "embedder": args.embedder, "one_user": args.one_user, "summary": summarize(chats), "chats": chats,
+        chats = [run_chat(chat, Path(tmp), args.budget, args.top_k, embedder, args.trace, args.whatif) for chat in load(langs)]
+    report = {"budget": args.budget, "embedder": args.embedder, "data": args.data, "one_user": args.one_user,
+              "distractors": args.distractors,
+              "summary": summarize(chats), "chats": chats,
               "load_average": os.getloadavg()}
     print_report(report, args.budget)
     if args.out_json:

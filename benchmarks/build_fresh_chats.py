@@ -1,0 +1,110 @@
+"""Build ``benchmarks/data/tech_chats_fresh_{en,zh}.json`` from the hand-written chats in
+``benchmarks/fresh_chats/*.txt`` (issue 19 §7: a held-out set written without reading the
+engine's extraction rules).
+
+Why a source format: the chats are long, and gold ids are easier to keep right as labels on
+the messages than as counted positions. Format, one directive per line starting ``%%``::
+
+    %%chat <id> <lang> <title...>
+    %%session <id> <ISO date>
+    %%U [label]          a user message follows (until the next directive)
+    %%A [label]          an assistant message follows
+    %%q <type> | <question> | <label> <label> ...
+
+Message ids are ``<chat>-<session>-<nn>`` in order; a question's gold names labels.
+Run: ``python benchmarks/build_fresh_chats.py`` (checks every label, writes both files).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE / "fresh_chats"
+OUT = HERE / "data"
+TYPES = {"fact", "update", "contradiction", "instruction", "preference", "event_order", "summary"}
+
+
+def parse(path: Path) -> dict[str, Any]:
+    """One chat (module doc's format); raises ValueError on an unknown label or type."""
+    chat: dict[str, Any] = {"sessions": [], "questions": []}
+    labels: dict[str, str] = {}
+    current: dict[str, Any] | None = None
+    body: list[str] = []
+
+    def close() -> None:
+        nonlocal current
+        if current is not None:
+            current["content"] = "\n".join(body).strip()
+            if not current["content"]:
+                raise ValueError(f"{path.name}: empty message {current['id']}")
+            chat["sessions"][-1]["messages"].append(current)
+        current = None
+        body.clear()
+
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("%%"):
+            if current is not None:
+                body.append(line)
+            elif line.strip():
+                raise ValueError(f"{path.name}: text outside a message: {line[:60]!r}")
+            continue
+        close()
+        head, _, rest = line[2:].partition(" ")
+        if head == "chat":
+            cid, lang, title = rest.split(" ", 2)
+            chat.update(id=cid, language=lang, title=title)
+        elif head == "session":
+            sid, date = rest.split()
+            chat["sessions"].append({"id": sid, "date": date, "messages": []})
+        elif head in ("U", "A"):
+            session = chat["sessions"][-1]
+            mid = f"{chat['id']}-{session['id']}-{len(session['messages']) + 1:02d}"
+            current = {"id": mid, "role": "user" if head == "U" else "assistant"}
+            label = rest.strip()
+            if label:
+                if label in labels:
+                    raise ValueError(f"{path.name}: duplicate label {label}")
+                labels[label] = mid
+        elif head == "q":
+            qtype, question, gold = (p.strip() for p in rest.split("|"))
+            if qtype not in TYPES:
+                raise ValueError(f"{path.name}: unknown type {qtype}")
+            missing = [g for g in gold.split() if g not in labels]
+            if missing:
+                raise ValueError(f"{path.name}: unknown labels {missing} in {question!r}")
+            n = len(chat["questions"]) + 1
+            chat["questions"].append({"id": f"{chat['id']}-q{n:02d}", "type": qtype, "question": question,
+                                      "gold": [labels[g] for g in gold.split()]})
+        else:
+            raise ValueError(f"{path.name}: unknown directive {head}")
+    close()
+    return chat
+
+
+def main() -> None:
+    by_lang: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted(SRC.glob("*.txt")):
+        chat = parse(path)
+        by_lang.setdefault(chat["language"], []).append(chat)
+        msgs = [m for s in chat["sessions"] for m in s["messages"]]
+        roles = {m["id"]: m["role"] for m in msgs}
+        gold = [g for q in chat["questions"] for g in q["gold"]]
+        share = sum(roles[g] == "assistant" for g in gold) / max(len(gold), 1)
+        print(f"{chat['id']}: {len(chat['sessions'])} sessions, {len(msgs)} messages, "
+              f"{sum(len(m['content']) for m in msgs)} chars, {len(chat['questions'])} questions, "
+              f"gold in assistant messages {share:.0%}", file=sys.stderr)
+    for lang, chats in by_lang.items():
+        doc = {"description": "Fresh held-out long technical chats for knowhub (issue 19 §7), written without "
+                              "reading the engine's extraction rules. Each question has a type and cites its "
+                              "gold message ids.",
+               "license": "same as the repository", "conversations": chats}
+        (OUT / f"tech_chats_fresh_{lang}.json").write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n",
+                                                           encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
