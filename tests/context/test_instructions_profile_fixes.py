@@ -66,7 +66,8 @@ def test_instruction_is_its_own_preference_node_citing_its_message() -> None:
 def test_lower_case_and_rather_preferences() -> None:
     out = _prefs("definitely no redux", "i want BIG fonts", "I'd rather have a cron job than a queue.")
     facts = {c["metadata"]["fact"] for c in out if c["metadata"].get("kind") != "instruction"}
-    assert "User does not want redux" in facts
+    rules = [c for c in out if c["metadata"].get("kind") == "instruction"]
+    assert [c["source_refs"] for c in rules] == [["m0"]]  # "definitely no redux" is a rule, stored once
     assert "User wants BIG fonts" in facts
     assert any(f.startswith("User would rather have a cron job") for f in facts)
 

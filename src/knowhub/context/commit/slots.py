@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from knowhub.providers.llm.local_context_profile import profile_facts
 from knowhub.providers.llm.local_context_text import has_cjk, split_sentences
 
-__all__ = ["EXCLUSIVE_ATTRIBUTES", "VALUE_CLASSES", "Claim", "claims_in_text", "fact_claims", "value_key"]
+__all__ = ["EXCLUSIVE_ATTRIBUTES", "VALUE_CLASSES", "Claim", "claims_in_text", "fact_claims", "topics_overlap", "value_key"]
 
 #: Profile attributes with one current value (the others are lists: languages, family ...).
 EXCLUSIVE_ATTRIBUTES = frozenset({"name", "age", "residence", "work_location", "employer", "occupation",
@@ -68,6 +68,13 @@ VALUE_CLASSES: dict[str, str] = {
     "mobile framework": "Flutter|React Native|SwiftUI|Jetpack Compose",
     "indentation": "tabs=tab|spaces=space|2 spaces=two spaces|4 spaces=four spaces",
     "theme": "dark mode=dark theme=深色模式|light mode=light theme=浅色模式",
+    "chat and alerting": "Slack|Microsoft Teams=MS Teams|PagerDuty|Opsgenie|Discord|Mattermost|Telegram|钉钉=DingTalk|"
+                         "飞书=Feishu=Lark|企业微信=WeCom",
+    "kubernetes packaging": "Helm|Kustomize|Jsonnet|cdk8s",
+    "gitops": "Argo CD=ArgoCD|Flux=FluxCD",
+    "infrastructure as code": "Terraform|Pulumi|CloudFormation|OpenTofu",
+    "login method": "magic link=magic links|SMS code=SMS codes=短信验证码|passkey=passkeys|one-time password=OTP|"
+                    "password=passwords|密码登录|扫码登录",
 }
 
 
@@ -129,6 +136,8 @@ _QUALIFIER_EN = re.compile(rf"\b(?:for|in|on)(?: (?:my|our|the|this|that|a))? ((
 #: Most words between a choice wording and its value ("switched from MySQL to X": 3); chosen
 #: on the dev half of benchmarks/data/context_updates_labelled.json (context_updates_bench.py).
 CHOICE_WINDOW = 5
+#: Quantity claims on (:func:`_qty_claims`); a switch so that the benchmark compares both.
+QUANTITIES = True
 _CHOICE_EN_TEXT = (
     r"\b(?:use[sd]?|using|run(?:s|ning)?|ran|on|with|chose|choose|chosen|pick(?:ed)?|go(?:ing)? with|went with|"
     r"decided (?:on|to use|to go with)|settled on|stick(?:ing)? with|stuck with|switch(?:ed|ing)? (?:over )?to|"
@@ -158,6 +167,9 @@ class Claim:
     exclusive: bool = True
     cue: str = ""
     text: str = ""
+    #: Words of what a quantity measures ("batch", "借期"): a ``…|qty|unit`` slot is shared by
+    #: every quantity of that unit, so only claims whose topics overlap are compared.
+    topic: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -212,13 +224,111 @@ def _class_claims(sentence: str, subject: str, cjk: bool) -> list[Claim]:
     return out
 
 
+# ---------------------------------------------------------------------- quantities
+
+#: Units of a setting's value (general measurement and counting words, English and Chinese).
+_UNITS_EN = {
+    "ms": "ms", "millisecond": "ms", "milliseconds": "ms", "s": "s", "sec": "s", "secs": "s", "second": "s",
+    "seconds": "s", "min": "min", "mins": "min", "minute": "min", "minutes": "min", "h": "h", "hr": "h", "hrs": "h",
+    "hour": "h", "hours": "h", "day": "day", "days": "day", "week": "week", "weeks": "week", "month": "month",
+    "months": "month", "year": "year", "years": "year", "kb": "kb", "mb": "mb", "gb": "gb", "tb": "tb", "kib": "kb",
+    "mib": "mb", "gib": "gb", "tib": "tb", "mi": "mb", "gi": "gb", "%": "%", "percent": "%", "rows": "row",
+    "row": "row", "records": "row", "items": "item", "item": "item", "messages": "msg", "lines": "line",
+    "requests": "req", "connections": "conn", "workers": "worker", "threads": "thread", "replicas": "replica",
+    "retries": "retry", "attempts": "retry", "nodes": "node", "instances": "instance", "cores": "core",
+    "vcpus": "core", "cpus": "core", "users": "user", "seats": "seat", "courts": "court", "books": "book",
+    "characters": "char", "chars": "char", "pages": "page", "port": "port",
+}
+_UNITS_CN = {"毫秒": "ms", "秒": "s", "秒钟": "s", "分钟": "min", "小时": "h", "天": "day", "周": "week", "个月": "month",
+             "年": "year", "条": "row", "行": "row", "台": "instance", "本": "book", "核": "core", "%": "%",
+             "G": "gb", "Gi": "gb", "GB": "gb", "M": "mb", "Mi": "mb", "MB": "mb", "块场地": "court", "片场地": "court"}
+_NUM = r"\d+(?:[.,]\d+)*"
+_QTY_EN = re.compile(rf"(?<![\w.])({_NUM})\s*-?\s*({'|'.join(sorted(map(re.escape, _UNITS_EN), key=len, reverse=True))})\b"
+                     rf"|\bport\s+({_NUM})\b", re.I)
+_QTY_CN = re.compile(rf"({_NUM})\s*({'|'.join(sorted(map(re.escape, _UNITS_CN), key=len, reverse=True))})")
+#: A change of a setting's value: "increase the batch to 2,000 rows", "8080 instead of 8000", "借期改成 21 天".
+_QTY_CHANGE_EN = re.compile(
+    r"\b(?:increas|rais|bump|reduc|lower|decreas|extend|shorten|cut|chang|switch|mov|set|mak|updat|adjust|doubl|halv|"
+    r"tun|limit|cap)\w*\b[^.;!?]{0,60}?\bto\b|\binstead of\b|\bfrom\s+\S+\s+(?:\S+\s+)?to\b|→|->|\bnow\b|\bnew\b", re.I)
+_QTY_CHANGE_CN = re.compile(r"改成|改为|改到|调到|调成|调整为|调整到|提高到|提升到|降到|降低到|减到|减少到|增加到|加到|扩到|扩大到|"
+                            r"延长到|缩短到|放宽到|变成|变为|换成|从.{0,12}?(?:到|改|调|提|降|变|增|减|扩|缩)|→|->|现在是|以后是")
+_GENERIC_CN = frozenset("个的每最多少在从到为改成提高降低调整设置大小是了就把让由和与或及都也再还并且可以要会能这那其一各等将按于以")
+
+
+def _stem(word: str) -> str:
+    word = word.lower().removesuffix("'s")
+    if word.endswith(("ches", "shes", "sses", "xes")):
+        return word[:-2]
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+
+
+_QTY_STOP_EN = frozenset(
+    """to from the a an of at is are be it we i our my and or every each per with for in on by now new old instead
+    increase raise bump reduce lower change set make move switch up down let please can you should will would than
+    that this about around only just max min maximum minimum most least after before run runs use keep""".split())  # noqa: SIM905
+
+
+def _qty_topic(before: str, cjk: bool) -> tuple[str, ...]:
+    """Content words of the clause just before a quantity ("the writer's batch size" →
+    writer, batch, size; "借期" → 借, 期)."""
+    clause = re.split(r"[，,。；;：:、!?！？()（）]", before)[-1]
+    if cjk:
+        chars = [c for c in clause[-8:] if "\u3400" <= c <= "\u9fff" and c not in _GENERIC_CN]
+        words = [_stem(w) for w in re.findall(r"[A-Za-z][\w\-]+", clause[-30:])]
+        return tuple(dict.fromkeys(chars[-4:] + words[-2:]))
+    words = [_stem(w) for w in re.findall(r"[A-Za-z][\w\-']+", clause[-60:])]
+    return tuple(dict.fromkeys(w for w in words[-4:] if len(w) > 1 and w not in _QTY_STOP_EN))
+
+
+def _qty_claims(sentence: str, subject: str, cjk: bool) -> list[Claim]:
+    """Quantity claims: the value a sentence gives a setting ("batch of 500 rows", "借期 30 天").
+
+    A quantity is recorded with the words before it; only a sentence with change wording
+    (:data:`_QTY_CHANGE_EN`) replaces an earlier quantity of the same unit and an
+    overlapping topic (see :meth:`~.timeline.Timeline.link`), and only its last quantity
+    (the new value: "from 500 to 2,000 rows") claims."""
+    matches = list((_QTY_CN if cjk else _QTY_EN).finditer(sentence))
+    if not matches or len(sentence) > 300:
+        return []
+    changed = bool((_QTY_CHANGE_CN if cjk else _QTY_CHANGE_EN).search(sentence))
+    units = _UNITS_CN if cjk else _UNITS_EN
+    out: list[Claim] = []
+    first_of_unit: dict[str, int] = {}
+    for match in matches:
+        if match.group(1) is None and not cjk:  # "port 8080"
+            number, unit = match.group(3), "port"
+        else:
+            raw = match.group(2)
+            number, unit = match.group(1), units.get(raw.lower(), units.get(raw, ""))
+        if not unit or unit in {c.slot.rsplit("|", 1)[-1] for c in out}:
+            continue  # one value per unit and sentence: the first that is not being left
+        before = sentence[: match.start()]
+        first_of_unit.setdefault(unit, match.start())
+        if changed and re.search(r"(?:\b(?:from|instead of|rather than|not|was|were)\s*$|(?:从|不是|而不是|原来是?)\s*$)",
+                                 before, re.I):
+            continue  # the value being left ("from 500", "从 3 本")
+        topic = _qty_topic(sentence[: first_of_unit[unit]], cjk)  # "每人最多从 3 本提高到 5 本": 每人最多
+        if not topic:
+            continue
+        value = f"{number.replace(',', '')} {unit}"
+        out.append(Claim(f"{subject}|qty|{unit}", value, True, "change" if changed else "", sentence, topic))
+    return out
+
+
+def topics_overlap(a: tuple[str, ...] | list[str], b: tuple[str, ...] | list[str]) -> bool:
+    """Whether two quantity topics share a word (or a Chinese character)."""
+    return bool(set(a) & set(b))
+
+
 def claims_in_text(text: str, subject: str = "user") -> list[Claim]:
     """The claims of one person's message (class choices and exclusive profile facts)."""
-    return list(_claims_in_text(text, subject, CHOICE_WINDOW))
+    return list(_claims_in_text(text, subject, CHOICE_WINDOW, QUANTITIES))
 
 
 @functools.lru_cache(maxsize=512)
-def _claims_in_text(text: str, subject: str, window: int) -> tuple[Claim, ...]:
+def _claims_in_text(text: str, subject: str, window: int, quantities: bool = True) -> tuple[Claim, ...]:
     """Cached: a commit asks once per memory of a message (its event, its entities, its
     preference), and the claims are frozen; ``window`` is in the key because a benchmark
     changes :data:`CHOICE_WINDOW` between runs."""
@@ -227,13 +337,15 @@ def _claims_in_text(text: str, subject: str, window: int) -> tuple[Claim, ...]:
     for sentence in split_sentences(text):
         cjk = has_cjk(sentence)
         out.extend(_class_claims(sentence, subject, cjk))
+        if QUANTITIES:
+            out.extend(_qty_claims(sentence, subject, cjk))
         cue = _cue(sentence, cjk)
         for attribute, value, multi in profile_facts(sentence, cjk):
             if not multi and attribute in EXCLUSIVE_ATTRIBUTES:
                 out.append(Claim(f"{subject}|{attribute}", value, True, cue, sentence))
-    unique: dict[tuple[str, str], Claim] = {}
+    unique: dict[tuple[str, str, tuple[str, ...]], Claim] = {}
     for claim in out:
-        unique.setdefault((claim.slot, claim.key), claim)
+        unique.setdefault((claim.slot, claim.key, claim.topic), claim)
     return tuple(unique.values())
 
 

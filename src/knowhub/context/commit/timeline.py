@@ -37,7 +37,13 @@ from typing import Any
 
 import orjson
 
-from knowhub.context.commit.slots import Claim, claims_in_text, fact_claims, value_key
+from knowhub.context.commit.slots import (
+    Claim,
+    claims_in_text,
+    fact_claims,
+    topics_overlap,
+    value_key,
+)
 from knowhub.context.core.uri import CtxLike, validate_segment
 from knowhub.context.fs.context_fs import ContextFS
 from knowhub.errors import KnowhubError
@@ -154,23 +160,25 @@ class Timeline:
         ordered = sorted(memories, key=lambda m: (m.at or "", m.index))
         # one statement may be several memories (its event, its profile fact node): they
         # share one entry, so each old memory links to the new one of its own category
-        statements: dict[tuple[str, str, str, int, str], dict[str, Any]] = {}
+        statements: dict[tuple[str, str, str, int, str, tuple[str, ...]], dict[str, Any]] = {}
         for memory in ordered:
             own = patch(memory.uri)
             own.setdefault("valid_from", memory.at)
             for claim in memory.claims:
                 own.setdefault("slots", []).append({"slot": claim.slot, "value": claim.value})
-                group = statements.setdefault((claim.slot, claim.key, memory.at, memory.index, memory.session_id),
+                group = statements.setdefault((claim.slot, claim.key, memory.at, memory.index, memory.session_id, claim.topic),
                                               {"claim": claim, "uris": {}, "memory": memory})
                 group["uris"].setdefault(memory.category, memory.uri)
                 if claim.cue and not group["claim"].cue:
                     group["claim"] = claim
-        for (slot, key, at, index, session), group in statements.items():
+        for (slot, key, at, index, session, _topic), group in statements.items():
             claim, uris = group["claim"], group["uris"]
             entries = slots.setdefault(slot, [])
             if all(any(uri in e.get("uris", {}).values() and e.get("key") == key for e in entries) for uri in uris.values()):
                 continue  # recorded already (a retried commit)
             active = [e for e in entries if not e.get("superseded_by")]
+            if claim.topic:  # a quantity: only values of the same thing ("batch" rows, not "page" rows)
+                active = [e for e in active if topics_overlap(e.get("topic") or (), claim.topic)]
             same = next((e for e in active if e.get("key") == key), None)
             if same is not None:  # a restatement of the current value
                 for category, uri in uris.items():
@@ -178,7 +186,9 @@ class Timeline:
                 continue
             new = {"value": claim.value, "key": key, "uris": dict(uris), "at": at, "session": session, "seq": seq,
                    "index": index, "cue": claim.cue}
-            if claim.exclusive:
+            if claim.topic:
+                new["topic"] = list(claim.topic)
+            if claim.exclusive and (claim.cue or not claim.topic):  # a quantity changes only with change wording
                 for old in active:
                     self._relate(old, new, claim, patch)
             entries.append(new)

@@ -185,11 +185,12 @@ def extract_preferences(payload: dict[str, Any]) -> list[dict[str, Any]]:
                 if obj and not (favourite and obj.startswith("的")):
                     found.append((match.group(1), obj))
             if turn.is_person:
-                for verb, obj in preference_phrases(sentence):
+                rule = is_instruction(sentence, has_cjk(sentence))
+                for verb, obj in [] if rule else preference_phrases(sentence):  # a rule is memory enough
                     obj = _clean_phrase(obj, 10)
                     if obj and not any(obj.casefold() in o.casefold() or o.casefold() in obj.casefold() for _, o in found):
                         found.append((verb, obj))
-                if is_instruction(sentence, has_cjk(sentence)):
+                if rule:
                     out.append(_instruction(turn, sentence))
             for verb, obj in found:
                 negative = verb in _NEGATIVE
