@@ -28,6 +28,7 @@ Word lists are general technical and everyday vocabulary, not benchmark text.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -60,7 +61,8 @@ VALUE_CLASSES: dict[str, str] = {
     "message queue": "Kafka|RabbitMQ|NATS|SQS|Pulsar|ActiveMQ|Celery",
     "orchestration": "Kubernetes=k8s|Docker Swarm|Nomad|ECS",
     "orm": "SQLAlchemy|Prisma|Django ORM|TypeORM|Sequelize|Drizzle|Hibernate|GORM|Diesel|Peewee",
-    "test framework": "pytest|unittest|Jest|Vitest|Mocha|JUnit|Cypress|Playwright|Selenium",
+    "test framework": "pytest|unittest|Jest|Vitest|Mocha|JUnit",
+    "browser automation": "Cypress|Playwright|Selenium|Puppeteer",
     "css framework": "Tailwind=Tailwind CSS|Bootstrap|Bulma|Material UI=MUI|Chakra UI=Chakra",
     "state management": "Redux|MobX|Zustand|Pinia|Vuex",
     "search engine": "Elasticsearch|OpenSearch|Meilisearch|Typesense|Solr",
@@ -139,7 +141,7 @@ CHOICE_WINDOW = 5
 #: Quantity claims on (:func:`_qty_claims`); a switch so that the benchmark compares both.
 QUANTITIES = True
 _CHOICE_EN_TEXT = (
-    r"\b(?:use[sd]?|using|run(?:s|ning)?|ran|on|with|chose|choose|chosen|pick(?:ed)?|go(?:ing)? with|went with|"
+    r"\b(?:use[sd]?|using|run(?:s|ning)?|ran|on|with|via|through|chose|choose|chosen|pick(?:ed)?|go(?:ing)? with|went with|"
     r"decided (?:on|to use|to go with)|settled on|stick(?:ing)? with|stuck with|switch(?:ed|ing)? (?:over )?to|"
     r"migrat(?:e|ed|ing) to|mov(?:e|ed|ing) (?:over )?to|chang(?:e|ed|ing) to|port(?:ed|ing)? to|adopt(?:ed|ing)?|"
     r"built|build(?:ing)?|written in|writ(?:e|ing) (?:it |this |everything )?in|rewr(?:ite|ote|iting) (?:it |this )?in|"
@@ -252,7 +254,7 @@ _QTY_CHANGE_EN = re.compile(
     r"tun|limit|cap)\w*\b[^.;!?]{0,60}?\bto\b|\binstead of\b|\bfrom\s+\S+\s+(?:\S+\s+)?to\b|→|->|\bnow\b|\bnew\b", re.I)
 _QTY_CHANGE_CN = re.compile(r"改成|改为|改到|调到|调成|调整为|调整到|提高到|提升到|降到|降低到|减到|减少到|增加到|加到|扩到|扩大到|"
                             r"延长到|缩短到|放宽到|变成|变为|换成|从.{0,12}?(?:到|改|调|提|降|变|增|减|扩|缩)|→|->|现在是|以后是")
-_GENERIC_CN = frozenset("个的每最多少在从到为改成提高降低调整设置大小是了就把让由和与或及都也再还并且可以要会能这那其一各等将按于以")
+_GENERIC_CN = frozenset("个的在从到为改成提高降低调整设置是了就把让由和与或及都也再还并且可以要会能这那其一各等将按于以")
 
 
 def _stem(word: str) -> str:
@@ -275,9 +277,11 @@ def _qty_topic(before: str, cjk: bool) -> tuple[str, ...]:
     writer, batch, size; "借期" → 借, 期)."""
     clause = re.split(r"[，,。；;：:、!?！？()（）]", before)[-1]
     if cjk:
-        chars = [c for c in clause[-8:] if "\u3400" <= c <= "\u9fff" and c not in _GENERIC_CN]
+        tail = clause[-8:]
+        chars = [c for c in tail if "\u3400" <= c <= "\u9fff" and c not in _GENERIC_CN]
+        pairs = [a + b for a, b in itertools.pairwise(tail) if a in chars and b in chars]
         words = [_stem(w) for w in re.findall(r"[A-Za-z][\w\-]+", clause[-30:])]
-        return tuple(dict.fromkeys(chars[-4:] + words[-2:]))
+        return tuple(dict.fromkeys(chars[-4:] + pairs[-3:] + words[-2:]))
     words = [_stem(w) for w in re.findall(r"[A-Za-z][\w\-']+", clause[-60:])]
     return tuple(dict.fromkeys(w for w in words[-4:] if len(w) > 1 and w not in _QTY_STOP_EN))
 
@@ -317,9 +321,49 @@ def _qty_claims(sentence: str, subject: str, cjk: bool) -> list[Claim]:
     return out
 
 
+# ---------------------------------------------------------------------- names
+
+_NAMED_PARTS = {"app": "app", "application": "app", "project": "project", "product": "product", "service": "service",
+                "bot": "bot", "tool": "tool", "site": "site", "website": "site", "repo": "repo", "repository": "repo",
+                "company": "company", "startup": "company", "brand": "product", "game": "game", "library": "library",
+                "package": "library", "项目": "project", "应用": "app", "小程序": "app", "产品": "product", "服务": "service",
+                "网站": "site", "公司": "company", "仓库": "repo", "游戏": "game", "品牌": "product"}
+_NAME_VALUE = r"[\"'“‘`]?((?-i:[A-Z][\w.\-]{1,30})|[\u4e00-\u9fff]{2,8})[\"'”’`]?"
+_PART_EN = "|".join(k for k in _NAMED_PARTS if k.isascii())
+_NAME_EN = re.compile(
+    rf"\b(?:the|our|my|this|new) (?:[a-z\-]+ )?({_PART_EN})(?:'s name| name)? (?:is |will be |'s |is now |gets )?(?:called |named |renamed (?:to )?)?"
+    rf"(?:called|named|renamed to|renamed) {_NAME_VALUE}|"
+    rf"\b(?:the|our|my|this) ({_PART_EN}) name (?:is|will be|becomes) {_NAME_VALUE}|"
+    rf"\brenam\w* (?:the|our|my|this) ({_PART_EN}) (?:to|as|into) {_NAME_VALUE}|"
+    rf"\bcall (?:the|our|my|this) ({_PART_EN}) {_NAME_VALUE}", re.I)
+_PART_CN = "|".join(k for k in _NAMED_PARTS if not k.isascii())
+_NAME_CN = re.compile(rf"({_PART_CN}|[Aa]pp)(?:的)?(?:名字|名称)?(?:改名为|改名叫|更名为|改叫|改成|就叫|叫做|叫|名为|定为|定名为)\s*"
+                      rf"[“\"'「]?([A-Za-z][\w.\-]{{1,30}}|[\u4e00-\u9fff]{{2,8}}?)[”\"'」]?(?=[，。,.;；！!？?\s]|$)")
+
+
+def _name_claims(sentence: str, subject: str, cjk: bool) -> list[Claim]:
+    """The name a project or product is given: "the app is called Tidewater", "rename the
+    app to Harbor", "项目改名为 青鸟". A rename is a change; a plain naming claims the name."""
+    match = (_NAME_CN if cjk else _NAME_EN).search(sentence)
+    if not match:
+        return []
+    groups = [g for g in match.groups() if g]
+    if len(groups) < 2:
+        return []
+    part = _NAMED_PARTS.get(groups[0].lower(), _NAMED_PARTS.get(groups[0], ""))
+    value = groups[1].strip(".")
+    if not part or not value or value.casefold() in {"it", "that", "this", "something", "what"}:
+        return []
+    cue = "change" if re.search(r"renam|改名|更名|改叫|改成", match.group(0), re.I) else _cue(sentence, cjk)
+    return [Claim(f"{subject}|name of {part}", value, True, cue, sentence)]
+
+
 def topics_overlap(a: tuple[str, ...] | list[str], b: tuple[str, ...] | list[str]) -> bool:
-    """Whether two quantity topics share a word (or a Chinese character)."""
-    return bool(set(a) & set(b))
+    """Whether two quantity topics name the same thing: a shared word or Chinese two-character
+    word ("借期"), or two shared Chinese characters — one shared character ("保留" / "保持")
+    is not enough."""
+    shared = set(a) & set(b)
+    return any(len(w) > 1 for w in shared) or len(shared) >= 2
 
 
 def claims_in_text(text: str, subject: str = "user") -> list[Claim]:
@@ -339,6 +383,7 @@ def _claims_in_text(text: str, subject: str, window: int, quantities: bool = Tru
         out.extend(_class_claims(sentence, subject, cjk))
         if QUANTITIES:
             out.extend(_qty_claims(sentence, subject, cjk))
+        out.extend(_name_claims(sentence, subject, cjk))
         cue = _cue(sentence, cjk)
         for attribute, value, multi in profile_facts(sentence, cjk):
             if not multi and attribute in EXCLUSIVE_ATTRIBUTES:

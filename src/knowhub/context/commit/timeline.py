@@ -203,6 +203,8 @@ class Timeline:
     @staticmethod
     def _relate(old: dict[str, Any], new: dict[str, Any], claim: Claim, patch: Any) -> None:
         """Update, late older statement, or contradiction between two values of one slot."""
+        if set(old["uris"].values()) & set(new["uris"].values()):
+            return  # one message states both ("500 rows is too few; make it 1,000"): no self-link
         same_session = old.get("session") == new.get("session")
         if same_session and not claim.cue and not old.get("cue"):
             reason = "two values in one session with no cue which one holds"
