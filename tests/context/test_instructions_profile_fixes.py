@@ -98,3 +98,17 @@ def test_date_cue_does_not_end_inside_a_word() -> None:
     when = datetime(2026, 5, 1)
     assert annotate_time_cues("我做了四年前端开发。", when)[0] == "我做了四年前端开发。"
     assert annotate_time_cues("三年前我在北京。", when)[0] == "三年前 [2023]我在北京。"
+
+
+def test_entity_noise_from_code_units_shouting_and_common_chinese_words() -> None:
+    from knowhub.providers.llm.local_context_cn import cn_entities
+    from knowhub.providers.llm.local_context_rules import extract_entities_events
+
+    text = "Wrap errors with fmt.Errorf. The pod needs 2 GiB and 512 MB; the order is REJECTED until Anna from Acme Corp signs."
+    out = extract_entities_events({"messages": [{"id": "m1", "role": "user", "content": text,
+                                                 "timestamp": "2026-01-01T00:00:00Z"}]})
+    names = {c["routing_key"].casefold() for c in out if c["category"] == "entities"}
+    assert {"anna", "acme corp"} <= names
+    assert not names & {"errorf", "gib", "mb", "rejected"}
+    assert cn_entities("我宁可多写几行代码，这些东西都要放到配置里。", "User") == []
+    assert ("李娜", "person", "User的同事") in cn_entities("我同事李娜在杭州。", "User")

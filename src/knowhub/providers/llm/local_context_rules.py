@@ -266,13 +266,20 @@ HTTPS SSH SSL TLS CDN SDK CLI GUI UI UX IDE JSON XML YAML CSV PDF HTML CSS SQL O
 QA QPS RPS SLA SLO KPI OKR ROI CEO CTO CFO COO HR PR PM ETA ASAP FAQ DIY TV PC ID PIN OTP SMS MMS GPS AI ML
 NLP LLM OCR IOT AR VR CRM ERP SaaS B2B B2C MVP POC RFC PTO OOO WFH EOD TBD FYI IMO BTW DM PS AM FM DJ MC PHD
 PhD MBA MSc BSc MD
+KB MB GB TB PB KiB MiB GiB TiB Gi Mi Ki GHz MHz KHz Hz MS
 """.split()  # noqa: SIM905
 )
+#: An all-capitals word with an English inflection ending is a shouted word ("REJECTED",
+#: "PENDING", "URGENTLY"), not an acronym or a name.
+_SHOUTED = re.compile(r"^[A-Z]{2,}(?:ED|ING|LY|TION|MENT|NESS|ABLE)$")
 
 
 def _is_generic_abbreviation(name: str) -> bool:
     """An abbreviation that is an ordinary noun (``the default TTL``), not a name."""
-    return name in GENERIC_ABBREVIATIONS
+    return name in GENERIC_ABBREVIATIONS or name.casefold() in _UNIT_WORDS or bool(_SHOUTED.match(name))
+
+
+_UNIT_WORDS = frozenset(a.casefold() for a in GENERIC_ABBREVIATIONS if a[-1:] in "BbiHz" or a in ("MS",))
 
 _ORG_SUFFIX = ("Inc", "Corp", "University", "College", "School", "Company", "Club", "Group", "Center", "Centre",
                "Foundation", "Institute", "Studio", "Bank", "Hospital", "Church", "Museum", "Park", "Festival", "Conference")
