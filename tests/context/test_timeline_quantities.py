@@ -67,3 +67,14 @@ def test_rename_and_alerting_tool_changes(svc: ContextEngineService) -> None:
 def test_one_message_stating_old_and_new_is_no_self_link(svc: ContextEngineService) -> None:
     _commit(svc, "s1", "2026-01-10", "每批 500 条太碎了。把批量改成 1000 条。")
     assert _links(svc) == set()
+
+
+def test_a_quantity_in_a_long_many_topic_message_is_replaced_only_in_part(svc: ContextEngineService) -> None:
+    _commit(svc, "s1", "2026-01-10", "Here is the design. The reader tails the file. The writer flushes batches of 500 rows. "
+                                     "Errors go to the log.")
+    _commit(svc, "s2", "2026-02-14", "Let's increase the writer batch to 2,000 rows.")
+    nodes = [svc.get_node(CTX, c.uri) for c in svc.list_children(CTX, MEM, recursive=True) if c.is_node]
+    old = next(n for n in nodes if n.metadata.get("superseded_slots"))
+    assert old.metadata["source_refs"] == ["s1-0"] and not old.metadata.get("superseded_by")
+    link = next(iter(old.metadata["superseded_slots"].values()))
+    assert link["partial"] and link["value"] == "2000 row" and link["was"] == "500 row"

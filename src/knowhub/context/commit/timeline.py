@@ -47,7 +47,7 @@ from knowhub.context.commit.slots import (
 from knowhub.context.core.uri import CtxLike, validate_segment
 from knowhub.context.fs.context_fs import ContextFS
 from knowhub.errors import KnowhubError
-from knowhub.providers.llm.local_context_text import parse_when
+from knowhub.providers.llm.local_context_text import parse_when, split_sentences
 from knowhub.storage import atomic_write_json, ensure_dir
 
 __all__ = ["ClaimedMemory", "Timeline", "claimed_memories"]
@@ -57,6 +57,9 @@ log = logging.getLogger(__name__)
 _FILE = ".timeline.json"
 _MAX_ENTRIES = 24
 _MAX_SLOTS = 5000
+#: A quantity stated in a message of more sentences than this is replaced only in part
+#: (``superseded_slots[slot].partial``; no ``superseded_by``): see :class:`ClaimedMemory`.
+PARTIAL_SENTENCES = 2
 
 
 @dataclass
@@ -73,6 +76,9 @@ class ClaimedMemory:
     at: str
     session_id: str
     index: int
+    #: Sentences of the source message: a quantity changed in a long, many-topic message
+    #: (a design, a config walk-through) replaces that value, not the whole memory.
+    sentences: int = 1
 
 
 def _later(new: dict[str, Any], old: dict[str, Any]) -> bool:
@@ -168,6 +174,7 @@ class Timeline:
                 own.setdefault("slots", []).append({"slot": claim.slot, "value": claim.value})
                 group = statements.setdefault((claim.slot, claim.key, memory.at, memory.index, memory.session_id, claim.topic),
                                               {"claim": claim, "uris": {}, "memory": memory})
+                group["sentences"] = max(group.get("sentences", 1), memory.sentences)
                 group["uris"].setdefault(memory.category, memory.uri)
                 if claim.cue and not group["claim"].cue:
                     group["claim"] = claim
@@ -185,7 +192,7 @@ class Timeline:
                     same.setdefault("uris", {}).setdefault(category, uri)
                 continue
             new = {"value": claim.value, "key": key, "uris": dict(uris), "at": at, "session": session, "seq": seq,
-                   "index": index, "cue": claim.cue}
+                   "index": index, "cue": claim.cue, "sentences": group.get("sentences", 1)}
             if claim.topic:
                 new["topic"] = list(claim.topic)
             if claim.exclusive and (claim.cue or not claim.topic):  # a quantity changes only with change wording
@@ -217,10 +224,14 @@ class Timeline:
             return
         later, earlier = (new, old) if _later(new, old) else (old, new)
         earlier["superseded_by"] = next(iter(later["uris"].values()))
+        # a quantity of a long many-topic message: the value is replaced, the memory stays current
+        partial = bool(claim.topic) and int(earlier.get("sentences") or 1) > PARTIAL_SENTENCES
         for cat, uri in earlier["uris"].items():
             target = _pick(later["uris"], cat)
-            patch(uri).setdefault("superseded_slots", {})[claim.slot] = {
-                "by": target, "at": later.get("at") or "", "value": later["value"], "was": earlier["value"]}
+            link = {"by": target, "at": later.get("at") or "", "value": later["value"], "was": earlier["value"]}
+            if partial:
+                link["partial"] = True
+            patch(uri).setdefault("superseded_slots", {})[claim.slot] = link
             patch(target).setdefault("supersedes", []).append(uri)
 
     def _apply(self, ctx: CtxLike, patches: dict[str, dict[str, Any]]) -> dict[str, int]:
@@ -240,9 +251,11 @@ class Timeline:
                     merged[key] = [*(meta.get(key) or []), *(s for s in value if (s["slot"], s["value"]) not in known)]
                 elif key == "superseded_slots":
                     merged[key] = {**(meta.get(key) or {}), **value}
-                    newest = max(merged[key].values(), key=lambda v: str(v.get("at") or ""))
-                    merged["superseded_by"] = newest["by"]
-                    merged["superseded_at"] = newest.get("at") or ""
+                    whole = [v for v in merged[key].values() if not v.get("partial")]
+                    if whole:
+                        newest = max(whole, key=lambda v: str(v.get("at") or ""))
+                        merged["superseded_by"] = newest["by"]
+                        merged["superseded_at"] = newest.get("at") or ""
                 elif key == "valid_from":
                     if value and not meta.get("valid_from"):
                         merged[key] = value
@@ -286,6 +299,7 @@ def claimed_memories(applied: Sequence[tuple[Any, Any]], messages: Sequence[dict
         if not claims:
             continue
         when = parse_when(message.get("timestamp")) or parse_when(candidate.metadata.get("session_time"))
+        sentences = len(split_sentences(str(message.get("content") or "")))
         out.append(ClaimedMemory(result.uri, category, claims, when.isoformat() if when else "",
-                                 str(candidate.metadata.get("session_id") or ""), index))
+                                 str(candidate.metadata.get("session_id") or ""), index, max(1, sentences)))
     return out
