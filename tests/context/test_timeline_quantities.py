@@ -78,3 +78,11 @@ def test_a_quantity_in_a_long_many_topic_message_is_replaced_only_in_part(svc: C
     assert old.metadata["source_refs"] == ["s1-0"] and not old.metadata.get("superseded_by")
     link = next(iter(old.metadata["superseded_slots"].values()))
     assert link["partial"] and link["value"] == "2000 row" and link["was"] == "500 row"
+
+
+def test_an_unnamed_assistant_says_nothing_about_the_user_profile(svc: ContextEngineService) -> None:
+    _commit(svc, "s1", "2026-01-10", "i'm a physio and i run a small practice in auckland")
+    svc.commit_session(CTX, [{"id": "a1", "role": "assistant", "content": "I'm a developer assistant, here is the code.",
+                              "timestamp": "2026-02-14T10:00:00Z"}], options={"session_id": "s2"})
+    assert _links(svc) == set()
+    assert not [c for c in claims_in_text("I'm a nurse.", profile=False)]

@@ -366,13 +366,15 @@ def topics_overlap(a: tuple[str, ...] | list[str], b: tuple[str, ...] | list[str
     return any(len(w) > 1 for w in shared) or len(shared) >= 2
 
 
-def claims_in_text(text: str, subject: str = "user") -> list[Claim]:
-    """The claims of one person's message (class choices and exclusive profile facts)."""
-    return list(_claims_in_text(text, subject, CHOICE_WINDOW, QUANTITIES))
+def claims_in_text(text: str, subject: str = "user", profile: bool = True) -> list[Claim]:
+    """The claims of one message (class choices, quantities, names and, with ``profile``,
+    exclusive profile facts: an unnamed assistant's "I'm a …" says nothing about the user)."""
+    return list(_claims_in_text(text, subject, CHOICE_WINDOW, QUANTITIES, profile))
 
 
 @functools.lru_cache(maxsize=512)
-def _claims_in_text(text: str, subject: str, window: int, quantities: bool = True) -> tuple[Claim, ...]:
+def _claims_in_text(text: str, subject: str, window: int, quantities: bool = True,
+                    profile: bool = True) -> tuple[Claim, ...]:
     """Cached: a commit asks once per memory of a message (its event, its entities, its
     preference), and the claims are frozen; ``window`` is in the key because a benchmark
     changes :data:`CHOICE_WINDOW` between runs."""
@@ -381,11 +383,11 @@ def _claims_in_text(text: str, subject: str, window: int, quantities: bool = Tru
     for sentence in split_sentences(text):
         cjk = has_cjk(sentence)
         out.extend(_class_claims(sentence, subject, cjk))
-        if QUANTITIES:
+        if quantities:
             out.extend(_qty_claims(sentence, subject, cjk))
         out.extend(_name_claims(sentence, subject, cjk))
         cue = _cue(sentence, cjk)
-        for attribute, value, multi in profile_facts(sentence, cjk):
+        for attribute, value, multi in profile_facts(sentence, cjk) if profile else ():
             if not multi and attribute in EXCLUSIVE_ATTRIBUTES:
                 out.append(Claim(f"{subject}|{attribute}", value, True, cue, sentence))
     unique: dict[tuple[str, str, tuple[str, ...]], Claim] = {}

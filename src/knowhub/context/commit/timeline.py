@@ -290,7 +290,8 @@ def claimed_memories(applied: Sequence[tuple[Any, Any]], messages: Sequence[dict
                 continue
             name = message.get("name")
             subject = str(name).strip() if isinstance(name, str) and name.strip() else "user"
-            claims = claims_in_text(str(message.get("content") or ""), subject)
+            person = message.get("role") != "assistant" or subject != "user"  # a named speaker is a person
+            claims = claims_in_text(str(message.get("content") or ""), subject, profile=person)
             if category == "entities":  # the entity that *is* the chosen value ("MySQL"), nothing else
                 title = value_key(str(candidate.metadata.get("title") or candidate.routing_key))
                 claims = [c for c in claims if c.key == title]
