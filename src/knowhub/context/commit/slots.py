@@ -12,7 +12,12 @@ and contradictions. Claims come from:
   programming languages, clouds, editors, operating systems, package managers, CI systems,
   message queues, ORMs, test frameworks, CSS frameworks, build tools, indentation,
   colour theme): "we use PostgreSQL", "let's go with FastAPI", "我们改用 Vue 了";
-* the residence / work-location / employer / job facts of the same statements.
+* the residence / work-location / employer / job facts of the same statements (a person's
+  message only: an unnamed assistant's "I'm a …" is not the user);
+* quantities — a number with a unit ("batches of 500 rows", "借期 30 天") on ``user|qty|unit``
+  with the words before it as :attr:`Claim.topic`: only a statement with change wording
+  replaces one, and only one whose topic overlaps (:func:`topics_overlap`);
+* names of a project or product ("the app is called X", "rename the app to Y", "项目改名为 Z").
 
 A statement that only asks, plans or hedges ("should we use MongoDB?", "maybe Redis",
 "我们要不要换成 Go") claims nothing; one that names two members of a class without a change
