@@ -186,6 +186,7 @@ def run_chat(chat: dict[str, Any], root: Path, budget: int, top_k: int, embedder
         citations += len(refs)
         assistant_citations += sum(1 for r in refs if messages.get(r, {}).get("role") == "assistant")
     entity_nodes = [n for n in nodes if "/memories/entities/" in n.uri]
+    by = {n.uri: n.metadata.get("source_refs") for n in nodes}
 
     ids = list(messages)
     bm25 = BM25Messages(ids, [messages[i]["content"] for i in ids])
@@ -224,6 +225,11 @@ def run_chat(chat: dict[str, Any], root: Path, budget: int, top_k: int, embedder
         "entities": sorted(n.uri.rsplit("/", 1)[-1] for n in entity_nodes),
         "citations": citations, "assistant_citations": assistant_citations,
         "commit_s": round(commit_s, 2), "index_s": round(index_s, 2), "questions": rows,
+        # issue 19 §1-2 diagnostics: instruction/preference memories and the update links
+        "preference_nodes": sum(1 for n in nodes if "/memories/preferences/" in n.uri),
+        "instruction_nodes": sum(1 for n in nodes if n.metadata.get("kind") == "instruction"),
+        "superseded": [{"old": n.metadata.get("source_refs"), "by": by.get(n.metadata["superseded_by"])}
+                       for n in nodes if n.metadata.get("superseded_by")],
     }
 
 

@@ -153,7 +153,22 @@ class ContextEngineService:
         merge_queries: ``max`` or ``sum`` of a node's scores over the typed queries.
         shared_candidates: rank once per search and let every typed query and the
             hierarchical expansion narrow those lists (False: search again each time).
+        embed_tokens: the embedded part of an L0 text is cut at this many of the
+            embedder's tokens (only an embedder that counts them: E5); None:
+            :attr:`EMBED_TOKENS`; 0 or less: not cut. The BM25 text stays whole.
     """
+
+    #: Default of ``embed_tokens`` (see :attr:`embed_tokens`; docs/benchmarks.md, issue 19 §6).
+    EMBED_TOKENS: int | None = None
+
+    @property
+    def embed_tokens(self) -> int | None:
+        """Token budget of an embedded L0 text (None: not cut)."""
+        return self.projector.max_embed_tokens
+
+    @embed_tokens.setter
+    def embed_tokens(self, value: int | None) -> None:
+        self.projector.max_embed_tokens = value if value is not None and value > 0 else None
 
     def __init__(
         self,
@@ -180,6 +195,7 @@ class ContextEngineService:
         speaker_boost: float = DEFAULT_SPEAKER_BOOST,
         merge_queries: str = "max",
         shared_candidates: bool = True,
+        embed_tokens: int | None = None,
         reindex: bool = False,
         progress: Callable[[int, int], None] | None = None,
         store: Any | None = None,
@@ -217,6 +233,7 @@ class ContextEngineService:
         # rows a filtered scan skips, and no search reads them.
         self.projector = IndexProjector(self.embedder, self.index, self.graph, shape=ContextRecordShape(),
                                         levels=(0,), lexical_fields=self.lexical_fields)
+        self.embed_tokens = self.EMBED_TOKENS if embed_tokens is None else embed_tokens
         self.indexer = ContextIndexer(self.fs, self.projector, self.relations)
         self.batch_size = batch_size
         # index in the outbox's database: each batch is applied and completed in one

@@ -41,6 +41,7 @@ import numpy as np
 from knowhub.errors import InvalidInputError
 from knowhub.index.events import EdgeLike, MoveProjection
 from knowhub.index.protocol import IndexDocument, RetrievalIndex, uri_ancestors
+from knowhub.index.vector_cache import VectorCache, cache_for
 from knowhub.providers.embedding import Embedder
 from knowhub.providers.graph import GraphStore
 from knowhub.providers.records import GraphEdge, IndexRecord, RelationIndexRecord, stable_record_id
@@ -111,6 +112,10 @@ class IndexProjector:
         levels: which levels get records (default all three; L0 always).
         lexical_fields: node fields whose tokens make the L0 document's lexical text.
         max_embed_chars: longer texts are cut before embedding (L2 content can be long).
+        max_embed_tokens: the embedded part of a text is cut at this many of the embedder's
+            tokens (None: not cut; only an embedder with ``clip_tokens`` is cut). The
+            record's text, its lexical tokens and what a search returns stay whole.
+        vector_cache: vectors of identical texts (default :func:`~.vector_cache.cache_for`).
     """
 
     def __init__(
@@ -123,6 +128,8 @@ class IndexProjector:
         levels: Sequence[int] = (0, 1, 2),
         lexical_fields: Sequence[str] = ("abstract",),
         max_embed_chars: int = 4000,
+        max_embed_tokens: int | None = None,
+        vector_cache: VectorCache | None = None,
     ) -> None:
         self.embedder = embedder
         self.index = index
@@ -131,6 +138,8 @@ class IndexProjector:
         self.levels = tuple(sorted(set(levels) | {0}))
         self.lexical_fields = tuple(lexical_fields)
         self.max_embed_chars = max_embed_chars
+        self.max_embed_tokens = max_embed_tokens
+        self.vector_cache = vector_cache if vector_cache is not None else cache_for(embedder)
         self._pending: dict[str, Any] = {}
         self._lock = threading.RLock()
 
@@ -286,27 +295,51 @@ class IndexProjector:
             self.index.upsert(docs)
         return len(nodes)
 
+    def embed_text(self, text: str) -> str:
+        """The part of a record's text that is embedded: cut at ``max_embed_chars``, then at
+        ``max_embed_tokens`` of the embedder's tokens when it can count them."""
+        text = text[: self.max_embed_chars]
+        clip = getattr(self.embedder, "clip_tokens", None)
+        if self.max_embed_tokens is not None and callable(clip):
+            text = clip(text, self.max_embed_tokens)
+        return text
+
     def _embed(self, records: list[IndexRecord]) -> None:
-        """Fill vectors, reusing the stored vector of a level whose text did not change."""
-        todo: list[IndexRecord] = []
+        """Fill vectors: a level whose text did not change keeps its stored vector, a text
+        embedded before (by any node, in this process) reuses that vector, and the rest is
+        embedded in one call, each distinct text once."""
+        todo: dict[bytes, tuple[str, list[IndexRecord]]] = {}
+        cache = self.vector_cache
         for record in records:
             old = self.index.get(record.id)
             old_meta = old.payload.get("metadata") or {} if old is not None else {}
             if old is not None and old.vector is not None and old_meta.get("text_hash") == record.metadata["text_hash"]:
                 record.vector = np.asarray(old.vector, dtype=np.float32)
+                continue
+            text = self.embed_text(record.text)
+            key = cache.key(self.embedder, text)
+            if key in todo:
+                todo[key][1].append(record)
+                continue
+            hit = cache.get(key)
+            if hit is not None:
+                record.vector = hit
             else:
-                todo.append(record)
+                todo[key] = (text, [record])
         if not todo:
             return
-        texts = [r.text[: self.max_embed_chars] for r in todo]
+        keys = list(todo)
+        texts = [todo[k][0] for k in keys]
         matrix_fn = getattr(self.embedder, "embed_matrix", None)
         if callable(matrix_fn):
-            matrix = matrix_fn(texts)
-            for record, row in zip(todo, matrix, strict=True):
-                record.vector = row
+            rows: Iterable[Any] = matrix_fn(texts)
         else:
-            for record, emb in zip(todo, self.embedder.embed_texts(texts), strict=True):
-                record.vector = emb.dense_vector
+            rows = [emb.dense_vector for emb in self.embedder.embed_texts(texts)]
+        for key, row in zip(keys, rows, strict=True):
+            vector = np.asarray(row, dtype=np.float32)
+            cache.put(key, vector)
+            for n, record in enumerate(todo[key][1]):
+                record.vector = vector if n == 0 else vector.copy()
 
     def delete_uri(self, uri: str, *, recursive: bool = True) -> int:
         """Remove the records of a node (and of its subtree); returns records removed."""

@@ -107,6 +107,12 @@ class HashingEmbedder:
         return f"hashing-v1-d{self._dim}-n{self.ngram}"
 
     @property
+    def deterministic(self) -> bool:
+        """Vectors depend on the text alone, so identical texts may share one across the
+        process (:mod:`knowhub.index.vector_cache`); a subclass or another n-gram weight may not."""
+        return type(self) is HashingEmbedder and self.ngram_weight == 0.5
+
+    @property
     def dim(self) -> int:
         return self._dim
 

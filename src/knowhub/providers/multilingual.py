@@ -114,6 +114,39 @@ class MultilingualE5Embedder:
     def dim(self) -> int:
         return self._dim
 
+    @property
+    def deterministic(self) -> bool:
+        """A stored text's vector depends on the text alone (one engine, one model), so the
+        process may share it between nodes (:mod:`knowhub.index.vector_cache`); a subclass
+        (a benchmark's or a test's wrapper) keeps its own."""
+        return type(self) is MultilingualE5Embedder
+
+    def clip_tokens(self, text: str, max_tokens: int) -> str:
+        """The longest start of ``text`` that E5 reads as at most ``max_tokens`` tokens of
+        its own (the ``passage:`` prefix and special tokens not counted), never inside a
+        word of a spaced script. The engine's CPU time grows with the tokens (a little
+        faster than linearly), so this bounds what one stored text costs."""
+        count = self._model.token_count
+        base = count("")
+        if max_tokens <= 0:
+            return ""
+        if count(text) - base <= max_tokens:
+            return text
+        lo, hi = 0, len(text)  # lo fits, hi does not
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if count(text[:mid]) - base <= max_tokens:
+                lo = mid
+            else:
+                hi = mid
+        cut = text[:lo]
+        nxt = text[lo:lo + 1]
+        if cut[-1:].isalnum() and nxt.isalnum() and ord(nxt) < 0x2E80:  # not in the middle of a word
+            space = cut.rfind(" ")
+            if space > lo // 2:
+                cut = cut[:space]
+        return cut.rstrip()
+
     #: See the module docstring; read by ranking through ``similarity_floor()``.
     similarity_floor = SIMILARITY_FLOOR
     related_cosine = RELATED_COSINE

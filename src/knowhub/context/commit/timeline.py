@@ -37,11 +37,17 @@ from typing import Any
 
 import orjson
 
-from knowhub.context.commit.slots import Claim, claims_in_text, fact_claims, value_key
+from knowhub.context.commit.slots import (
+    Claim,
+    claims_in_text,
+    fact_claims,
+    topics_overlap,
+    value_key,
+)
 from knowhub.context.core.uri import CtxLike, validate_segment
 from knowhub.context.fs.context_fs import ContextFS
 from knowhub.errors import KnowhubError
-from knowhub.providers.llm.local_context_text import parse_when
+from knowhub.providers.llm.local_context_text import parse_when, split_sentences
 from knowhub.storage import atomic_write_json, ensure_dir
 
 __all__ = ["ClaimedMemory", "Timeline", "claimed_memories"]
@@ -51,6 +57,9 @@ log = logging.getLogger(__name__)
 _FILE = ".timeline.json"
 _MAX_ENTRIES = 24
 _MAX_SLOTS = 5000
+#: A quantity stated in a message of more sentences than this is replaced only in part
+#: (``superseded_slots[slot].partial``; no ``superseded_by``): see :class:`ClaimedMemory`.
+PARTIAL_SENTENCES = 2
 
 
 @dataclass
@@ -67,6 +76,9 @@ class ClaimedMemory:
     at: str
     session_id: str
     index: int
+    #: Sentences of the source message: a quantity changed in a long, many-topic message
+    #: (a design, a config walk-through) replaces that value, not the whole memory.
+    sentences: int = 1
 
 
 def _later(new: dict[str, Any], old: dict[str, Any]) -> bool:
@@ -154,31 +166,36 @@ class Timeline:
         ordered = sorted(memories, key=lambda m: (m.at or "", m.index))
         # one statement may be several memories (its event, its profile fact node): they
         # share one entry, so each old memory links to the new one of its own category
-        statements: dict[tuple[str, str, str, int, str], dict[str, Any]] = {}
+        statements: dict[tuple[str, str, str, int, str, tuple[str, ...]], dict[str, Any]] = {}
         for memory in ordered:
             own = patch(memory.uri)
             own.setdefault("valid_from", memory.at)
             for claim in memory.claims:
                 own.setdefault("slots", []).append({"slot": claim.slot, "value": claim.value})
-                group = statements.setdefault((claim.slot, claim.key, memory.at, memory.index, memory.session_id),
+                group = statements.setdefault((claim.slot, claim.key, memory.at, memory.index, memory.session_id, claim.topic),
                                               {"claim": claim, "uris": {}, "memory": memory})
+                group["sentences"] = max(group.get("sentences", 1), memory.sentences)
                 group["uris"].setdefault(memory.category, memory.uri)
                 if claim.cue and not group["claim"].cue:
                     group["claim"] = claim
-        for (slot, key, at, index, session), group in statements.items():
+        for (slot, key, at, index, session, _topic), group in statements.items():
             claim, uris = group["claim"], group["uris"]
             entries = slots.setdefault(slot, [])
             if all(any(uri in e.get("uris", {}).values() and e.get("key") == key for e in entries) for uri in uris.values()):
                 continue  # recorded already (a retried commit)
             active = [e for e in entries if not e.get("superseded_by")]
+            if claim.topic:  # a quantity: only values of the same thing ("batch" rows, not "page" rows)
+                active = [e for e in active if topics_overlap(e.get("topic") or (), claim.topic)]
             same = next((e for e in active if e.get("key") == key), None)
             if same is not None:  # a restatement of the current value
                 for category, uri in uris.items():
                     same.setdefault("uris", {}).setdefault(category, uri)
                 continue
             new = {"value": claim.value, "key": key, "uris": dict(uris), "at": at, "session": session, "seq": seq,
-                   "index": index, "cue": claim.cue}
-            if claim.exclusive:
+                   "index": index, "cue": claim.cue, "sentences": group.get("sentences", 1)}
+            if claim.topic:
+                new["topic"] = list(claim.topic)
+            if claim.exclusive and (claim.cue or not claim.topic):  # a quantity changes only with change wording
                 for old in active:
                     self._relate(old, new, claim, patch)
             entries.append(new)
@@ -193,6 +210,8 @@ class Timeline:
     @staticmethod
     def _relate(old: dict[str, Any], new: dict[str, Any], claim: Claim, patch: Any) -> None:
         """Update, late older statement, or contradiction between two values of one slot."""
+        if set(old["uris"].values()) & set(new["uris"].values()):
+            return  # one message states both ("500 rows is too few; make it 1,000"): no self-link
         same_session = old.get("session") == new.get("session")
         if same_session and not claim.cue and not old.get("cue"):
             reason = "two values in one session with no cue which one holds"
@@ -205,10 +224,14 @@ class Timeline:
             return
         later, earlier = (new, old) if _later(new, old) else (old, new)
         earlier["superseded_by"] = next(iter(later["uris"].values()))
+        # a quantity of a long many-topic message: the value is replaced, the memory stays current
+        partial = bool(claim.topic) and int(earlier.get("sentences") or 1) > PARTIAL_SENTENCES
         for cat, uri in earlier["uris"].items():
             target = _pick(later["uris"], cat)
-            patch(uri).setdefault("superseded_slots", {})[claim.slot] = {
-                "by": target, "at": later.get("at") or "", "value": later["value"], "was": earlier["value"]}
+            link = {"by": target, "at": later.get("at") or "", "value": later["value"], "was": earlier["value"]}
+            if partial:
+                link["partial"] = True
+            patch(uri).setdefault("superseded_slots", {})[claim.slot] = link
             patch(target).setdefault("supersedes", []).append(uri)
 
     def _apply(self, ctx: CtxLike, patches: dict[str, dict[str, Any]]) -> dict[str, int]:
@@ -228,9 +251,11 @@ class Timeline:
                     merged[key] = [*(meta.get(key) or []), *(s for s in value if (s["slot"], s["value"]) not in known)]
                 elif key == "superseded_slots":
                     merged[key] = {**(meta.get(key) or {}), **value}
-                    newest = max(merged[key].values(), key=lambda v: str(v.get("at") or ""))
-                    merged["superseded_by"] = newest["by"]
-                    merged["superseded_at"] = newest.get("at") or ""
+                    whole = [v for v in merged[key].values() if not v.get("partial")]
+                    if whole:
+                        newest = max(whole, key=lambda v: str(v.get("at") or ""))
+                        merged["superseded_by"] = newest["by"]
+                        merged["superseded_at"] = newest.get("at") or ""
                 elif key == "valid_from":
                     if value and not meta.get("valid_from"):
                         merged[key] = value
@@ -265,7 +290,8 @@ def claimed_memories(applied: Sequence[tuple[Any, Any]], messages: Sequence[dict
                 continue
             name = message.get("name")
             subject = str(name).strip() if isinstance(name, str) and name.strip() else "user"
-            claims = claims_in_text(str(message.get("content") or ""), subject)
+            person = message.get("role") != "assistant" or subject != "user"  # a named speaker is a person
+            claims = claims_in_text(str(message.get("content") or ""), subject, profile=person)
             if category == "entities":  # the entity that *is* the chosen value ("MySQL"), nothing else
                 title = value_key(str(candidate.metadata.get("title") or candidate.routing_key))
                 claims = [c for c in claims if c.key == title]
@@ -274,6 +300,7 @@ def claimed_memories(applied: Sequence[tuple[Any, Any]], messages: Sequence[dict
         if not claims:
             continue
         when = parse_when(message.get("timestamp")) or parse_when(candidate.metadata.get("session_time"))
+        sentences = len(split_sentences(str(message.get("content") or "")))
         out.append(ClaimedMemory(result.uri, category, claims, when.isoformat() if when else "",
-                                 str(candidate.metadata.get("session_id") or ""), index))
+                                 str(candidate.metadata.get("session_id") or ""), index, max(1, sentences)))
     return out

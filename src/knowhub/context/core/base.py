@@ -25,8 +25,13 @@ def utc_now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
+_PLAIN = frozenset({str, int, float, bool})
+
+
 def to_jsonable(value: Any) -> Any:
     """Recursively turn dataclasses, enums, tuples and sets into JSON-safe values."""
+    if value is None or type(value) in _PLAIN:  # most leaves (a str Enum is not plain: its .value)
+        return value
     if isinstance(value, SerializableMixin):
         return value.to_dict()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

@@ -95,7 +95,7 @@ from knowhub.errors import (
 from knowhub.storage import FileLock, atomic_write_bytes, ensure_dir, fsync_dir
 from knowhub.storage.atomic import TMP_PREFIX
 from knowhub.storage.modes import DIR_MODE, FILE_MODE
-from knowhub.storage.paths import safe_join
+from knowhub.storage.paths import join_no_symlinks, safe_join
 from knowhub.storage.quarantine import Quarantine
 
 __all__ = ["META_FILE", "RELATIONS_FILE", "ContextFS", "encode_edges", "read_json_file", "upsert_encoded"]
@@ -181,16 +181,15 @@ class ContextFS(RepairsMixin):
     def _path(self, ctx: CtxLike, uri: str | ContextURI) -> tuple[ContextURI, Path]:
         """Check access and map ``uri`` to its directory, refusing symlinks on the way."""
         parsed = check_access(ctx, uri)
-        base = self.account_dir(ctx)
-        path = safe_join(base, *parsed.segments) if parsed.segments else base.resolve()
-        current = base
-        for seg in parsed.segments:
-            current = current / seg
-            if current.is_symlink():
-                raise InvalidInputError("URI passes through a symlink", uri=parsed.uri)
-            if not current.exists():
-                break
-        return parsed, path
+        base = self.account_dir(ctx)  # resolved, and checked to be no symlink
+        if not parsed.segments:
+            return parsed, base
+        try:
+            return parsed, join_no_symlinks(base, *parsed.segments)
+        except InvalidInputError as exc:
+            if "symlink" not in str(exc):
+                raise
+            raise InvalidInputError("URI passes through a symlink", uri=parsed.uri) from exc
 
     def resolve_path(self, ctx: CtxLike, uri: str) -> str:
         """Physical directory of ``uri`` (it need not exist)."""

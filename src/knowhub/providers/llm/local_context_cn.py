@@ -69,6 +69,16 @@ def cn_tokens(text: str) -> list[tuple[str, str]]:
 COMMON_WORD_FREQ = 1000
 
 
+#: Above this corpus count a word the dictionary tags as a place is an ordinary word unless
+#: the gazetteer knows it (东西 "thing" 18,877; 杭州 2,806 is in the gazetteer; 西湖 567).
+COMMON_PLACE_FREQ = 5000
+#: Everyday adverbs, modal words and adjectives that start with a surname character, which
+#: the tagger's dictionary tags as names (general Chinese vocabulary).
+_COMMON_WORDS = frozenset("""宁可 宁愿 尽管 何必 何况 毕竟 甚至 万一 难怪 居然 果然 简直 麻木 麻烦 高兴 安静 明白 谢谢 方便 温柔
+平安 平常 常常 时常 向来 乔迁 于是 曾经 石头 金钱 黄金 白白 程度 江湖 文明 文字 文件 华丽 包括 包容 安全 安装 安排 高级 高效
+龙头 卫生 钱包 连续 连接 管理 应该 应用 成功 成本 成熟 成长 严格 严重 孔子 全部 全面 齐全 易用 苗头 路线 路径 游戏 和平""".split())  # noqa: SIM905
+
+
 def _jieba_freq(word: str) -> int | None:
     import jieba
 
@@ -124,11 +134,17 @@ def cn_entities(sentence: str, speaker: str) -> list[tuple[str, str, str]]:
             continue
         if any(org.startswith(word) and org != word and not _DESCRIBED.search(org) for org in orgs):
             continue  # 金杜 of 金杜律师事务所: part of the organization's name
+        if word in _COMMON_WORDS:
+            continue
         if flag == "nr":
             if _plausible_name(word):
                 found.append((word, "person", ""))
         elif flag == "ns":
-            found.append((word, "place", ""))
+            # imported here: local_context_profile imports this module
+            from knowhub.providers.llm.local_context_profile import is_place
+
+            if is_place(word) or (_jieba_freq(word) or 0) < COMMON_PLACE_FREQ:
+                found.append((word, "place", ""))
         elif flag == "nt":
             found.append((word, "organization", ""))
     for match in _PLACE_RE.finditer(sentence):

@@ -238,8 +238,8 @@ def glued_to_identifier(text: str, start: int) -> bool:
     if start <= 0:
         return False
     before = text[start - 1]
-    if before == "_":
-        return True
+    if before == "_" or (before == "." and start > 1 and text[start - 2].isascii() and text[start - 2].isalnum()):
+        return True  # "user_Name", "fmt.Errorf": a member of a package or object
     if not (before.isascii() and before.isalnum()):
         return False
     head = start

@@ -35,6 +35,7 @@ model: what the rules do not see is simply not extracted.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from knowhub.providers.llm.local_context_cn import ORG_HEADS
@@ -120,6 +121,7 @@ ATTRIBUTE_WORDS: dict[str, str] = {
 
 _JOBS = (
     "engineer|developer|programmer|teacher|professor|lecturer|student|nurse|doctor|physician|surgeon|dentist|"
+    "physio|physiotherapist|physical therapist|midwife|optician|pediatrician|paediatrician|"
     "pharmacist|artist|designer|manager|writer|author|journalist|editor|musician|dancer|singer|actor|actress|"
     "counselor|therapist|psychologist|lawyer|attorney|accountant|chef|cook|baker|scientist|researcher|consultant|"
     "analyst|architect|painter|photographer|entrepreneur|founder|owner|translator|interpreter|librarian|"
@@ -143,7 +145,8 @@ _MEATS = "meat|pork|beef|fish|seafood|shellfish|chicken|eggs|dairy|gluten|alcoho
 
 #: End of a value: a time phrase, a clause, or a following preposition phrase.
 _VALUE_STOP = re.compile(
-    r"\s+(?:last|this|next|since|in (?:19|20)\d\d|(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|"
+    r"\s+(?:last|this|next|since|in (?:19|20)\d\d|(?:in|during|back in) (?:early |late |mid-?)?(?:january|february|march|april|may|june|"
+    r"july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\b|(?:in|during|over) the (?:spring|summer|autumn|fall|winter)|(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|"
     r"a few|several|\d+) (?:days?|weeks?|months?|years?)|ago|recently|now|today|yesterday|for|with|because|"
     r"but|and then|where|which|who|when|after|before|to be|so|as|and I|and we|though|although|while|"
     r"at the moment|these days|right now|permanently|temporarily|full[- ]time|part[- ]time|every|each|daily|"
@@ -177,8 +180,8 @@ def _place(value: str) -> str:
         return ""
     if re.match(r"[\u4e00-\u9fff]", cut):
         return cut
-    if not cut[0].isupper() and not is_place(cut):
-        return ""
+    if not cut[0].isupper():
+        return cut.title() if is_place(cut) else ""  # a lower-case writer: "wellington"
     return cut
 
 
@@ -196,6 +199,7 @@ _EN: list[tuple[str, re.Pattern[str], bool, str]] = [
     ("age", re.compile(r"\bI (?:just )?turned (\d{1,3})\b", re.I), False, "raw"),
     ("residence", re.compile(_I + r"(?:live|living|'m living|am living|reside|'ve been living|have been living) in ([^,.;!?]+)", re.I), False, "place"),
     ("residence", re.compile(_I + r"(?:moved|relocated|'ve moved|have moved) (?:over |back |out )?to ([^,.;!?]+)", re.I), False, "place"),
+    ("residence", re.compile(_I + r"(?:moved|relocated|'ve moved|have moved) (?:over |back |out |here )?from [^,.;!?]+? to ([^,.;!?]+)", re.I), False, "place"),
     ("residence", re.compile(r"\bI(?:'m| am) (?:now |currently )?(?:based|living|settled) (?:in|out of) ([^,.;!?]+)", re.I), False, "place"),
     ("residence", re.compile(r"\bmy (?:home|place|apartment|flat|house) is in ([^,.;!?]+)", re.I), False, "place"),
     ("work_location", re.compile(r"\bI (?:work|am working|'m working)(?: remotely| fully remote| remote)? from (home)\b", re.I), False, "raw"),
@@ -203,9 +207,12 @@ _EN: list[tuple[str, re.Pattern[str], bool, str]] = [
     ("work_location", re.compile(r"\bI (?:work|am working|'m working) (?:from|out of) ([^,.;!?]+)", re.I), False, "place"),
     ("work_location", re.compile(r"\bmy (?:office|workplace|job|company office) is (?:in|at) ([^,.;!?]+)", re.I), False, "place"),
     ("work_location", re.compile(r"\bI commute (?:in)?to ([^,.;!?]+)", re.I), False, "place"),
+    ("work_location", re.compile(r"\bI (?:run|own|have|manage) (?:a|an|my|our) (?:(?:small|little|tiny|new|own|family) )*"
+                                 r"(?:clinic|practice|shop|store|studio|caf[eé]|restaurant|bakery|bar|salon|agency|firm|"
+                                 r"business|company|office|gym|school|lab) in ([^,.;!?()]+)", re.I), False, "place"),
     ("origin", re.compile(r"\bI(?:'m| am) (?:originally )?from ([^,.;!?]+)", re.I), False, "place"),
     ("origin", re.compile(r"\bI (?:grew up|was born(?: and raised)?) in ([^,.;!?]+)", re.I), False, "place"),
-    ("origin", re.compile(r"\bI (?:moved|came) (?:here |over )?from ([^,.;!?]+)", re.I), False, "place"),
+    ("origin", re.compile(r"\bI (?:moved|came) (?:here |over )?from ((?:(?! to )[^,.;!?])+)", re.I), False, "place"),
     ("employer", re.compile(r"\bI (?:work|am working|'m working|intern) (?:at|for) ((?:(?! as )[^,.;!?])+)", re.I), False, "text"),
     ("employer", re.compile(r"\bI (?:just |recently )?(?:joined|started (?:a (?:new )?job|working|a position|an internship) at|got (?:a|an) (?:job|offer|position|internship) at|was hired by|got hired (?:at|by)) ((?:(?! as | today| last| this)[^,.;!?])+?)(?= as |$|[,.;!?]| today| last| this)", re.I), False, "text"),
     ("employer", re.compile(r"\bI(?:'m| am) (?:\d{1,3}(?: years old)?, )?(?:an? )?(?:[a-z\-]+ ){0,3}(?:" + _JOBS
@@ -285,8 +292,15 @@ def _langs(value: str) -> list[str]:
     return out
 
 
+#: "说实话" (to be honest), "说个题外话" (by the way), "说句心里话": sayings with 话 that name
+#: no language; a measure word (个/句/些/点/几) before the noun marks an utterance, not a tongue.
+_CN_SAYINGS = frozenset(["实话", "真话", "假话", "废话", "大话", "笑话", "题外话", "心里话", "老实话", "好话", "坏话", "闲话", "空话", "说话", "情话", "气话", "狠话", "俏皮话", "客套话", "悄悄话", "傻话", "胡话", "丑话", "官话", "套话", "反话", "怪话", "私房话", "醉话", "梦话", "白话"])
+
+
 def _cn_langs(value: str) -> list[str]:
-    return [p for p in re.split(r"和|、|跟|及", value) if p and (is_language(p) or p.endswith(("语", "话")))]
+    return [p for p in re.split(r"和|、|跟|及", value)
+            if p and p not in _CN_SAYINGS and p[0] not in "个句些点几这那一两"
+            and (is_language(p) or p.endswith(("语", "话")))]
 
 
 def _values(kind: str, match: re.Match[str]) -> list[str]:
@@ -324,24 +338,36 @@ def _values(kind: str, match: re.Match[str]) -> list[str]:
     return [raw.strip()]
 
 
+_WISH_CN = re.compile(r"(?:如果|假如|要是|打算|考虑|可能|想要?|会不会|是否|吗)")
+_WISH_EN = re.compile(r"\b(?:if|would|might|may|maybe|should|considering|thinking (?:of|about)|planning to|"
+                      r"want to|wanna|hope to|going to|gonna|will)\b", re.I)
+_PLACE_ATTRIBUTES = frozenset({"residence", "work_location", "employer"})
+
+
 def profile_facts(sentence: str, cjk: bool) -> list[tuple[str, str, bool]]:
     """``(attribute, value, multi)`` facts a speaker states about themself in ``sentence``.
 
     The first pattern of a single-valued attribute that matches wins; a place attribute
     whose value is no place (a language, a lower-case phrase) gives nothing.
     """
+    return list(_profile_facts(sentence, cjk))
+
+
+@functools.lru_cache(maxsize=2048)
+def _profile_facts(sentence: str, cjk: bool) -> tuple[tuple[str, str, bool], ...]:
+    """Cached: a commit reads one sentence for the profile extractor and again for the
+    timeline's claims."""
     out: list[tuple[str, str, bool]] = []
     seen: set[str] = set()
+    wish: bool | None = None
     for attribute, pattern, multi, kind in (_CN if cjk else _EN):
         if not multi and attribute in seen:
             continue
-        if cjk and re.search(r"(?:如果|假如|要是|打算|考虑|可能|想要?|会不会|是否|吗)", sentence) and attribute in (
-                "residence", "work_location", "employer"):
-            continue
-        if not cjk and re.search(r"\b(?:if|would|might|may|maybe|should|considering|thinking (?:of|about)|planning to|"
-                                 r"want to|wanna|hope to|going to|gonna|will)\b", sentence, re.I) and attribute in (
-                                     "residence", "work_location", "employer"):
-            continue  # a plan or a wish is no fact about where one lives or works
+        if attribute in _PLACE_ATTRIBUTES:
+            if wish is None:
+                wish = bool((_WISH_CN if cjk else _WISH_EN).search(sentence))
+            if wish:
+                continue  # a plan or a wish is no fact about where one lives or works
         match = pattern.search(sentence)
         if not match:
             continue
@@ -361,4 +387,4 @@ def profile_facts(sentence: str, cjk: bool) -> list[tuple[str, str, bool]]:
             seen.add(attribute)
     if any(a == "occupation" for a, _, _ in out):
         out = [f for f in out if f[0] != "identity"]
-    return out
+    return tuple(out)

@@ -25,6 +25,11 @@ from knowhub.providers.llm.local_context_code import (
     strip_code,
     trim_code_words,
 )
+from knowhub.providers.llm.local_context_instructions import (
+    instruction_topic,
+    is_instruction,
+    preference_phrases,
+)
 from knowhub.providers.llm.local_context_profile import NAME_PATTERNS, profile_facts
 from knowhub.providers.llm.local_context_text import (
     MONTHS,
@@ -133,7 +138,7 @@ _FAV_EN = re.compile(r"\bmy (?:all[- ]time )?favou?rite ([\w\- ]{2,30}?) (?:is|a
 _FAV_CN = re.compile(r"(?:我|^|，|,)最喜欢的([\u4e00-\u9fff]{1,6}?)(?:是|就是)([^，。,.!！？?；;]{1,16})")
 _PREF_CN = re.compile(r"我(?:很|非常|特别|最|真的|也|比较|更)?(喜欢|爱|偏好|讨厌|不喜欢|热爱|更喜欢|受不了|不爱|不吃|不喝)([^，。,.!！？?；;]{1,24})")
 _NEGATIVE = ("hate", "dislike", "can't stand", "cannot stand", "don't like", "do not like", "讨厌", "不喜欢", "受不了", "不爱",
-             "不吃", "不喝", "is allergic to", "过敏")
+             "不吃", "不喝", "is allergic to", "过敏", "would rather not", "does not want")
 
 
 _THIRD = {"love": "loves", "like": "likes", "enjoy": "enjoys", "prefer": "prefers", "adore": "adores",
@@ -179,6 +184,14 @@ def extract_preferences(payload: dict[str, Any]) -> list[dict[str, Any]]:
                 obj = _clean_phrase(match.group(2), 8)
                 if obj and not (favourite and obj.startswith("的")):
                     found.append((match.group(1), obj))
+            if turn.is_person:
+                rule = is_instruction(sentence, has_cjk(sentence))
+                for verb, obj in [] if rule else preference_phrases(sentence):  # a rule is memory enough
+                    obj = _clean_phrase(obj, 10)
+                    if obj and not any(obj.casefold() in o.casefold() or o.casefold() in obj.casefold() for _, o in found):
+                        found.append((verb, obj))
+                if rule:
+                    out.append(_instruction(turn, sentence))
             for verb, obj in found:
                 negative = verb in _NEGATIVE
                 topic = _topic(obj)
@@ -193,6 +206,24 @@ def extract_preferences(payload: dict[str, Any]) -> list[dict[str, Any]]:
                     title=f"{turn.speaker} — {topic}", fact=statement,
                 ))
     return out
+
+
+def _instruction(turn: Turn, sentence: str) -> dict[str, Any]:
+    """A standing instruction (:mod:`.local_context_instructions`): its own preference node,
+    keyed by the speaker and what the rule is about, citing the message that states it."""
+    cjk = has_cjk(sentence)
+    topic = instruction_topic(sentence, cjk, STOPWORDS)
+    annotated, _ = annotate_time_cues(sentence, turn.when)
+    rule = truncate(annotated, 200)
+    abstract = (f"{turn.speaker}的长期要求（规则）：{rule}" if cjk
+                else f"Standing instruction from {turn.speaker} (a rule to follow): {rule}")
+    return _candidate(
+        "preferences", f"{turn.speaker} instruction {topic}", abstract,
+        f"- {turn.speaker} (instruction): {rule}\n- said on {turn.date}",
+        turn.cite(), 0.7, [turn.id],
+        speaker=turn.speaker, polarity="instruction", kind="instruction", topic=topic,
+        title=f"{turn.speaker} — instruction: {topic}", fact=f"{turn.speaker}: {rule}",
+    )
 
 
 # ---------------------------------------------------------------------- entities and events
@@ -235,13 +266,20 @@ HTTPS SSH SSL TLS CDN SDK CLI GUI UI UX IDE JSON XML YAML CSV PDF HTML CSS SQL O
 QA QPS RPS SLA SLO KPI OKR ROI CEO CTO CFO COO HR PR PM ETA ASAP FAQ DIY TV PC ID PIN OTP SMS MMS GPS AI ML
 NLP LLM OCR IOT AR VR CRM ERP SaaS B2B B2C MVP POC RFC PTO OOO WFH EOD TBD FYI IMO BTW DM PS AM FM DJ MC PHD
 PhD MBA MSc BSc MD
+KB MB GB TB PB KiB MiB GiB TiB Gi Mi Ki GHz MHz KHz Hz MS
 """.split()  # noqa: SIM905
 )
+#: An all-capitals word with an English inflection ending is a shouted word ("REJECTED",
+#: "PENDING", "URGENTLY"), not an acronym or a name.
+_SHOUTED = re.compile(r"^[A-Z]{2,}(?:ED|ING|LY|TION|MENT|NESS|ABLE)$")
 
 
 def _is_generic_abbreviation(name: str) -> bool:
     """An abbreviation that is an ordinary noun (``the default TTL``), not a name."""
-    return name in GENERIC_ABBREVIATIONS
+    return name in GENERIC_ABBREVIATIONS or name.casefold() in _UNIT_WORDS or bool(_SHOUTED.match(name))
+
+
+_UNIT_WORDS = frozenset(a.casefold() for a in GENERIC_ABBREVIATIONS if a[-1:] in "BbiHz" or a in ("MS",))
 
 _ORG_SUFFIX = ("Inc", "Corp", "University", "College", "School", "Company", "Club", "Group", "Center", "Centre",
                "Foundation", "Institute", "Studio", "Bank", "Hospital", "Church", "Museum", "Park", "Festival", "Conference")
