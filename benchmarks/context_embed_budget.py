@@ -66,6 +66,12 @@ def loo(scores: dict[int, dict[str, list[float]]], tolerance: float) -> dict[str
             "pooled_uncut": sum(f["recall_uncut"] * f["questions"] for f in folds) / total}
 
 
+def _save(path: Path | None, sets: dict[str, Any]) -> None:
+    """Per-question scores so far (a long run keeps what it measured)."""
+    if path is not None:
+        path.with_suffix(".partial.json").write_text(json.dumps(sets))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--budgets", default="0,96,64,48,32", help="token budgets; 0 = uncut")
@@ -91,6 +97,7 @@ def main() -> None:
                 for chat in chats:
                     out = run_chat(chat, root / f"t{budget}", 10, 40, embedder)
                     sets["tech"][budget][chat["id"]] = [q["engine"] for q in out["questions"]]
+                _save(args.json, sets)
                 print(f"tech chats, budget {budget or 'uncut'}: recall@10 {_weighted(sets['tech'][budget], list(sets['tech'][budget])):.4f}"
                       f" (cpu {time.process_time() - cpu0:.0f} s)", flush=True)
         if not args.skip_locomo:
@@ -102,6 +109,7 @@ def main() -> None:
                 for conv in convs:
                     rows = score_conversation(conv, root / f"l{budget}", [10], 40, False, {})
                     sets["locomo"][budget][conv["sample_id"]] = [r[1][10] for r in rows]
+                _save(args.json, sets)
                 print(f"LoCoMo, budget {budget or 'uncut'}: recall@10 {_weighted(sets['locomo'][budget], list(sets['locomo'][budget])):.4f}"
                       f" (cpu {time.process_time() - cpu0:.0f} s)", flush=True)
     ContextEngineService.EMBED_TOKENS = None
@@ -109,7 +117,7 @@ def main() -> None:
     report["load_end"] = os.getloadavg()
     for name, scores in sets.items():
         result = loo(scores, args.tolerance)
-        report[name] = {"per_budget": {b: {k: round(_weighted(v, [k]), 4) for k, v in rows.items()} for b, rows in scores.items()},
+        report[name] = {"per_budget": {b: {k: round(_weighted(rows, [k]), 4) for k in rows} for b, rows in scores.items()},
                         "all": {b: round(_weighted(rows, list(rows)), 4) for b, rows in scores.items()}, "loo": result}
         print(f"{name}: recall@10 by budget " + ", ".join(f"{b or 'uncut'}={v:.4f}" for b, v in report[name]["all"].items()))
         for fold in result["folds"]:

@@ -66,8 +66,11 @@ def _warm_up(embedder: Any, seed: int) -> float:
     return time.process_time() - cpu
 
 
-def run_once(chats: int, sessions: int, turns: int, seed: int, overlap: bool = False) -> dict[str, Any]:
-    """One measurement in this process (``knowhub`` from whatever ``sys.path`` gives)."""
+def run_once(chats: int, sessions: int, turns: int, seed: int, overlap: bool = False,
+             embed_tokens: int | None = None) -> dict[str, Any]:
+    """One measurement in this process (``knowhub`` from whatever ``sys.path`` gives);
+    ``embed_tokens`` overrides the service's default token budget (0: uncut) where the
+    code has one."""
     from _tech_chats import tech_chats
 
     from knowhub.context.service import ContextEngineService
@@ -88,6 +91,8 @@ def run_once(chats: int, sessions: int, turns: int, seed: int, overlap: bool = F
             batches.append(list(texts))
             return out
 
+    if embed_tokens is not None and hasattr(ContextEngineService, "EMBED_TOKENS"):
+        ContextEngineService.EMBED_TOKENS = embed_tokens or None
     embedder = Recording()
     embedder.embed_matrix(["warm up the engine and its threads"] * 8)
     first_commit_cpu = _warm_up(MultilingualE5Embedder(), seed)
@@ -149,17 +154,18 @@ def run_once(chats: int, sessions: int, turns: int, seed: int, overlap: bool = F
         "commit_s": round(commit_s, 3), "commit_cpu_s": round(commit_cpu, 3),
         "first_commit_cpu_s": round(first_commit_cpu, 3), "fsyncs_per_commit": round(fsyncs[0] / (chats * sessions), 1),
         "tokens_embedded": sum(embedder._model.token_count(t) - embedder._model.token_count("") for t in texts),
-        "overlap": overlap, "embed_in_path_s": round(spent[0], 3), "embed_alone_s": round(alone, 3),
+        "overlap": overlap, "embed_tokens": getattr(ContextEngineService, "EMBED_TOKENS", None), "embed_in_path_s": round(spent[0], 3), "embed_alone_s": round(alone, 3),
         "overhead": round(end_to_end / alone, 3) if alone else None,
         "nodes_per_s": round(nodes / end_to_end, 2), "messages_per_s": round(messages / end_to_end, 2),
         "load_avg": os.getloadavg()[0],
     }
 
 
-def _child(src: Path, args: argparse.Namespace) -> dict[str, Any]:
+def _child(src: Path, args: argparse.Namespace, this: bool = True) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(src)}
     cmd = [sys.executable, __file__, "--child", "--chats", str(args.chats), "--sessions", str(args.sessions),
-           "--turns", str(args.turns), "--seed", str(args.seed), *(["--overlap"] if args.overlap else [])]
+           "--turns", str(args.turns), "--seed", str(args.seed), *(["--overlap"] if args.overlap else []),
+           *(["--embed-tokens", str(args.embed_tokens)] if this and args.embed_tokens is not None else [])]
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -172,12 +178,14 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--compare", type=Path, help="another checkout's root (holding src/) to run alternately")
+    parser.add_argument("--embed-tokens", type=int, default=None,
+                        help="token budget of embedded L0 texts for this checkout (0: uncut; default: the service's)")
     parser.add_argument("--overlap", action="store_true", help="background indexer during the commits (module doc)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(run_once(args.chats, args.sessions, args.turns, args.seed, args.overlap)))
+        print(json.dumps(run_once(args.chats, args.sessions, args.turns, args.seed, args.overlap, args.embed_tokens)))
         return
     runs: dict[str, list[dict[str, Any]]] = {"this": []}
     if args.compare:
@@ -187,7 +195,7 @@ def main() -> None:
     for r in range(args.rounds):
         for name in runs:
             src = REPO / "src" if name == "this" else args.compare / "src"
-            row = _child(src, args)
+            row = _child(src, args, name == "this")
             runs[name].append(row)
             print(f"round {r + 1} {name}: {row}", flush=True)
     print(f"load average at end: {os.getloadavg()}")
@@ -203,7 +211,7 @@ def main() -> None:
               f"{m['nodes_per_s']:.2f} | {m['nodes_per_cpu_s']:.2f} | {m['commit_s']:.1f} ({m['commit_cpu_s']:.1f}) | "
               f"{m['fsyncs_per_commit']:.0f} |")
     print(f"\nmedians of {args.rounds} round(s); load average {load_start[0]:.2f} at start, {os.getloadavg()[0]:.2f} at end; "
-          f"overlap={'on' if args.overlap else 'off'}")
+          f"overlap={'on' if args.overlap else 'off'}; embed_tokens (this)={runs['this'][0].get('embed_tokens')}")
     for key, label in (("overhead", "overhead_wall (end to end / embedding alone)"),
                        ("overhead_cpu", "overhead_cpu (same, CPU seconds)"),
                        ("nodes_per_s", "nodes_per_s (searchable nodes per wall second)"),
