@@ -64,6 +64,8 @@ NON_SETTING_ENV = frozenset({
     "KNOWHUB_HOOK_STATE",
     "KNOWHUB_CLAUDE_BIN",
     "KNOWHUB_CODEX_BIN",
+    # embedded index: where each process keeps its working copy of the tantivy segments
+    "KNOWHUB_INDEX_SCRATCH",
 })
 ENV_PREFIX = "KNOWHUB_"
 #: URL schemes of ``context.index_url`` (SQLAlchemy's; ``postgresql://`` uses psycopg 3).

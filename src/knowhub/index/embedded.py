@@ -72,6 +72,7 @@ from knowhub.index.embedded_copy import (
     open_generation,
     read_manifest,
     read_one_file_copy,
+    remove_old_generations,
     verify_files,
     write_generation,
 )
@@ -712,12 +713,29 @@ class EmbeddedIndex:
         parts = []
         for name, part in self._parts.items():
             assert part.directory is not None
+            if not part.docs:  # emptied (a user forgotten): neither its name nor its segments stay
+                continue
             parts.append((name, part.docs, part.lexical_docs, merge_counts(part.base_df, part.df), part.directory))
         return Snapshot(
             ids=list(self._row_ids), records=records, payloads=payloads, vectors=self._matrix[:n], live=self._live[:n],
             has_vec=self._has_vec[:n], has_tok=self._has_tok[:n],
             numbers=[self._numbers[name][:n] for name in self.number_fields], postings=postings, parts=parts,
         )
+
+    def vacuum(self) -> list[str]:
+        """Remove every saved generation but the current one at once (a save keeps the
+        previous one for a grace period, for processes still opening it): after a forget,
+        no older copy may keep the erased records. Returns the names removed."""
+        if self.path is None:
+            return []
+        with self._lock:
+            try:
+                current = (read_manifest(self.path) or {}).get("generation")
+            except (OSError, ValueError):
+                return []
+            if not isinstance(current, str):
+                return []
+            return remove_old_generations(self.path, keep={current}, grace_s=0.0)
 
     def verify_copy(self) -> list[str]:
         """Files of the saved copy whose full checksum differs from the manifest (reads every

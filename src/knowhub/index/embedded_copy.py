@@ -51,6 +51,7 @@ import numpy as np
 import orjson
 
 from knowhub.storage import atomic_write_bytes, fsync_dir
+from knowhub.storage.modes import DIR_MODE, FILE_MODE, ensure_dir
 
 FORMAT = "knowhub-embedded-index"
 VERSION = 3
@@ -442,7 +443,7 @@ def write_generation(root: Path, snap: Snapshot, *, dim: int, number_fields: tup
                      state: Mapping[str, Any] | None, known: Mapping[str, Any] | None) -> dict[str, Any]:
     """Write ``snap`` as a new generation, switch the manifest to it, remove old ones;
     returns the new manifest."""
-    root.mkdir(parents=True, exist_ok=True)
+    ensure_dir(root)
     try:
         previous = (read_manifest(root) or {}).get("generation")
     except (OSError, ValueError):
@@ -482,6 +483,7 @@ def write_generation(root: Path, snap: Snapshot, *, dim: int, number_fields: tup
             if path.is_file():
                 rel = path.relative_to(tmp).as_posix()
                 files[rel] = _entry(path, known, rel)
+        _make_private(tmp)
         for directory in (tmp, *(p for p in tmp.iterdir() if p.is_dir())):
             fsync_dir(directory)
         os.rename(tmp, root / name)
@@ -498,20 +500,33 @@ def write_generation(root: Path, snap: Snapshot, *, dim: int, number_fields: tup
     return manifest
 
 
-def remove_old_generations(root: Path, keep: Iterable[str]) -> None:
+def _make_private(tree: Path) -> None:
+    """Owner-only modes on a generation being written: its files come from ``open`` and
+    from tantivy (hard links share the working copy's inode), both filtered by the umask."""
+    os.chmod(tree, DIR_MODE)
+    for path in tree.rglob("*"):
+        os.chmod(path, DIR_MODE if path.is_dir() else FILE_MODE)
+
+
+def remove_old_generations(root: Path, keep: Iterable[str], *, grace_s: float | None = None) -> list[str]:
     """Delete generations and unfinished writes other than ``keep`` once they are old
     enough that no process can still be opening them; the files of the pre-generation
     format (``docs.jsonl``, ``vectors.npy``) go at once."""
     keep = set(keep)
+    grace = _GEN_GRACE_S if grace_s is None else grace_s
     now = time.time()
+    removed: list[str] = []
     for entry in os.scandir(root):
         if entry.name.startswith(("g-", ".tmp-g-")) and entry.name not in keep:
             with contextlib.suppress(OSError):
-                if now - entry.stat().st_mtime > _GEN_GRACE_S:
+                if now - entry.stat().st_mtime >= grace:
                     shutil.rmtree(entry.path, ignore_errors=True)
+                    removed.append(entry.name)
         elif entry.name in ("docs.jsonl", "vectors.npy"):
             with contextlib.suppress(OSError):
                 os.unlink(entry.path)
+                removed.append(entry.name)
+    return removed
 
 
 # ---------------------------------------------------------------------- work directories
