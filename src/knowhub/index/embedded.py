@@ -44,7 +44,6 @@ import math
 import shutil
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +52,7 @@ import numpy as np
 import orjson
 import tantivy
 
-from knowhub.errors import InvalidInputError, StorageError
+from knowhub.errors import InvalidInputError
 from knowhub.index.documents import (
     MAX_TOKEN_CHARS,
     clean_tokens,
@@ -62,20 +61,10 @@ from knowhub.index.documents import (
     resolve_query_vector,
 )
 from knowhub.index.embedded_copy import (
-    FORMAT,
-    CopyDamaged,
-    CopyVanished,
     Generation,
-    Snapshot,
     WorkDir,
-    merge_counts,
-    open_generation,
-    read_manifest,
-    read_one_file_copy,
-    remove_old_generations,
-    verify_files,
-    write_generation,
 )
+from knowhub.index.embedded_persistence import PersistedCopy, StoredDoc
 from knowhub.index.embedded_postings import FilterPostings, LexicalPart
 from knowhub.index.protocol import (
     FilterValue,
@@ -112,20 +101,7 @@ _PAYLOAD_CACHE = 131_072
 _PARTITION = "_partition"
 
 
-@dataclass(slots=True)
-class _Doc:
-    """What the index keeps of a document written since its copy was loaded (older ones
-    are records of the copy, read on demand) besides its tantivy postings and vector row."""
-
-    tokens: str
-    filters: dict[str, tuple[str, ...]]
-    numbers: dict[str, float]
-    payload: dict[str, Any]
-    has_vector: bool
-    partition: str = ""
-
-
-class EmbeddedIndex:
+class EmbeddedIndex(PersistedCopy):
     """tantivy (lexical) + faiss (vectors) in this process; see the module docstring.
 
     Args:
@@ -173,7 +149,7 @@ class EmbeddedIndex:
         #: id -> row of every document; rows written since the copy was loaded keep their
         #: record in ``_fresh``, the others read it from ``_base``
         self._rows: dict[str, int] = {}
-        self._fresh: dict[int, _Doc] = {}
+        self._fresh: dict[int, StoredDoc] = {}
         self._base: Generation | None = None
         #: payloads decoded from the copy (row -> payload), the oldest dropped beyond a bound
         self._payload_cache: dict[int, dict[str, Any]] = {}
@@ -242,9 +218,9 @@ class EmbeddedIndex:
 
     # ------------------------------------------------------------------ validation
 
-    def _prepare(self, doc: IndexDocument) -> tuple[_Doc, np.ndarray | None]:
+    def _prepare(self, doc: IndexDocument) -> tuple[StoredDoc, np.ndarray | None]:
         item = prepare_document(doc, self._dim, self.number_fields)
-        stored = _Doc(" ".join(item.tokens), item.filters, item.numbers, item.payload,
+        stored = StoredDoc(" ".join(item.tokens), item.filters, item.numbers, item.payload,
                       item.vector is not None, item.partition)
         return stored, item.vector
 
@@ -261,7 +237,7 @@ class EmbeddedIndex:
                 self._remove(doc_id)
                 self._put(doc_id, stored, vector)
 
-    def _put(self, doc_id: str, stored: _Doc, vector: np.ndarray | None) -> None:
+    def _put(self, doc_id: str, stored: StoredDoc, vector: np.ndarray | None) -> None:
         if self._free:
             row = self._free.pop()
             self._row_ids[row] = doc_id
@@ -304,14 +280,14 @@ class EmbeddedIndex:
             self._work = WorkDir(self.path)
         return self._work
 
-    def _record(self, row: int) -> _Doc:
+    def _record(self, row: int) -> StoredDoc:
         """The document at ``row``: written since the load, or read from the copy."""
         stored = self._fresh.get(row)
         if stored is not None:
             return stored
         assert self._base is not None
         rec = self._base.record(row)
-        return _Doc(rec["t"], {k: tuple(v) for k, v in rec["f"].items()}, rec["n"], rec["p"], bool(rec["v"]),
+        return StoredDoc(rec["t"], {k: tuple(v) for k, v in rec["f"].items()}, rec["n"], rec["p"], bool(rec["v"]),
                     rec.get("s", ""))
 
     def _remove(self, doc_id: str) -> bool:
@@ -655,219 +631,6 @@ class EmbeddedIndex:
             ((-float(s), row_ids[int(r)] or "") for r, s in zip(rows, scores, strict=True)),
         )
         return [(doc_id, -neg) for neg, doc_id in pairs[:k]]
-
-    # ------------------------------------------------------------------ persistence
-
-    def stamp(self) -> str | None:
-        """The stamp of the last checkpoint these documents reflect."""
-        return self._stamp
-
-    def saved_state(self) -> dict[str, Any] | None:
-        """The ``state`` of the loaded (or last written) checkpoint (None: none)."""
-        return self._state
-
-    def checkpoint(self, stamp: str, *, state: Mapping[str, Any] | None = None) -> None:
-        """Write a new generation of the copy, then switch the manifest (naming ``stamp``,
-        ``state`` — e.g. the change-log position the documents reflect — and the checksums)
-        to it: a crash before the switch leaves the previous copy in force."""
-        if not isinstance(stamp, str):
-            raise InvalidInputError("checkpoint stamp must be a string")
-        with self._lock:
-            self._stamp = stamp
-            self._state = dict(state) if state is not None else None
-            if self.path is None:
-                return
-            try:
-                manifest = write_generation(self.path, self._snapshot(), dim=self._dim,
-                                            number_fields=self.number_fields, stamp=stamp, state=self._state,
-                                            known=self._files)
-            except (OSError, ValueError) as exc:
-                raise StorageError(f"cannot write the retrieval index: {exc}", path=str(self.path)) from exc
-            self._files = manifest["files"]
-
-    def _snapshot(self) -> Snapshot:
-        """Everything a generation holds, as arrays (caller holds the lock): records of rows
-        unchanged since the load are copied as bytes, postings and frequencies merged."""
-        n = len(self._row_ids)
-        for part in self._parts.values():
-            part.commit()
-        base, fresh = self._base, self._fresh
-        records: list[bytes] = []
-        payloads: list[bytes] = []
-        for row, doc_id in enumerate(self._row_ids):
-            stored = fresh.get(row)
-            if stored is not None:
-                records.append(orjson.dumps({
-                    "id": doc_id, "t": stored.tokens, "f": stored.filters, "n": stored.numbers,
-                    "v": stored.has_vector, "s": stored.partition,
-                }))
-                payloads.append(orjson.dumps(stored.payload))
-            elif doc_id is not None and base is not None:
-                record, payload = base.raw(row)
-                records.append(record)
-                payloads.append(payload)
-            else:
-                records.append(b"")
-                payloads.append(b"")
-        postings = dict(self._postings.merged())
-        parts = []
-        for name, part in self._parts.items():
-            assert part.directory is not None
-            if not part.docs:  # emptied (a user forgotten): neither its name nor its segments stay
-                continue
-            parts.append((name, part.docs, part.lexical_docs, merge_counts(part.base_df, part.df), part.directory))
-        return Snapshot(
-            ids=list(self._row_ids), records=records, payloads=payloads, vectors=self._matrix[:n], live=self._live[:n],
-            has_vec=self._has_vec[:n], has_tok=self._has_tok[:n],
-            numbers=[self._numbers[name][:n] for name in self.number_fields], postings=postings, parts=parts,
-        )
-
-    def vacuum(self) -> list[str]:
-        """Remove every saved generation but the current one at once (a save keeps the
-        previous one for a grace period, for processes still opening it): after a forget,
-        no older copy may keep the erased records. Returns the names removed."""
-        if self.path is None:
-            return []
-        with self._lock:
-            try:
-                current = (read_manifest(self.path) or {}).get("generation")
-            except (OSError, ValueError):
-                return []
-            if not isinstance(current, str):
-                return []
-            return remove_old_generations(self.path, keep={current}, grace_s=0.0)
-
-    def verify_copy(self) -> list[str]:
-        """Files of the saved copy whose full checksum differs from the manifest (reads every
-        byte; an open checks sizes, small files and the edges of large ones)."""
-        if self.path is None:
-            return []
-        try:
-            manifest = read_manifest(self.path) or {}
-        except (OSError, ValueError):
-            return ["manifest.json"]
-        name = manifest.get("generation")
-        if not isinstance(name, str):
-            return []
-        return verify_files(self.path / name, manifest.get("files") or {})
-
-    def _load(self) -> None:
-        """Open the persisted copy; an unusable one leaves the index empty (stamp None)."""
-        assert self.path is not None
-        manifest_path = self.path / "manifest.json"
-        for _attempt in range(3):  # a save by another process may replace the generation meanwhile
-            try:
-                manifest = read_manifest(self.path)
-            except (OSError, ValueError) as exc:
-                log.warning("retrieval index manifest at %s is unreadable (%s); starting empty", self.path, exc)
-                self.damaged = [manifest_path]
-                return
-            if manifest is None:
-                return
-            if (
-                manifest.get("format") != FORMAT
-                or manifest.get("dim") != self._dim
-                or manifest.get("number_fields") != list(self.number_fields)
-            ):
-                log.info("retrieval index at %s was made for another shape; starting empty", self.path)
-                return
-            if not isinstance(manifest.get("stamp"), str):
-                self.damaged = [manifest_path]
-                return
-            if manifest.get("version") == 2:
-                self._migrate(manifest)
-                return
-            try:
-                generation = open_generation(self.path, manifest, self.number_fields)
-                with self._lock:
-                    self._adopt(generation)
-            except CopyVanished:
-                self._reset()
-                continue
-            except CopyDamaged as exc:
-                log.warning("retrieval index at %s is damaged (%s); starting empty", self.path, exc)
-                self._reset()
-                self.damaged = [manifest_path, *exc.paths]
-                return
-            except (ValueError, KeyError, TypeError, OSError) as exc:
-                log.warning("retrieval index at %s is damaged (%s); starting empty", self.path, exc)
-                self._reset()
-                self.damaged = [manifest_path, self.path / str(manifest.get("generation"))]
-                return
-            self._files = dict(manifest.get("files") or {})
-            self._stamp = str(manifest["stamp"])
-            self._state = manifest["state"] if isinstance(manifest.get("state"), dict) else None
-            return
-        log.warning("retrieval index at %s kept changing while it was opened; starting empty", self.path)
-
-    def _adopt(self, gen: Generation) -> None:
-        """Take a loaded generation as this index's state: whole arrays, no per-document work."""
-        n = gen.rows
-        self._grow(n)
-        gen.read_vectors_into(self._matrix[:n])
-        self._row_ids = list(gen.ids)
-        self._rows = {doc_id: row for row, doc_id in enumerate(gen.ids) if doc_id is not None}
-        live = gen.live
-        if len(self._rows) != int(np.count_nonzero(live)) or any(
-            not isinstance(i, str) for i in self._rows
-        ):
-            raise ValueError("ids and live rows differ")
-        self._live[:n] = live
-        self._has_vec[:n] = gen.has_vec
-        self._has_tok[:n] = gen.has_tok
-        for name in self.number_fields:
-            self._numbers[name][:n] = gen.numbers[name]
-        self._free = np.flatnonzero(~live).tolist()
-        self._base = gen
-        self._postings.adopt(gen.postings, live)
-        for info in gen.parts:
-            self._parts[info.name] = LexicalPart(self._schema, self._workdir().new_part_dir(info.tantivy_dir), info)
-
-    def _migrate(self, manifest: dict[str, Any]) -> None:
-        """Load a copy of the one-file format (version 2) the old way, once, and save it as
-        a generation (its files are removed with the switch)."""
-        assert self.path is not None
-        try:
-            records, matrix = read_one_file_copy(self.path, manifest, self._dim)
-            with self._lock:
-                self._restore(records, matrix)
-        except CopyDamaged as exc:
-            log.warning("retrieval index at %s is damaged (%s); starting empty", self.path, exc)
-            self.damaged = exc.paths
-            return
-        except (ValueError, KeyError, TypeError, AttributeError, InvalidInputError) as exc:
-            log.warning("retrieval index at %s is damaged (%s); starting empty", self.path, exc)
-            self._reset()
-            self.damaged = [self.path / name for name in ("manifest.json", "docs.jsonl", "vectors.npy")]
-            return
-        state = manifest["state"] if isinstance(manifest.get("state"), dict) else None
-        log.warning("retrieval index at %s has the one-file format of earlier versions: loaded %d documents "
-                    "once and saving them as a generation", self.path, len(records))
-        try:
-            self.checkpoint(str(manifest["stamp"]), state=state)
-        except StorageError as exc:  # still usable in memory; the next save retries
-            log.warning("could not save the migrated retrieval index: %s", exc)
-            self._stamp, self._state = str(manifest["stamp"]), state
-
-    def _restore(self, records: list[dict[str, Any]], matrix: np.ndarray) -> None:
-        """Fill an empty index from a verified one-file copy (a loop over its documents)."""
-        self._grow(len(records))
-        self._matrix[: len(records)] = matrix
-        number_fields = set(self.number_fields)
-        for rec in records:
-            doc_id, tokens, numbers = rec["id"], rec["t"], rec["n"]
-            if not isinstance(doc_id, str) or not isinstance(tokens, str) or doc_id in self._rows:
-                raise ValueError("malformed document record")
-            if not set(numbers) <= number_fields:
-                raise ValueError("unknown number field")
-            filters = {str(k): tuple(v) for k, v in rec["f"].items()}
-            partition = rec.get("s", "")
-            if not isinstance(partition, str):
-                raise ValueError("malformed partition")
-            stored = _Doc(tokens, filters, numbers, rec["p"], bool(rec["v"]), partition)
-            row = len(self._row_ids)
-            vector = self._matrix[row] if stored.has_vector else None
-            self._put(doc_id, stored, vector)
 
     def close(self) -> None:
         """Release the tantivy writers, the vectors and this process's work directory (no
