@@ -111,7 +111,8 @@ def test_restart_reconciles_and_rebuilds(tmp_path: Path) -> None:
     again.outbox.close()
     third = ContextEngineService(data, durable=False)
     assert third.open_report["mode"] == "replay"
-    assert third.check_index() == {"checked": third.check_index()["checked"], "reprojected": 1, "removed": 0}
+    assert third.check_index() == {"checked": third.check_index()["checked"], "reprojected": 1, "removed": 0,
+                                   "copy_damaged_files": 0}
     assert third.check_index(fix=True)["reprojected"] == 1 and third.check_index()["reprojected"] == 0
     assert third.search_memory(ALICE, "zebra Stripes").blocks[0].uri == uri
     third.close()
@@ -189,3 +190,25 @@ def test_from_settings(tmp_path: Path) -> None:
         svc.close()
     with ContextEngineService.from_settings(settings) as reopened, pytest.raises(PermissionDeniedError):
         reopened.search_memory(ALICE, "x", target_uri="ctx://other/users/alice")
+
+
+def test_check_index_reads_every_byte_of_the_saved_copy(tmp_path: Path) -> None:
+    """Bit rot inside a large file of the saved copy (which an open checks only by size and
+    edges) is found by the check and repaired by a rebuild under ``fix``."""
+    data = tmp_path / "ctx"
+    svc = ContextEngineService(data, durable=False)
+    svc.commit_session(ALICE, SESSION_1, options={"session_id": "s1"})
+    svc.flush_index()
+    svc.save_index()
+    root = data / "index" / "retrieval"
+    generation = root / json.loads((root / "manifest.json").read_text())["generation"]
+    vectors = generation / "vectors.npy"
+    raw = bytearray(vectors.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    vectors.write_bytes(bytes(raw))
+    assert svc.check_index()["copy_damaged_files"] == 1
+    assert svc.check_index(fix=True)["copy_damaged_files"] == 1
+    assert svc.check_index()["copy_damaged_files"] == 0  # a new generation was saved
+    assert "d1" in refs_of(svc.search_memory(ALICE, "cat Luna shelter"))
+    svc.close()
+

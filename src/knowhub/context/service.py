@@ -521,8 +521,18 @@ class ContextEngineService:
         indexed version differs (``reprojected``) and indexed nodes that are gone
         (``removed``); ``fix`` repairs both and refills the relation copy. Finds what no
         outbox event announced (a commit killed between its node writes and its events,
-        a node edited by hand), which the replay at open cannot see."""
+        a node edited by hand), which the replay at open cannot see.
+
+        Also reads every byte of the saved index copy against its checksums
+        (``copy_damaged_files``; an open checks only sizes and the edges of large files):
+        ``fix`` rebuilds a damaged copy from the files and saves a new generation."""
+        verify = getattr(self.index, "verify_copy", None)
+        damaged_files = verify() if callable(verify) and not self.shared_index else []
+        if fix and damaged_files:
+            self.rebuild_index()
+            self.save_index()
         report = self.indexer.reconcile(fix=fix)
+        report["copy_damaged_files"] = len(damaged_files)
         if fix:
             with self._relations_lock:
                 self.graph.clear()

@@ -79,7 +79,7 @@ def check_all(engines: Engines, *, fix: bool = False, progress: Progress = _noop
         outbox = service.outbox.stats()
         # the walk an open no longer does: index copy against the files (fix re-projects)
         drift = service.check_index(fix=fix) if not service.shared_index else {}
-        stale = bool(drift.get("reprojected") or drift.get("removed")) and not fix
+        stale = bool(drift.get("reprojected") or drift.get("removed") or drift.get("copy_damaged_files")) and not fix
         report["context"] = {
             "ok": not problems and not stale,
             **fs_report,
