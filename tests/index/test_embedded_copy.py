@@ -276,3 +276,44 @@ def test_large_files_are_checked_by_their_edges_at_open_and_in_full_on_request(
     vectors.write_bytes(bytes(raw))
     damaged = EmbeddedIndex(DIM, tmp_path / "ix")
     assert damaged.stamp() is None and {p.name for p in damaged.damaged} == {"manifest.json", gen.name}
+
+
+def _body_terms(index: EmbeddedIndex, prefix: str) -> list[str]:
+    """Terms of every partition's tantivy term dictionary starting with ``prefix`` (deleted
+    documents' terms included: tantivy drops them only when it merges their segment)."""
+    return [term for part in index._parts.values()
+            for term, _ in part.searcher().terms_with_prefix("body", prefix)]
+
+
+@pytest.mark.parametrize("persisted", [True, False])
+def test_vacuum_leaves_no_term_of_a_deleted_document(tmp_path: Path, persisted: bool) -> None:
+    """A forgotten user's records in a partition shared with others: after ``vacuum`` no
+    segment (in memory, saved, or reopened) holds their terms, and the others' documents
+    answer as before (same hits, same BM25 statistics)."""
+    rng = random.Random(7)
+    path = tmp_path / "ix" if persisted else None
+    index = EmbeddedIndex(DIM, path, number_fields=["score"])
+    docs = [_doc(rng, i) for i in range(60)]
+    forgotten = [d for d in docs if d.filters["owner"] == "u1"]
+    for i, doc in enumerate(forgotten):
+        doc.tokens = [*doc.tokens, f"forgottenword{i}"]
+    index.upsert(docs)
+    index.checkpoint("s1")
+    index.delete([d.id for d in forgotten])
+    index.checkpoint("s2")
+    assert _body_terms(index, "forgottenword")  # deleted, yet still in the segments
+    kept = EmbeddedIndex(DIM, number_fields=["score"])  # what the rest should answer
+    kept.upsert([d for d in docs if d.filters["owner"] != "u1"])
+    query = ["alpha", "咖啡", "retry", "t3"]
+    expected = [(h.id, round(h.lexical_score or 0.0, 5)) for h in kept.search(tokens=query, top_k=20)]
+
+    index.vacuum()
+    assert _body_terms(index, "forgottenword") == []
+    assert [(h.id, round(h.lexical_score or 0.0, 5)) for h in index.search(tokens=query, top_k=20)] == expected
+    if persisted:
+        index.close()
+        reopened = EmbeddedIndex(DIM, path, number_fields=["score"])
+        assert reopened.stamp() == "s2" and reopened.count() == len(docs) - len(forgotten)
+        assert _body_terms(reopened, "forgottenword") == []
+        assert [(h.id, round(h.lexical_score or 0.0, 5)) for h in reopened.search(tokens=query, top_k=20)] == expected
+        reopened.close()

@@ -146,6 +146,9 @@ class EmbeddedIndex(PersistedCopy):
             if part.directory is not None:
                 shutil.rmtree(part.directory, ignore_errors=True)
         self._parts = {}
+        #: partitions that lost documents since they were last written whole (tantivy keeps
+        #: a deleted document's terms in its segments until a merge; see rewrite_partitions)
+        self._lost_docs: set[str] = set()
         #: id -> row of every document; rows written since the copy was loaded keep their
         #: record in ``_fresh``, the others read it from ``_base``
         self._rows: dict[str, int] = {}
@@ -260,6 +263,11 @@ class EmbeddedIndex(PersistedCopy):
         if part is None:
             directory = None if self.path is None else self._workdir().new_part_dir()
             part = self._parts[stored.partition] = LexicalPart(self._schema, directory)
+        self._index_lexical(part, doc_id, stored)
+
+    @staticmethod
+    def _index_lexical(part: LexicalPart, doc_id: str, stored: StoredDoc) -> None:
+        """Add a document to its partition's tantivy index and frequencies."""
         part.df.update(set(stored.tokens.split()))
         part.lexical_docs += bool(stored.tokens)
         part.docs += 1
@@ -299,6 +307,7 @@ class EmbeddedIndex(PersistedCopy):
         self._payload_cache.pop(row, None)
         part = self._parts[stored.partition]
         part.writer.delete_documents_by_term("id", doc_id)
+        self._lost_docs.add(stored.partition)
         part.df.subtract(set(stored.tokens.split()))
         part.lexical_docs -= bool(stored.tokens)
         part.docs -= 1
@@ -325,6 +334,29 @@ class EmbeddedIndex(PersistedCopy):
             raise InvalidInputError("delete_where needs at least one filter")
         with self._lock:
             return self.delete(self.ids(filters))
+
+    def rewrite_partitions(self) -> list[str]:
+        """Write every partition that lost documents anew from its live documents, so no
+        deleted document's terms stay in its segment files (tantivy marks deleted documents
+        and drops them only in a merge it schedules itself). Run before saving the copy
+        that must not keep a forgotten user's words; returns the partitions rewritten."""
+        with self._lock:
+            names = sorted(n for n in self._lost_docs if n in self._parts)
+            for name in names:
+                old = self._parts.pop(name)
+                if old.directory is not None:
+                    shutil.rmtree(old.directory, ignore_errors=True)
+                rows = self._postings.rows(_PARTITION, name)
+                if rows is None or not len(rows):
+                    continue
+                part = LexicalPart(self._schema, None if self.path is None else self._workdir().new_part_dir())
+                for row in rows.tolist():
+                    doc_id = self._row_ids[row]
+                    if doc_id is not None:
+                        self._index_lexical(part, doc_id, self._record(row))
+                self._parts[name] = part
+            self._lost_docs.clear()
+            return names
 
     def clear(self) -> None:
         """Drop every document and the stamp."""

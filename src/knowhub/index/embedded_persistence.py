@@ -89,6 +89,9 @@ class PersistedCopy:
     def _workdir(self) -> Any:
         raise NotImplementedError
 
+    def rewrite_partitions(self) -> list[str]:
+        raise NotImplementedError
+
     def stamp(self) -> str | None:
         """The stamp of the last checkpoint these documents reflect."""
         return self._stamp
@@ -154,12 +157,17 @@ class PersistedCopy:
         )
 
     def vacuum(self) -> list[str]:
-        """Remove every saved generation but the current one at once (a save keeps the
-        previous one for a grace period, for processes still opening it): after a forget,
-        no older copy may keep the erased records. Returns the names removed."""
+        """Rewrite the partitions that lost documents and save the copy again (so no
+        segment keeps a deleted document's terms), then remove every saved generation but
+        the current one at once (a save keeps the previous one for a grace period, for
+        processes still opening it): after a forget, no older copy may keep the erased
+        records. Returns the generation names removed."""
         if self.path is None:
+            self.rewrite_partitions()
             return []
         with self._lock:
+            if self.rewrite_partitions() and self._stamp is not None:
+                self.checkpoint(self._stamp, state=self._state)
             try:
                 current = (read_manifest(self.path) or {}).get("generation")
             except (OSError, ValueError):
