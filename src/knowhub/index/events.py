@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from knowhub.errors import InvalidInputError
+
 __all__ = [
     "EdgeLike",
     "IndexBatchResult",
@@ -29,6 +31,7 @@ __all__ = [
     "OutboxSink",
     "OutboxStatus",
     "OutboxStore",
+    "RetryPolicy",
     "new_event_id",
 ]
 
@@ -181,3 +184,31 @@ class OutboxStore(OutboxSink, Protocol):
     def mark_failed(self, event_id: str, error: str, retryable: bool = True) -> None:
         """Record a failure; retry later with back-off or move to dead letter."""
         ...
+
+
+class RetryPolicy:
+    """Leases and retries of an outbox store (the SQLite and the PostgreSQL one alike): how
+    long a leased event is a worker's, how often a failed one is retried, and the doubling
+    delay before each retry."""
+
+    lease_s: float
+    max_retries: int
+    backoff_base_s: float
+    backoff_max_s: float
+
+    def _set_retry_policy(self, lease_s: float, max_retries: int, backoff_base_s: float,
+                          backoff_max_s: float) -> None:
+        if lease_s <= 0 or max_retries < 0 or backoff_base_s < 0 or backoff_max_s < backoff_base_s:
+            raise InvalidInputError(
+                "outbox needs lease_s > 0, max_retries >= 0 and 0 <= backoff_base_s <= backoff_max_s"
+            )
+        self.lease_s = float(lease_s)
+        self.max_retries = int(max_retries)
+        self.backoff_base_s = float(backoff_base_s)
+        self.backoff_max_s = float(backoff_max_s)
+
+    def backoff_s(self, retry_count: int) -> float:
+        """Delay before retry number ``retry_count`` (1-based)."""
+        if retry_count <= 0:
+            return 0.0
+        return min(self.backoff_max_s, self.backoff_base_s * (2 ** (retry_count - 1)))

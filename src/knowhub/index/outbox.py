@@ -46,7 +46,7 @@ from typing import Any
 import orjson
 
 from knowhub.errors import InvalidInputError, NotFoundError, StorageError
-from knowhub.index.events import OutboxEvent, OutboxStatus
+from knowhub.index.events import OutboxEvent, OutboxStatus, RetryPolicy
 from knowhub.storage import create_private_file, ensure_dir
 from knowhub.storage.quarantine import Quarantine
 
@@ -82,7 +82,7 @@ _OPEN = (OutboxStatus.PENDING.value, OutboxStatus.FAILED.value, OutboxStatus.PRO
 log = logging.getLogger(__name__)
 
 
-class SQLiteOutboxStore:
+class SQLiteOutboxStore(RetryPolicy):
     """The persistent :class:`~knowhub.index.events.OutboxStore` (seed 004 §10.4, §10.6).
 
     Args:
@@ -107,15 +107,8 @@ class SQLiteOutboxStore:
         busy_timeout_s: float = 30.0,
         quarantine: Quarantine | None = None,
     ) -> None:
-        if lease_s <= 0 or max_retries < 0 or backoff_base_s < 0 or backoff_max_s < backoff_base_s:
-            raise InvalidInputError(
-                "outbox needs lease_s > 0, max_retries >= 0 and 0 <= backoff_base_s <= backoff_max_s"
-            )
+        self._set_retry_policy(lease_s, max_retries, backoff_base_s, backoff_max_s)
         self.path = Path(path)
-        self.lease_s = float(lease_s)
-        self.max_retries = int(max_retries)
-        self.backoff_base_s = float(backoff_base_s)
-        self.backoff_max_s = float(backoff_max_s)
         self.clock = clock
         self.quarantine = quarantine if quarantine is not None else Quarantine(self.path.parent, "outbox")
         self._lock = threading.RLock()
@@ -215,12 +208,6 @@ class SQLiteOutboxStore:
                              origin=f"{self.path.name}, event {row[0]}")
         with self._tx() as conn:
             conn.execute("DELETE FROM outbox WHERE event_id IS ?", (row[0],))
-
-    def backoff_s(self, retry_count: int) -> float:
-        """Delay before retry number ``retry_count`` (1-based)."""
-        if retry_count <= 0:
-            return 0.0
-        return min(self.backoff_max_s, self.backoff_base_s * (2 ** (retry_count - 1)))
 
     # ------------------------------------------------------------------ writes
 

@@ -44,7 +44,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from knowhub.errors import InvalidInputError, NotFoundError, StorageError
-from knowhub.index.events import OutboxEvent, OutboxStatus
+from knowhub.index.events import OutboxEvent, OutboxStatus, RetryPolicy
 from knowhub.storage.quarantine import Quarantine
 
 __all__ = ["LockedBatch", "PostgresOutboxStore"]
@@ -63,7 +63,7 @@ def _one_line(error: object) -> str:
     return " ".join(str(error).split())[:500]
 
 
-class PostgresOutboxStore:
+class PostgresOutboxStore(RetryPolicy):
     """The persistent outbox in PostgreSQL (see the module doc).
 
     Args:
@@ -88,20 +88,13 @@ class PostgresOutboxStore:
         clock: Callable[[], float] = time.time,
         quarantine: Quarantine | None = None,
     ) -> None:
-        if lease_s <= 0 or max_retries < 0 or backoff_base_s < 0 or backoff_max_s < backoff_base_s:
-            raise InvalidInputError(
-                "outbox needs lease_s > 0, max_retries >= 0 and 0 <= backoff_base_s <= backoff_max_s"
-            )
+        self._set_retry_policy(lease_s, max_retries, backoff_base_s, backoff_max_s)
         if not _NAME.match(name):
             raise InvalidInputError("outbox name must be lower-case letters, digits and _", name=name)
         self.engine = engine
         self.table = f"kx_{name}_outbox"
         self.path = self.table  # where errors point (SQLiteOutboxStore names its file)
         self.current_connection = current_connection or (lambda: None)
-        self.lease_s = float(lease_s)
-        self.max_retries = int(max_retries)
-        self.backoff_base_s = float(backoff_base_s)
-        self.backoff_max_s = float(backoff_max_s)
         self.clock = clock
         self.quarantine = quarantine
         self._closed = False
@@ -176,12 +169,6 @@ class PostgresOutboxStore:
             log.warning("dropping undecodable outbox row %s: %s", row[0], reason)
         with self._tx() as conn:
             conn.execute(sql(f"DELETE FROM {self.table} WHERE event_id = :e"), {"e": row[0]})
-
-    def backoff_s(self, retry_count: int) -> float:
-        """Delay before retry number ``retry_count`` (1-based)."""
-        if retry_count <= 0:
-            return 0.0
-        return min(self.backoff_max_s, self.backoff_base_s * (2 ** (retry_count - 1)))
 
     # ------------------------------------------------------------------ writes
 

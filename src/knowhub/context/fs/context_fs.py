@@ -82,6 +82,7 @@ from knowhub.context.fs.files import (
     _meta_bytes,
     _read_text,
     encode_edges,
+    node_meta_doc,
     read_json_file,
     upsert_encoded,
 )
@@ -101,7 +102,6 @@ from knowhub.storage.quarantine import Quarantine
 __all__ = ["META_FILE", "RELATIONS_FILE", "ContextFS", "encode_edges", "read_json_file", "upsert_encoded"]
 
 _READ_ATTEMPTS = 40
-_META_FORMAT = 1
 
 
 def _is_root(uri: ContextURI) -> bool:
@@ -241,18 +241,7 @@ class ContextFS(RepairsMixin):
                 raise StorageError(f"cannot create directory: {exc}", path=str(directory)) from exc
             self._fsync_dir(directory.parent)
 
-    @staticmethod
-    def _meta_doc(node: ContextNode, version: int, created_at: str, updated_at: str) -> dict[str, Any]:
-        return {
-            "format": _META_FORMAT,
-            "context_type": str(node.context_type or ContextType.MEMORY.value),
-            "category": str(node.category) if node.category is not None else None,
-            "owner_space": node.owner_space,
-            "version": version,
-            "created_at": created_at,
-            "updated_at": updated_at,
-            "metadata": node.metadata or {},
-        }
+    _meta_doc = staticmethod(node_meta_doc)
 
     @staticmethod
     def _bumped(meta: dict[str, Any], **changes: Any) -> tuple[bytes, int]:

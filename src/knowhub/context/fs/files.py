@@ -17,11 +17,15 @@ from typing import Any
 
 import orjson
 
-from knowhub.context.core.objects import RelationEdge
+from knowhub.context.core.enums import ContextType
+from knowhub.context.core.objects import ContextNode, RelationEdge
 from knowhub.context.core.uri import CtxLike, parse_uri
 from knowhub.errors import CorruptStoreError, InvalidInputError, PermissionDeniedError, StorageError
 
-__all__ = ["encode_edges", "read_json_file", "upsert_encoded"]
+__all__ = ["encode_edges", "node_meta_doc", "read_json_file", "upsert_encoded"]
+
+#: Format of a node's ``.meta.json`` (files) and ``meta`` column (PostgreSQL).
+META_FORMAT = 1
 
 
 def _dumps(obj: Any) -> bytes:
@@ -140,3 +144,18 @@ def read_json_file(path: Path) -> Any:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise CorruptStoreError(f"{path.name} is not valid JSON", path=str(path)) from exc
+
+
+def node_meta_doc(node: ContextNode, version: int, created_at: str, updated_at: str) -> dict[str, Any]:
+    """A node's metadata record, the same in both stores (so migration compares bytes)."""
+    return {
+        "format": META_FORMAT,
+        "context_type": str(node.context_type or ContextType.MEMORY.value),
+        "category": str(node.category) if node.category is not None else None,
+        "owner_space": node.owner_space,
+        "version": version,
+        "created_at": created_at,
+        "updated_at": updated_at,
+        "metadata": node.metadata or {},
+    }
+

@@ -54,7 +54,7 @@ from knowhub.context.core.uri import (
     is_valid_segment,
     owner_space_of,
 )
-from knowhub.context.fs.files import encode_edges, upsert_encoded
+from knowhub.context.fs.files import encode_edges, node_meta_doc, upsert_encoded
 from knowhub.context.fs.postgres_tx import PgTransactions, engine_for_url
 from knowhub.errors import CorruptStoreError, InvalidInputError, NotFoundError, StorageError
 from knowhub.storage import ensure_dir
@@ -79,7 +79,6 @@ _SCHEMA = (
         PRIMARY KEY (account, path))""",
     f"CREATE INDEX IF NOT EXISTS {_T}_parent ON {_T} (account, parent, path)",
 )
-_META_FORMAT = 1
 _NODE_COLS = "path, is_node, abstract, overview, content, meta, version, created_at, updated_at"
 
 
@@ -292,18 +291,7 @@ class PostgresContextStore:
 
     # ------------------------------------------------------------------ writes
 
-    @staticmethod
-    def _meta_doc(node: ContextNode, version: int, created_at: str, updated_at: str) -> dict[str, Any]:
-        return {
-            "format": _META_FORMAT,
-            "context_type": str(node.context_type or ContextType.MEMORY.value),
-            "category": str(node.category) if node.category is not None else None,
-            "owner_space": node.owner_space,
-            "version": version,
-            "created_at": created_at,
-            "updated_at": updated_at,
-            "metadata": node.metadata or {},
-        }
+    _meta_doc = staticmethod(node_meta_doc)
 
     @staticmethod
     def _ensure_ancestors(conn: Connection, account: str, segments: Sequence[str]) -> None:
