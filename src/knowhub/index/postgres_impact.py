@@ -203,16 +203,21 @@ def impact_top_k(
                                               CAST(:q_weights AS float8[]), CAST(:q_depths AS int[]))
                          AS q(term, part, w, n)),
               c AS MATERIALIZED (
-                SELECT l.id, sum(q.w * l.impact) AS approx
+                SELECT (l.id COLLATE "C") COLLATE "default" AS id, sum(q.w * l.impact) AS approx
                 FROM q CROSS JOIN LATERAL (
                     SELECT p.id, p.impact, p.fterms FROM {table}_postings p
                     WHERE p.term = q.term AND p.part = q.part
                     ORDER BY p.impact DESC NULLS LAST LIMIT q.n) l
                 WHERE {posting_filter.replace("p.fterms", "l.fterms")}
-                GROUP BY l.id ORDER BY approx DESC LIMIT :candidates)
+                GROUP BY l.id COLLATE "C" ORDER BY approx DESC LIMIT :candidates)
               {rescore_sql}"""
-    rows = list(conn.execute(text(sql), {**params, "q_terms": q_terms, "q_parts": q_parts, "q_weights": q_weights,
-                                         "q_depths": q_depths, "candidates": candidates, "k": top_k}).all())
+    # grouped by hashing: the planner guesses one row per list read and would sort them
+    conn.execute(text("SELECT set_config('enable_sort', 'off', true)"))
+    try:
+        rows = list(conn.execute(text(sql), {**params, "q_terms": q_terms, "q_parts": q_parts, "q_weights": q_weights,
+                                             "q_depths": q_depths, "candidates": candidates, "k": top_k}).all())
+    finally:
+        conn.execute(text("SET LOCAL enable_sort TO DEFAULT"))
     if len(rows) < top_k and (cut or not complete):
         return None
     return rows
