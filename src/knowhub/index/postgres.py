@@ -62,7 +62,7 @@ from knowhub.index.documents import (
     prepare_document,
     resolve_query_vector,
 )
-from knowhub.index.postgres_lexical import ImpactSearch, StatsDelta, bm25_top_k
+from knowhub.index.postgres_lexical import ImpactSearch, StatsDelta, bm25_top_k, doc_freqs
 from knowhub.index.postgres_vector import (
     candidates,
     create_sql,
@@ -173,6 +173,8 @@ class PostgresIndex:
             if not self._keyed_ready:  # keyed tables of an older knowhub: filled once
                 with self._tx() as conn:
                     self._keyed_ready = postgres_keyed.ensure(conn, self._t, self._keyed, self._half, self.name)
+                if self._keyed_ready:
+                    postgres_keyed.vacuum(self._engine, self._t, self._keyed)
 
     #: True: vector searches scan exactly even where the HNSW index applies (what recall is
     #: measured against: tests and benchmarks/postgres_index_bench.py)
@@ -677,27 +679,9 @@ class PostgresIndex:
         where, params = self._where(filters, None, partitions)
         if where is None:
             return dict.fromkeys(wanted, 0), 0
-        t = self._t
         with self._tx() as conn:
-            if filters:
-                total = int(conn.execute(
-                    text(f"SELECT count(*) FROM {t}_docs d WHERE doc_len > 0 AND {where}"), params
-                ).scalar() or 0)
-            else:
-                sql = f"SELECT coalesce(sum(n), 0) FROM {t}_stats"
-                if partitions is not None:
-                    sql += " WHERE part = ANY(CAST(:parts AS text[]))"
-                total = int(conn.execute(text(sql), params).scalar() or 0)
-            found: dict[str, int] = {}
-            if wanted and not any(_has_nul(w) for w in wanted):
-                if filters:
-                    sql = f"""SELECT p.term, count(*) FROM {t}_postings p JOIN {t}_docs d ON d.id = p.id
-                        WHERE p.term = ANY(CAST(:terms AS text[])) AND {where} GROUP BY p.term"""
-                else:  # every document of the partitions: the frequencies kept by the writes
-                    sql = f"""SELECT d.term, sum(d.df) FROM {t}_terms d
-                        WHERE d.term = ANY(CAST(:terms AS text[])) AND {where} GROUP BY d.term"""
-                rows = conn.execute(text(sql), {**params, "terms": wanted}).all()
-                found = {r[0]: int(r[1]) for r in rows}
+            found, total = doc_freqs(conn, self._t, [] if any(_has_nul(w) for w in wanted) else wanted,
+                                     where, params, bool(filters), partitions)
         return {w: found.get(w, 0) for w in wanted}, total
 
     def search(
@@ -740,8 +724,11 @@ class PostgresIndex:
             if query_vec is not None:
                 literal = _vector_literal(query_vec)
                 if vk > 0:
-                    rows = self._keyed_vectors(conn, where, {**params, "q": literal}, vk, filters, min_numbers,
-                                               partitions, keys)
+                    rows = None
+                    if self._keyed_ready and not self.exact_vectors:
+                        rows = postgres_keyed.search_vectors(conn, t, self._keyed, self._half, where,
+                                                             {**params, "q": literal}, vk, filters or {},
+                                                             min_numbers or {}, partitions, keys)
                     if rows is None:
                         rows = nearest(conn, t, where, {**params, "q": literal}, vk, hnsw=self._vector_mode(conn),
                                        candidates=candidates(conn, t, partitions), exact=self.exact_vectors,
@@ -786,35 +773,10 @@ class PostgresIndex:
 
     def _visible_keys(self, conn: Connection, filters: Mapping[str, FilterValue] | None,
                       params: dict[str, Any]) -> tuple[str, ...] | None:
-        """The values of the key field a search filters on, when the keyed tables can answer
-        it (``params`` gets ``kx_keys`` and the key filter's parameter name)."""
+        """The key values a search filters on, when the keyed tables can answer it."""
         if not self._keyed_ready:
             self._keyed_ready = postgres_keyed.ready(conn, self._t, self._keyed)  # a migration may have finished
-        field = self._keyed.field
-        if not self._keyed_ready or field is None or field not in (filters or {}):
-            return None
-        n = list(filters or {}).index(field)
-        prefix = f"{field}{_SEP}"
-        keys = tuple(v[len(prefix):] for v in params[f"f{n}"])
-        if len(keys) > postgres_keyed.MAX_KEYS:
-            return None
-        params["kx_keys"], params["kx_param"] = list(keys), f"f{n}"
-        return keys
-
-    def _keyed_vectors(self, conn: Connection, where: str, params: dict[str, Any], k: int,
-                       filters: Mapping[str, FilterValue] | None, min_numbers: Mapping[str, float] | None,
-                       partitions: Sequence[str] | None, keys: tuple[str, ...] | None) -> list[Any] | None:
-        """The vector top ``k`` from the keyed scan (postgres_keyed) when it applies: the
-        keyed tables are complete and at most ``KEYED_EXACT_ROWS`` rows are visible."""
-        if self.exact_vectors or not self._keyed_ready or not self._keyed.vectors:
-            return None
-        if self._keyed.field is not None and keys is None and self._keyed.field in (filters or {}):
-            return None  # too many key values
-        rows = postgres_keyed.visible_rows(conn, self._t, partitions, keys)
-        if sum(rows.values()) > postgres_keyed.KEYED_EXACT_ROWS:
-            return None
-        kwhere = postgres_keyed.keyed_where(self._keyed, filters or {}, min_numbers or {}, partitions)
-        return postgres_keyed.keyed_nearest(conn, self._t, where, kwhere, params, k, self._half)
+        return postgres_keyed.visible_keys(self._keyed, filters or {}, params) if self._keyed_ready else None
 
     def _vector_mode(self, conn: Connection) -> bool:
         """Whether the HNSW path applies (asked once, for an index opened without create)."""

@@ -45,6 +45,7 @@ from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import SQLAlchemyError
 
 from knowhub.index import postgres_impact
 
@@ -249,6 +250,18 @@ def ensure(conn: Connection, t: str, keyed: Keyed, half: bool, name: str) -> boo
     return True
 
 
+def vacuum(engine: Any, t: str, keyed: Keyed) -> None:
+    """``VACUUM ANALYZE`` the keyed tables after a fill: their index-only scans skip the heap
+    only for pages the visibility map marks all-visible (autovacuum would follow later)."""
+    try:
+        with engine.connect() as raw:
+            conn = raw.execution_options(isolation_level="AUTOCOMMIT")
+            for suffix in tables(keyed):
+                conn.execute(text(f"VACUUM ANALYZE {t}_{suffix}"))
+    except SQLAlchemyError as exc:  # a slower first search, not a failure
+        log.warning("index %s: vacuum after filling the keyed tables failed: %s", t, " ".join(str(exc).split()))
+
+
 def mark(conn: Connection, t: str, keyed: Keyed) -> None:
     """Record that the keyed tables are complete for ``keyed``."""
     conn.execute(text(f"INSERT INTO {t}_meta (key, value) VALUES ('keyed', :v) "
@@ -345,6 +358,35 @@ def keyed_lexical(conn: Connection, t: str, field: str, weights: Any, keys: Sequ
     return rows
 
 
+def visible_keys(keyed: Keyed, filters: Mapping[str, Any], params: dict[str, Any]) -> tuple[str, ...] | None:
+    """The values of the key field a search filters on (None: it does not, or on more than
+    :data:`MAX_KEYS`); ``params`` (made by ``PostgresIndex._where``) gets ``kx_keys`` and
+    the key filter's parameter name."""
+    if keyed.field is None or keyed.field not in filters:
+        return None
+    n = list(filters).index(keyed.field)
+    prefix = f"{keyed.field}{_SEP}"
+    keys = tuple(v[len(prefix):] for v in params[f"f{n}"])
+    if len(keys) > MAX_KEYS:
+        return None
+    params["kx_keys"], params["kx_param"] = list(keys), f"f{n}"
+    return keys
+
+
+def search_vectors(conn: Connection, t: str, keyed: Keyed, half: bool, where: str, params: dict[str, Any], k: int,
+                   filters: Mapping[str, Any], min_numbers: Mapping[str, float], partitions: Sequence[str] | None,
+                   keys: tuple[str, ...] | None) -> list[Any] | None:
+    """The vector top ``k`` from the keyed scan when it applies (the vectors are keyed, the
+    key values are few enough, at most :data:`KEYED_EXACT_ROWS` rows are visible); None:
+    the caller's walk or heap scan answers."""
+    if not keyed.vectors or (keyed.field is not None and keys is None and keyed.field in filters):
+        return None
+    if sum(visible_rows(conn, t, partitions, keys).values()) > KEYED_EXACT_ROWS:
+        return None
+    kwhere = keyed_where(keyed, filters, min_numbers, partitions)
+    return keyed_nearest(conn, t, where, kwhere, params, k, half)
+
+
 def keyed_where(keyed: Keyed, filters: Mapping[str, Any], min_numbers: Mapping[str, float],
                 partitions: Sequence[str] | None) -> str:
     """The conditions of a search on a ``kvecs`` entry (alias ``d``), from the parameters
@@ -385,20 +427,26 @@ def keyed_nearest(conn: Connection, t: str, where: str, kwhere: str, params: dic
 def _keyed_rows(conn: Connection, t: str, where: str, kwhere: str, params: dict[str, Any], k: int, half: bool,
                 cast: str, m: int) -> list[Any] | None:
     for _ in range(3):
-        rows = conn.execute(text(f"""WITH c AS MATERIALIZED (
-                SELECT d.id, d.hv <#> {cast} AS hd FROM {t}_kvecs d WHERE {kwhere} ORDER BY hd LIMIT :m)
-              SELECT c.id, c.hd, d.vec <#> CAST(:q AS vector), {where} FROM c JOIN {t}_vecs d ON d.id = c.id"""),
-                            {**params, "m": m}).all()
-        fetched = len(rows)
-        edge = max((float(r[1]) for r in rows), default=math.inf)
-        best: dict[str, float] = {}
-        for doc_id, _, dist, ok in rows:
-            if ok:
-                best[doc_id] = float(dist)
-        ranked = sorted(best.items(), key=lambda r: (r[1], r[0]))[:k]
-        if fetched < m:  # every visible row was read: exact
-            return ranked
-        if len(ranked) == k and edge - (HALF_ERROR if half else 0.0) >= ranked[-1][1]:
-            return ranked
+        found = _attempt(conn, t, where, kwhere, params, k, half, cast, m)
+        if found is not None:
+            return found
         m *= 4
+    return None
+
+
+def _attempt(conn: Connection, t: str, where: str, kwhere: str, params: dict[str, Any], k: int, half: bool,
+             cast: str, m: int) -> list[Any] | None:
+    """The top ``k`` from the keyed scan's first ``m`` rows, or None when rows beyond them
+    might be nearer (the ``m``-th is within the rounding error of the k-th)."""
+    rows = conn.execute(text(f"""WITH c AS MATERIALIZED (
+            SELECT d.id, d.hv <#> {cast} AS hd FROM {t}_kvecs d WHERE {kwhere} ORDER BY hd LIMIT :m)
+          SELECT c.id, c.hd, d.vec <#> CAST(:q AS vector), {where} FROM c JOIN {t}_vecs d ON d.id = c.id"""),
+                        {**params, "m": m}).all()
+    edge = max((float(r[1]) for r in rows), default=math.inf)
+    best = {doc_id: float(dist) for doc_id, _, dist, ok in rows if ok}
+    ranked = sorted(best.items(), key=lambda r: (r[1], r[0]))[:k]
+    if len(rows) < m:  # every visible row was read: exact
+        return ranked
+    if len(ranked) == k and edge - (HALF_ERROR if half else 0.0) >= ranked[-1][1]:
+        return ranked
     return None

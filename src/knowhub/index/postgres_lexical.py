@@ -270,6 +270,31 @@ def bm25_top_k(
     return [(str(doc_id), float(score)) for doc_id, score in rows]
 
 
+def doc_freqs(conn: Connection, t: str, wanted: list[str], where: str, params: dict[str, Any], filtered: bool,
+              partitions: Sequence[str] | None) -> tuple[dict[str, int], int]:
+    """``({term: documents holding it}, documents with tokens)`` among those passing
+    ``where`` (``filtered``: it has filters beyond the partitions, so the documents are
+    counted; else the statistics the writes keep answer)."""
+    if filtered:
+        total = int(conn.execute(text(f"SELECT count(*) FROM {t}_docs d WHERE doc_len > 0 AND {where}"), params
+                                 ).scalar() or 0)
+    else:
+        sql = f"SELECT coalesce(sum(n), 0) FROM {t}_stats"
+        if partitions is not None:
+            sql += " WHERE part = ANY(CAST(:parts AS text[]))"
+        total = int(conn.execute(text(sql), params).scalar() or 0)
+    if not wanted:
+        return {}, total
+    if filtered:
+        sql = f"""SELECT p.term, count(*) FROM {t}_postings p JOIN {t}_docs d ON d.id = p.id
+            WHERE p.term = ANY(CAST(:terms AS text[])) AND {where} GROUP BY p.term"""
+    else:  # every document of the partitions: the frequencies kept by the writes
+        sql = f"""SELECT d.term, sum(d.df) FROM {t}_terms d
+            WHERE d.term = ANY(CAST(:terms AS text[])) AND {where} GROUP BY d.term"""
+    rows = conn.execute(text(sql), {**params, "terms": wanted}).all()
+    return {r[0]: int(r[1]) for r in rows}, total
+
+
 #: len_min of a (term, partition) that only lost documents
 _NO_LENGTH = 2**31 - 1
 
