@@ -249,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--query-offset", type=int, default=0, help="skip this many of the sampled queries")
     parser.add_argument("--write-probe", type=int, default=0, help="with --reuse: time this many more writes")
     parser.add_argument("--exact", action="store_true", help="also search with the exact vector scan")
+    parser.add_argument("--unkeyed", action="store_true", help="also search without the keyed tables (as before)")
     parser.add_argument("--no-embedded", action="store_true", help="skip the embedded index")
     args = parser.parse_args(argv)
     if args.data == BENCH_DIR / ICD_FILE and not args.data.exists():  # a worktree beside ../shared
@@ -284,6 +285,16 @@ def main(argv: list[str] | None = None) -> int:
         conn.execute(text(f"ANALYZE {index._t}_docs"))
     rows.append(("postgres", rate, timed(lambda q: knowledge_search(index, embedder, q), queries, meter),
                  timed(lambda q: context_search(index, embedder, q), queries, meter)))
+    if args.unkeyed:  # the same tables, searched as before the keyed tables (postgres_keyed)
+        from knowhub.index import postgres_keyed
+
+        real_ready, index._keyed_ready = postgres_keyed.ready, False
+        postgres_keyed.ready = lambda *a: False  # type: ignore[assignment]
+        try:
+            rows.append(("postgres, unkeyed", None, timed(lambda q: knowledge_search(index, embedder, q), queries, meter),
+                         timed(lambda q: context_search(index, embedder, q), queries, meter)))
+        finally:
+            postgres_keyed.ready, index._keyed_ready = real_ready, None  # type: ignore[assignment]
     if args.exact:  # the same tables, the vector stage as before HNSW: the exact filtered scan
         index.exact_vectors = True
         rows.append(("postgres, exact scan", None, timed(lambda q: knowledge_search(index, embedder, q), queries, meter),
