@@ -30,6 +30,9 @@ each posting's quantized BM25 factor and its document's filter terms, best first
 candidates are rescored exactly) and falls back to exact MaxScore pruning
 (:mod:`knowhub.index.postgres_lexical`) when too few candidates pass.
 
+Keyed tables (:mod:`knowhub.index.postgres_keyed`): postings and half-precision vectors keyed
+by visibility (partition, ``key_field`` value) first, so a search reads only what it may see.
+
 Vectors (:mod:`knowhub.index.postgres_vector`): on pgvector ≥ 0.8 an HNSW index with
 iterative filtered scans, so a filtered search still returns ``k`` rows, and the exact scan
 (``ORDER BY vec <#> q``, inner product of unit vectors = cosine, filters in the same
@@ -353,7 +356,9 @@ class PostgresIndex:
                 continue  # tables exist: re-setting storage would lock them against searches
             conn.execute(text(sql))
         self._vector_index(conn, new=not meta)
-        self._half = pgvector_version(conn) >= (0, 7)
+        self._half = pgvector_version(conn) >= (0, 7)  # halfvec; before, float32 entries: half the dimension
+        self._keyed = postgres_keyed.Keyed(self._keyed.field, self._dim <= postgres_keyed.MAX_DIM // (1 if self._half else 2),
+                                           self.number_fields)
         postgres_keyed.create(conn, t, self._dim, self._keyed, self._half)
         if not meta:
             postgres_keyed.mark(conn, t, self._keyed)
@@ -448,7 +453,7 @@ class PostgresIndex:
         t = self._t
         with self._on(connection) as conn:
             delta = self._remove(conn, "d.id = ANY(CAST(:ids AS text[]))", {"ids": doc_rows["ids"]})
-            avgdl = self._avgdl(conn, items, delta)
+            avgdl = postgres_impact.average_lengths(conn, t, [(d.partition, len(d.tokens)) for d in items], delta.parts)
             impacts = [postgres_impact.impact(tf, n, avgdl[part])
                        for tf, n, part in zip(tfs, term_lens, term_parts, strict=True)]
             conn.execute(
@@ -494,23 +499,6 @@ class PostgresIndex:
             for part, length in zip(doc_rows["parts"], doc_rows["lens"], strict=True):
                 delta.add(part, length, +1)
             delta.apply(conn, t)
-
-    def _avgdl(self, conn: Connection, items: list[PreparedDocument], removed: StatsDelta) -> dict[str, float]:
-        """Average document length per partition of ``items`` once they are written (the
-        stored statistics, less what this write removed, plus these documents): the impact
-        of their postings (postgres_impact) is computed against it."""
-        parts = sorted({d.partition for d in items})
-        stored = {r[0]: [int(r[1]), int(r[2])] for r in conn.execute(
-            text(f"SELECT part, n, total FROM {self._t}_stats WHERE part = ANY(CAST(:p AS text[]))"), {"p": parts})}
-        for d in items:
-            row = stored.setdefault(d.partition, [0, 0])
-            row[0] += 1 if d.tokens else 0
-            row[1] += len(d.tokens)
-        for part, (_, n, total) in removed.parts.items():
-            if part in stored:
-                stored[part][0] += n
-                stored[part][1] += total
-        return {p: (total / n if n > 0 else 1.0) for p, (n, total) in stored.items()}
 
     def _remove(self, conn: Connection, where: str, params: dict[str, Any]) -> StatsDelta:
         """Delete the documents passing ``where`` (on ``d``) with their vectors and postings;

@@ -93,6 +93,26 @@ def impact(tf: int, length: int, avgdl: float) -> int:
     return max(1, min(IMPACT_SCALE, round(IMPACT_SCALE * tf / (tf + _K1 * norm))))
 
 
+def average_lengths(conn: Connection, table: str, written: list[tuple[str, int]],
+                    removed: dict[str, list[int]]) -> dict[str, float]:
+    """Average document length per partition of the ``written`` documents (partition,
+    length) once the write is done (the stored statistics, less the ``removed`` rows of
+    :class:`~knowhub.index.postgres_lexical.StatsDelta`, plus these): their postings'
+    impacts are computed against it."""
+    parts = sorted({p for p, _ in written})
+    stored = {r[0]: [int(r[1]), int(r[2])] for r in conn.execute(
+        text(f"SELECT part, n, total FROM {table}_stats WHERE part = ANY(CAST(:p AS text[]))"), {"p": parts})}
+    for part, length in written:
+        row = stored.setdefault(part, [0, 0])
+        row[0] += 1 if length else 0
+        row[1] += length
+    for part, (_, n, total) in removed.items():
+        if part in stored:
+            stored[part][0] += n
+            stored[part][1] += total
+    return {p: (total / n if n > 0 else 1.0) for p, (n, total) in stored.items()}
+
+
 def index_name(table: str) -> str:
     return f"{table}_postings_impact"
 

@@ -65,8 +65,9 @@ log = logging.getLogger(__name__)
 
 _SEP = "\x1f"
 #: Largest dimension with a keyed vector entry: ``halfvec(dim)`` (8 + 2·dim bytes) and the
-#: entry's other columns must fit a btree entry (2,704 bytes).
-MAX_DIM = 1000
+#: entry's other columns (partition, key value, id, filter terms up to FTERMS_BUDGET,
+#: numbers) must fit a btree entry (2,704 bytes); larger vectors keep the walk and heap scan.
+MAX_DIM = 768
 #: Filter terms kept in a keyed vector entry, in bytes; a document with more keeps NULL
 #: there (it is then tested only by the rescore, which tests every filter).
 FTERMS_BUDGET = 400
