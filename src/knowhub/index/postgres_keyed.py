@@ -204,8 +204,11 @@ def write(conn: Connection, t: str, keyed: Keyed, half: bool, ids: list[str],
                 ON CONFLICT (part, key) DO UPDATE SET n = {t}_kstats.n + EXCLUDED.n"""),
         {"p": [c[0] for c in changed], "k": [c[1] for c in changed], "n": [delta[c] for c in changed]},
     )
-    if any(delta[c] < 0 for c in changed):
-        conn.execute(text(f"DELETE FROM {t}_kstats WHERE n <= 0"))
+    emptied = [c for c in changed if delta[c] < 0]
+    if emptied:
+        conn.execute(text(f"""DELETE FROM {t}_kstats s USING unnest(CAST(:p AS text[]), CAST(:k AS text[])) AS e(part, key)
+                             WHERE s.part = e.part AND s.key = e.key AND s.n <= 0"""),
+                     {"p": [c[0] for c in emptied], "k": [c[1] for c in emptied]})
 
 
 def remove(conn: Connection, t: str, keyed: Keyed, ids: list[str]) -> None:
