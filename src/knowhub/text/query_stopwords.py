@@ -30,7 +30,8 @@ from collections.abc import Iterable
 from knowhub.text._chars import HAN_RANGES, KANA_RANGES, fold
 from knowhub.text.tokens import ENGLISH_STOPWORDS, stem
 
-__all__ = ["CHINESE_CHARS", "CHINESE_WORDS", "ENGLISH_QUERY_STOPWORDS", "EXTRA_ENGLISH", "stop_tokens"]
+__all__ = ["CHINESE_CHARS", "CHINESE_WORDS", "ENGLISH_QUERY_STOPWORDS", "EXTRA_ENGLISH", "TIME_QUESTION_WORDS",
+           "stop_tokens"]
 
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
@@ -50,6 +51,12 @@ thus hence therefore
 
 #: Every English query stop word (folded, unstemmed).
 ENGLISH_QUERY_STOPWORDS: frozenset[str] = ENGLISH_STOPWORDS | EXTRA_ENGLISH
+
+#: Question words that ask for a time. A function word, but it says what the answer is:
+#: the context engine's event memories write the time they resolved on a ``- when:`` line
+#: of their overview, so with ``keep_time_words`` the word stays in the query and points it
+#: at dated memories (issue 19 §7: dropping it cost LoCoMo's temporal questions ~4 points).
+TIME_QUESTION_WORDS: frozenset[str] = frozenset({"when"})
 
 #: Chinese function words (simplified). Removed from a query as their character bigrams.
 CHINESE_WORDS: frozenset[str] = _words("""
@@ -90,14 +97,15 @@ _CHINESE_SINGLE = CHINESE_CHARS | frozenset(w for w in CHINESE_WORDS if len(w) =
 _LATIN_WORD = re.compile(rf"[^\W_{HAN_RANGES}{KANA_RANGES}]+")
 
 
-def stop_tokens(text: str) -> frozenset[str]:
+def stop_tokens(text: str, keep_time_words: bool = False) -> frozenset[str]:
     """Tokens (as :func:`knowhub.text.tokenize` writes them) of ``text`` that are function
     words: stems of English stop words (unless a content word of the same text has the same
     stem: "same" and "Sam" both stem to ``sam``), Chinese function-word bigrams and
-    function characters."""
+    function characters. ``keep_time_words``: :data:`TIME_QUESTION_WORDS` are no stop words."""
     folded = fold(text)
     stop: set[str] = set()
     content: set[str] = set()
+    listed = ENGLISH_QUERY_STOPWORDS - TIME_QUESTION_WORDS if keep_time_words else ENGLISH_QUERY_STOPWORDS
     for word in _LATIN_WORD.findall(folded):
-        (stop if word in ENGLISH_QUERY_STOPWORDS else content).add(stem(word))
+        (stop if word in listed else content).add(stem(word))
     return frozenset((stop - content) | _CHINESE_BIGRAMS | _CHINESE_SINGLE)
