@@ -131,6 +131,11 @@ def test_time_question_word_is_kept_only_when_asked() -> None:
     # every other function word is still a stop word
     assert {"did", "the", "to"} <= stop_tokens(text, keep_time_words=True)
     assert "whenever" in stop_tokens("whenever it rains", keep_time_words=True)
+    # a question for a point in time, past or future; not a condition or a habit
+    assert "when" not in stop_tokens("When will the release ship?", keep_time_words=True)
+    assert "when" not in stop_tokens("WHEN WAS the last backup?", keep_time_words=True)
+    assert "when" in stop_tokens("When does the price alert fire?", keep_time_words=True)
+    assert "when" in stop_tokens("What happens when I restart it?", keep_time_words=True)
 
 
 def test_when_points_the_query_at_the_dated_memory(tmp_path: Path) -> None:

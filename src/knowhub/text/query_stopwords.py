@@ -57,6 +57,10 @@ ENGLISH_QUERY_STOPWORDS: frozenset[str] = ENGLISH_STOPWORDS | EXTRA_ENGLISH
 #: of their overview, so with ``keep_time_words`` the word stays in the query and points it
 #: at dated memories (issue 19 §7: dropping it cost LoCoMo's temporal questions ~4 points).
 TIME_QUESTION_WORDS: frozenset[str] = frozenset({"when"})
+#: ... but only where it asks for a point in time: "when" + a past, present or future form
+#: of be/do/have/will ("When did ...", "When was ...", "When will ..."). "When does the
+#: alert fire?" and "when do I ..." ask for a condition or a habit, not a date.
+_TIME_QUESTION = re.compile(r"\bwhen\s+(?:did|was|were|will|is|are|has|have|had)\b")
 
 #: Chinese function words (simplified). Removed from a query as their character bigrams.
 CHINESE_WORDS: frozenset[str] = _words("""
@@ -101,11 +105,14 @@ def stop_tokens(text: str, keep_time_words: bool = False) -> frozenset[str]:
     """Tokens (as :func:`knowhub.text.tokenize` writes them) of ``text`` that are function
     words: stems of English stop words (unless a content word of the same text has the same
     stem: "same" and "Sam" both stem to ``sam``), Chinese function-word bigrams and
-    function characters. ``keep_time_words``: :data:`TIME_QUESTION_WORDS` are no stop words."""
+    function characters. ``keep_time_words``: :data:`TIME_QUESTION_WORDS` are no stop words
+    in a question that asks for a point in time (``_TIME_QUESTION``)."""
     folded = fold(text)
     stop: set[str] = set()
     content: set[str] = set()
-    listed = ENGLISH_QUERY_STOPWORDS - TIME_QUESTION_WORDS if keep_time_words else ENGLISH_QUERY_STOPWORDS
+    listed = ENGLISH_QUERY_STOPWORDS
+    if keep_time_words and _TIME_QUESTION.search(folded):
+        listed = ENGLISH_QUERY_STOPWORDS - TIME_QUESTION_WORDS
     for word in _LATIN_WORD.findall(folded):
         (stop if word in listed else content).add(stem(word))
     return frozenset((stop - content) | _CHINESE_BIGRAMS | _CHINESE_SINGLE)
