@@ -102,11 +102,12 @@ def ranked_refs(svc: ContextEngineService, ctx: RequestContext, question: str, t
 
 
 def apply(svc: ContextEngineService, setting: dict[str, Any]) -> dict[str, Any]:
-    """Set search knobs on ``svc`` (its own attributes, else its assembler's config);
-    returns the old values."""
+    """Set search knobs on ``svc`` (its own attributes, else its first-round retriever's
+    config, else its assembler's config); returns the old values."""
     old = {}
     for key, value in setting.items():
-        target = svc if hasattr(svc, key) else svc.assembler.config
+        target = (svc if hasattr(svc, key) else svc.retriever.config if hasattr(svc.retriever.config, key)
+                  else svc.assembler.config)
         old[key] = getattr(target, key)
         setattr(target, key, value)
     return old

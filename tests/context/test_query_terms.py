@@ -121,3 +121,46 @@ def test_a_query_of_function_words_only_is_kept(store) -> None:  # type: ignore[
     assert r._query_tokens("what is it", parts) == ["what", "is", "it"]
     assert r._query_tokens("是什么", parts) == tokenize("是什么")
     assert r.search(TypedQuery("what is its", top_k=3), store["alice"])
+
+
+# ---------------------------------------------------------------------- "when" asks for a time
+
+def test_time_question_word_is_kept_only_when_asked() -> None:
+    text = "When did Caroline go to the support group?"
+    assert "when" in stop_tokens(text) and "when" not in stop_tokens(text, keep_time_words=True)
+    # every other function word is still a stop word
+    assert {"did", "the", "to"} <= stop_tokens(text, keep_time_words=True)
+    assert "whenever" in stop_tokens("whenever it rains", keep_time_words=True)
+    # a question for a point in time, past or future; not a condition or a habit
+    assert "when" not in stop_tokens("When will the release ship?", keep_time_words=True)
+    assert "when" not in stop_tokens("WHEN WAS the last backup?", keep_time_words=True)
+    assert "when" in stop_tokens("When does the price alert fire?", keep_time_words=True)
+    assert "when" in stop_tokens("What happens when I restart it?", keep_time_words=True)
+
+
+def test_when_points_the_query_at_the_dated_memory(tmp_path: Path) -> None:
+    """Two memories of the same trip; only one resolved a date (the ``- when:`` line event
+    overviews carry). "When ...?" ranks it first with the shipped default and loses the
+    tie-break without the time word (the old stop list)."""
+    fs = ContextFS(tmp_path / "data", durable=False)
+    alice = RequestContext("acme", "alice", agent_id="helper")
+    emb = HashingEmbedder(dim=64)
+    index = EmbeddedIndex(emb.dim)
+    projector = IndexProjector(emb, index, shape=ContextRecordShape(), lexical_fields=("abstract", "overview"))
+    nodes = [
+        ContextNode(uri=f"{U}/events/a-trip", category="events", abstract="Alice: the Lisbon trip was lovely, great food",
+                    overview="- Alice said: the Lisbon trip was lovely, great food", metadata={"source_refs": ["m1"]}),
+        ContextNode(uri=f"{U}/events/b-trip", category="events", abstract="Alice: back from the Lisbon trip",
+                    overview="- Alice said: back from the Lisbon trip\n- when: last week = 2 May 2023",
+                    metadata={"source_refs": ["m2"]}),
+    ]
+    for node in nodes:
+        fs.write_node(alice, node)
+    projector.upsert_nodes([fs.read_node(alice, n.uri) for n in nodes])
+    parts = visible_partitions(alice)
+    shipped = L0Retriever(emb, index, RetrieverConfig(vector_weight=0.0, prf_docs=0))
+    assert shipped._query_tokens("When was Alice's Lisbon trip?", parts) == ["when", "alic", "lisbon", "trip"]
+    assert shipped.search(TypedQuery("When was Alice's Lisbon trip?", top_k=2), alice)[0].uri == f"{U}/events/b-trip"
+    old = L0Retriever(emb, index, RetrieverConfig(vector_weight=0.0, prf_docs=0, keep_time_words=False))
+    assert old._query_tokens("When was Alice's Lisbon trip?", parts) == ["alic", "lisbon", "trip"]
+    assert old.search(TypedQuery("When was Alice's Lisbon trip?", top_k=2), alice)[0].uri == f"{U}/events/a-trip"

@@ -30,7 +30,8 @@ from collections.abc import Iterable
 from knowhub.text._chars import HAN_RANGES, KANA_RANGES, fold
 from knowhub.text.tokens import ENGLISH_STOPWORDS, stem
 
-__all__ = ["CHINESE_CHARS", "CHINESE_WORDS", "ENGLISH_QUERY_STOPWORDS", "EXTRA_ENGLISH", "stop_tokens"]
+__all__ = ["CHINESE_CHARS", "CHINESE_WORDS", "ENGLISH_QUERY_STOPWORDS", "EXTRA_ENGLISH", "TIME_QUESTION_WORDS",
+           "stop_tokens"]
 
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
@@ -50,6 +51,16 @@ thus hence therefore
 
 #: Every English query stop word (folded, unstemmed).
 ENGLISH_QUERY_STOPWORDS: frozenset[str] = ENGLISH_STOPWORDS | EXTRA_ENGLISH
+
+#: Question words that ask for a time. A function word, but it says what the answer is:
+#: the context engine's event memories write the time they resolved on a ``- when:`` line
+#: of their overview, so with ``keep_time_words`` the word stays in the query and points it
+#: at dated memories (issue 19 §7: dropping it cost LoCoMo's temporal questions ~4 points).
+TIME_QUESTION_WORDS: frozenset[str] = frozenset({"when"})
+#: ... but only where it asks for a point in time: "when" + a past, present or future form
+#: of be/do/have/will ("When did ...", "When was ...", "When will ..."). "When does the
+#: alert fire?" and "when do I ..." ask for a condition or a habit, not a date.
+_TIME_QUESTION = re.compile(r"\bwhen\s+(?:did|was|were|will|is|are|has|have|had)\b")
 
 #: Chinese function words (simplified). Removed from a query as their character bigrams.
 CHINESE_WORDS: frozenset[str] = _words("""
@@ -90,14 +101,18 @@ _CHINESE_SINGLE = CHINESE_CHARS | frozenset(w for w in CHINESE_WORDS if len(w) =
 _LATIN_WORD = re.compile(rf"[^\W_{HAN_RANGES}{KANA_RANGES}]+")
 
 
-def stop_tokens(text: str) -> frozenset[str]:
+def stop_tokens(text: str, keep_time_words: bool = False) -> frozenset[str]:
     """Tokens (as :func:`knowhub.text.tokenize` writes them) of ``text`` that are function
     words: stems of English stop words (unless a content word of the same text has the same
     stem: "same" and "Sam" both stem to ``sam``), Chinese function-word bigrams and
-    function characters."""
+    function characters. ``keep_time_words``: :data:`TIME_QUESTION_WORDS` are no stop words
+    in a question that asks for a point in time (``_TIME_QUESTION``)."""
     folded = fold(text)
     stop: set[str] = set()
     content: set[str] = set()
+    listed = ENGLISH_QUERY_STOPWORDS
+    if keep_time_words and _TIME_QUESTION.search(folded):
+        listed = ENGLISH_QUERY_STOPWORDS - TIME_QUESTION_WORDS
     for word in _LATIN_WORD.findall(folded):
-        (stop if word in ENGLISH_QUERY_STOPWORDS else content).add(stem(word))
+        (stop if word in listed else content).add(stem(word))
     return frozenset((stop - content) | _CHINESE_BIGRAMS | _CHINESE_SINGLE)

@@ -86,6 +86,10 @@ class RetrieverConfig:
     #: drop English/Chinese function words (:mod:`knowhub.text.query_stopwords`) from the
     #: lexical query while a content token is left
     stop_words: bool = True
+    #: ... except the question word "when", which points the query at dated event memories
+    #: (:data:`~knowhub.text.query_stopwords.TIME_QUESTION_WORDS`; chosen leave one
+    #: conversation out on LoCoMo, docs/benchmarks.md "Issue 19 §7: LoCoMo ranking")
+    keep_time_words: bool = True
     #: near-stopword cut: query tokens in more than this share of the caller's lexical
     #: documents are dropped — only from ``df_cut_min_docs`` documents on, where their
     #: posting lists cost measurable time (docs/benchmarks.md, "Issue 19 §7: query terms")
@@ -241,7 +245,7 @@ class L0Retriever:
         it dropped the question's nouns and kept its function words (issue 19 §7)."""
         tokens = list(dict.fromkeys(tokenize(text)))
         if self.config.stop_words:
-            stop = stop_tokens(text)
+            stop = stop_tokens(text, keep_time_words=self.config.keep_time_words)
             tokens = [t for t in tokens if t not in stop] or tokens
         ratio = self.config.max_df_ratio
         if ratio is None or len(tokens) < 2:
