@@ -196,7 +196,7 @@ def timed(fn: Callable[[str], Any], queries: list[str], meter: CpuMeter) -> tupl
     return wall, cpu
 
 
-def recall(index: Any, embedder: HashingEmbedder, queries: list[str]) -> dict[str, float]:
+def recall(index: Any, embedder: HashingEmbedder, queries: list[str], forced_too: bool = True) -> dict[str, float]:
     """Mean recall@k of the vector path against the exact scan, per query shape: the share
     of the k returned rows at least as near as the exact k-th (equal distances are common
     among the corpus's near-duplicate names, and either of two tied rows is right)."""
@@ -210,18 +210,23 @@ def recall(index: Any, embedder: HashingEmbedder, queries: list[str]) -> dict[st
 
     out: dict[str, float] = {}
     saved = postgres_vector.WALK_COST, postgres_vector.EXACT_BELOW
-    for label, kwargs in [(f"{label}, walk forced", kwargs) for label, kwargs in shapes.items()] + list(shapes.items()):
+    exact: dict[tuple[str, str], Any] = {}  # (shape, query) → the exact answer, computed once
+    passes = [(f"{label}, walk forced", kwargs) for label, kwargs in shapes.items()] if forced_too else []
+    for label, kwargs in passes + list(shapes.items()):
         forced = label.endswith("forced")
         postgres_vector.WALK_COST, postgres_vector.EXACT_BELOW = (0, 0) if forced else saved
         found = wanted = 0
         for query in queries:
             vector = embedder.embed_matrix([query])[0]
             approx = index.search(vector=vector, top_k=0, **kwargs)
-            index.exact_vectors = True
-            try:
-                truth = index.search(vector=vector, top_k=0, **kwargs)
-            finally:
-                index.exact_vectors = False
+            key = (label.removesuffix(", walk forced"), query)
+            if key not in exact:
+                index.exact_vectors = True
+                try:
+                    exact[key] = index.search(vector=vector, top_k=0, **kwargs)
+                finally:
+                    index.exact_vectors = False
+            truth = exact[key]
             if truth:
                 bound = min(h.vector_score for h in truth) - 1e-6
                 found += sum(h.vector_score >= bound for h in approx)
@@ -266,6 +271,52 @@ def lexical_recall(index: Any, queries: list[str]) -> dict[str, float]:
     return out
 
 
+def postgres_part(args: argparse.Namespace, url: str, texts: list[str], embedder: HashingEmbedder,
+                  queries: list[str]) -> tuple[list[Any], dict[str, Any], dict[str, float], dict[str, float]] | None:
+    """Load (or reuse) the PostgreSQL tables and search them: the table rows, the knowledge
+    stages, vector and lexical recall (None: ``--load-only``)."""
+    from knowhub.index.postgres import PostgresIndex
+
+    rows: list[Any] = []
+    index = PostgresIndex(url, f"bench{args.docs}", embedder.dim, number_fields=("score", "quality"))
+    rate: tuple[float, float] | None = None
+    meter = CpuMeter(index._engine)
+    if not (args.reuse and index.count() == len(texts)):
+        index.clear()
+        if args.bulk:
+            wall_rate, cpu_rate, phases = bulk_load(index, texts, embedder, meter)
+            rate = (wall_rate, cpu_rate)
+            print("bulk load phases (s): " + ", ".join(f"{k} {v:.1f}" for k, v in phases.items()), flush=True)
+        else:
+            rate = load(index, texts, embedder, meter)
+    elif args.write_probe:
+        rate = write_probe(index, texts, embedder, meter, args.write_probe)
+    if args.load_only:
+        index.close()
+        return None
+    with index._engine.begin() as conn:
+        from sqlalchemy import text
+
+        conn.execute(text(f"ANALYZE {index._t}_vecs"))
+        conn.execute(text(f"ANALYZE {index._t}_docs"))
+    rows.append(("postgres", rate, timed(lambda q: knowledge_search(index, embedder, q), queries, meter),
+                 timed(lambda q: context_search(index, embedder, q), queries, meter)))
+    if args.exact:  # the same tables, the vector stage as before HNSW: the exact filtered scan
+        index.exact_vectors = True
+        rows.append(("postgres, exact scan", None, timed(lambda q: knowledge_search(index, embedder, q), queries, meter),
+                     timed(lambda q: context_search(index, embedder, q), queries, meter)))
+        index.exact_vectors = False
+    stages = {part: timed(lambda q, part=part: knowledge_parts(index, embedder, q, part), queries, meter)
+              for part in ("lexical", "vector")}
+    quality = (recall(index, embedder, queries[: min(100, len(queries))], not args.no_forced)
+               if args.recall else {})
+    lexical = lexical_recall(index, queries[: args.lexical_recall]) if args.lexical_recall else {}
+    if not args.keep:
+        index.clear()
+    index.close()
+    return rows, stages, quality, lexical
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=20_000)
@@ -282,61 +333,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exact", action="store_true", help="also search with the exact vector scan")
     parser.add_argument("--bulk", action="store_true",
                         help="load through BulkLoad (secondary indexes built after the rows)")
+    parser.add_argument("--no-forced", action="store_true", help="--recall only as searched (no forced walks)")
+    parser.add_argument("--only-embedded", action="store_true", help="the embedded index alone (no PostgreSQL)")
     parser.add_argument("--load-only", action="store_true", help="load (and --keep) without searching")
     parser.add_argument("--no-embedded", action="store_true", help="skip the embedded index")
     args = parser.parse_args(argv)
     if args.data == BENCH_DIR / ICD_FILE and not args.data.exists():  # a worktree beside ../shared
         args.data = Path("/work/shared/bench") / ICD_FILE
     url = args.url
-    if url is None:
+    if url is None and not args.only_embedded:
         from tests.pgvector_server import pgvector_url
 
         url, reason = pgvector_url()
         if url is None:
             print(reason)
             return 2
-    from knowhub.index.postgres import PostgresIndex
-
     texts = corpus(args.data, args.docs)
     embedder = HashingEmbedder()
     queries = random.Random(2).sample(texts, args.queries + args.query_offset)[args.query_offset:]
-    rows: list[tuple[str, tuple[float, float] | None, tuple[list[float], list[float]], tuple[list[float], list[float]]]] = []
-    index = PostgresIndex(url, f"bench{args.docs}", embedder.dim, number_fields=("score", "quality"))
-    rate: tuple[float, float] | None = None
-    meter = CpuMeter(index._engine)
-    if not (args.reuse and index.count() == len(texts)):
-        index.clear()
-        if args.bulk:
-            wall_rate, cpu_rate, phases = bulk_load(index, texts, embedder, meter)
-            rate = (wall_rate, cpu_rate)
-            print("bulk load phases (s): " + ", ".join(f"{k} {v:.1f}" for k, v in phases.items()), flush=True)
-        else:
-            rate = load(index, texts, embedder, meter)
-    elif args.write_probe:
-        rate = write_probe(index, texts, embedder, meter, args.write_probe)
-    if args.load_only:
-        index.close()
-        print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
-        return 0
-    with index._engine.begin() as conn:
-        from sqlalchemy import text
-
-        conn.execute(text(f"ANALYZE {index._t}_vecs"))
-        conn.execute(text(f"ANALYZE {index._t}_docs"))
-    rows.append(("postgres", rate, timed(lambda q: knowledge_search(index, embedder, q), queries, meter),
-                 timed(lambda q: context_search(index, embedder, q), queries, meter)))
-    if args.exact:  # the same tables, the vector stage as before HNSW: the exact filtered scan
-        index.exact_vectors = True
-        rows.append(("postgres, exact scan", None, timed(lambda q: knowledge_search(index, embedder, q), queries, meter),
-                     timed(lambda q: context_search(index, embedder, q), queries, meter)))
-        index.exact_vectors = False
-    stages = {part: timed(lambda q, part=part: knowledge_parts(index, embedder, q, part), queries, meter)
-              for part in ("lexical", "vector")}
-    quality = recall(index, embedder, queries[: min(100, len(queries))]) if args.recall else {}
-    lexical = lexical_recall(index, queries[: args.lexical_recall]) if args.lexical_recall else {}
-    if not args.keep:
-        index.clear()
-    index.close()
+    rows: list[Any] = []
+    stages: dict[str, Any] = {}
+    quality: dict[str, float] = {}
+    lexical: dict[str, float] = {}
+    if not args.only_embedded:
+        part = postgres_part(args, url, texts, embedder, queries)
+        if part is None:
+            print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
+            return 0
+        rows, stages, quality, lexical = part
     if not args.no_embedded:
         from knowhub.index.embedded import EmbeddedIndex
 
@@ -354,9 +378,10 @@ def main(argv: list[str] | None = None) -> int:
         shown = f"{rate[0]:,.0f} ({rate[1]:,.0f})" if rate else "–"
         cells = [f"{pct(v, .5):.1f} / {pct(v, .95):.1f}" for v in (know[0], ctx[0], know[1], ctx[1])]
         print(f"| {len(texts):,} | {backend} | {shown} | " + " | ".join(cells) + " |")
-    print("\nknowledge stages on postgres (wall; CPU): " + ", ".join(
-        f"{part} p50 / p95 {pct(v[0], .5):.1f} / {pct(v[0], .95):.1f} ms; {pct(v[1], .5):.1f} / {pct(v[1], .95):.1f} ms"
-        for part, v in stages.items()))
+    if stages:
+        print("\nknowledge stages on postgres (wall; CPU): " + ", ".join(
+            f"{part} p50 / p95 {pct(v[0], .5):.1f} / {pct(v[0], .95):.1f} ms; {pct(v[1], .5):.1f} / {pct(v[1], .95):.1f} ms"
+            for part, v in stages.items()))
     if lexical:
         print("\n| lexical recall@k vs the exact BM25 top k | recall |\n|---|---:|")
         for label, value in lexical.items():
