@@ -164,7 +164,7 @@ def bulk_load(index: Any, texts: list[str], embedder: HashingEmbedder, meter: Cp
     cpu = meter()
     started = time.perf_counter()
     starts = list(range(0, len(texts), batch))
-    with ThreadPoolExecutor(1) as pool, BulkLoad(index) as loader:
+    with ThreadPoolExecutor(1) as pool, BulkLoad(index, build_memory="4GB") as loader:
         pending = pool.submit(documents, texts[: batch], 0, embedder, rng)
         for n, start in enumerate(starts):
             docs = pending.result()

@@ -44,6 +44,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
 from knowhub.errors import InvalidInputError, StorageError
+from knowhub.index import postgres_vector
 from knowhub.index.protocol import IndexDocument
 
 if TYPE_CHECKING:
@@ -58,9 +59,12 @@ BULK_TABLES = ("docs", "vecs", "postings")
 #: Documents written per transaction (a commit per batch costs a WAL flush and a round
 #: trip; a very long transaction holds its locks and snapshot for nothing).
 COMMIT_EVERY = 50_000
-#: ``maintenance_work_mem`` for the index builds at the end: pgvector builds an HNSW graph
-#: that fits in it in memory (~2.5 KiB per 512-d vector), several times faster than on disk.
-BUILD_MEMORY = "4GB"
+#: Least ``maintenance_work_mem`` for the index builds at the end (a server setting above it
+#: is kept): pgvector builds an HNSW graph that fits in it in memory, several times faster
+#: than on disk. The same as an HNSW build on open, so a container sized for that one
+#: (``--shm-size``: a parallel build keeps the graph in shared memory) fits this one;
+#: large loads pass more (docs/deployment.md).
+BUILD_MEMORY = postgres_vector.BUILD_MEMORY
 
 
 def secondary_indexes(conn: Connection, table: str) -> list[tuple[str, str]]:
