@@ -293,6 +293,8 @@ def postgres_part(args: argparse.Namespace, url: str, texts: list[str], embedder
         rate = write_probe(index, texts, embedder, meter, args.write_probe)
     if args.load_only:
         index.close()
+        if rate:
+            print(f"write items/s {rate[0]:,.0f} (per CPU s {rate[1]:,.0f})")
         return None
     with index._engine.begin() as conn:
         from sqlalchemy import text
