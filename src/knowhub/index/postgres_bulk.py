@@ -12,7 +12,8 @@ and large transactions save a commit per batch.
 What stays the same. The rows are written by the index's own :meth:`PostgresIndex.upsert`
 (its postings, impacts, vectors and statistics code, whatever its schema is); only the
 *non-unique* indexes of the docs, vecs and postings tables are dropped (the primary keys
-stay: writes look documents up by id). Their definitions are read from the catalog
+stay, and so do the indexes that lead with the document id: writes look documents up by
+id). Their definitions are read from the catalog
 (``pg_get_indexdef``) when the load starts and replayed when it ends, so an index added to
 the schema later is handled without a change here.
 
@@ -54,8 +55,9 @@ __all__ = ["BUILD_MEMORY", "BULK_TABLES", "COMMIT_EVERY", "BulkLoad", "secondary
 
 log = logging.getLogger(__name__)
 
-#: Tables whose non-unique indexes are dropped during a load (``kx_<name>_<table>``).
-BULK_TABLES = ("docs", "vecs", "postings")
+#: Tables whose non-unique indexes are dropped during a load (``kx_<name>_<table>``; a
+#: table the schema does not have is skipped).
+BULK_TABLES = ("docs", "vecs", "postings", "kpost", "kvecs")
 #: Documents written per transaction (a commit per batch costs a WAL flush and a round
 #: trip; a very long transaction holds its locks and snapshot for nothing).
 COMMIT_EVERY = 50_000
@@ -68,15 +70,19 @@ BUILD_MEMORY = postgres_vector.BUILD_MEMORY
 
 
 def secondary_indexes(conn: Connection, table: str) -> list[tuple[str, str]]:
-    """``(index name, CREATE INDEX statement)`` of the non-unique indexes of the bulk tables
-    of the index whose tables are prefixed ``table``; the HNSW index last (the longest
-    build, and the one that needs the memory)."""
+    """``(index name, CREATE INDEX statement)`` of the indexes dropped for a load: the
+    non-unique indexes of the bulk tables of the index whose tables are prefixed ``table``,
+    except those leading with the document id (the writes use them: replacing a document
+    deletes its rows by id); the HNSW index last (the longest build, and the one that needs
+    the memory)."""
     rows = conn.execute(
         text(
             """SELECT c.relname, pg_get_indexdef(i.indexrelid), a.amname
                FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
                JOIN pg_class r ON r.oid = i.indrelid JOIN pg_am a ON a.oid = c.relam
+               LEFT JOIN pg_attribute k ON k.attrelid = i.indrelid AND k.attnum = i.indkey[0]
                WHERE r.relname = ANY(CAST(:tables AS text[])) AND NOT i.indisunique AND NOT i.indisprimary
+                 AND coalesce(k.attname, '') <> 'id'
                  AND r.relnamespace = to_regnamespace(current_schema())::oid
                ORDER BY a.amname = 'hnsw', c.relname"""
         ),
@@ -163,7 +169,8 @@ class BulkLoad:
                 conn.commit()
             self._rebuild(conn)
             started = time.perf_counter()
-            tables = [f"{self._table}_{t}" for t in BULK_TABLES]
+            tables = [name for name in (f"{self._table}_{t}" for t in BULK_TABLES)
+                      if conn.execute(text("SELECT to_regclass(:t)"), {"t": name}).scalar() is not None]
             if self._given is None:
                 conn.commit()
                 # VACUUM sets the visibility map, so index-only scans (the impact index)
