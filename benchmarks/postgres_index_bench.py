@@ -206,15 +206,16 @@ def recall(index: Any, embedder: HashingEmbedder, queries: list[str], forced_too
         "one space@10": dict(filters={"scopes": ["user:u7"]}, vector_k=10),
         "unfiltered@50": dict(vector_k=50),
     }
-    from knowhub.index import postgres_vector
+    from knowhub.index import postgres_keyed, postgres_vector
 
     out: dict[str, float] = {}
-    saved = postgres_vector.WALK_COST, postgres_vector.EXACT_BELOW
+    saved = postgres_vector.WALK_COST, postgres_vector.EXACT_BELOW, postgres_keyed.KEYED_EXACT_ROWS
     exact: dict[tuple[str, str], Any] = {}  # (shape, query) → the exact answer, computed once
     passes = [(f"{label}, walk forced", kwargs) for label, kwargs in shapes.items()] if forced_too else []
     for label, kwargs in passes + list(shapes.items()):
         forced = label.endswith("forced")
-        postgres_vector.WALK_COST, postgres_vector.EXACT_BELOW = (0, 0) if forced else saved
+        (postgres_vector.WALK_COST, postgres_vector.EXACT_BELOW,
+         postgres_keyed.KEYED_EXACT_ROWS) = (0, 0, -1) if forced else saved
         found = wanted = 0
         for query in queries:
             vector = embedder.embed_matrix([query])[0]
@@ -232,7 +233,7 @@ def recall(index: Any, embedder: HashingEmbedder, queries: list[str], forced_too
                 found += sum(h.vector_score >= bound for h in approx)
                 wanted += len(truth)
         out[label] = found / max(wanted, 1)
-    postgres_vector.WALK_COST, postgres_vector.EXACT_BELOW = saved
+    postgres_vector.WALK_COST, postgres_vector.EXACT_BELOW, postgres_keyed.KEYED_EXACT_ROWS = saved
     return out
 
 
@@ -278,7 +279,9 @@ def postgres_part(args: argparse.Namespace, url: str, texts: list[str], embedder
     from knowhub.index.postgres import PostgresIndex
 
     rows: list[Any] = []
-    index = PostgresIndex(url, f"bench{args.docs}", embedder.dim, number_fields=("score", "quality"))
+    # the knowledge shape's visibility (``scopes``) keys the keyed tables, as the knowledge engine's does
+    index = PostgresIndex(url, f"bench{args.docs}", embedder.dim, number_fields=("score", "quality"),
+                          key_field="scopes")
     rate: tuple[float, float] | None = None
     meter = CpuMeter(index._engine)
     if not (args.reuse and index.count() == len(texts)):
@@ -303,6 +306,16 @@ def postgres_part(args: argparse.Namespace, url: str, texts: list[str], embedder
         conn.execute(text(f"ANALYZE {index._t}_docs"))
     rows.append(("postgres", rate, timed(lambda q: knowledge_search(index, embedder, q), queries, meter),
                  timed(lambda q: context_search(index, embedder, q), queries, meter)))
+    if args.unkeyed:  # the same tables, searched as before the keyed tables (postgres_keyed)
+        from knowhub.index import postgres_keyed
+
+        real_ready, index._keyed_ready = postgres_keyed.ready, False
+        postgres_keyed.ready = lambda *a: False  # type: ignore[assignment]
+        try:
+            rows.append(("postgres, unkeyed", None, timed(lambda q: knowledge_search(index, embedder, q), queries, meter),
+                         timed(lambda q: context_search(index, embedder, q), queries, meter)))
+        finally:
+            postgres_keyed.ready, index._keyed_ready = real_ready, None  # type: ignore[assignment]
     if args.exact:  # the same tables, the vector stage as before HNSW: the exact filtered scan
         index.exact_vectors = True
         rows.append(("postgres, exact scan", None, timed(lambda q: knowledge_search(index, embedder, q), queries, meter),
@@ -338,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-forced", action="store_true", help="--recall only as searched (no forced walks)")
     parser.add_argument("--only-embedded", action="store_true", help="the embedded index alone (no PostgreSQL)")
     parser.add_argument("--load-only", action="store_true", help="load (and --keep) without searching")
+    parser.add_argument("--unkeyed", action="store_true", help="also search without the keyed tables (as before)")
     parser.add_argument("--no-embedded", action="store_true", help="skip the embedded index")
     args = parser.parse_args(argv)
     if args.data == BENCH_DIR / ICD_FILE and not args.data.exists():  # a worktree beside ../shared

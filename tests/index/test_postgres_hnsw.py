@@ -21,6 +21,15 @@ DIM = 32
 SCOPES = [f"user:u{i}" for i in range(8)] + ["team:t1", "public"]
 
 
+@pytest.fixture(autouse=True)
+def unkeyed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the graph walk and the heap scan: the keyed exact scan
+    (postgres_keyed, tested in test_postgres_keyed.py) is taken out of the cost rule."""
+    from knowhub.index import postgres_keyed
+
+    monkeypatch.setattr(postgres_keyed, "KEYED_EXACT_ROWS", -1)
+
+
 @pytest.fixture(scope="module")
 def url() -> str:
     found, reason = pgvector_url()

@@ -221,6 +221,8 @@ def test_a_deleted_text_leaves_no_term_or_partition_row(engine: object, prefix: 
         with engine.connect() as conn:  # type: ignore[attr-defined]
             terms = {(r[0], r[1]) for r in conn.execute(text(f"SELECT term, part FROM kx_{prefix}_gone_terms"))}
             parts = {r[0] for r in conn.execute(text(f"SELECT part FROM kx_{prefix}_gone_stats"))}
+            # the keyed statistics (postgres_keyed) name partitions too
+            assert {r[0] for r in conn.execute(text(f"SELECT part FROM kx_{prefix}_gone_kstats"))} == parts
         return terms, parts
 
     index.delete(["a1"])  # "secretword" is still held by a2
@@ -235,4 +237,4 @@ def test_a_deleted_text_leaves_no_term_or_partition_row(engine: object, prefix: 
     assert [h.id for h in index.search(tokens=["secretword"], top_k=3)] == ["a3"]
     assert index.doc_freqs(["secretword", "shared"]) == ({"secretword": 1, "shared": 1}, 2)
     vacuumed = index.vacuum()
-    assert f"kx_{prefix}_gone_terms" in vacuumed and len(vacuumed) == 6
+    assert f"kx_{prefix}_gone_terms" in vacuumed and f"kx_{prefix}_gone_kstats" in vacuumed and len(vacuumed) == 8

@@ -30,6 +30,9 @@ each posting's quantized BM25 factor and its document's filter terms, best first
 candidates are rescored exactly) and falls back to exact MaxScore pruning
 (:mod:`knowhub.index.postgres_lexical`) when too few candidates pass.
 
+Keyed tables (:mod:`knowhub.index.postgres_keyed`): postings and half-precision vectors keyed
+by visibility (partition, ``key_field`` value) first, so a search reads only what it may see.
+
 Vectors (:mod:`knowhub.index.postgres_vector`): on pgvector ≥ 0.8 an HNSW index with
 iterative filtered scans, so a filtered search still returns ``k`` rows, and the exact scan
 (``ORDER BY vec <#> q``, inner product of unit vectors = cosine, filters in the same
@@ -54,7 +57,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 
 from knowhub.errors import ConfigError, InvalidInputError, StorageError
-from knowhub.index import postgres_impact
+from knowhub.index import postgres_impact, postgres_keyed
 from knowhub.index.documents import (
     PreparedDocument,
     clean_tokens,
@@ -62,7 +65,7 @@ from knowhub.index.documents import (
     prepare_document,
     resolve_query_vector,
 )
-from knowhub.index.postgres_lexical import ImpactSearch, StatsDelta, bm25_top_k
+from knowhub.index.postgres_lexical import ImpactSearch, StatsDelta, bm25_top_k, doc_freqs
 from knowhub.index.postgres_vector import (
     candidates,
     create_sql,
@@ -71,6 +74,7 @@ from knowhub.index.postgres_vector import (
     hnsw_ready,
     iterative_scans,
     nearest,
+    pgvector_version,
 )
 from knowhub.index.protocol import (
     FilterValue,
@@ -86,7 +90,7 @@ log = logging.getLogger(__name__)
 
 _FORMAT = "knowhub-postgres-index-4"
 #: Tables of one index (``kx_<name>_<table>``).
-_TABLES = ("meta", "docs", "vecs", "postings", "terms", "stats")
+_TABLES = ("meta", "docs", "vecs", "postings", "terms", "stats", "kstats", "kpost", "kvecs")
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 _SEP = "\x1f"  # field/value separator of filter terms
 _TERM_SEP = "\x1e"  # separator of a document's filter terms in a bulk insert
@@ -136,6 +140,7 @@ class PostgresIndex:
         number_fields: Sequence[str] = (),
         create: bool = True,
         replace: bool = False,
+        key_field: str | None = None,
     ) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
             raise InvalidInputError("vector dimension must be a positive integer", dim=dim)
@@ -144,6 +149,11 @@ class PostgresIndex:
         self._dim = dim
         self.name = name
         self.number_fields = tuple(check_field_name(f) for f in number_fields)
+        #: the visibility key of the keyed tables (postgres_keyed): partitions and ``key_field``
+        self._keyed = postgres_keyed.Keyed(None if key_field is None else check_field_name(key_field),
+                                           dim <= postgres_keyed.MAX_DIM, self.number_fields)
+        self._half = True  # halfvec (pgvector >= 0.7) in the keyed vectors; learned at open
+        self._keyed_ready: bool | None = None  # the keyed tables are complete (searches use them)
         self._owns_engine = isinstance(db, str)
         # hide_parameters: documents (tokens, payloads) never reach an error message or a log
         self._engine: Engine = (
@@ -163,6 +173,11 @@ class PostgresIndex:
                 ensure_hnsw(self._engine, self._t, self.name)
             if not self._impacts:  # postings of an older knowhub: backfilled once, then indexed
                 postgres_impact.ensure_impacts(self._engine, self._t, self.name)
+            if not self._keyed_ready:  # keyed tables of an older knowhub: filled once
+                with self._tx() as conn:
+                    self._keyed_ready = postgres_keyed.ensure(conn, self._t, self._keyed, self._half, self.name)
+                if self._keyed_ready:
+                    postgres_keyed.vacuum(self._engine, self._t, self._keyed)
 
     #: True: vector searches scan exactly even where the HNSW index applies (what recall is
     #: measured against: tests and benchmarks/postgres_index_bench.py)
@@ -341,6 +356,13 @@ class PostgresIndex:
                 continue  # tables exist: re-setting storage would lock them against searches
             conn.execute(text(sql))
         self._vector_index(conn, new=not meta)
+        self._half = pgvector_version(conn) >= (0, 7)  # halfvec; before, float32 entries: half the dimension
+        self._keyed = postgres_keyed.Keyed(self._keyed.field, self._dim <= postgres_keyed.MAX_DIM // (1 if self._half else 2),
+                                           self.number_fields)
+        postgres_keyed.create(conn, t, self._dim, self._keyed, self._half)
+        if not meta:
+            postgres_keyed.mark(conn, t, self._keyed)
+        self._keyed_ready = postgres_keyed.ready(conn, t, self._keyed)
         postgres_impact.add_columns(conn, t)  # postings of an older knowhub: no impacts yet
         if not meta:
             conn.execute(text(postgres_impact.create_sql(t)))
@@ -431,7 +453,7 @@ class PostgresIndex:
         t = self._t
         with self._on(connection) as conn:
             delta = self._remove(conn, "d.id = ANY(CAST(:ids AS text[]))", {"ids": doc_rows["ids"]})
-            avgdl = self._avgdl(conn, items, delta)
+            avgdl = postgres_impact.average_lengths(conn, t, [(d.partition, len(d.tokens)) for d in items], delta.parts)
             impacts = [postgres_impact.impact(tf, n, avgdl[part])
                        for tf, n, part in zip(tfs, term_lens, term_parts, strict=True)]
             conn.execute(
@@ -470,40 +492,28 @@ class PostgresIndex:
                     ),
                     {"terms": terms, "ids": term_ids, "parts": term_parts, "tfs": tfs, "impacts": impacts},
                 )
+            postgres_keyed.write(conn, t, self._keyed, self._half, doc_rows["ids"],
+                                 [(d.partition, d.filters) for d in items], delta.gone)
             for term, part, tf, length in zip(terms, term_parts, tfs, term_lens, strict=True):
                 delta.added(term, part, tf, length)
             for part, length in zip(doc_rows["parts"], doc_rows["lens"], strict=True):
                 delta.add(part, length, +1)
             delta.apply(conn, t)
 
-    def _avgdl(self, conn: Connection, items: list[PreparedDocument], removed: StatsDelta) -> dict[str, float]:
-        """Average document length per partition of ``items`` once they are written (the
-        stored statistics, less what this write removed, plus these documents): the impact
-        of their postings (postgres_impact) is computed against it."""
-        parts = sorted({d.partition for d in items})
-        stored = {r[0]: [int(r[1]), int(r[2])] for r in conn.execute(
-            text(f"SELECT part, n, total FROM {self._t}_stats WHERE part = ANY(CAST(:p AS text[]))"), {"p": parts})}
-        for d in items:
-            row = stored.setdefault(d.partition, [0, 0])
-            row[0] += 1 if d.tokens else 0
-            row[1] += len(d.tokens)
-        for part, (_, n, total) in removed.parts.items():
-            if part in stored:
-                stored[part][0] += n
-                stored[part][1] += total
-        return {p: (total / n if n > 0 else 1.0) for p, (n, total) in stored.items()}
-
     def _remove(self, conn: Connection, where: str, params: dict[str, Any]) -> StatsDelta:
         """Delete the documents passing ``where`` (on ``d``) with their vectors and postings;
         the statistics change to apply (after any insert of the same write)."""
         t = self._t
         delta = StatsDelta()
-        removed = conn.execute(text(f"DELETE FROM {t}_docs d WHERE {where} RETURNING id, part, doc_len"), params).all()
+        removed = conn.execute(text(f"DELETE FROM {t}_docs d WHERE {where} RETURNING id, part, doc_len, fterms"),
+                               params).all()
         if not removed:
             return delta
         ids = [r[0] for r in removed]
-        for _, part, length in removed:
+        for _, part, length, fterms in removed:
             delta.add(part, length, -1)
+            delta.gone.append((part, list(fterms)))
+        postgres_keyed.remove(conn, t, self._keyed, ids)
         conn.execute(text(f"DELETE FROM {t}_vecs WHERE id = ANY(CAST(:ids AS text[]))"), {"ids": ids})
         gone = conn.execute(
             text(
@@ -543,6 +553,7 @@ class PostgresIndex:
     def _delete_sql(self, where: str, params: dict[str, Any], connection: Connection | None = None) -> int:
         with self._on(connection) as conn:
             delta = self._remove(conn, where, params)
+            postgres_keyed.write(conn, self._t, self._keyed, self._half, [], [], delta.gone)
             delta.apply(conn, self._t)
         return delta.removed
 
@@ -550,7 +561,8 @@ class PostgresIndex:
         """Drop every document and the stamp."""
         t = self._t
         with self._tx() as conn:
-            conn.execute(text(f"TRUNCATE {t}_postings, {t}_vecs, {t}_docs, {t}_terms"))
+            keyed = ", ".join(f"{t}_{s}" for s in postgres_keyed.tables(self._keyed))
+            conn.execute(text(f"TRUNCATE {t}_postings, {t}_vecs, {t}_docs, {t}_terms, {keyed}"))
             conn.execute(text(f"DELETE FROM {t}_stats"))
             conn.execute(text(f"DELETE FROM {t}_meta WHERE key = 'stamp'"))
 
@@ -559,7 +571,7 @@ class PostgresIndex:
         delete leaves, which hold the deleted text until a vacuum, are removed and their
         space reused); returns the tables vacuumed. Outside any transaction, as PostgreSQL
         requires; a concurrent autovacuum makes it wait, never fail."""
-        names = [f"{self._t}_{table}" for table in _TABLES]
+        names = [f"{self._t}_{table}" for table in _TABLES[:6] + tuple(postgres_keyed.tables(self._keyed))]
         try:
             with self._engine.connect() as conn:
                 conn = conn.execution_options(isolation_level="AUTOCOMMIT")
@@ -655,27 +667,9 @@ class PostgresIndex:
         where, params = self._where(filters, None, partitions)
         if where is None:
             return dict.fromkeys(wanted, 0), 0
-        t = self._t
         with self._tx() as conn:
-            if filters:
-                total = int(conn.execute(
-                    text(f"SELECT count(*) FROM {t}_docs d WHERE doc_len > 0 AND {where}"), params
-                ).scalar() or 0)
-            else:
-                sql = f"SELECT coalesce(sum(n), 0) FROM {t}_stats"
-                if partitions is not None:
-                    sql += " WHERE part = ANY(CAST(:parts AS text[]))"
-                total = int(conn.execute(text(sql), params).scalar() or 0)
-            found: dict[str, int] = {}
-            if wanted and not any(_has_nul(w) for w in wanted):
-                if filters:
-                    sql = f"""SELECT p.term, count(*) FROM {t}_postings p JOIN {t}_docs d ON d.id = p.id
-                        WHERE p.term = ANY(CAST(:terms AS text[])) AND {where} GROUP BY p.term"""
-                else:  # every document of the partitions: the frequencies kept by the writes
-                    sql = f"""SELECT d.term, sum(d.df) FROM {t}_terms d
-                        WHERE d.term = ANY(CAST(:terms AS text[])) AND {where} GROUP BY d.term"""
-                rows = conn.execute(text(sql), {**params, "terms": wanted}).all()
-                found = {r[0]: int(r[1]) for r in rows}
+            found, total = doc_freqs(conn, self._t, [] if any(_has_nul(w) for w in wanted) else wanted,
+                                     where, params, bool(filters), partitions)
         return {w: found.get(w, 0) for w in wanted}, total
 
     def search(
@@ -708,18 +702,25 @@ class PostgresIndex:
         with self._tx() as conn:
             # one snapshot: the statistics, postings and vectors of the statements agree
             conn.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
+            keys = self._visible_keys(conn, filters, params)
             if words and top_k > 0:
                 ranked = bm25_top_k(conn, t, words, where, params, partitions, top_k,
-                                    impacts=self._impact_search(conn, where, params, partitions))
+                                    impacts=self._impact_search(conn, where, params, partitions, keys))
                 for rank, (doc_id, score) in enumerate(ranked, start=1):
                     hits[doc_id] = IndexHit(doc_id, lexical_score=score, lexical_rank=rank)
             query_vec = resolve_query_vector(vector, self._dim)  # a callable: after the lexical stage
             if query_vec is not None:
                 literal = _vector_literal(query_vec)
                 if vk > 0:
-                    rows = nearest(conn, t, where, {**params, "q": literal}, vk, hnsw=self._vector_mode(conn),
-                                   candidates=candidates(conn, t, partitions), exact=self.exact_vectors,
-                                   filtered=bool(filters or min_numbers))
+                    rows = None
+                    if self._keyed_ready and not self.exact_vectors:
+                        rows = postgres_keyed.search_vectors(conn, t, self._keyed, self._half, where,
+                                                             {**params, "q": literal}, vk, filters or {},
+                                                             min_numbers or {}, partitions, keys)
+                    if rows is None:
+                        rows = nearest(conn, t, where, {**params, "q": literal}, vk, hnsw=self._vector_mode(conn),
+                                       candidates=candidates(conn, t, partitions), exact=self.exact_vectors,
+                                       filtered=bool(filters or min_numbers))
                     for rank, (doc_id, dist) in enumerate(rows, start=1):
                         hit = hits.setdefault(doc_id, IndexHit(doc_id))
                         hit.vector_rank = rank
@@ -739,13 +740,15 @@ class PostgresIndex:
         )
 
     def _impact_search(self, conn: Connection, where: str, params: dict[str, Any],
-                       partitions: Sequence[str] | None) -> ImpactSearch | None:
-        """How the lexical stage may use the impact index (None: not built yet)."""
+                       partitions: Sequence[str] | None, keys: tuple[str, ...] | None) -> ImpactSearch | None:
+        """How the lexical stage may use the impact index (None: not built yet); ``keys``:
+        the visible key values, when the keyed lists apply (their filter is then left out)."""
         if not self._impacts:
             self._impacts = bool(postgres_impact.impact_ready(conn, self._t))  # a migration may have finished
             if not self._impacts:
                 return None
-        fterms = [f"p.fterms && CAST(:{k} AS text[])" for k in params if re.fullmatch(r"f\d+", k)]
+        skip = params.get("kx_param") if keys is not None else None
+        fterms = [f"p.fterms && CAST(:{k} AS text[])" for k in params if re.fullmatch(r"f\d+", k) and k != skip]
         share = 1.0
         if fterms:  # the share of the searched documents passing what a posting can test
             tested = " AND ".join(c.replace("p.fterms", "d.fterms") for c in fterms)
@@ -753,7 +756,15 @@ class PostgresIndex:
                 tested += " AND d.part = ANY(CAST(:parts AS text[]))"
             searched = candidates(conn, self._t, partitions)
             share = estimated_rows(conn, self._t, tested, params, "docs") / max(searched, 1)
-        return ImpactSearch(" AND ".join(fterms) or "TRUE", not any(k.startswith("nk") for k in params), share)
+        return ImpactSearch(" AND ".join(fterms) or "TRUE", not any(k.startswith("nk") for k in params), share, keys,
+                            self._keyed.field or "")
+
+    def _visible_keys(self, conn: Connection, filters: Mapping[str, FilterValue] | None,
+                      params: dict[str, Any]) -> tuple[str, ...] | None:
+        """The key values a search filters on, when the keyed tables can answer it."""
+        if not self._keyed_ready:
+            self._keyed_ready = postgres_keyed.ready(conn, self._t, self._keyed)  # a migration may have finished
+        return postgres_keyed.visible_keys(self._keyed, filters or {}, params) if self._keyed_ready else None
 
     def _vector_mode(self, conn: Connection) -> bool:
         """Whether the HNSW path applies (asked once, for an index opened without create)."""

@@ -93,6 +93,26 @@ def impact(tf: int, length: int, avgdl: float) -> int:
     return max(1, min(IMPACT_SCALE, round(IMPACT_SCALE * tf / (tf + _K1 * norm))))
 
 
+def average_lengths(conn: Connection, table: str, written: list[tuple[str, int]],
+                    removed: dict[str, list[int]]) -> dict[str, float]:
+    """Average document length per partition of the ``written`` documents (partition,
+    length) once the write is done (the stored statistics, less the ``removed`` rows of
+    :class:`~knowhub.index.postgres_lexical.StatsDelta`, plus these): their postings'
+    impacts are computed against it."""
+    parts = sorted({p for p, _ in written})
+    stored = {r[0]: [int(r[1]), int(r[2])] for r in conn.execute(
+        text(f"SELECT part, n, total FROM {table}_stats WHERE part = ANY(CAST(:p AS text[]))"), {"p": parts})}
+    for part, length in written:
+        row = stored.setdefault(part, [0, 0])
+        row[0] += 1 if length else 0
+        row[1] += length
+    for part, (_, n, total) in removed.items():
+        if part in stored:
+            stored[part][0] += n
+            stored[part][1] += total
+    return {p: (total / n if n > 0 else 1.0) for p, (n, total) in stored.items()}
+
+
 def index_name(table: str) -> str:
     return f"{table}_postings_impact"
 
@@ -203,16 +223,21 @@ def impact_top_k(
                                               CAST(:q_weights AS float8[]), CAST(:q_depths AS int[]))
                          AS q(term, part, w, n)),
               c AS MATERIALIZED (
-                SELECT l.id, sum(q.w * l.impact) AS approx
+                SELECT (l.id COLLATE "C") COLLATE "default" AS id, sum(q.w * l.impact) AS approx
                 FROM q CROSS JOIN LATERAL (
                     SELECT p.id, p.impact, p.fterms FROM {table}_postings p
                     WHERE p.term = q.term AND p.part = q.part
                     ORDER BY p.impact DESC NULLS LAST LIMIT q.n) l
                 WHERE {posting_filter.replace("p.fterms", "l.fterms")}
-                GROUP BY l.id ORDER BY approx DESC LIMIT :candidates)
+                GROUP BY l.id COLLATE "C" ORDER BY approx DESC LIMIT :candidates)
               {rescore_sql}"""
-    rows = list(conn.execute(text(sql), {**params, "q_terms": q_terms, "q_parts": q_parts, "q_weights": q_weights,
-                                         "q_depths": q_depths, "candidates": candidates, "k": top_k}).all())
+    # grouped by hashing: the planner guesses one row per list read and would sort them
+    conn.execute(text("SELECT set_config('enable_sort', 'off', true)"))
+    try:
+        rows = list(conn.execute(text(sql), {**params, "q_terms": q_terms, "q_parts": q_parts, "q_weights": q_weights,
+                                             "q_depths": q_depths, "candidates": candidates, "k": top_k}).all())
+    finally:
+        conn.execute(text("SET LOCAL enable_sort TO DEFAULT"))
     if len(rows) < top_k and (cut or not complete):
         return None
     return rows

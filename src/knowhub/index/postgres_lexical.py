@@ -40,7 +40,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from knowhub.index import postgres_impact
+from knowhub.index import postgres_impact, postgres_keyed
 
 __all__ = ["K1", "PROBE_POSTINGS", "SCAN_POSTINGS", "B", "ImpactSearch", "StatsDelta", "TermWeights", "bm25_top_k"]
 
@@ -64,6 +64,10 @@ class ImpactSearch:
     posting_filter: str
     complete: bool
     share: float
+    #: visible key values: read the keyed lists (postgres_keyed), ``posting_filter`` being
+    #: then the other filters
+    keys: tuple[str, ...] | None = None
+    key_field: str = ""
 
 
 @dataclass(slots=True)
@@ -151,10 +155,11 @@ def rescore_sql(table: str, where: str) -> str:
     lateral, contribution = _weighted("p", "v")
     return f""", v AS MATERIALIZED (
                 SELECT d.id, d.part, d.doc_len FROM c JOIN {table}_docs d ON d.id = c.id WHERE {where})
-            SELECT v.id, SUM({contribution}) AS score
-            FROM v JOIN {table}_postings p ON p.id = v.id AND p.part = v.part {lateral}
-            WHERE x.i IS NOT NULL
-            GROUP BY v.id ORDER BY score DESC, v.id LIMIT :k"""
+            SELECT v.id, s.score FROM v CROSS JOIN LATERAL (
+                SELECT SUM({contribution}) AS score FROM {table}_postings p {lateral}
+                WHERE p.id = v.id AND p.part = v.part AND x.i IS NOT NULL) s
+            WHERE s.score IS NOT NULL
+            ORDER BY s.score DESC, v.id LIMIT :k"""
 
 
 def _scan_sql(table: str, where: str, *, rest: bool) -> str:
@@ -227,8 +232,14 @@ def bm25_top_k(
         return []
     if impacts is not None and sum(weights.postings.values()) > postgres_impact.IMPACT_FROM:
         query = {**params, **weights.params()}
-        found = postgres_impact.impact_top_k(conn, table, weights, impacts.posting_filter, query, top_k,
-                                             impacts.share, rescore_sql(table, where), complete=impacts.complete)
+        if impacts.keys is not None:
+            found = postgres_keyed.keyed_lexical(conn, table, impacts.key_field, weights, impacts.keys,
+                                                 impacts.posting_filter, query,
+                                                 top_k, impacts.share, rescore_sql(table, where),
+                                                 complete=impacts.complete)
+        else:
+            found = postgres_impact.impact_top_k(conn, table, weights, impacts.posting_filter, query, top_k,
+                                                 impacts.share, rescore_sql(table, where), complete=impacts.complete)
         if found is not None:
             return [(str(doc_id), float(score)) for doc_id, score in found]
     by_rarity = sorted(present, key=lambda w: (-weights.bound[w], w))
@@ -259,6 +270,31 @@ def bm25_top_k(
     return [(str(doc_id), float(score)) for doc_id, score in rows]
 
 
+def doc_freqs(conn: Connection, t: str, wanted: list[str], where: str, params: dict[str, Any], filtered: bool,
+              partitions: Sequence[str] | None) -> tuple[dict[str, int], int]:
+    """``({term: documents holding it}, documents with tokens)`` among those passing
+    ``where`` (``filtered``: it has filters beyond the partitions, so the documents are
+    counted; else the statistics the writes keep answer)."""
+    if filtered:
+        total = int(conn.execute(text(f"SELECT count(*) FROM {t}_docs d WHERE doc_len > 0 AND {where}"), params
+                                 ).scalar() or 0)
+    else:
+        sql = f"SELECT coalesce(sum(n), 0) FROM {t}_stats"
+        if partitions is not None:
+            sql += " WHERE part = ANY(CAST(:parts AS text[]))"
+        total = int(conn.execute(text(sql), params).scalar() or 0)
+    if not wanted:
+        return {}, total
+    if filtered:
+        sql = f"""SELECT p.term, count(*) FROM {t}_postings p JOIN {t}_docs d ON d.id = p.id
+            WHERE p.term = ANY(CAST(:terms AS text[])) AND {where} GROUP BY p.term"""
+    else:  # every document of the partitions: the frequencies kept by the writes
+        sql = f"""SELECT d.term, sum(d.df) FROM {t}_terms d
+            WHERE d.term = ANY(CAST(:terms AS text[])) AND {where} GROUP BY d.term"""
+    rows = conn.execute(text(sql), {**params, "terms": wanted}).all()
+    return {r[0]: int(r[1]) for r in rows}, total
+
+
 #: len_min of a (term, partition) that only lost documents
 _NO_LENGTH = 2**31 - 1
 
@@ -277,6 +313,8 @@ class StatsDelta:
         self.tf_max: dict[tuple[str, str], int] = {}
         self.len_min: dict[tuple[str, str], int] = {}
         self.removed = 0
+        #: (partition, filter terms) of each removed document (postgres_keyed's statistics)
+        self.gone: list[tuple[str, list[str]]] = []
 
     def added(self, term: str, part: str, tf: int, length: int) -> None:
         key = (term, part)

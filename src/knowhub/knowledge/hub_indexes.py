@@ -63,8 +63,10 @@ class HubIndexes:
         if self.store.dialect == "postgresql":
             # many servers, one database: the index lives there too, written in each
             # item's own transaction (no per-process copy, constant-time open)
+            # visibility (``scopes``) keys the keyed tables: a search reads only what the
+            # member's scopes hold (postgres_keyed)
             index = PostgresIndex(self.store.engine, "knowledge", identity.dim,
-                                  number_fields=NUMBER_FIELDS, create=not reindex)
+                                  number_fields=NUMBER_FIELDS, create=not reindex, key_field="scopes")
             self._indexes = DerivedIndexes(self.embedder, index)
             self._shared = SharedIndex(self.store, self._indexes)
             if reindex:  # new tables, items and identity in one transaction
