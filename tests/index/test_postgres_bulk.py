@@ -70,10 +70,10 @@ def _skew(n: int) -> np.ndarray:
     return weights / weights.sum()
 
 
-def _open(engine: object, name: str) -> object:
+def _open(engine: object, name: str, key_field: str | None = None) -> object:
     from knowhub.index.postgres import PostgresIndex
 
-    return PostgresIndex(engine, name, DIM, number_fields=("score",))  # type: ignore[arg-type]
+    return PostgresIndex(engine, name, DIM, number_fields=("score",), key_field=key_field)  # type: ignore[arg-type]
 
 
 def _indexes(engine: object, name: str) -> dict[str, tuple[str, bool]]:
@@ -94,8 +94,10 @@ def _tables(engine: object, name: str) -> dict[str, list[tuple[object, ...]]]:
 
     out = {}
     with engine.begin() as conn:  # type: ignore[attr-defined]
-        for table, order in (("postings", "term, part, id"), ("terms", "term, part"), ("stats", "part"),
-                             ("docs", "id")):
+        tables = [("postings", "term, part, id"), ("terms", "term, part"), ("stats", "part"), ("docs", "id")]
+        if conn.execute(text("SELECT to_regclass(:t)"), {"t": f"kx_{name}_kpost"}).scalar() is not None:
+            tables += [("kpost", "term, part, key, id"), ("kstats", "part, key")]
+        for table, order in tables:
             out[table] = [tuple(r) for r in conn.execute(text(f"SELECT * FROM kx_{name}_{table} ORDER BY {order}")).all()]
         out["vecs"] = [tuple(r) for r in conn.execute(
             text(f"SELECT id, part, CAST(vec AS text), fterms, numbers FROM kx_{name}_vecs ORDER BY id")).all()]
@@ -113,11 +115,12 @@ def _searches(index: object, queries: list[IndexDocument]) -> list[object]:
     return answers
 
 
-def test_bulk_load_equals_the_ordinary_write_path(engine: object, names: list[str]) -> None:
+@pytest.mark.parametrize("key_field", [None, "scopes"])
+def test_bulk_load_equals_the_ordinary_write_path(engine: object, names: list[str], key_field: str | None) -> None:
     from knowhub.index.postgres_bulk import BulkLoad
 
     docs = _corpus()
-    plain, bulk = _open(engine, _name(names)), _open(engine, _name(names))
+    plain, bulk = _open(engine, _name(names), key_field), _open(engine, _name(names), key_field)
     before = _indexes(engine, names[1])
     for start in range(0, len(docs), 300):
         plain.upsert(docs[start : start + 300])
@@ -128,8 +131,12 @@ def test_bulk_load_equals_the_ordinary_write_path(engine: object, names: list[st
     assert load.written == len(docs)
     # during the load only the primary keys and the by-id index the writes use were left;
     # afterwards every index is back, valid
-    assert set(during) == {"meta_pkey", "docs_pkey", "vecs_pkey", "postings_pkey", "terms_pkey", "stats_pkey",
-                           "postings_id"}
+    kept = {n for n in before if n.endswith(("_pkey", "_id"))}
+    searched = {"vecs_hnsw", "postings_impact", "docs_fterms", "vecs_fterms", "vecs_part", "kpost_key", "kvecs_key"}
+    keyed = {"kpost_id"} if key_field else set()  # keyed postings: with a key field only
+    assert {"meta_pkey", "docs_pkey", "postings_id", *keyed} <= kept
+    assert searched & set(before) >= {"vecs_hnsw", "postings_impact", *(("kpost_key",) if key_field else ())}
+    assert set(during) == kept and not searched & set(during)
     assert {"vecs_hnsw", "postings_impact", "postings_id", "docs_fterms"} <= set(before)
     assert _indexes(engine, names[1]) == before
     assert all(valid for _, valid in before.values())
