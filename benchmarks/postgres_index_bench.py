@@ -304,6 +304,10 @@ def postgres_part(args: argparse.Namespace, url: str, texts: list[str], embedder
 
         conn.execute(text(f"ANALYZE {index._t}_vecs"))
         conn.execute(text(f"ANALYZE {index._t}_docs"))
+    if args.force_walk:  # as --recall's forced walks: no exact scan by size or estimate
+        from knowhub.index import postgres_vector
+
+        postgres_vector.WALK_COST, postgres_vector.EXACT_BELOW = 0, 0
     rows.append(("postgres", rate, timed(lambda q: knowledge_search(index, embedder, q), queries, meter),
                  timed(lambda q: context_search(index, embedder, q), queries, meter)))
     if args.unkeyed:  # the same tables, searched as before the keyed tables (postgres_keyed)
@@ -348,6 +352,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exact", action="store_true", help="also search with the exact vector scan")
     parser.add_argument("--bulk", action="store_true",
                         help="load through BulkLoad (secondary indexes built after the rows)")
+    parser.add_argument("--force-walk", action="store_true",
+                        help="the vector stage walks the HNSW graph whatever the cost rule says")
     parser.add_argument("--no-forced", action="store_true", help="--recall only as searched (no forced walks)")
     parser.add_argument("--only-embedded", action="store_true", help="the embedded index alone (no PostgreSQL)")
     parser.add_argument("--load-only", action="store_true", help="load (and --keep) without searching")
