@@ -150,6 +150,38 @@ def load(index: Any, texts: list[str], embedder: HashingEmbedder, meter: CpuMete
     return len(texts) / (time.perf_counter() - started), len(texts) / ((meter() - cpu) / 1e9)
 
 
+def bulk_load(index: Any, texts: list[str], embedder: HashingEmbedder, meter: CpuMeter,
+              batch: int = 5_000) -> tuple[float, float, dict[str, float]]:
+    """Load every text through :class:`~knowhub.index.postgres_bulk.BulkLoad` (the index's
+    own upsert with the secondary indexes dropped, built once at the end); the next batch is
+    tokenized and embedded in a thread while the server writes this one. Items per second
+    of wall clock and of CPU (client and server), and the load's phases in seconds."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from knowhub.index.postgres_bulk import BulkLoad
+
+    rng = random.Random(1)
+    cpu = meter()
+    started = time.perf_counter()
+    starts = list(range(0, len(texts), batch))
+    with ThreadPoolExecutor(1) as pool, BulkLoad(index, build_memory="4GB") as loader:
+        pending = pool.submit(documents, texts[: batch], 0, embedder, rng)
+        for n, start in enumerate(starts):
+            docs = pending.result()
+            if n + 1 < len(starts):
+                nxt = starts[n + 1]
+                pending = pool.submit(documents, texts[nxt : nxt + batch], nxt, embedder, rng)
+            loader.write(docs)
+            if (start + batch) % 100_000 == 0:
+                rate = (start + batch) / (time.perf_counter() - started)
+                print(f"  bulk: {start + batch:,} written, {rate:,.0f}/s, load {os.getloadavg()[0]:.1f}",
+                      file=sys.stderr, flush=True)
+        written = time.perf_counter() - started
+        print(f"  bulk: rows written in {written:.0f} s; building the indexes", file=sys.stderr, flush=True)
+    phases = {"total": time.perf_counter() - started, **loader.timings}
+    return len(texts) / phases["total"], len(texts) / ((meter() - cpu) / 1e9), phases
+
+
 def timed(fn: Callable[[str], Any], queries: list[str], meter: CpuMeter) -> tuple[list[float], list[float]]:
     """Wall-clock and CPU milliseconds of each query."""
     for query in queries[:5]:  # warm the caches and the connection pool
@@ -164,7 +196,7 @@ def timed(fn: Callable[[str], Any], queries: list[str], meter: CpuMeter) -> tupl
     return wall, cpu
 
 
-def recall(index: Any, embedder: HashingEmbedder, queries: list[str]) -> dict[str, float]:
+def recall(index: Any, embedder: HashingEmbedder, queries: list[str], forced_too: bool = True) -> dict[str, float]:
     """Mean recall@k of the vector path against the exact scan, per query shape: the share
     of the k returned rows at least as near as the exact k-th (equal distances are common
     among the corpus's near-duplicate names, and either of two tied rows is right)."""
@@ -178,7 +210,9 @@ def recall(index: Any, embedder: HashingEmbedder, queries: list[str]) -> dict[st
 
     out: dict[str, float] = {}
     saved = postgres_vector.WALK_COST, postgres_vector.EXACT_BELOW, postgres_keyed.KEYED_EXACT_ROWS
-    for label, kwargs in [(f"{label}, walk forced", kwargs) for label, kwargs in shapes.items()] + list(shapes.items()):
+    exact: dict[tuple[str, str], Any] = {}  # (shape, query) → the exact answer, computed once
+    passes = [(f"{label}, walk forced", kwargs) for label, kwargs in shapes.items()] if forced_too else []
+    for label, kwargs in passes + list(shapes.items()):
         forced = label.endswith("forced")
         (postgres_vector.WALK_COST, postgres_vector.EXACT_BELOW,
          postgres_keyed.KEYED_EXACT_ROWS) = (0, 0, -1) if forced else saved
@@ -186,11 +220,14 @@ def recall(index: Any, embedder: HashingEmbedder, queries: list[str]) -> dict[st
         for query in queries:
             vector = embedder.embed_matrix([query])[0]
             approx = index.search(vector=vector, top_k=0, **kwargs)
-            index.exact_vectors = True
-            try:
-                truth = index.search(vector=vector, top_k=0, **kwargs)
-            finally:
-                index.exact_vectors = False
+            key = (label.removesuffix(", walk forced"), query)
+            if key not in exact:
+                index.exact_vectors = True
+                try:
+                    exact[key] = index.search(vector=vector, top_k=0, **kwargs)
+                finally:
+                    index.exact_vectors = False
+            truth = exact[key]
             if truth:
                 bound = min(h.vector_score for h in truth) - 1e-6
                 found += sum(h.vector_score >= bound for h in approx)
@@ -235,39 +272,13 @@ def lexical_recall(index: Any, queries: list[str]) -> dict[str, float]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--docs", type=int, default=20_000)
-    parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument("--url", default=None, help="SQLAlchemy URL of a database with pgvector")
-    parser.add_argument("--data", type=Path, default=BENCH_DIR / ICD_FILE, help="the ICD-10-CM tabular XML")
-    parser.add_argument("--keep", action="store_true", help="leave the PostgreSQL tables loaded")
-    parser.add_argument("--reuse", action="store_true", help="search the tables a --keep run left")
-    parser.add_argument("--recall", action="store_true", help="measure HNSW recall against the exact scan")
-    parser.add_argument("--lexical-recall", type=int, default=0, metavar="N",
-                        help="recall of the impact-ordered lexical path on N queries (the first N)")
-    parser.add_argument("--query-offset", type=int, default=0, help="skip this many of the sampled queries")
-    parser.add_argument("--write-probe", type=int, default=0, help="with --reuse: time this many more writes")
-    parser.add_argument("--exact", action="store_true", help="also search with the exact vector scan")
-    parser.add_argument("--unkeyed", action="store_true", help="also search without the keyed tables (as before)")
-    parser.add_argument("--no-embedded", action="store_true", help="skip the embedded index")
-    args = parser.parse_args(argv)
-    if args.data == BENCH_DIR / ICD_FILE and not args.data.exists():  # a worktree beside ../shared
-        args.data = Path("/work/shared/bench") / ICD_FILE
-    url = args.url
-    if url is None:
-        from tests.pgvector_server import pgvector_url
-
-        url, reason = pgvector_url()
-        if url is None:
-            print(reason)
-            return 2
+def postgres_part(args: argparse.Namespace, url: str, texts: list[str], embedder: HashingEmbedder,
+                  queries: list[str]) -> tuple[list[Any], dict[str, Any], dict[str, float], dict[str, float]] | None:
+    """Load (or reuse) the PostgreSQL tables and search them: the table rows, the knowledge
+    stages, vector and lexical recall (None: ``--load-only``)."""
     from knowhub.index.postgres import PostgresIndex
 
-    texts = corpus(args.data, args.docs)
-    embedder = HashingEmbedder()
-    queries = random.Random(2).sample(texts, args.queries + args.query_offset)[args.query_offset:]
-    rows: list[tuple[str, tuple[float, float] | None, tuple[list[float], list[float]], tuple[list[float], list[float]]]] = []
+    rows: list[Any] = []
     # the knowledge shape's visibility (``scopes``) keys the keyed tables, as the knowledge engine's does
     index = PostgresIndex(url, f"bench{args.docs}", embedder.dim, number_fields=("score", "quality"),
                           key_field="scopes")
@@ -275,14 +286,28 @@ def main(argv: list[str] | None = None) -> int:
     meter = CpuMeter(index._engine)
     if not (args.reuse and index.count() == len(texts)):
         index.clear()
-        rate = load(index, texts, embedder, meter)
+        if args.bulk:
+            wall_rate, cpu_rate, phases = bulk_load(index, texts, embedder, meter)
+            rate = (wall_rate, cpu_rate)
+            print("bulk load phases (s): " + ", ".join(f"{k} {v:.1f}" for k, v in phases.items()), flush=True)
+        else:
+            rate = load(index, texts, embedder, meter)
     elif args.write_probe:
         rate = write_probe(index, texts, embedder, meter, args.write_probe)
+    if args.load_only:
+        index.close()
+        if rate:
+            print(f"write items/s {rate[0]:,.0f} (per CPU s {rate[1]:,.0f})")
+        return None
     with index._engine.begin() as conn:
         from sqlalchemy import text
 
         conn.execute(text(f"ANALYZE {index._t}_vecs"))
         conn.execute(text(f"ANALYZE {index._t}_docs"))
+    if args.force_walk:  # as --recall's forced walks: no exact scan by size or estimate
+        from knowhub.index import postgres_vector
+
+        postgres_vector.WALK_COST, postgres_vector.EXACT_BELOW = 0, 0
     rows.append(("postgres", rate, timed(lambda q: knowledge_search(index, embedder, q), queries, meter),
                  timed(lambda q: context_search(index, embedder, q), queries, meter)))
     if args.unkeyed:  # the same tables, searched as before the keyed tables (postgres_keyed)
@@ -302,11 +327,62 @@ def main(argv: list[str] | None = None) -> int:
         index.exact_vectors = False
     stages = {part: timed(lambda q, part=part: knowledge_parts(index, embedder, q, part), queries, meter)
               for part in ("lexical", "vector")}
-    quality = recall(index, embedder, queries[: min(100, len(queries))]) if args.recall else {}
+    quality = (recall(index, embedder, queries[: min(100, len(queries))], not args.no_forced)
+               if args.recall else {})
     lexical = lexical_recall(index, queries[: args.lexical_recall]) if args.lexical_recall else {}
     if not args.keep:
         index.clear()
     index.close()
+    return rows, stages, quality, lexical
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", type=int, default=20_000)
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--url", default=None, help="SQLAlchemy URL of a database with pgvector")
+    parser.add_argument("--data", type=Path, default=BENCH_DIR / ICD_FILE, help="the ICD-10-CM tabular XML")
+    parser.add_argument("--keep", action="store_true", help="leave the PostgreSQL tables loaded")
+    parser.add_argument("--reuse", action="store_true", help="search the tables a --keep run left")
+    parser.add_argument("--recall", action="store_true", help="measure HNSW recall against the exact scan")
+    parser.add_argument("--lexical-recall", type=int, default=0, metavar="N",
+                        help="recall of the impact-ordered lexical path on N queries (the first N)")
+    parser.add_argument("--query-offset", type=int, default=0, help="skip this many of the sampled queries")
+    parser.add_argument("--write-probe", type=int, default=0, help="with --reuse: time this many more writes")
+    parser.add_argument("--exact", action="store_true", help="also search with the exact vector scan")
+    parser.add_argument("--bulk", action="store_true",
+                        help="load through BulkLoad (secondary indexes built after the rows)")
+    parser.add_argument("--force-walk", action="store_true",
+                        help="the vector stage walks the HNSW graph whatever the cost rule says")
+    parser.add_argument("--no-forced", action="store_true", help="--recall only as searched (no forced walks)")
+    parser.add_argument("--only-embedded", action="store_true", help="the embedded index alone (no PostgreSQL)")
+    parser.add_argument("--load-only", action="store_true", help="load (and --keep) without searching")
+    parser.add_argument("--unkeyed", action="store_true", help="also search without the keyed tables (as before)")
+    parser.add_argument("--no-embedded", action="store_true", help="skip the embedded index")
+    args = parser.parse_args(argv)
+    if args.data == BENCH_DIR / ICD_FILE and not args.data.exists():  # a worktree beside ../shared
+        args.data = Path("/work/shared/bench") / ICD_FILE
+    url = args.url
+    if url is None and not args.only_embedded:
+        from tests.pgvector_server import pgvector_url
+
+        url, reason = pgvector_url()
+        if url is None:
+            print(reason)
+            return 2
+    texts = corpus(args.data, args.docs)
+    embedder = HashingEmbedder()
+    queries = random.Random(2).sample(texts, args.queries + args.query_offset)[args.query_offset:]
+    rows: list[Any] = []
+    stages: dict[str, Any] = {}
+    quality: dict[str, float] = {}
+    lexical: dict[str, float] = {}
+    if not args.only_embedded:
+        part = postgres_part(args, url, texts, embedder, queries)
+        if part is None:
+            print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
+            return 0
+        rows, stages, quality, lexical = part
     if not args.no_embedded:
         from knowhub.index.embedded import EmbeddedIndex
 
@@ -324,9 +400,10 @@ def main(argv: list[str] | None = None) -> int:
         shown = f"{rate[0]:,.0f} ({rate[1]:,.0f})" if rate else "–"
         cells = [f"{pct(v, .5):.1f} / {pct(v, .95):.1f}" for v in (know[0], ctx[0], know[1], ctx[1])]
         print(f"| {len(texts):,} | {backend} | {shown} | " + " | ".join(cells) + " |")
-    print("\nknowledge stages on postgres (wall; CPU): " + ", ".join(
-        f"{part} p50 / p95 {pct(v[0], .5):.1f} / {pct(v[0], .95):.1f} ms; {pct(v[1], .5):.1f} / {pct(v[1], .95):.1f} ms"
-        for part, v in stages.items()))
+    if stages:
+        print("\nknowledge stages on postgres (wall; CPU): " + ", ".join(
+            f"{part} p50 / p95 {pct(v[0], .5):.1f} / {pct(v[0], .95):.1f} ms; {pct(v[1], .5):.1f} / {pct(v[1], .95):.1f} ms"
+            for part, v in stages.items()))
     if lexical:
         print("\n| lexical recall@k vs the exact BM25 top k | recall |\n|---|---:|")
         for label, value in lexical.items():

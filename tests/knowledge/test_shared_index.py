@@ -83,3 +83,43 @@ def test_a_failed_write_leaves_no_index_row(tmp_path: Path, db: str, monkeypatch
         assert hub.check()["ok"]
     finally:
         hub.close()
+
+
+def test_first_build_and_reindex_load_in_bulk(tmp_path: Path, db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty index is filled, and a re-index fills its new tables, through BulkLoad (the
+    secondary indexes built once at the end); afterwards every index is there and valid and
+    searches find the items; an index with rows is refilled row by row (searchable meanwhile)."""
+    from sqlalchemy import create_engine, text
+
+    from knowhub.index.postgres_bulk import BulkLoad
+
+    loads: list[int] = []
+    real_exit = BulkLoad.__exit__
+
+    def counting_exit(self: BulkLoad, *exc: object) -> None:
+        loads.append(self.written)
+        real_exit(self, *exc)
+
+    monkeypatch.setattr(BulkLoad, "__exit__", counting_exit)
+    hub = _hub(tmp_path, "a", db)
+    ids = [_save(hub, f"runbook step {i}", f"restart service number {i} with systemctl") for i in range(25)]
+    hub.close()
+    assert loads == [0]  # the first open: an empty store, an empty index
+    hub = KnowledgeHub(tmp_path / "a", db_url=db, secret_key=TEST_KEY, reindex=True)
+    try:
+        assert loads == [0, 25]
+        found = {h.knowledge.id for h in hub.search(WRITER, "systemctl restart service", top_k=30)}
+        assert found == set(ids)
+        assert hub.rebuild_indexes() == 25  # rows present: refilled without dropping indexes
+        assert loads == [0, 25]
+    finally:
+        hub.close()
+    engine = create_engine(db)
+    with engine.begin() as conn:
+        rows = dict(conn.execute(text(
+            "SELECT c.relname, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "JOIN pg_class r ON r.oid = i.indrelid WHERE r.relname LIKE 'kx_knowledge_%'")).all())
+    engine.dispose()
+    assert {"kx_knowledge_vecs_hnsw", "kx_knowledge_postings_impact", "kx_knowledge_postings_id",
+            "kx_knowledge_docs_fterms"} <= set(rows)
+    assert all(rows.values())

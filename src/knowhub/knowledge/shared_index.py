@@ -19,11 +19,13 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
 from sqlalchemy.engine import Connection
 
 from knowhub.index.identity import EmbedderIdentity
+from knowhub.index.postgres_bulk import BulkLoad
 from knowhub.knowledge.identity import save_identity
 from knowhub.knowledge.models import Knowledge
 from knowhub.knowledge.search import embed_text, index_document
@@ -82,23 +84,39 @@ class SharedIndex:
         total = 0
         with self.store.write() as conn:
             index = self.indexes.index
+            # new tables, or none to keep searchable meanwhile: written without their
+            # secondary indexes, which are built once at the end (postgres_bulk); an index
+            # that has rows is refilled row by row, so other servers search it meanwhile
+            bulk = recreate or index.count() == 0
             if recreate:
                 index.recreate(conn)  # type: ignore[attr-defined]
             else:
                 index.delete(index.ids(), connection=conn)  # type: ignore[call-arg]
             expected = self.store.count_live(conn) if progress is not None else 0
-            for batch in self.store.iter_live(conn):
-                matrix = self.indexes.embedder.embed_matrix([embed_text(i) for i in batch])
-                docs = [index_document(item, matrix[row]) for row, item in enumerate(batch)]
-                index.upsert(docs, connection=conn)  # type: ignore[call-arg]
-                before = total
-                total += len(batch)
-                if total // PROGRESS_EVERY > before // PROGRESS_EVERY:
-                    log.info("knowledge index (database): %d items indexed", total)
-                if progress is not None:
-                    progress(total, expected)
+            with BulkLoad(index, connection=conn) if bulk else nullcontext() as load:  # type: ignore[arg-type]
+                total = self._fill(conn, load, progress, expected)
             index.checkpoint(self._stamp(), connection=conn)  # type: ignore[call-arg]
             if identity is not None:
                 save_identity(self.store, identity, conn)
         log.info("knowledge index (database): built over %d items", total)
+        return total
+
+    def _fill(self, conn: Connection, load: BulkLoad | None, progress: Callable[[int, int], None] | None,
+              expected: int) -> int:
+        """Index every live item in ``conn`` (through ``load`` when bulk loading)."""
+        index = self.indexes.index
+        total = 0
+        for batch in self.store.iter_live(conn):
+            matrix = self.indexes.embedder.embed_matrix([embed_text(i) for i in batch])
+            docs = [index_document(item, matrix[row]) for row, item in enumerate(batch)]
+            if load is not None:
+                load.write(docs)
+            else:
+                index.upsert(docs, connection=conn)  # type: ignore[call-arg]
+            before = total
+            total += len(batch)
+            if total // PROGRESS_EVERY > before // PROGRESS_EVERY:
+                log.info("knowledge index (database): %d items indexed", total)
+            if progress is not None:
+                progress(total, expected)
         return total
