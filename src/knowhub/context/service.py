@@ -57,7 +57,7 @@ from typing import Any
 import orjson
 
 from knowhub.context.commit import CommitCoordinator
-from knowhub.context.core.enums import Level, OutboxEventType
+from knowhub.context.core.enums import ContextType, Level, OutboxEventType
 from knowhub.context.core.objects import (
     CommitResult,
     ContextNode,
@@ -68,6 +68,7 @@ from knowhub.context.core.objects import (
 from knowhub.context.core.outbox import make_event
 from knowhub.context.core.query import NodeHit, RetrievedBlock, SearchResult, SeedHit, TypedQuery
 from knowhub.context.core.uri import check_access
+from knowhub.context.embed_policy import DEFAULT_POLICY, EmbedPolicy
 from knowhub.context.fs import ContextFS, RelationStore
 from knowhub.context.fs.backends import is_postgres_store, open_outbox, open_store
 from knowhub.context.indexing import (
@@ -156,6 +157,11 @@ class ContextEngineService:
         embed_tokens: the embedded part of an L0 text is cut at this many of the
             embedder's tokens (only an embedder that counts them: E5); None:
             :attr:`EMBED_TOKENS`; 0 or less: not cut. The BM25 text stays whole.
+        embed_policy: what of each kind of node is embedded, if anything
+            (:class:`~knowhub.context.embed_policy.EmbedPolicy`); None: :attr:`EMBED_POLICY`.
+        prefetch_vectors: a commit starts embedding its new memories' L0 texts while it
+            writes them (:meth:`IndexProjector.prefetch`); None: on unless the embedder is
+            the hashing one (microseconds per text, nothing to overlap).
     """
 
     #: Default of ``embed_tokens``: E5 reads the first 64 of its tokens of an L0 text (cuts the
@@ -164,6 +170,9 @@ class ContextEngineService:
     #: leave one conversation out (benchmarks/context_embed_budget.py, docs/benchmarks.md
     #: "Ingest: commit-path CPU and what is embedded").
     EMBED_TOKENS: int | None = 64
+    #: Default of ``embed_policy``: what of each kind of node is embedded
+    #: (:mod:`knowhub.context.embed_policy`).
+    EMBED_POLICY: EmbedPolicy = DEFAULT_POLICY
 
     @property
     def embed_tokens(self) -> int | None:
@@ -200,6 +209,8 @@ class ContextEngineService:
         merge_queries: str = "max",
         shared_candidates: bool = True,
         embed_tokens: int | None = None,
+        embed_policy: EmbedPolicy | None = None,
+        prefetch_vectors: bool | None = None,
         reindex: bool = False,
         progress: Callable[[int, int], None] | None = None,
         store: Any | None = None,
@@ -236,7 +247,8 @@ class ContextEngineService:
         # from the files. L1/L2 vectors would triple the embedding work, the memory and the
         # rows a filtered scan skips, and no search reads them.
         self.projector = IndexProjector(self.embedder, self.index, self.graph, shape=ContextRecordShape(),
-                                        levels=(0,), lexical_fields=self.lexical_fields)
+                                        levels=(0,), lexical_fields=self.lexical_fields,
+                                        embed_plan=embed_policy or self.EMBED_POLICY)
         self.embed_tokens = self.EMBED_TOKENS if embed_tokens is None else embed_tokens
         self.indexer = ContextIndexer(self.fs, self.projector, self.relations)
         self.batch_size = batch_size
@@ -248,6 +260,8 @@ class ContextEngineService:
                                             on_idle=self._on_idle)
         self.coordinator = CommitCoordinator(self.fs, self.outbox, llm=llm, extractor_concurrency=extractor_concurrency,
                                              limits=limits)
+        if prefetch_vectors if prefetch_vectors is not None else not isinstance(self.embedder, HashingEmbedder):
+            self.coordinator.on_candidates = self._prefetch_vectors
         self.planner = QueryPlanner()
         if retriever_config is None:
             # A hashing embedder only re-encodes the words BM25 already scores (benchmarks show it
@@ -549,11 +563,18 @@ class ContextEngineService:
             self.save_index()
         finally:
             self._closed = True
+            self.projector.close()
             self.outbox.close()
             self.index.close()
             if is_postgres_store(self.fs):
                 self.fs.close()
             self._in_use.release()
+
+    def _prefetch_vectors(self, candidates: Sequence[Any]) -> None:
+        """Start embedding a commit's new memories while it writes them (see
+        :meth:`IndexProjector.prefetch`): their L0 texts are the candidates' abstracts."""
+        self.projector.prefetch((ContextType.MEMORY.value, str(c.category), str(c.abstract))
+                                for c in candidates if str(c.abstract or "").strip())
 
     def __enter__(self) -> ContextEngineService:
         return self

@@ -30,7 +30,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from knowhub.context.commit.archive_builder import ArchiveBuilder
@@ -102,6 +102,10 @@ class CommitCoordinator:
         #: a store that keeps the commit audit itself (PostgresContextStore), else files
         self._db_audit = getattr(fs, "audit", None)
         self.timeline = Timeline(fs)
+        #: called with the extracted candidates before they are written (the service starts
+        #: embedding their L0 texts then, so the embedding overlaps the writes); never fails
+        #: a commit
+        self.on_candidates: Callable[[list[CandidateMemory]], None] | None = None
 
     @classmethod
     def from_settings(cls, settings: Any, fs: ContextFS, outbox: OutboxSink | None = None, llm: LLMClient | None = None) -> CommitCoordinator:
@@ -230,6 +234,11 @@ class CommitCoordinator:
             candidate.metadata.setdefault("archive_uri", archive.archive_uri)
             if archive.stats.get("session_time"):
                 candidate.metadata.setdefault("session_time", archive.stats["session_time"])
+        if self.on_candidates is not None and candidates:
+            try:
+                self.on_candidates(candidates)
+            except Exception:  # a speed-up only
+                log.warning("on_candidates hook failed", exc_info=True)
 
         with self.fs.locked(ctx):
             if not opts.get("force"):
