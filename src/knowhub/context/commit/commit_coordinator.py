@@ -240,11 +240,14 @@ class CommitCoordinator:
             except Exception:  # a speed-up only
                 log.warning("on_candidates hook failed", exc_info=True)
 
-        with self.fs.locked(ctx):
+        with self.fs.locked(ctx), contextlib.ExitStack() as durable_group:
             if not opts.get("force"):
                 prior = self.load_commit(ctx, commit_id)
                 if prior is not None:  # an identical commit finished while we extracted
                     return self._duplicate(prior)
+            grouped = getattr(self.fs, "grouped_sync", None)  # files: new nodes fsynced together
+            if grouped is not None:
+                durable_group.enter_context(grouped())
             archive_result = self.archive_builder.write_archive(ctx, archive, normalized)
             written: dict[str, WriteResult] = {}
             if archive_result.action != WriteAction.SKIP.value:
@@ -300,6 +303,7 @@ class CommitCoordinator:
                     with contextlib.suppress(Exception):
                         self.outbox.append_batch(self._outbox_events(ctx, written, relation_uris))
                 raise
+            durable_group.close()  # every new node durable before its events and the audit
             events = self._outbox_events(ctx, written, relation_uris)
             stored = self.outbox.append_batch(events) if self.outbox is not None and events else events
             for plan in plans:  # each plan records the events actually appended for its node

@@ -86,6 +86,7 @@ from knowhub.context.fs.files import (
     upsert_encoded,
 )
 from knowhub.context.fs.repairs import RepairsMixin
+from knowhub.context.fs.sync_group import SyncGroup
 from knowhub.errors import (
     CorruptStoreError,
     InvalidInputError,
@@ -131,6 +132,7 @@ class ContextFS(RepairsMixin):
         self._fsync_pool: ThreadPoolExecutor | None = None
         self._account_dirs: dict[str, Path] = {}
         self.quarantine = Quarantine(self.data_dir, "context", durable=durable)
+        self._group = threading.local()
 
     @classmethod
     def from_settings(cls, settings: Any) -> ContextFS:
@@ -217,11 +219,54 @@ class ContextFS(RepairsMixin):
         with self._served_or_quarantined(path, parsed.uri):
             return parsed, path, self._load_meta(path, parsed.uri)
 
-    def _write_file(self, path: Path, data: bytes) -> None:
-        atomic_write_bytes(path, data, durable=self.durable)
+    # ------------------------------------------------------------------ group durability
 
-    def _fsync_dir(self, path: Path) -> None:
-        if self.durable:
+    @contextlib.contextmanager
+    def grouped_sync(self) -> Iterator[None]:
+        """Make the new nodes this thread writes inside the block durable together at its
+        end (:mod:`~knowhub.context.fs.sync_group`): written and renamed as usual (whole or
+        absent after a kill), fsynced in one parallel pass; a write over a node that existed
+        before keeps its fsync-before-rename order. Acknowledge only after the block."""
+        if not self.durable or getattr(self._group, "state", None) is not None:
+            yield
+            return
+        state = SyncGroup()
+        self._group.state = state
+        try:
+            yield
+        except BaseException:
+            self._group.state = None
+            with contextlib.suppress(StorageError):
+                state.sync(self._sync_pool(), self.accounts_dir)
+            raise
+        self._group.state = None
+        state.sync(self._sync_pool(), self.accounts_dir)
+
+    def _deferred(self, directory: Path) -> SyncGroup | None:
+        """This thread's group if ``directory`` is a node created inside it."""
+        state: SyncGroup | None = getattr(self._group, "state", None)
+        return state if state is not None and directory in state.fresh else None
+
+    def _sync_pool(self) -> ThreadPoolExecutor:
+        with self._locks_guard:
+            if self._fsync_pool is None:
+                self._fsync_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ctxfs-fsync")
+            return self._fsync_pool
+
+    def _write_file(self, path: Path, data: bytes) -> None:
+        group = self._deferred(path.parent)
+        atomic_write_bytes(path, data, durable=self.durable and group is None)
+        if group is not None:
+            group.files.add(path)
+            group.dirs.add(path.parent)
+
+    def _fsync_dir(self, path: Path, *, new: bool = False) -> None:
+        """fsync a directory; ``new``: it only gained entries of nodes made in this thread's
+        group (or is such a node), so the group's final pass can do it."""
+        state: SyncGroup | None = getattr(self._group, "state", None)
+        if state is not None and (new or path in state.fresh):
+            state.dirs.add(path)
+        elif self.durable:
             fsync_dir(path)
 
     def _makedirs(self, path: Path) -> None:
@@ -239,7 +284,7 @@ class ContextFS(RepairsMixin):
                 pass
             except OSError as exc:
                 raise StorageError(f"cannot create directory: {exc}", path=str(directory)) from exc
-            self._fsync_dir(directory.parent)
+            self._fsync_dir(directory.parent, new=True)
 
     @staticmethod
     def _meta_doc(node: ContextNode, version: int, created_at: str, updated_at: str) -> dict[str, Any]:
@@ -457,6 +502,9 @@ class ContextFS(RepairsMixin):
         With one file the intent is skipped (a single rename is atomic)."""
         temps: list[tuple[Path, Path]] = []
         intent = False
+        group = self._deferred(directory)
+        if group is not None:
+            group.files.update(directory / name for name, _ in files)
         try:
             fds = []
             try:
@@ -464,7 +512,8 @@ class ContextFS(RepairsMixin):
                     tmp = directory / f"{TMP_PREFIX}{name}.{uuid.uuid4().hex}"
                     fds.append(self._write_fd(tmp, data))
                     temps.append((tmp, directory / name))
-                self._sync_fds(fds)
+                if group is None:
+                    self._sync_fds(fds)
             finally:
                 for fd in fds:
                     os.close(fd)
@@ -499,20 +548,27 @@ class ContextFS(RepairsMixin):
             unique: list[dict[str, Any]] = []
             upsert_encoded(unique, edges)
             files = [*levels, (RELATIONS_FILE, _dumps({"edges": unique})), (META_FILE, meta)]
+            group: SyncGroup | None = getattr(self._group, "state", None)
             fds = []
             try:
                 for name, data in files:
                     fds.append(self._write_fd(tmp / name, data))
-                self._sync_fds(fds)
+                if group is None:
+                    self._sync_fds(fds)
             finally:
                 for fd in fds:
                     os.close(fd)
-            self._fsync_dir(tmp)
+            if group is None:
+                self._fsync_dir(tmp)
             os.rename(tmp, path)
         except OSError as exc:
             shutil.rmtree(tmp, ignore_errors=True)
             raise StorageError(f"cannot create node directory: {exc}", path=str(path)) from exc
-        self._fsync_dir(path.parent)
+        if group is not None:  # durable at the end of the group (grouped_sync)
+            group.fresh.add(path)
+            group.dirs.add(path)
+            group.files.update(path / name for name, _ in files)
+        self._fsync_dir(path.parent, new=True)
 
     @staticmethod
     def _write_fd(path: Path, data: bytes) -> int:
@@ -539,10 +595,7 @@ class ContextFS(RepairsMixin):
         if len(fds) == 1:
             os.fsync(fds[0])
             return
-        with self._locks_guard:
-            if self._fsync_pool is None:
-                self._fsync_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ctxfs-fsync")
-            pool = self._fsync_pool
+        pool = self._sync_pool()
         for future in [pool.submit(os.fsync, fd) for fd in fds]:
             future.result()
 
