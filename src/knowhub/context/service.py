@@ -298,6 +298,8 @@ class ContextEngineService:
         self.shared_index = isinstance(self.index, SharedRetrievalIndex)
         #: the relation copy still has to be refilled by a walk over the files
         self._relations_pending = False
+        #: stale write-intent markers whose walk the next saved copy holds (removed then)
+        self._walked_intents: list[Path] = []
         # one saver at a time: two processes writing the copy files at once would mix them
         self._checkpoint_lock = FileLock(self.index_dir / "checkpoint.lock", timeout_s=600.0)
         self.intents = WriteIntents(self.index_dir / "inflight", durable=durable)
@@ -417,8 +419,9 @@ class ContextEngineService:
             report["reconcile"] = self.indexer.reconcile()
             self.graph.clear()
             self._relations_pending = True
-            for path in stale:
-                path.unlink(missing_ok=True)
+            # the walk lives in memory until the copy is saved: a process killed before that
+            # must leave the markers, so the next open walks again
+            self._walked_intents.extend(stale)
         return report
 
     def _intent(self) -> Any:
@@ -498,7 +501,10 @@ class ContextEngineService:
             self.index.checkpoint(self._manifest(), state=state)  # type: ignore[call-arg]
             self._dirty = False
             self._last_save = time.monotonic()
-            return True
+            walked, self._walked_intents = self._walked_intents, []
+        for path in walked:
+            path.unlink(missing_ok=True)
+        return True
 
     def purge_applied_events(self) -> int:
         """Drop done outbox events that no saved index copy needs: those at or before the
