@@ -103,6 +103,25 @@ def loo(scores: dict[str, dict[str, list[float]]], tokens: dict[str, dict[str, i
             "pooled_base": sum(f["recall_base"] * f["questions"] for f in folds) / total}
 
 
+def loo_all_sets(raw: dict[str, dict[str, Any]], sets: list[str], tolerance: float) -> list[dict[str, Any]]:
+    """One policy for every set: per held-out item (of any set), the variant embedding the
+    fewest tokens on all other items whose recall on each set (without the held-out item)
+    is within ``tolerance`` of base's there."""
+    folds = []
+    for held_set in sets:
+        for held in raw["base"]["scores"][held_set]:
+            def keep(s: str, held_set: str = held_set, held: str = held) -> list[str]:
+                return [k for k in raw["base"]["scores"][s] if not (s == held_set and k == held)]
+
+            fitting = [v for v in raw if all(weighted(raw[v]["scores"][s], keep(s)) >= weighted(raw["base"]["scores"][s], keep(s)) - tolerance
+                                             for s in sets)]
+            chosen = min(fitting, key=lambda v: sum(raw[v]["tokens"][s][k] for s in sets for k in keep(s)))
+            folds.append({"set": held_set, "held_out": held, "chosen": chosen, "questions": len(raw["base"]["scores"][held_set][held]),
+                          "recall_chosen": weighted(raw[chosen]["scores"][held_set], [held]),
+                          "recall_base": weighted(raw["base"]["scores"][held_set], [held])})
+    return folds
+
+
 def run_variant(policy: EmbedPolicy, sets: list[str], root: Path, embedder: BenchEmbedder,
                 count: Any) -> tuple[dict[str, dict[str, list[float]]], dict[str, dict[str, int]], dict[str, int]]:
     """Per set: per item recall of every question, per item tokens; and tokens by kind."""
@@ -145,6 +164,9 @@ def main() -> None:
     parser.add_argument("--tolerance", type=float, default=0.003)
     parser.add_argument("--cache", type=Path, default=DEFAULT_DIR)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--merge", type=Path, nargs="*", default=[],
+                        help="also judge the variants of earlier runs' --json files (their raw scores)")
+    parser.add_argument("--judge-only", action="store_true", help="run nothing: judge the --merge files' variants")
     args = parser.parse_args()
     variants = ["base", *[v for v in args.variant if v != "base"]]
     sets = args.sets.split(",")
@@ -156,7 +178,7 @@ def main() -> None:
     report: dict[str, Any] = {"load_start": os.getloadavg(), "started": time.strftime("%H:%M:%S", time.gmtime()),
                               "variants": {}}
     results: dict[str, dict[str, Any]] = {}
-    for spec in variants:
+    for spec in [] if args.judge_only else variants:
         policy = EmbedPolicy() if spec == "base" else parse_policy(spec)
         cpu = time.process_time()
         with tempfile.TemporaryDirectory(prefix="embed-kinds-") as tmp:
@@ -170,6 +192,11 @@ def main() -> None:
         report["variants"][spec]["kinds"] = kinds
         if args.json:
             args.json.write_text(json.dumps({**report, "raw": results}, indent=1))
+    for path in args.merge:
+        for spec, row in json.loads(path.read_text())["raw"].items():
+            if spec not in results and all(s in row["scores"] for s in sets):
+                results[spec] = row
+    variants = list(results)
     for s in sets:
         result = loo({v: results[v]["scores"][s] for v in variants}, {v: results[v]["tokens"][s] for v in variants},
                      args.tolerance)
@@ -178,6 +205,15 @@ def main() -> None:
         for fold in result["folds"]:
             print(f"  held out {fold['held_out']}: chosen {fold['chosen']} → {fold['recall_chosen']:.4f} "
                   f"(base {fold['recall_base']:.4f}, {fold['questions']} q)")
+    folds = loo_all_sets(results, sets, args.tolerance)
+    report["loo_all_sets"] = folds
+    print(f"one policy for all sets (within {args.tolerance} of base on each set): chosen {collections.Counter(f['chosen'] for f in folds)}")
+    for s in sets:
+        rows = [f for f in folds if f["set"] == s]
+        total = sum(f["questions"] for f in rows)
+        print(f"  {s}: LOO {sum(f['recall_chosen'] * f['questions'] for f in rows) / total:.4f} "
+              f"vs base {sum(f['recall_base'] * f['questions'] for f in rows) / total:.4f}; "
+              + ", ".join(f"{f['held_out']} → {f['chosen']} {f['recall_chosen']:.4f} ({f['recall_base']:.4f})" for f in rows))
     report["load_end"] = os.getloadavg()
     print(f"load {report['load_start']} → {report['load_end']}")
     if args.json:
