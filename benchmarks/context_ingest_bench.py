@@ -22,6 +22,11 @@ server pays them once. ``--overlap`` runs the background indexer during the comm
 ``knowhub serve`` does): sessions are committed back to back and the clock stops when the
 index holds them all, so the indexing of one session overlaps the commit of the next.
 
+A commit starts embedding its new memories on a background thread once they are extracted
+(``ContextEngineService.PREFETCH_VECTORS``; ``--no-prefetch`` turns it off for this
+checkout): that batch is one of the recorded ones, so "embedding alone" embeds it too, and
+its CPU lands in ``commit_cpu_s``.
+
 ``--compare DIR`` runs the same workload, alternating, against another checkout's
 ``src`` (``git archive <commit> src | tar -x -C DIR``), so before and after share the
 machine's load; each run is a fresh process and a fresh data dir. The last lines are one
@@ -67,7 +72,7 @@ def _warm_up(embedder: Any, seed: int) -> float:
 
 
 def run_once(chats: int, sessions: int, turns: int, seed: int, overlap: bool = False,
-             embed_tokens: int | None = None) -> dict[str, Any]:
+             embed_tokens: int | None = None, no_prefetch: bool = False) -> dict[str, Any]:
     """One measurement in this process (``knowhub`` from whatever ``sys.path`` gives);
     ``embed_tokens`` overrides the service's default token budget (0: uncut) where the
     code has one."""
@@ -91,6 +96,8 @@ def run_once(chats: int, sessions: int, turns: int, seed: int, overlap: bool = F
             batches.append(list(texts))
             return out
 
+    if no_prefetch:
+        ContextEngineService.PREFETCH_VECTORS = False
     if embed_tokens is not None and hasattr(ContextEngineService, "EMBED_TOKENS"):
         ContextEngineService.EMBED_TOKENS = embed_tokens or None
     embedder = Recording()
@@ -165,7 +172,8 @@ def _child(src: Path, args: argparse.Namespace, this: bool = True) -> dict[str, 
     env = {**os.environ, "PYTHONPATH": str(src)}
     cmd = [sys.executable, __file__, "--child", "--chats", str(args.chats), "--sessions", str(args.sessions),
            "--turns", str(args.turns), "--seed", str(args.seed), *(["--overlap"] if args.overlap else []),
-           *(["--embed-tokens", str(args.embed_tokens)] if this and args.embed_tokens is not None else [])]
+           *(["--embed-tokens", str(args.embed_tokens)] if this and args.embed_tokens is not None else []),
+           *(["--no-prefetch"] if this and args.no_prefetch else [])]
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -181,11 +189,14 @@ def main() -> None:
     parser.add_argument("--embed-tokens", type=int, default=None,
                         help="token budget of embedded L0 texts for this checkout (0: uncut; default: the service's)")
     parser.add_argument("--overlap", action="store_true", help="background indexer during the commits (module doc)")
+    parser.add_argument("--no-prefetch", action="store_true",
+                        help="this checkout: the commit does not start embedding its memories (ContextEngineService.PREFETCH_VECTORS)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(run_once(args.chats, args.sessions, args.turns, args.seed, args.overlap, args.embed_tokens)))
+        print(json.dumps(run_once(args.chats, args.sessions, args.turns, args.seed, args.overlap, args.embed_tokens,
+                                  args.no_prefetch)))
         return
     runs: dict[str, list[dict[str, Any]]] = {"this": []}
     if args.compare:

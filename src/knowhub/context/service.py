@@ -173,6 +173,8 @@ class ContextEngineService:
     #: Default of ``embed_policy``: what of each kind of node is embedded
     #: (:mod:`knowhub.context.embed_policy`).
     EMBED_POLICY: EmbedPolicy = DEFAULT_POLICY
+    #: Default of ``prefetch_vectors`` (None: on unless the embedder is the hashing one).
+    PREFETCH_VECTORS: bool | None = None
 
     @property
     def embed_tokens(self) -> int | None:
@@ -260,7 +262,8 @@ class ContextEngineService:
                                             on_idle=self._on_idle)
         self.coordinator = CommitCoordinator(self.fs, self.outbox, llm=llm, extractor_concurrency=extractor_concurrency,
                                              limits=limits)
-        if prefetch_vectors if prefetch_vectors is not None else not isinstance(self.embedder, HashingEmbedder):
+        prefetch = prefetch_vectors if prefetch_vectors is not None else self.PREFETCH_VECTORS
+        if prefetch if prefetch is not None else not isinstance(self.embedder, HashingEmbedder):
             self.coordinator.on_candidates = self._prefetch_vectors
         self.planner = QueryPlanner()
         if retriever_config is None:
