@@ -223,10 +223,11 @@ class ContextFS(RepairsMixin):
 
     @contextlib.contextmanager
     def grouped_sync(self) -> Iterator[None]:
-        """Make the new nodes this thread writes inside the block durable together at its
-        end (:mod:`~knowhub.context.fs.sync_group`): written and renamed as usual (whole or
-        absent after a kill), fsynced in one parallel pass; a write over a node that existed
-        before keeps its fsync-before-rename order. Acknowledge only after the block."""
+        """Make the directory entries of the new nodes this thread writes inside the block
+        durable together at its end (:mod:`~knowhub.context.fs.sync_group`): each new node's
+        files are fsynced before it is renamed into place, as always; its directory, its
+        parent and the containers made for it are fsynced in one parallel pass at the end.
+        Acknowledge only after the block."""
         if not self.durable or getattr(self._group, "state", None) is not None:
             yield
             return
@@ -242,11 +243,6 @@ class ContextFS(RepairsMixin):
         self._group.state = None
         state.sync(self._sync_pool(), self.accounts_dir)
 
-    def _deferred(self, directory: Path) -> SyncGroup | None:
-        """This thread's group if ``directory`` is a node created inside it."""
-        state: SyncGroup | None = getattr(self._group, "state", None)
-        return state if state is not None and directory in state.fresh else None
-
     def _sync_pool(self) -> ThreadPoolExecutor:
         with self._locks_guard:
             if self._fsync_pool is None:
@@ -254,17 +250,13 @@ class ContextFS(RepairsMixin):
             return self._fsync_pool
 
     def _write_file(self, path: Path, data: bytes) -> None:
-        group = self._deferred(path.parent)
-        atomic_write_bytes(path, data, durable=self.durable and group is None)
-        if group is not None:
-            group.files.add(path)
-            group.dirs.add(path.parent)
+        atomic_write_bytes(path, data, durable=self.durable)
 
     def _fsync_dir(self, path: Path, *, new: bool = False) -> None:
         """fsync a directory; ``new``: it only gained entries of nodes made in this thread's
         group (or is such a node), so the group's final pass can do it."""
         state: SyncGroup | None = getattr(self._group, "state", None)
-        if state is not None and (new or path in state.fresh):
+        if state is not None and new:
             state.dirs.add(path)
         elif self.durable:
             fsync_dir(path)
@@ -502,9 +494,6 @@ class ContextFS(RepairsMixin):
         With one file the intent is skipped (a single rename is atomic)."""
         temps: list[tuple[Path, Path]] = []
         intent = False
-        group = self._deferred(directory)
-        if group is not None:
-            group.files.update(directory / name for name, _ in files)
         try:
             fds = []
             try:
@@ -512,8 +501,7 @@ class ContextFS(RepairsMixin):
                     tmp = directory / f"{TMP_PREFIX}{name}.{uuid.uuid4().hex}"
                     fds.append(self._write_fd(tmp, data))
                     temps.append((tmp, directory / name))
-                if group is None:
-                    self._sync_fds(fds)
+                self._sync_fds(fds)
             finally:
                 for fd in fds:
                     os.close(fd)
@@ -553,8 +541,7 @@ class ContextFS(RepairsMixin):
             try:
                 for name, data in files:
                     fds.append(self._write_fd(tmp / name, data))
-                if group is None:
-                    self._sync_fds(fds)
+                self._sync_fds(fds)  # file data always before any name points at it
             finally:
                 for fd in fds:
                     os.close(fd)
@@ -564,10 +551,8 @@ class ContextFS(RepairsMixin):
         except OSError as exc:
             shutil.rmtree(tmp, ignore_errors=True)
             raise StorageError(f"cannot create node directory: {exc}", path=str(path)) from exc
-        if group is not None:  # durable at the end of the group (grouped_sync)
-            group.fresh.add(path)
+        if group is not None:  # its entries and its own entry: durable at the end of the group
             group.dirs.add(path)
-            group.files.update(path / name for name, _ in files)
         self._fsync_dir(path.parent, new=True)
 
     @staticmethod

@@ -1,11 +1,13 @@
 """What :meth:`ContextFS.grouped_sync <knowhub.context.fs.context_fs.ContextFS.grouped_sync>`
-makes durable at its end: the files and directories of the nodes a commit created.
+makes durable at its end: the directory entries of the nodes a commit created.
 
 Why: a commit of 20 messages creates ~25 nodes, and each new node cost three fsync barriers
-(its five files in parallel, its temporary directory, its parent) — ~240 fsyncs per commit,
-one after the other. Nodes created by the commit were never acknowledged, so nothing is lost
-if they become durable together at its end: every file first, then every directory, all in
-parallel, so the journal commits them in a few transactions.
+one after the other: its five files (in parallel), its temporary directory, its parent.
+The files' barrier stays — a node's data is durable before any name points at it, so a
+power loss can only lose a whole new node, never leave one with empty files that a retry of
+the commit would skip. The two directory barriers move to the end of the commit's writes,
+one parallel pass over every directory that gained a new node: nodes the commit created
+were never acknowledged, so nothing is lost if their names become durable together.
 """
 
 from __future__ import annotations
@@ -38,12 +40,10 @@ def _sync(path: Path, flags: int) -> None:
 
 @dataclass
 class SyncGroup:
-    """Paths written without fsync inside a group."""
+    """Directories whose fsync a group defers (``files``: any file paths to sync too)."""
 
     files: set[Path] = field(default_factory=set)
     dirs: set[Path] = field(default_factory=set)
-    #: node directories created inside the group (writes into them are deferred too)
-    fresh: set[Path] = field(default_factory=set)
 
     def sync(self, pool: ThreadPoolExecutor, where: Path) -> None:
         """fsync every file, then every directory, in parallel on ``pool``."""
