@@ -223,11 +223,11 @@ class ContextFS(RepairsMixin):
 
     @contextlib.contextmanager
     def grouped_sync(self) -> Iterator[None]:
-        """Make the directory entries of the new nodes this thread writes inside the block
-        durable together at its end (:mod:`~knowhub.context.fs.sync_group`): each new node's
-        files are fsynced before it is renamed into place, as always; its directory, its
-        parent and the containers made for it are fsynced in one parallel pass at the end.
-        Acknowledge only after the block."""
+        """Make the names of the new nodes this thread writes inside the block durable
+        together at its end (:mod:`~knowhub.context.fs.sync_group`): each new node is
+        written, fsynced (files and directory) and renamed into place as always; the
+        directories that gained it — its parent, containers made for it — are fsynced in
+        one parallel pass at the end. Acknowledge only after the block."""
         if not self.durable or getattr(self._group, "state", None) is not None:
             yield
             return
@@ -536,7 +536,6 @@ class ContextFS(RepairsMixin):
             unique: list[dict[str, Any]] = []
             upsert_encoded(unique, edges)
             files = [*levels, (RELATIONS_FILE, _dumps({"edges": unique})), (META_FILE, meta)]
-            group: SyncGroup | None = getattr(self._group, "state", None)
             fds = []
             try:
                 for name, data in files:
@@ -545,15 +544,12 @@ class ContextFS(RepairsMixin):
             finally:
                 for fd in fds:
                     os.close(fd)
-            if group is None:
-                self._fsync_dir(tmp)
+            self._fsync_dir(tmp)  # its entries too: a name never points at a partial node
             os.rename(tmp, path)
         except OSError as exc:
             shutil.rmtree(tmp, ignore_errors=True)
             raise StorageError(f"cannot create node directory: {exc}", path=str(path)) from exc
-        if group is not None:  # its entries and its own entry: durable at the end of the group
-            group.dirs.add(path)
-        self._fsync_dir(path.parent, new=True)
+        self._fsync_dir(path.parent, new=True)  # in a group: at its end
 
     @staticmethod
     def _write_fd(path: Path, data: bytes) -> int:

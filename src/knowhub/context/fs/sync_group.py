@@ -1,13 +1,14 @@
 """What :meth:`ContextFS.grouped_sync <knowhub.context.fs.context_fs.ContextFS.grouped_sync>`
-makes durable at its end: the directory entries of the nodes a commit created.
+makes durable at its end: the names of the nodes a commit created.
 
 Why: a commit of 20 messages creates ~25 nodes, and each new node cost three fsync barriers
 one after the other: its five files (in parallel), its temporary directory, its parent.
-The files' barrier stays — a node's data is durable before any name points at it, so a
-power loss can only lose a whole new node, never leave one with empty files that a retry of
-the commit would skip. The two directory barriers move to the end of the commit's writes,
-one parallel pass over every directory that gained a new node: nodes the commit created
-were never acknowledged, so nothing is lost if their names become durable together.
+The first two stay — a node is whole on disk before any name points at it, so a power loss
+can only lose a whole new node, never leave one with empty or missing files that a retry of
+the commit would skip as already there. The parent's barrier moves to the end of the
+commit's writes: one parallel pass over every directory that gained a node. Nodes the
+commit created were never acknowledged, so nothing is lost if their names become durable
+together.
 """
 
 from __future__ import annotations
