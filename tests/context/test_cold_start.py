@@ -127,6 +127,18 @@ def test_a_node_written_without_its_event_is_found_by_one_walk(data: Path) -> No
         assert "interrupted_writes" not in again.open_report
 
 
+def test_a_walk_killed_before_its_copy_is_saved_walks_again(data: Path) -> None:
+    """The walk lives in the opener's memory: its marker goes only with a saved copy."""
+    assert "WRITTEN" in run_child("node-without-event", data)
+    assert "DONE" in run_child("open-only", data)  # walked at open, then SIGKILL before any save
+    assert len(list((data / "index" / "inflight").iterdir())) == 1
+    with ContextEngineService(data, durable=False) as svc:
+        assert svc.open_report["interrupted_writes"] == 1
+        assert svc.search_memory(ALICE, "oolong").blocks
+        equals_rebuild(svc)
+    assert not list((data / "index" / "inflight").iterdir())
+
+
 def test_a_rejected_write_leaves_no_marker(data: Path) -> None:
     with ContextEngineService(data, durable=False) as svc:
         with pytest.raises(NotFoundError):

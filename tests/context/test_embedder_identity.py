@@ -15,6 +15,7 @@ from knowhub.context import ContextEngineService
 from knowhub.context.indexing import EMBEDDER_FILE, recorded_identity
 from knowhub.errors import EmbedderMismatchError
 from knowhub.index.identity import EmbedderIdentity
+from knowhub.index.projector import record_of
 from knowhub.providers.embedding import HashingEmbedder
 from knowhub.scope import RequestContext
 
@@ -85,7 +86,9 @@ def test_reindex_re_embeds_every_node_and_records_the_new_embedder(filled: Path)
     with _open(filled, new, reindex=True, progress=lambda done, total: seen.append((done, total))) as svc:
         nodes = svc.open_report["nodes"]
         assert svc.open_report["mode"] == "reindex" and nodes > 0
-        assert new.texts >= nodes and seen[-1] == (nodes, nodes)
+        vectored = sum(1 for rid in svc.index.ids({"level": "0"})  # kinds the embed policy gives a vector
+                       if svc.projector.embed_input(record_of(svc.index.get(rid))) is not None)
+        assert 0 < vectored <= nodes and new.texts >= vectored and seen[-1] == (nodes, nodes)
         assert svc.search_memory(ALICE, "绿茶").blocks
     assert recorded_identity(filled) == (NEW, True)
     with pytest.raises(EmbedderMismatchError):

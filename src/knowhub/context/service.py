@@ -57,7 +57,7 @@ from typing import Any
 import orjson
 
 from knowhub.context.commit import CommitCoordinator
-from knowhub.context.core.enums import Level, OutboxEventType
+from knowhub.context.core.enums import ContextType, Level, OutboxEventType
 from knowhub.context.core.objects import (
     CommitResult,
     ContextNode,
@@ -68,6 +68,7 @@ from knowhub.context.core.objects import (
 from knowhub.context.core.outbox import make_event
 from knowhub.context.core.query import NodeHit, RetrievedBlock, SearchResult, SeedHit, TypedQuery
 from knowhub.context.core.uri import check_access
+from knowhub.context.embed_policy import DEFAULT_POLICY, EmbedPolicy
 from knowhub.context.fs import ContextFS, RelationStore
 from knowhub.context.fs.backends import is_postgres_store, open_outbox, open_store
 from knowhub.context.indexing import (
@@ -156,6 +157,11 @@ class ContextEngineService:
         embed_tokens: the embedded part of an L0 text is cut at this many of the
             embedder's tokens (only an embedder that counts them: E5); None:
             :attr:`EMBED_TOKENS`; 0 or less: not cut. The BM25 text stays whole.
+        embed_policy: what of each kind of node is embedded, if anything
+            (:class:`~knowhub.context.embed_policy.EmbedPolicy`); None: :attr:`EMBED_POLICY`.
+        prefetch_vectors: a commit starts embedding its new memories' L0 texts while it
+            writes them (:meth:`IndexProjector.prefetch`); None: on unless the embedder is
+            the hashing one (microseconds per text, nothing to overlap).
     """
 
     #: Default of ``embed_tokens``: E5 reads the first 64 of its tokens of an L0 text (cuts the
@@ -164,6 +170,11 @@ class ContextEngineService:
     #: leave one conversation out (benchmarks/context_embed_budget.py, docs/benchmarks.md
     #: "Ingest: commit-path CPU and what is embedded").
     EMBED_TOKENS: int | None = 64
+    #: Default of ``embed_policy``: what of each kind of node is embedded
+    #: (:mod:`knowhub.context.embed_policy`).
+    EMBED_POLICY: EmbedPolicy = DEFAULT_POLICY
+    #: Default of ``prefetch_vectors`` (None: on unless the embedder is the hashing one).
+    PREFETCH_VECTORS: bool | None = None
 
     @property
     def embed_tokens(self) -> int | None:
@@ -200,6 +211,8 @@ class ContextEngineService:
         merge_queries: str = "max",
         shared_candidates: bool = True,
         embed_tokens: int | None = None,
+        embed_policy: EmbedPolicy | None = None,
+        prefetch_vectors: bool | None = None,
         reindex: bool = False,
         progress: Callable[[int, int], None] | None = None,
         store: Any | None = None,
@@ -236,7 +249,8 @@ class ContextEngineService:
         # from the files. L1/L2 vectors would triple the embedding work, the memory and the
         # rows a filtered scan skips, and no search reads them.
         self.projector = IndexProjector(self.embedder, self.index, self.graph, shape=ContextRecordShape(),
-                                        levels=(0,), lexical_fields=self.lexical_fields)
+                                        levels=(0,), lexical_fields=self.lexical_fields,
+                                        embed_plan=embed_policy or self.EMBED_POLICY)
         self.embed_tokens = self.EMBED_TOKENS if embed_tokens is None else embed_tokens
         self.indexer = ContextIndexer(self.fs, self.projector, self.relations)
         self.batch_size = batch_size
@@ -248,6 +262,9 @@ class ContextEngineService:
                                             on_idle=self._on_idle)
         self.coordinator = CommitCoordinator(self.fs, self.outbox, llm=llm, extractor_concurrency=extractor_concurrency,
                                              limits=limits)
+        prefetch = prefetch_vectors if prefetch_vectors is not None else self.PREFETCH_VECTORS
+        if prefetch if prefetch is not None else not isinstance(self.embedder, HashingEmbedder):
+            self.coordinator.on_candidates = self._prefetch_vectors
         self.planner = QueryPlanner()
         if retriever_config is None:
             # A hashing embedder only re-encodes the words BM25 already scores (benchmarks show it
@@ -284,6 +301,8 @@ class ContextEngineService:
         self.shared_index = isinstance(self.index, SharedRetrievalIndex)
         #: the relation copy still has to be refilled by a walk over the files
         self._relations_pending = False
+        #: stale write-intent markers whose walk the next saved copy holds (removed then)
+        self._walked_intents: list[Path] = []
         # one saver at a time: two processes writing the copy files at once would mix them
         self._checkpoint_lock = FileLock(self.index_dir / "checkpoint.lock", timeout_s=600.0)
         self.intents = WriteIntents(self.index_dir / "inflight", durable=durable)
@@ -403,8 +422,9 @@ class ContextEngineService:
             report["reconcile"] = self.indexer.reconcile()
             self.graph.clear()
             self._relations_pending = True
-            for path in stale:
-                path.unlink(missing_ok=True)
+            # the walk lives in memory until the copy is saved: a process killed before that
+            # must leave the markers, so the next open walks again
+            self._walked_intents.extend(stale)
         return report
 
     def _intent(self) -> Any:
@@ -484,7 +504,10 @@ class ContextEngineService:
             self.index.checkpoint(self._manifest(), state=state)  # type: ignore[call-arg]
             self._dirty = False
             self._last_save = time.monotonic()
-            return True
+            walked, self._walked_intents = self._walked_intents, []
+        for path in walked:
+            path.unlink(missing_ok=True)
+        return True
 
     def purge_applied_events(self) -> int:
         """Drop done outbox events that no saved index copy needs: those at or before the
@@ -559,11 +582,18 @@ class ContextEngineService:
             self.save_index()
         finally:
             self._closed = True
+            self.projector.close()
             self.outbox.close()
             self.index.close()
             if is_postgres_store(self.fs):
                 self.fs.close()
             self._in_use.release()
+
+    def _prefetch_vectors(self, candidates: Sequence[Any]) -> None:
+        """Start embedding a commit's new memories while it writes them (see
+        :meth:`IndexProjector.prefetch`): their L0 texts are the candidates' abstracts."""
+        self.projector.prefetch((ContextType.MEMORY.value, str(c.category), str(c.abstract))
+                                for c in candidates if str(c.abstract or "").strip())
 
     def __enter__(self) -> ContextEngineService:
         return self

@@ -32,8 +32,11 @@ imports no engine — reading the primary store is the dispatcher's job. An opti
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from types import SimpleNamespace
 from typing import Any, Protocol
 
 import numpy as np
@@ -52,6 +55,10 @@ __all__ = ["LEVEL_FIELDS", "IndexProjector", "RecordShape", "partition_key", "re
 #: Node attribute of each index level.
 LEVEL_FIELDS: dict[int, str] = {0: "abstract", 1: "overview", 2: "content"}
 _MAX_REFS = 2000
+#: Texts one :meth:`IndexProjector.prefetch` call embeds at most (the cache must hold them
+#: until the worker asks: 2,000 E5 vectors are 3 MB of its 16).
+_MAX_PREFETCH = 2000
+log = logging.getLogger(__name__)
 _FALLBACK_ABSTRACT = 240
 
 
@@ -116,6 +123,10 @@ class IndexProjector:
             tokens (None: not cut; only an embedder with ``clip_tokens`` is cut). The
             record's text, its lexical tokens and what a search returns stay whole.
         vector_cache: vectors of identical texts (default :func:`~.vector_cache.cache_for`).
+        embed_plan: what of a record is embedded, decided by the engine per kind of node:
+            ``(text, tokens)`` (``tokens`` None: ``max_embed_tokens``) or None for a record
+            that gets no vector (it stays in the lexical index). None: every record's own
+            text, cut at ``max_embed_tokens``.
     """
 
     def __init__(
@@ -130,6 +141,7 @@ class IndexProjector:
         max_embed_chars: int = 4000,
         max_embed_tokens: int | None = None,
         vector_cache: VectorCache | None = None,
+        embed_plan: Callable[[IndexRecord], tuple[str, int | None] | None] | None = None,
     ) -> None:
         self.embedder = embedder
         self.index = index
@@ -140,8 +152,11 @@ class IndexProjector:
         self.max_embed_chars = max_embed_chars
         self.max_embed_tokens = max_embed_tokens
         self.vector_cache = vector_cache if vector_cache is not None else cache_for(embedder)
+        self.embed_plan = embed_plan
         self._pending: dict[str, Any] = {}
         self._lock = threading.RLock()
+        self._prefetching: list[Future[None]] = []
+        self._prefetcher: ThreadPoolExecutor | None = None
 
     # ------------------------------------------------------------------ record building
 
@@ -295,14 +310,83 @@ class IndexProjector:
             self.index.upsert(docs)
         return len(nodes)
 
-    def embed_text(self, text: str) -> str:
+    def embed_text(self, text: str, max_tokens: int | None = None) -> str:
         """The part of a record's text that is embedded: cut at ``max_embed_chars``, then at
-        ``max_embed_tokens`` of the embedder's tokens when it can count them."""
+        ``max_tokens`` (default ``max_embed_tokens``) of the embedder's tokens when it can
+        count them."""
         text = text[: self.max_embed_chars]
+        budget = self.max_embed_tokens if max_tokens is None else max_tokens
         clip = getattr(self.embedder, "clip_tokens", None)
-        if self.max_embed_tokens is not None and callable(clip):
-            text = clip(text, self.max_embed_tokens)
+        if budget is not None and callable(clip):
+            text = clip(text, budget)
         return text
+
+    def embed_input(self, record: IndexRecord) -> str | None:
+        """What of ``record`` is embedded (None: no vector), see ``embed_plan``."""
+        if self.embed_plan is None:
+            return self.embed_text(record.text)
+        plan = self.embed_plan(record)
+        if plan is None:
+            return None
+        text = self.embed_text(plan[0], plan[1])
+        return text if text.strip() else None
+
+    def prefetch(self, items: Iterable[tuple[str, str, str]]) -> int:
+        """Start embedding, on a background thread, what the L0 records of nodes about to be
+        written will embed (``(context_type, category, L0 text)`` each): a commit calls this
+        once its memories are extracted, so the embedding runs while it writes them (the
+        engine releases the GIL) and the indexer later finds the vectors in the cache.
+        Only a shared or private :class:`VectorCache` carries them over; a text whose node
+        ends up different is embedded again then. Returns the texts submitted."""
+        texts: dict[bytes, str] = {}
+        cache = self.vector_cache
+        for context_type, category, text in items:
+            probe = SimpleNamespace(context_type=context_type, category=category, text=text)
+            embedded = self.embed_input(probe)  # type: ignore[arg-type]
+            if embedded is None:
+                continue
+            key = cache.key(self.embedder, embedded)
+            if key not in texts and not cache.contains(key):
+                texts[key] = embedded
+            if len(texts) >= _MAX_PREFETCH:
+                break
+        if not texts:
+            return 0
+        with self._lock:
+            if self._prefetcher is None:
+                self._prefetcher = ThreadPoolExecutor(1, thread_name_prefix="embed-prefetch")
+            self._prefetching = [f for f in self._prefetching if not f.done()]
+            self._prefetching.append(self._prefetcher.submit(self._fill_cache, list(texts), list(texts.values())))
+        return len(texts)
+
+    def _fill_cache(self, keys: list[bytes], texts: list[str]) -> None:
+        try:
+            for key, row in zip(keys, self._embed_rows(texts), strict=True):
+                self.vector_cache.put(key, np.asarray(row, dtype=np.float32))
+        except Exception:  # the indexer embeds them itself
+            log.warning("embedding prefetch failed; the indexer embeds these texts", exc_info=True)
+
+    def _wait_prefetch(self) -> None:
+        """Let a prefetch in flight finish, so its texts are not embedded twice."""
+        with self._lock:
+            running = list(self._prefetching)
+            self._prefetching.clear()
+        for future in running:
+            future.result()
+
+    def close(self) -> None:
+        """Finish any prefetch and release its thread."""
+        self._wait_prefetch()
+        with self._lock:
+            pool, self._prefetcher = self._prefetcher, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+    def _embed_rows(self, texts: list[str]) -> Iterable[Any]:
+        matrix_fn = getattr(self.embedder, "embed_matrix", None)
+        if callable(matrix_fn):
+            return matrix_fn(texts)  # type: ignore[no-any-return]
+        return [emb.dense_vector for emb in self.embedder.embed_texts(texts)]
 
     def _embed(self, records: list[IndexRecord]) -> None:
         """Fill vectors: a level whose text did not change keeps its stored vector, a text
@@ -310,13 +394,16 @@ class IndexProjector:
         embedded in one call, each distinct text once."""
         todo: dict[bytes, tuple[str, list[IndexRecord]]] = {}
         cache = self.vector_cache
+        self._wait_prefetch()
         for record in records:
             old = self.index.get(record.id)
             old_meta = old.payload.get("metadata") or {} if old is not None else {}
             if old is not None and old.vector is not None and old_meta.get("text_hash") == record.metadata["text_hash"]:
                 record.vector = np.asarray(old.vector, dtype=np.float32)
                 continue
-            text = self.embed_text(record.text)
+            text = self.embed_input(record)
+            if text is None:  # a kind of node whose vector adds nothing (engine's plan)
+                continue
             key = cache.key(self.embedder, text)
             if key in todo:
                 todo[key][1].append(record)
@@ -329,12 +416,7 @@ class IndexProjector:
         if not todo:
             return
         keys = list(todo)
-        texts = [todo[k][0] for k in keys]
-        matrix_fn = getattr(self.embedder, "embed_matrix", None)
-        if callable(matrix_fn):
-            rows: Iterable[Any] = matrix_fn(texts)
-        else:
-            rows = [emb.dense_vector for emb in self.embedder.embed_texts(texts)]
+        rows = self._embed_rows([todo[k][0] for k in keys])
         for key, row in zip(keys, rows, strict=True):
             vector = np.asarray(row, dtype=np.float32)
             cache.put(key, vector)

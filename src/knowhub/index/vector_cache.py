@@ -55,6 +55,11 @@ class VectorCache:
             self.hits += 1
             return row.copy()
 
+    def contains(self, key: bytes) -> bool:
+        """Whether ``key`` is held (counts neither a hit nor a miss)."""
+        with self._lock:
+            return key in self._rows
+
     def put(self, key: bytes, vector: Any) -> None:
         row = np.array(vector, dtype=np.float32, copy=True).reshape(-1)
         with self._lock:

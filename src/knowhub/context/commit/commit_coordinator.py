@@ -30,7 +30,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from knowhub.context.commit.archive_builder import ArchiveBuilder
@@ -102,6 +102,10 @@ class CommitCoordinator:
         #: a store that keeps the commit audit itself (PostgresContextStore), else files
         self._db_audit = getattr(fs, "audit", None)
         self.timeline = Timeline(fs)
+        #: called with the extracted candidates before they are written (the service starts
+        #: embedding their L0 texts then, so the embedding overlaps the writes); never fails
+        #: a commit
+        self.on_candidates: Callable[[list[CandidateMemory]], None] | None = None
 
     @classmethod
     def from_settings(cls, settings: Any, fs: ContextFS, outbox: OutboxSink | None = None, llm: LLMClient | None = None) -> CommitCoordinator:
@@ -230,12 +234,20 @@ class CommitCoordinator:
             candidate.metadata.setdefault("archive_uri", archive.archive_uri)
             if archive.stats.get("session_time"):
                 candidate.metadata.setdefault("session_time", archive.stats["session_time"])
+        if self.on_candidates is not None and candidates:
+            try:
+                self.on_candidates(candidates)
+            except Exception:  # a speed-up only
+                log.warning("on_candidates hook failed", exc_info=True)
 
-        with self.fs.locked(ctx):
+        with self.fs.locked(ctx), contextlib.ExitStack() as durable_group:
             if not opts.get("force"):
                 prior = self.load_commit(ctx, commit_id)
                 if prior is not None:  # an identical commit finished while we extracted
                     return self._duplicate(prior)
+            grouped = getattr(self.fs, "grouped_sync", None)  # files: new nodes fsynced together
+            if grouped is not None:
+                durable_group.enter_context(grouped())
             archive_result = self.archive_builder.write_archive(ctx, archive, normalized)
             written: dict[str, WriteResult] = {}
             if archive_result.action != WriteAction.SKIP.value:
@@ -291,6 +303,7 @@ class CommitCoordinator:
                     with contextlib.suppress(Exception):
                         self.outbox.append_batch(self._outbox_events(ctx, written, relation_uris))
                 raise
+            durable_group.close()  # every new node durable before its events and the audit
             events = self._outbox_events(ctx, written, relation_uris)
             stored = self.outbox.append_batch(events) if self.outbox is not None and events else events
             for plan in plans:  # each plan records the events actually appended for its node

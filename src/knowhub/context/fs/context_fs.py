@@ -87,6 +87,7 @@ from knowhub.context.fs.files import (
     upsert_encoded,
 )
 from knowhub.context.fs.repairs import RepairsMixin
+from knowhub.context.fs.sync_group import SyncGroup
 from knowhub.errors import (
     CorruptStoreError,
     InvalidInputError,
@@ -131,6 +132,7 @@ class ContextFS(RepairsMixin):
         self._fsync_pool: ThreadPoolExecutor | None = None
         self._account_dirs: dict[str, Path] = {}
         self.quarantine = Quarantine(self.data_dir, "context", durable=durable)
+        self._group = threading.local()
 
     @classmethod
     def from_settings(cls, settings: Any) -> ContextFS:
@@ -217,11 +219,46 @@ class ContextFS(RepairsMixin):
         with self._served_or_quarantined(path, parsed.uri):
             return parsed, path, self._load_meta(path, parsed.uri)
 
+    # ------------------------------------------------------------------ group durability
+
+    @contextlib.contextmanager
+    def grouped_sync(self) -> Iterator[None]:
+        """Make the names of the new nodes this thread writes inside the block durable
+        together at its end (:mod:`~knowhub.context.fs.sync_group`): each new node is
+        written, fsynced (files and directory) and renamed into place as always; the
+        directories that gained it — its parent, containers made for it — are fsynced in
+        one parallel pass at the end. Acknowledge only after the block."""
+        if not self.durable or getattr(self._group, "state", None) is not None:
+            yield
+            return
+        state = SyncGroup()
+        self._group.state = state
+        try:
+            yield
+        except BaseException:
+            self._group.state = None
+            with contextlib.suppress(StorageError):
+                state.sync(self._sync_pool(), self.accounts_dir)
+            raise
+        self._group.state = None
+        state.sync(self._sync_pool(), self.accounts_dir)
+
+    def _sync_pool(self) -> ThreadPoolExecutor:
+        with self._locks_guard:
+            if self._fsync_pool is None:
+                self._fsync_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ctxfs-fsync")
+            return self._fsync_pool
+
     def _write_file(self, path: Path, data: bytes) -> None:
         atomic_write_bytes(path, data, durable=self.durable)
 
-    def _fsync_dir(self, path: Path) -> None:
-        if self.durable:
+    def _fsync_dir(self, path: Path, *, new: bool = False) -> None:
+        """fsync a directory; ``new``: it only gained entries of nodes made in this thread's
+        group (or is such a node), so the group's final pass can do it."""
+        state: SyncGroup | None = getattr(self._group, "state", None)
+        if state is not None and new:
+            state.dirs.add(path)
+        elif self.durable:
             fsync_dir(path)
 
     def _makedirs(self, path: Path) -> None:
@@ -239,7 +276,7 @@ class ContextFS(RepairsMixin):
                 pass
             except OSError as exc:
                 raise StorageError(f"cannot create directory: {exc}", path=str(directory)) from exc
-            self._fsync_dir(directory.parent)
+            self._fsync_dir(directory.parent, new=True)
 
     _meta_doc = staticmethod(node_meta_doc)
 
@@ -492,16 +529,16 @@ class ContextFS(RepairsMixin):
             try:
                 for name, data in files:
                     fds.append(self._write_fd(tmp / name, data))
-                self._sync_fds(fds)
+                self._sync_fds(fds)  # file data always before any name points at it
             finally:
                 for fd in fds:
                     os.close(fd)
-            self._fsync_dir(tmp)
+            self._fsync_dir(tmp)  # its entries too: a name never points at a partial node
             os.rename(tmp, path)
         except OSError as exc:
             shutil.rmtree(tmp, ignore_errors=True)
             raise StorageError(f"cannot create node directory: {exc}", path=str(path)) from exc
-        self._fsync_dir(path.parent)
+        self._fsync_dir(path.parent, new=True)  # in a group: at its end
 
     @staticmethod
     def _write_fd(path: Path, data: bytes) -> int:
@@ -528,10 +565,7 @@ class ContextFS(RepairsMixin):
         if len(fds) == 1:
             os.fsync(fds[0])
             return
-        with self._locks_guard:
-            if self._fsync_pool is None:
-                self._fsync_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ctxfs-fsync")
-            pool = self._fsync_pool
+        pool = self._sync_pool()
         for future in [pool.submit(os.fsync, fd) for fd in fds]:
             future.result()
 
