@@ -74,6 +74,10 @@ TERM_DEPTH = 3_000
 #: grows in proportion beyond it (:func:`term_depth`): at 1M (166k visible) a fixed 3,000
 #: cut medium-frequency lists that were read whole at 100k, and recall@200 fell to 0.77.
 DEPTH_FROM = 20_000
+#: How the depth grows beyond :data:`DEPTH_FROM`: ``(visible / DEPTH_FROM) ** DEPTH_GROWTH``
+#: (1: in proportion, each list read to the same share of its length; measured at 1M in
+#: docs/benchmarks.md beside 0.5).
+DEPTH_GROWTH = 1.0
 #: Candidates rescored exactly, per result row: the impact sum orders them as BM25 does up
 #: to the unread tails of common terms, so a margin over ``k`` keeps the true top-k in
 #: (1.5 and 2 tried; chosen with :data:`TERM_DEPTH`).
@@ -92,9 +96,10 @@ _B = 0.75
 
 def term_depth(visible: float) -> int:
     """Passing postings read per query term when ``visible`` documents pass the visibility
-    filter: :data:`TERM_DEPTH`, grown in proportion to ``visible`` beyond :data:`DEPTH_FROM`,
-    so that a list is read to the same share of its length as the collection grows."""
-    return math.ceil(TERM_DEPTH * max(1.0, visible / DEPTH_FROM))
+    filter: :data:`TERM_DEPTH`, grown with ``visible`` beyond :data:`DEPTH_FROM`
+    (:data:`DEPTH_GROWTH`), so that a list is read to about the same share of its length
+    as the collection grows."""
+    return math.ceil(TERM_DEPTH * max(1.0, visible / DEPTH_FROM) ** DEPTH_GROWTH)
 
 
 def impact(tf: int, length: int, avgdl: float) -> int:
