@@ -320,3 +320,47 @@ def test_tables_of_an_older_knowhub_are_filled_at_open(engine: object, prefix: s
         assert conn.execute(text(f"SELECT count(*) FROM {t}_kvecs")).scalar() == len(docs)
         assert conn.execute(text(f"SELECT count(*) FROM {t}_kvecs WHERE key <> ''")).scalar() == 0
         assert conn.execute(text(f"SELECT count(*) FROM {t}_kpost")).scalar() == 0
+
+
+def test_the_cost_rule_counts_the_visible_rows_in_kstats(engine: object, prefix: str,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Number bounds that every row passes: the planner guesses a third of the rows per bound,
+    well below the walk's threshold, while ``kstats`` counts the visible rows exactly, above
+    it — so the graph is walked (the exact scan was chosen at 1M on the guess, ~10x slower),
+    and its rows are the exact scan's here. Below the count, the exact scan stays."""
+    from sqlalchemy import text
+
+    from knowhub.index import postgres_keyed, postgres_vector
+    from knowhub.index.postgres import PostgresIndex
+
+    docs = _corpus()
+    index = PostgresIndex(engine, f"{prefix}_cost", DIM, number_fields=("score", "quality"),  # type: ignore[arg-type]
+                          key_field="scopes")
+    index.upsert(docs)
+    monkeypatch.setattr(postgres_keyed, "KEYED_EXACT_ROWS", -1)  # not the keyed scan: the rule below decides
+    monkeypatch.setattr(postgres_vector, "WALK_COST", 0)
+    walks: list[int] = []
+    hnsw_sql = postgres_vector._hnsw_sql
+    monkeypatch.setattr(postgres_vector, "_hnsw_sql", lambda *a: walks.append(1) or hnsw_sql(*a))
+    shape = dict(filters={"scopes": ["u1", "u2", "u3", "team"]}, min_numbers={"score": 0.0, "quality": 0.5})
+    visible = sum(_visible(d, shape) for d in docs)  # every document of the four scopes passes the bounds
+    where, params = index._where(shape["filters"], shape["min_numbers"], None)
+    with engine.connect() as conn:  # type: ignore[attr-defined]
+        conn.execute(text(f"ANALYZE {index._t}_vecs"))
+        guess = postgres_vector.estimated_rows(conn, index._t, where, params)
+    threshold = (guess + visible) / 2
+    assert guess < threshold < visible - 50  # the planner's guess would have meant the exact scan
+    monkeypatch.setattr(postgres_vector, "EXACT_BELOW", int(threshold))
+    q = docs[3].vector
+    hits = index.search(vector=q, top_k=0, vector_k=20, **shape)
+    assert walks == [1]
+    index.exact_vectors = True
+    try:
+        truth = index.search(vector=q, top_k=0, vector_k=20, **shape)
+    finally:
+        index.exact_vectors = False
+    assert len({h.id for h in hits} & {h.id for h in truth}) >= 19
+    monkeypatch.setattr(postgres_vector, "EXACT_BELOW", visible + 50)  # more than can pass: exact
+    walks.clear()
+    assert [h.id for h in index.search(vector=q, top_k=0, vector_k=20, **shape)] == [h.id for h in truth]
+    assert walks == []

@@ -712,15 +712,20 @@ class PostgresIndex:
             if query_vec is not None:
                 literal = _vector_literal(query_vec)
                 if vk > 0:
-                    rows = None
+                    rows = visible = None
                     if self._keyed_ready and not self.exact_vectors:
+                        visible = postgres_keyed.visible_count(conn, t, self._keyed, filters or {}, partitions, keys)
                         rows = postgres_keyed.search_vectors(conn, t, self._keyed, self._half, where,
                                                              {**params, "q": literal}, vk, filters or {},
-                                                             min_numbers or {}, partitions, keys)
+                                                             min_numbers or {}, partitions, visible)
                     if rows is None:
+                        # with the exact visible count, only filters beyond the key need the
+                        # planner's estimate (it guesses a third per number bound)
+                        others = any(name != self._keyed.field for name in filters or {}) if visible is not None \
+                            else bool(filters or min_numbers)
                         rows = nearest(conn, t, where, {**params, "q": literal}, vk, hnsw=self._vector_mode(conn),
                                        candidates=candidates(conn, t, partitions), exact=self.exact_vectors,
-                                       filtered=bool(filters or min_numbers))
+                                       filtered=others, visible=visible)
                     for rank, (doc_id, dist) in enumerate(rows, start=1):
                         hit = hits.setdefault(doc_id, IndexHit(doc_id))
                         hit.vector_rank = rank
@@ -750,14 +755,14 @@ class PostgresIndex:
         skip = params.get("kx_param") if keys is not None else None
         fterms = [f"p.fterms && CAST(:{k} AS text[])" for k in params if re.fullmatch(r"f\d+", k) and k != skip]
         share = 1.0
+        searched = candidates(conn, self._t, partitions)
         if fterms:  # the share of the searched documents passing what a posting can test
             tested = " AND ".join(c.replace("p.fterms", "d.fterms") for c in fterms)
             if partitions is not None:
                 tested += " AND d.part = ANY(CAST(:parts AS text[]))"
-            searched = candidates(conn, self._t, partitions)
             share = estimated_rows(conn, self._t, tested, params, "docs") / max(searched, 1)
         return ImpactSearch(" AND ".join(fterms) or "TRUE", not any(k.startswith("nk") for k in params), share, keys,
-                            self._keyed.field or "")
+                            self._keyed.field or "", searched)
 
     def _visible_keys(self, conn: Connection, filters: Mapping[str, FilterValue] | None,
                       params: dict[str, Any]) -> tuple[str, ...] | None:

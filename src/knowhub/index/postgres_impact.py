@@ -57,6 +57,7 @@ __all__ = [
     "impact",
     "impact_ready",
     "impact_top_k",
+    "term_depth",
 ]
 
 #: Quantization of the impact (a smallint): 10,000 steps of the largest possible factor,
@@ -69,6 +70,14 @@ IMPACT_SCALE = 10_000
 #: (knowledge 0.989, context 0.994), checked on the other 50 (0.982, 0.989; docs/benchmarks.md,
 #: issue 20 §2).
 TERM_DEPTH = 3_000
+#: ... at this many visible documents (the 100k benchmark's shapes see ~16.5k); the depth
+#: grows in proportion beyond it (:func:`term_depth`): at 1M (166k visible) a fixed 3,000
+#: cut medium-frequency lists that were read whole at 100k, and recall@200 fell to 0.77.
+DEPTH_FROM = 20_000
+#: How the depth grows beyond :data:`DEPTH_FROM`: ``(visible / DEPTH_FROM) ** DEPTH_GROWTH``
+#: (1: in proportion, each list read to the same share of its length; measured at 1M in
+#: docs/benchmarks.md beside 0.5).
+DEPTH_GROWTH = 1.0
 #: Candidates rescored exactly, per result row: the impact sum orders them as BM25 does up
 #: to the unread tails of common terms, so a margin over ``k`` keeps the true top-k in
 #: (1.5 and 2 tried; chosen with :data:`TERM_DEPTH`).
@@ -83,6 +92,14 @@ MIN_SHARE = 0.02
 
 _K1 = 1.2
 _B = 0.75
+
+
+def term_depth(visible: float) -> int:
+    """Passing postings read per query term when ``visible`` documents pass the visibility
+    filter: :data:`TERM_DEPTH`, grown with ``visible`` beyond :data:`DEPTH_FROM`
+    (:data:`DEPTH_GROWTH`), so that a list is read to about the same share of its length
+    as the collection grows."""
+    return math.ceil(TERM_DEPTH * max(1.0, visible / DEPTH_FROM) ** DEPTH_GROWTH)
 
 
 def impact(tf: int, length: int, avgdl: float) -> int:
@@ -197,6 +214,7 @@ def impact_top_k(
     rescore_sql: str,
     *,
     complete: bool = True,
+    searched: int | None = None,
 ) -> list[Any] | None:
     """The approximate top ``top_k`` (exact scores), or None when the exact path must answer
     (fewer than ``top_k`` found while some list was cut short, or while filters that no
@@ -205,13 +223,15 @@ def impact_top_k(
     ``posting_filter``: the filter conditions testable on a posting (``p.fterms``), ``share``:
     the estimated passing part of the searched documents (lists are read deeper by
     ``1 / share`` so that about :data:`TERM_DEPTH` of their postings pass), ``rescore_sql``:
-    the exact ranking of the candidate ids (``c``)."""
+    the exact ranking of the candidate ids (``c``), ``searched``: the documents of the searched
+    partitions (the depth grows with ``share × searched``, :func:`term_depth`)."""
     share = min(1.0, max(MIN_SHARE, share))
     scale = (_K1 + 1) / IMPACT_SCALE  # impact × this × idf = the posting's BM25 contribution
     q_terms, q_parts, q_weights, q_depths = [], [], [], []
     cut = False
+    budget = term_depth(share * searched) if searched is not None else TERM_DEPTH
     for term, part, idf, df in zip(weights.terms, weights.parts, weights.idf, weights.dfs, strict=True):
-        depth = math.ceil(TERM_DEPTH * df / max(weights.postings[term], 1) / share)
+        depth = math.ceil(budget * df / max(weights.postings[term], 1) / share)
         if depth < df:
             cut = True
         q_terms.append(term)

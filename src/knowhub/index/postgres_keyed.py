@@ -59,6 +59,7 @@ __all__ = [
     "ensure",
     "keyed_lexical",
     "keyed_nearest",
+    "visible_count",
 ]
 
 log = logging.getLogger(__name__)
@@ -296,7 +297,8 @@ def keyed_lexical(conn: Connection, t: str, field: str, weights: Any, keys: Sequ
                   complete: bool = True) -> list[Any] | None:
     """The impact-ordered top ``top_k`` (exact scores, approximate candidates, as
     :func:`~knowhub.index.postgres_impact.impact_top_k`) read from the visible lists only:
-    per query term about ``TERM_DEPTH`` postings that pass the visibility key, divided among
+    per query term about :func:`~knowhub.index.postgres_impact.term_depth` postings (grown
+    with the visible documents) that pass the visibility key, divided among
     the partitions by their visible documents, deepened by ``1 / share`` for the other
     filters (``posting_filter``, on ``p.fterms``). None: the exact path must answer."""
     share = min(1.0, max(postgres_impact.MIN_SHARE, share))
@@ -314,10 +316,10 @@ def keyed_lexical(conn: Connection, t: str, field: str, weights: Any, keys: Sequ
     scale = (postgres_impact._K1 + 1) / postgres_impact.IMPACT_SCALE
     q_terms, q_parts, q_weights, q_depths = [], [], [], []
     cut = False
+    budget = postgres_impact.term_depth(share * sum(per_part.values()))
     for term, part, idf, df in zip(weights.terms, weights.parts, weights.idf, weights.dfs, strict=True):
         if (term, part) not in visible:
             continue
-        budget = postgres_impact.TERM_DEPTH
         depth = math.ceil(budget * visible[(term, part)] / max(by_term[term], 1.0) / share)
         if depth < df:  # more visible postings may follow the ones read
             cut = True
@@ -374,15 +376,24 @@ def visible_keys(keyed: Keyed, filters: Mapping[str, Any], params: dict[str, Any
     return keys
 
 
+def visible_count(conn: Connection, t: str, keyed: Keyed, filters: Mapping[str, Any],
+                  partitions: Sequence[str] | None, keys: tuple[str, ...] | None) -> int | None:
+    """The documents a search may see by its partitions and key values, counted exactly in
+    ``kstats`` before the other filters and the number bounds (an upper bound of the rows
+    that pass: a document under two visible key values counts twice); None: too many key
+    values (:data:`MAX_KEYS`) to count this way."""
+    if keyed.field is not None and keys is None and keyed.field in filters:
+        return None
+    return sum(visible_rows(conn, t, partitions, keys).values())
+
+
 def search_vectors(conn: Connection, t: str, keyed: Keyed, half: bool, where: str, params: dict[str, Any], k: int,
                    filters: Mapping[str, Any], min_numbers: Mapping[str, float], partitions: Sequence[str] | None,
-                   keys: tuple[str, ...] | None) -> list[Any] | None:
+                   visible: int | None) -> list[Any] | None:
     """The vector top ``k`` from the keyed scan when it applies (the vectors are keyed, the
-    key values are few enough, at most :data:`KEYED_EXACT_ROWS` rows are visible); None:
-    the caller's walk or heap scan answers."""
-    if not keyed.vectors or (keyed.field is not None and keys is None and keyed.field in filters):
-        return None
-    if sum(visible_rows(conn, t, partitions, keys).values()) > KEYED_EXACT_ROWS:
+    key values are few enough, at most :data:`KEYED_EXACT_ROWS` rows are ``visible``, see
+    :func:`visible_count`); None: the caller's walk or heap scan answers."""
+    if not keyed.vectors or visible is None or visible > KEYED_EXACT_ROWS:
         return None
     kwhere = keyed_where(keyed, filters, min_numbers, partitions)
     return keyed_nearest(conn, t, where, kwhere, params, k, half)

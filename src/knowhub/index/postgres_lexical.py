@@ -68,6 +68,8 @@ class ImpactSearch:
     #: then the other filters
     keys: tuple[str, ...] | None = None
     key_field: str = ""
+    #: documents in the searched partitions (None: unknown; the list depth grows with them)
+    searched: int | None = None
 
 
 @dataclass(slots=True)
@@ -239,7 +241,8 @@ def bm25_top_k(
                                                  complete=impacts.complete)
         else:
             found = postgres_impact.impact_top_k(conn, table, weights, impacts.posting_filter, query, top_k,
-                                                 impacts.share, rescore_sql(table, where), complete=impacts.complete)
+                                                 impacts.share, rescore_sql(table, where), complete=impacts.complete,
+                                                 searched=impacts.searched)
         if found is not None:
             return [(str(doc_id), float(score)) for doc_id, score in found]
     by_rarity = sorted(present, key=lambda w: (-weights.bound[w], w))

@@ -16,7 +16,10 @@ until ``k`` rows pass or ``hnsw.max_scan_tuples`` rows were read. So:
 2. The cheaper of the two for this search: the walk reads ~``ef_search`` candidates and
    scores ~:data:`WALK_COST` neighbours for each, and finds ``k`` passing rows among about
    ``k / share`` candidates (``share``: the passing part of the searched partitions, from
-   the statistics the writes keep and, under filters, the planner's estimate), so
+   the statistics the writes keep, the exact count of the visibility key's rows in the keyed
+   tables' ``kstats`` when there are any, and, under other filters, the planner's estimate —
+   which guesses a third per number bound, so 1M rows that all pass two bounds were
+   estimated at 17k and scanned exactly, ~10x slower than the walk), so
    ``ef_search`` = 2·k / share (200 to 1000); the exact scan scores each passing row once.
    Fewer passing rows than ``WALK_COST × ef_search`` (or :data:`EXACT_BELOW`): the exact
    scan. Otherwise the walk, with table scans priced out for that statement (PostgreSQL's
@@ -228,24 +231,28 @@ def estimated_rows(conn: Connection, table: str, where: str, params: dict[str, A
 
 def nearest(
     conn: Connection, table: str, where: str, params: dict[str, Any], k: int, *, hnsw: bool,
-    candidates: int | None = None, filtered: bool = True, exact: bool = False,
+    candidates: int | None = None, filtered: bool = True, exact: bool = False, visible: int | None = None,
 ) -> list[Any]:
     """``(id, inner-product distance)`` of the ``k`` passing rows nearest ``:q``, nearest
     first (ties by id). ``hnsw``: the index is there (pgvector ≥ 0.8); ``candidates``: an
     upper bound of the passing rows when known (the searched partitions' size);
     ``filtered``: ``where`` has conditions beyond the partitions (their selectivity is then
     the planner's estimate); ``exact``: the exact scan whatever the size (recall
-    measurements)."""
+    measurements); ``visible``: the rows the visibility key admits, counted exactly (the
+    keyed tables' ``kstats``) — an upper bound of the passing rows that replaces the
+    planner's estimate unless ``filtered`` (then the smaller of the two)."""
     query = {**params, "k": k}
     if exact or not hnsw or (candidates is not None and candidates < EXACT_BELOW):
         return exact_rows(conn, table, where, query)
     passing = float(candidates) if candidates is not None else math.inf
+    if visible is not None:
+        passing = min(passing, float(visible))
     if filtered:
         passing = min(passing, estimated_rows(conn, table, where, params))
     total = max(float(candidates or 0), passing, 1.0)
     # a walk finds k passing rows among ~k / share nearest ones; twice that keeps recall
     # >= 0.98 (docs/benchmarks.md); it scores ~WALK_COST neighbours per row it reads
-    share = min(1.0, passing / total) if candidates is not None and filtered else 1.0
+    share = min(1.0, passing / total) if candidates is not None and (filtered or visible is not None) else 1.0
     ef = int(min(EF_MAX, max(EF_SEARCH, 2 * k / max(share, 1e-3))))
     if passing < max(EXACT_BELOW, WALK_COST * ef):
         return exact_rows(conn, table, where, query)
