@@ -16,25 +16,12 @@ import pytest
 
 from knowhub.errors import InvalidInputError
 from knowhub.index import IndexDocument
-from tests.pgvector_server import pgvector_url
 
 from .test_postgres_index import _drop
 
 pytestmark = pytest.mark.postgres
 
 DIM = 16
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[object]:
-    url, reason = pgvector_url()
-    if url is None:
-        pytest.skip(reason)
-    from sqlalchemy import create_engine
-
-    eng = create_engine(url)
-    yield eng
-    eng.dispose()
 
 
 @pytest.fixture

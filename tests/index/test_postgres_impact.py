@@ -13,23 +13,10 @@ import numpy as np
 import pytest
 
 from knowhub.index import IndexDocument
-from tests.pgvector_server import pgvector_url
 
 from .test_postgres_index import _drop, _reference_bm25
 
 pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[object]:
-    url, reason = pgvector_url()
-    if url is None:
-        pytest.skip(reason)
-    from sqlalchemy import create_engine
-
-    eng = create_engine(url)
-    yield eng
-    eng.dispose()
 
 
 @pytest.fixture

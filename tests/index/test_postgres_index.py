@@ -11,23 +11,10 @@ import pytest
 
 from knowhub.errors import ConfigError, InvalidInputError
 from knowhub.index import IndexDocument
-from tests.pgvector_server import pgvector_url
 
 from .conformance import RetrievalIndexConformance
 
 pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[object]:
-    url, reason = pgvector_url()
-    if url is None:
-        pytest.skip(reason)
-    from sqlalchemy import create_engine
-
-    eng = create_engine(url)
-    yield eng
-    eng.dispose()
 
 
 def _drop(engine: object, prefix: str) -> None:

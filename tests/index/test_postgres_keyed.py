@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from knowhub.index import IndexDocument
-from tests.pgvector_server import pgvector_url
 
 from .conformance import RetrievalIndexConformance
 from .test_postgres_index import _drop, _reference_bm25
@@ -24,18 +23,6 @@ pytestmark = pytest.mark.postgres
 
 DIM = 16
 SCOPES = ["u1", "u2", "u3", "team", "public"]
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[object]:
-    url, reason = pgvector_url()
-    if url is None:
-        pytest.skip(reason)
-    from sqlalchemy import create_engine
-
-    eng = create_engine(url)
-    yield eng
-    eng.dispose()
 
 
 @pytest.fixture

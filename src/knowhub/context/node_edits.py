@@ -1,4 +1,5 @@
-"""Hand edits of a memory node's levels (``ContextEngineService.edit_node``).
+"""Hand edits of memory nodes: delete, edit levels, move (``ContextEngineService``'s
+``delete_node`` / ``edit_node`` / ``move_node``, mixed in from :class:`NodeEditsMixin`).
 
 A person (or an agent acting for one) corrects what extraction wrote: the L0 abstract that
 search ranks, the L1 overview, the L2 content. The edit is one durable write through
@@ -10,13 +11,18 @@ the version number only orders writes (docs/context.md).
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
+from knowhub.context.core.enums import OutboxEventType
 from knowhub.context.core.objects import ContextNode, utc_now_iso
+from knowhub.context.core.outbox import make_event
+from knowhub.context.core.uri import check_access
 from knowhub.context.fs import ContextFS
 from knowhub.errors import InvalidInputError, VersionConflictError
 
-__all__ = ["LEVEL_LIMITS", "apply_edit", "drop_edges_to"]
+__all__ = ["LEVEL_LIMITS", "NodeEditsMixin", "apply_edit", "drop_edges_to"]
 
 #: Longest text accepted per level (characters): an abstract is one line for search, an
 #: overview a paragraph or two, the content the full memory.
@@ -91,3 +97,89 @@ def drop_edges_to(fs: ContextFS, ctx: Any, uri: str) -> list[str]:
 
     space = build_uri(ctx.account_id, *parse_uri(uri).segments[:2])
     return fs.rewrite_edges_under(ctx, space, drop)
+
+
+class NodeEditsMixin:
+    """Changes of existing nodes: the primary store first, then the outbox events that
+    keep the index and the neighbours' edges in step, in one unit of work."""
+
+    fs: ContextFS  # or the PostgreSQL store behind the same contract
+    outbox: Any
+    runner: Any
+
+    if TYPE_CHECKING:  # provided by ContextEngineService
+        def _check_open(self) -> None: ...
+        def _intent(self) -> Any: ...
+
+    @contextlib.contextmanager
+    def _node_change(self, ctx: Any) -> Iterator[None]:
+        """The account's write lock and a write-intent marker around one change; the
+        background indexer is woken after it."""
+        self._check_open()
+        with self.fs.locked(ctx), self._intent():
+            yield
+        if self.runner.running:
+            self.runner.wake()
+
+    def delete_node(self, ctx: Any, uri: str, recursive: bool = False) -> None:
+        """Delete a node (with ``recursive``, its subtree) and take it out of the index.
+
+        The primary store changes first; a ``DELETE_CONTEXT`` event then removes the index
+        records (a crash in between is repaired when the index is next reconciled), and the
+        edges of the owner space's other nodes that pointed at it are dropped. The engine
+        keeps no copy: a delete cannot be undone.
+
+        Raises:
+            NotFoundError / InvalidInputError / PermissionDeniedError: as ContextFS.delete_node.
+        """
+        canonical = check_access(ctx, uri).uri
+        with self._node_change(ctx):  # one unit of work: on PostgreSQL the events commit with the delete
+            self.fs.delete_node(ctx, canonical, recursive=recursive)
+            events = [make_event(OutboxEventType.DELETE_CONTEXT, canonical, ctx, {"recursive": recursive})]
+            # neighbours' edges to it go too (their graph copies follow), so nothing names it
+            events.extend(make_event(OutboxEventType.UPSERT_RELATION, uri, ctx, {})
+                          for uri in drop_edges_to(self.fs, ctx, canonical))
+            self.outbox.append_batch(events)
+
+    def edit_node(
+        self,
+        ctx: Any,
+        uri: str,
+        abstract: str | None = None,
+        overview: str | None = None,
+        content: str | None = None,
+        expected_version: int | None = None,
+    ) -> ContextNode:
+        """Replace a node's L0, L1 and/or L2 text (the others stay); returns the new node.
+
+        All given levels change in one durable write that bumps the node's version (a
+        ``expected_version`` other than the stored one is refused, so two editors cannot
+        overwrite each other unseen); an ``UPSERT_CONTEXT`` event then re-indexes it.
+
+        Raises:
+            NotFoundError / PermissionDeniedError: no such node, or not the caller's.
+            InvalidInputError: nothing to change, empty abstract, text too long.
+            VersionConflictError: ``expected_version`` is not the stored version.
+        """
+        canonical = check_access(ctx, uri).uri
+        with self._node_change(ctx):
+            node = apply_edit(self.fs, ctx, canonical, abstract=abstract, overview=overview, content=content,
+                              expected_version=expected_version)
+            self.outbox.append(make_event(OutboxEventType.UPSERT_CONTEXT, canonical, ctx, {"edited": True}))
+        return node
+
+    def move_node(self, ctx: Any, from_uri: str, to_uri: str) -> None:
+        """Move a node and its subtree to a new URI of the caller's; the index follows
+        (``MOVE_CONTEXT``: records re-keyed, the moved nodes re-projected) and so do the
+        edges that pointed at the old URIs (``UPSERT_RELATION`` for each node rewritten).
+
+        Raises:
+            NotFoundError / InvalidInputError / PermissionDeniedError: as ContextFS.move_node.
+        """
+        src, dst = check_access(ctx, from_uri).uri, check_access(ctx, to_uri).uri
+        with self._node_change(ctx):
+            retargeted = self.fs.move_node(ctx, src, dst)
+            events = [make_event(OutboxEventType.MOVE_CONTEXT, src, ctx, {"from_uri": src, "to_uri": dst})]
+            # nodes whose edges now point at the new URIs: their graph copies follow
+            events.extend(make_event(OutboxEventType.UPSERT_RELATION, uri, ctx, {}) for uri in retargeted)
+            self.outbox.append_batch(events)

@@ -57,7 +57,7 @@ from typing import Any
 import orjson
 
 from knowhub.context.commit import CommitCoordinator
-from knowhub.context.core.enums import ContextType, Level, OutboxEventType
+from knowhub.context.core.enums import ContextType, Level
 from knowhub.context.core.objects import (
     CommitResult,
     ContextNode,
@@ -65,7 +65,6 @@ from knowhub.context.core.objects import (
     NodeSummary,
     SessionArchive,
 )
-from knowhub.context.core.outbox import make_event
 from knowhub.context.core.query import NodeHit, RetrievedBlock, SearchResult, SeedHit, TypedQuery
 from knowhub.context.core.uri import check_access
 from knowhub.context.embed_policy import DEFAULT_POLICY, EmbedPolicy
@@ -81,6 +80,7 @@ from knowhub.context.indexing import (
     recorded_identity,
     save_relations,
 )
+from knowhub.context.node_edits import NodeEditsMixin
 from knowhub.context.retrieval import (
     AssemblerConfig,
     HierarchicalSearcher,
@@ -129,7 +129,7 @@ _MAX_TOP_K = 200
 CONTEXT_INDEX_NAME = "context"
 
 
-class ContextEngineService:
+class ContextEngineService(NodeEditsMixin):
     """Commit, search, read and list (seed 004 §10.1); see the module doc.
 
     Args:
@@ -721,82 +721,6 @@ class ContextEngineService:
             {**result.to_dict(), "committed_at": datetime.fromtimestamp(recorded_at, UTC).isoformat()}
             for recorded_at, result in self.coordinator.list_commits(ctx, limit)
         ]
-
-    def delete_node(self, ctx: Any, uri: str, recursive: bool = False) -> None:
-        """Delete a node (with ``recursive``, its subtree) and take it out of the index.
-
-        The primary store changes first; a ``DELETE_CONTEXT`` event then removes the index
-        records (a crash in between is repaired when the index is next reconciled), and the
-        edges of the owner space's other nodes that pointed at it are dropped. The engine
-        keeps no copy: a delete cannot be undone.
-
-        Raises:
-            NotFoundError / InvalidInputError / PermissionDeniedError: as ContextFS.delete_node.
-        """
-        self._check_open()
-        canonical = check_access(ctx, uri).uri
-        from knowhub.context.node_edits import drop_edges_to
-
-        with self.fs.locked(ctx), self._intent():  # one unit of work: on PostgreSQL the events commit with the delete
-            self.fs.delete_node(ctx, canonical, recursive=recursive)
-            events = [make_event(OutboxEventType.DELETE_CONTEXT, canonical, ctx, {"recursive": recursive})]
-            # neighbours' edges to it go too (their graph copies follow), so nothing names it
-            events.extend(make_event(OutboxEventType.UPSERT_RELATION, uri, ctx, {})
-                          for uri in drop_edges_to(self.fs, ctx, canonical))
-            self.outbox.append_batch(events)
-        if self.runner.running:
-            self.runner.wake()
-
-    def edit_node(
-        self,
-        ctx: Any,
-        uri: str,
-        abstract: str | None = None,
-        overview: str | None = None,
-        content: str | None = None,
-        expected_version: int | None = None,
-    ) -> ContextNode:
-        """Replace a node's L0, L1 and/or L2 text (the others stay); returns the new node.
-
-        All given levels change in one durable write that bumps the node's version (a
-        ``expected_version`` other than the stored one is refused, so two editors cannot
-        overwrite each other unseen); an ``UPSERT_CONTEXT`` event then re-indexes it.
-
-        Raises:
-            NotFoundError / PermissionDeniedError: no such node, or not the caller's.
-            InvalidInputError: nothing to change, empty abstract, text too long.
-            VersionConflictError: ``expected_version`` is not the stored version.
-        """
-        self._check_open()
-        from knowhub.context.node_edits import apply_edit
-
-        canonical = check_access(ctx, uri).uri
-        with self.fs.locked(ctx), self._intent():
-            node = apply_edit(self.fs, ctx, canonical, abstract=abstract, overview=overview, content=content,
-                              expected_version=expected_version)
-            self.outbox.append(make_event(OutboxEventType.UPSERT_CONTEXT, canonical, ctx, {"edited": True}))
-        if self.runner.running:
-            self.runner.wake()
-        return node
-
-    def move_node(self, ctx: Any, from_uri: str, to_uri: str) -> None:
-        """Move a node and its subtree to a new URI of the caller's; the index follows
-        (``MOVE_CONTEXT``: records re-keyed, the moved nodes re-projected) and so do the
-        edges that pointed at the old URIs (``UPSERT_RELATION`` for each node rewritten).
-
-        Raises:
-            NotFoundError / InvalidInputError / PermissionDeniedError: as ContextFS.move_node.
-        """
-        self._check_open()
-        src, dst = check_access(ctx, from_uri).uri, check_access(ctx, to_uri).uri
-        with self.fs.locked(ctx), self._intent():
-            retargeted = self.fs.move_node(ctx, src, dst)
-            events = [make_event(OutboxEventType.MOVE_CONTEXT, src, ctx, {"from_uri": src, "to_uri": dst})]
-            # nodes whose edges now point at the new URIs: their graph copies follow
-            events.extend(make_event(OutboxEventType.UPSERT_RELATION, uri, ctx, {}) for uri in retargeted)
-            self.outbox.append_batch(events)
-        if self.runner.running:
-            self.runner.wake()
 
     # ------------------------------------------------------------------ raw session items
 

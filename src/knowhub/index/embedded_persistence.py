@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
@@ -77,20 +77,12 @@ class PersistedCopy:
     _numbers: dict[str, np.ndarray]
     _free: list[int]
 
-    def _reset(self) -> None:
-        raise NotImplementedError
-
-    def _grow(self, needed: int) -> None:
-        raise NotImplementedError
-
-    def _put(self, doc_id: str, stored: StoredDoc, vector: np.ndarray | None) -> None:
-        raise NotImplementedError
-
-    def _workdir(self) -> Any:
-        raise NotImplementedError
-
-    def rewrite_partitions(self) -> list[str]:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # methods of EmbeddedIndex this mixin calls
+        def _reset(self) -> None: ...
+        def _grow(self, needed: int) -> None: ...
+        def _put(self, doc_id: str, stored: StoredDoc, vector: np.ndarray | None) -> None: ...
+        def _workdir(self) -> Any: ...
+        def rewrite_partitions(self) -> list[str]: ...
 
     def stamp(self) -> str | None:
         """The stamp of the last checkpoint these documents reflect."""
