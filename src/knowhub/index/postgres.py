@@ -66,6 +66,7 @@ from knowhub.index.documents import (
     resolve_query_vector,
 )
 from knowhub.index.postgres_lexical import ImpactSearch, StatsDelta, bm25_top_k, doc_freqs
+from knowhub.index.postgres_schema import base_tables_sql
 from knowhub.index.postgres_vector import (
     candidates,
     create_sql,
@@ -94,11 +95,6 @@ _TABLES = ("meta", "docs", "vecs", "postings", "terms", "stats", "kstats", "kpos
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 _SEP = "\x1f"  # field/value separator of filter terms
 _TERM_SEP = "\x1e"  # separator of a document's filter terms in a bulk insert
-
-
-def _main(table: str, *columns: str) -> str:
-    """``ALTER TABLE`` keeping ``columns`` in the row (storage MAIN)."""
-    return f"ALTER TABLE {table} " + ", ".join(f"ALTER COLUMN {c} SET STORAGE MAIN" for c in columns)
 
 
 def _has_nul(value: str) -> bool:
@@ -300,45 +296,7 @@ class PostgresIndex:
     def _schema_in(self, conn: Connection, *, replace: bool) -> None:
         """Create the tables (``replace``: drop them first) and check their dimension."""
         t = self._t
-        # MAIN storage keeps the columns a search reads inside the row (compressed at most):
-        # a vector or filter moved out of line (TOAST) costs a lookup per row scanned
-        statements = [
-            f"CREATE TABLE IF NOT EXISTS {t}_meta (key text PRIMARY KEY, value text NOT NULL)",
-            f"""CREATE TABLE IF NOT EXISTS {t}_docs (
-                id text PRIMARY KEY,
-                tokens text NOT NULL,
-                doc_len integer NOT NULL,
-                part text NOT NULL,
-                filters jsonb NOT NULL,
-                fterms text[] NOT NULL,
-                numbers jsonb NOT NULL,
-                payload jsonb NOT NULL)""",
-            _main(f"{t}_docs", "id", "part", "fterms", "numbers"),
-            f"CREATE INDEX IF NOT EXISTS {t}_docs_fterms ON {t}_docs USING gin (fterms)",
-            f"""CREATE TABLE IF NOT EXISTS {t}_vecs (
-                id text PRIMARY KEY,
-                part text NOT NULL,
-                vec vector({self._dim}) NOT NULL,
-                fterms text[] NOT NULL,
-                numbers jsonb NOT NULL)""",
-            _main(f"{t}_vecs", "id", "part", "vec", "fterms", "numbers"),
-            f"CREATE INDEX IF NOT EXISTS {t}_vecs_fterms ON {t}_vecs USING gin (fterms)",
-            f"CREATE INDEX IF NOT EXISTS {t}_vecs_part ON {t}_vecs (part)",
-            f"""CREATE TABLE IF NOT EXISTS {t}_postings (
-                term text NOT NULL,
-                part text NOT NULL,
-                id text NOT NULL,
-                tf integer NOT NULL,
-                impact smallint,
-                fterms text[],
-                PRIMARY KEY (term, part, id))""",
-            f"CREATE INDEX IF NOT EXISTS {t}_postings_id ON {t}_postings (id) INCLUDE (part, term, tf)",
-            f"""CREATE TABLE IF NOT EXISTS {t}_terms (
-                term text NOT NULL, part text NOT NULL, df bigint NOT NULL,
-                tf_max integer NOT NULL, len_min integer NOT NULL, PRIMARY KEY (term, part))""",
-            f"""CREATE TABLE IF NOT EXISTS {t}_stats (
-                part text PRIMARY KEY, n_all bigint NOT NULL, n bigint NOT NULL, total bigint NOT NULL)""",
-        ]
+        statements = base_tables_sql(t, self._dim)
         # serialize schema creation between processes opening the same index
         conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:n))"), {"n": t})
         conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))

@@ -23,10 +23,15 @@ from knowhub.storage.modes import FILE_MODE
 TMP_PREFIX = ".tmp-"
 
 
-def fsync_dir(path: str | os.PathLike[str]) -> None:
-    """Fsync a directory so that entries created, renamed or removed in it are durable."""
+def fsync_dir(path: str | os.PathLike[str], *, missing_ok: bool = False) -> None:
+    """Fsync a directory so that entries created, renamed or removed in it are durable
+    (``missing_ok``: a directory that is gone needs nothing)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        if missing_ok:
+            return
+        raise StorageError(f"cannot open directory for fsync: {path}", path=str(path)) from None
     except OSError as exc:
         raise StorageError(f"cannot open directory for fsync: {exc}", path=str(path)) from exc
     try:

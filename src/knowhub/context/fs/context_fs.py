@@ -96,7 +96,7 @@ from knowhub.errors import (
 )
 from knowhub.storage import FileLock, atomic_write_bytes, ensure_dir, fsync_dir
 from knowhub.storage.atomic import TMP_PREFIX
-from knowhub.storage.modes import DIR_MODE, FILE_MODE
+from knowhub.storage.modes import DIR_MODE, open_private
 from knowhub.storage.paths import join_no_symlinks, safe_join
 from knowhub.storage.quarantine import Quarantine
 
@@ -238,10 +238,10 @@ class ContextFS(RepairsMixin):
         except BaseException:
             self._group.state = None
             with contextlib.suppress(StorageError):
-                state.sync(self._sync_pool(), self.accounts_dir)
+                state.sync(self._sync_pool())
             raise
         self._group.state = None
-        state.sync(self._sync_pool(), self.accounts_dir)
+        state.sync(self._sync_pool())
 
     def _sync_pool(self) -> ThreadPoolExecutor:
         with self._locks_guard:
@@ -543,12 +543,7 @@ class ContextFS(RepairsMixin):
     @staticmethod
     def _write_fd(path: Path, data: bytes) -> int:
         """Create ``path`` exclusively and write ``data``; returns the open descriptor."""
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
-        try:
-            os.fchmod(fd, FILE_MODE)
-        except OSError:
-            os.close(fd)
-            raise
+        fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC)
         try:
             view = memoryview(data)
             while view:

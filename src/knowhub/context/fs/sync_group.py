@@ -13,46 +13,26 @@ together.
 
 from __future__ import annotations
 
-import errno
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from knowhub.errors import StorageError
+from knowhub.storage import fsync_dir
 
 __all__ = ["SyncGroup"]
 
 
-def _sync(path: Path, flags: int) -> None:
-    try:
-        fd = os.open(path, flags | os.O_CLOEXEC)
-    except FileNotFoundError:  # replaced or removed later in the group (a temp, an intent)
-        return
-    try:
-        os.fsync(fd)
-    except OSError as exc:
-        # some filesystems cannot fsync a directory (as storage.fsync_dir)
-        if not (flags & os.O_DIRECTORY and exc.errno in (errno.EINVAL, errno.ENOTSUP)):
-            raise
-    finally:
-        os.close(fd)
-
-
 @dataclass
 class SyncGroup:
-    """Directories whose fsync a group defers (``files``: any file paths to sync too)."""
+    """Directories whose fsync a group defers."""
 
-    files: set[Path] = field(default_factory=set)
     dirs: set[Path] = field(default_factory=set)
 
-    def sync(self, pool: ThreadPoolExecutor, where: Path) -> None:
-        """fsync every file, then every directory, in parallel on ``pool``."""
+    def sync(self, pool: ThreadPoolExecutor) -> None:
+        """fsync every directory, in parallel on ``pool`` (one removed later in the group, a
+        temporary or an intent, needs none)."""
         try:
-            for paths, flags in ((self.files, os.O_RDONLY), (self.dirs, os.O_RDONLY | os.O_DIRECTORY)):
-                for future in [pool.submit(_sync, p, flags) for p in sorted(paths)]:
-                    future.result()
-        except OSError as exc:
-            raise StorageError(f"cannot make a commit's files durable: {exc}", path=str(where)) from exc
-        self.files.clear()
-        self.dirs.clear()
+            for future in [pool.submit(fsync_dir, p, missing_ok=True) for p in sorted(self.dirs)]:
+                future.result()
+        finally:
+            self.dirs.clear()
