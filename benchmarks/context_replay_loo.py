@@ -22,6 +22,9 @@ Variants (each with a small grid; the fold picks on the other four conversations
 * ``subject``: a question naming both speakers, one of them only as a possessive
   ("What does A think about B's …"), raises A's blocks;
 * ``both-interleave``: a question naming both speakers alternates their blocks;
+* ``recent``: a question asking for the latest ("recently", "lately", "now") raises blocks
+  of later sessions, ``score · (1 + g · position of the block's session among the
+  listed sessions, 0 … 1)``;
 * ``aggregate``: the per-person aggregate memory, simulated — for a question naming one
   speaker, a block citing that speaker's messages of the question's fields (a list
   question's "activities"/"hobbies" name the pastime fields) is put second, its refs
@@ -70,6 +73,8 @@ _NOT_PLURAL = frozenset({"is", "was", "does", "has", "this", "his", "yes", "its"
 _FIRST_PERSON = re.compile(r"\b(?:I|we|I'm|I've|we're|we've|my|our)\b", re.I)
 _SENTENCE = re.compile(r"[^.!?]+[.!?]*")
 _IMAGE = re.compile(r"\[image:[^\]]*\]")
+_RECENT = re.compile(r"\b(recent(ly)?|lately|latest|newest|currently|now|these days)\b", re.I)
+_SESSION_NO = re.compile(r"/s(\d+)$")
 _GENERAL: dict[str, set[str]] = {}
 for _name, _field in FIELDS.items():
     for _word in _field.general:
@@ -192,6 +197,24 @@ class Replay:
                     out.append(queue.pop(0))
         return out
 
+    @staticmethod
+    def recent(gain: float) -> Rule:
+        def number(block: Block) -> int | None:
+            match = _SESSION_NO.search(str(block.get("sess") or ""))
+            return int(match.group(1)) if match else None
+
+        def rule(item: Item, blocks: list[Block]) -> list[Block]:
+            numbers = [n for n in map(number, blocks) if n is not None]
+            if not _RECENT.search(item["q"]) or len(set(numbers)) < 2:
+                return blocks
+            low, high = min(numbers), max(numbers)
+            for block in blocks:
+                n = number(block)
+                if n is not None:
+                    block["score"] *= 1 + gain * (n - low) / (high - low)
+            return blocks[:1] + sorted(blocks[1:], key=lambda b: (bool(b.get("redundant")), -b["score"]))
+        return rule
+
     def aggregate(self, n_refs: int, order: str, first_mention: bool, lists_only: bool) -> Rule:
         def rule(item: Item, blocks: list[Block]) -> list[Block]:
             who = self.named(item)
@@ -242,6 +265,8 @@ class Replay:
             out.append((f"subject g={g}", self.rescore(lambda i, b, g=g: 1 + g if self.speaker(i, b) == self.subject(i) else 1.0,
                                                        lambda i: self.subject(i) is not None)))
         out.append(("both-interleave", self.interleave))
+        for g in (0.1, 0.2, 0.4):
+            out.append((f"recent g={g}", self.recent(g)))
         orders = ["chronological", "similarity", "search", *(["e5"] if e5 else []), "oracle"]
         for n in (3, 5):
             for order in orders:
@@ -305,7 +330,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         replay.embed()
     results = [(name, replay.evaluate(rule)) for name, rule in replay.variants(args.e5)]
     report: dict[str, Any] = {"variants": {name: summary(per) for name, per in results}}
-    families = ["question-turn", "field", "action-list", "subject", "both-interleave", "aggregate lists", "aggregate all"]
+    families = ["question-turn", "field", "action-list", "subject", "both-interleave", "recent", "aggregate lists",
+                "aggregate all"]
     report["loo"] = {fam: loo(results, fam) for fam in families}
     report["loo"]["everything"] = loo(results)
     for name, row in report["variants"].items():
