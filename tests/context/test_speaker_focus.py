@@ -6,7 +6,11 @@ from pathlib import Path
 
 from knowhub.context import ContextEngineService
 from knowhub.context.core.query import NodeHit
-from knowhub.context.retrieval.speaker_focus import focus_on_named_speakers, named_speakers
+from knowhub.context.retrieval.speaker_focus import (
+    addresses_other,
+    focus_on_named_speakers,
+    named_speakers,
+)
 from knowhub.scope import RequestContext
 
 
@@ -56,3 +60,55 @@ def test_search_ranks_the_named_speakers_own_turn_first(tmp_path: Path) -> None:
             tops.append(events[0].metadata.get("source_refs"))
         assert tops[0] == ["t1"]  # Melanie's own statement
         assert tops[1] != ["t1"]  # without the focus, Caroline's turn that repeats the words wins
+
+
+def test_a_turn_addressing_the_other_person_is_no_evidence_about_its_speaker() -> None:
+    assert addresses_other("That's awesome! What type of guitar do you play? Is it yours?")
+    assert addresses_other("Thanks, Caroline! You’re so sweet, your art is amazing.")  # curly apostrophe
+    assert addresses_other("你最近怎么样？你的画展顺利吗？")
+    assert not addresses_other("I signed up for a pottery class, you know.")
+    assert not addresses_other("我觉得你说得对，我们周末去露营。")
+    assert not addresses_other("Melanie likes clarinet music.")  # no pronoun at all
+    # the extractor's bracketed additions (resolved dates, image captions) are not the turn's words
+    assert not addresses_other("I went camping [shared image: you and your family at the lake]")
+
+
+def test_penalty_lowers_only_the_named_speakers_addressing_memories() -> None:
+    hits = [NodeHit(uri="own", score=1.0, abstract="Melanie (8 May 2023): I play the clarinet.",
+                    metadata={"speakers": ["Melanie"]}),
+            NodeHit(uri="asks", score=1.0, abstract="Melanie (8 May 2023): What guitar do you play? Is it yours?",
+                    metadata={"speakers": ["Melanie"]}),
+            NodeHit(uri="other", score=1.0, abstract="Caroline (8 May 2023): Do you like your new shoes?",
+                    metadata={"speakers": ["Caroline"]})]
+    assert focus_on_named_speakers("What instruments does Melanie play?", hits, 0.25, 0.2) == {"Melanie"}
+    assert [round(h.score, 6) for h in hits] == [1.25, 1.0, 1.0]
+    for h in hits:
+        h.score = 1.0
+    focus_on_named_speakers("What instruments does Melanie play?", hits, 0.0, 0.2)  # the penalty alone
+    assert [round(h.score, 6) for h in hits] == [1.0, 0.8, 1.0]
+    for h in hits:
+        h.score = 1.0
+    assert focus_on_named_speakers("What does everyone play?", hits, 0.25, 0.2) == set()
+    assert [h.score for h in hits] == [1.0, 1.0, 1.0]
+
+
+def test_search_puts_the_speakers_own_statement_before_a_question_to_the_other(tmp_path: Path) -> None:
+    ctx = RequestContext("acme", "alice")
+    turns = [
+        ("Melanie", "Caroline, which instrument do you play? Do you play your guitar every day?"),
+        ("Caroline", "Mostly on weekends."),
+        ("Melanie", "I play the clarinet."),
+    ]
+    msgs = [{"id": f"t{i}", "role": "user", "name": who, "content": text, "timestamp": "2023-05-08"}
+            for i, (who, text) in enumerate(turns)]
+    query = "Which instrument does Melanie play?"
+    with ContextEngineService(tmp_path / "on", durable=False) as on, \
+            ContextEngineService(tmp_path / "off", durable=False, addressee_penalty=0.0) as off:
+        tops = []
+        for svc in (on, off):
+            svc.commit_session(ctx, msgs, options={"session_id": "s1"})
+            svc.flush_index()
+            events = [b for b in svc.search_memory(ctx, query, top_k=10).blocks if "/events/" in b.uri]
+            tops.append(events[0].metadata.get("source_refs"))
+        assert tops[0] == ["t2"]  # what Melanie said about herself
+        assert tops[1] == ["t0"]  # without the penalty, her question to Caroline matches more words

@@ -98,7 +98,11 @@ from knowhub.context.retrieval.session_cohesion import (
     cohere_sessions,
     count_sessions,
 )
-from knowhub.context.retrieval.speaker_focus import DEFAULT_SPEAKER_BOOST, focus_on_named_speakers
+from knowhub.context.retrieval.speaker_focus import (
+    DEFAULT_ADDRESSEE_PENALTY,
+    DEFAULT_SPEAKER_BOOST,
+    focus_on_named_speakers,
+)
 from knowhub.context.retrieval.validity import follow_timeline
 from knowhub.context.session_items import SessionItemLog, SessionItems
 from knowhub.errors import InvalidInputError, StorageError
@@ -151,6 +155,8 @@ class ContextEngineService(NodeEditsMixin):
         intent_weight: weight of category-specific typed queries (the general one has 1).
         speaker_boost: score gain of the memories of speakers the query names
             (:mod:`knowhub.context.retrieval.speaker_focus`; 0 turns it off).
+        addressee_penalty: score loss of such a memory that addresses the other person
+            rather than telling about its speaker (same module; 0 turns it off).
         merge_queries: ``max`` or ``sum`` of a node's scores over the typed queries.
         shared_candidates: rank once per search and let every typed query and the
             hierarchical expansion narrow those lists (False: search again each time).
@@ -208,6 +214,7 @@ class ContextEngineService(NodeEditsMixin):
         save_interval_s: float = 30.0,
         intent_weight: float = 0.9,
         speaker_boost: float = DEFAULT_SPEAKER_BOOST,
+        addressee_penalty: float = DEFAULT_ADDRESSEE_PENALTY,
         merge_queries: str = "max",
         shared_candidates: bool = True,
         embed_tokens: int | None = None,
@@ -278,6 +285,7 @@ class ContextEngineService(NodeEditsMixin):
         self.hierarchical = hierarchical
         self.intent_weight = intent_weight
         self.speaker_boost = speaker_boost
+        self.addressee_penalty = addressee_penalty
         self.merge_queries = merge_queries
         self.shared_candidates = shared_candidates
         #: current values first, contradictions side by side (:mod:`.retrieval.validity`):
@@ -678,7 +686,7 @@ class ContextEngineService(NodeEditsMixin):
                 elif hit.score > old.score:
                     merged[hit.uri] = hit
         hits = list(merged.values())
-        focus_on_named_speakers(query, hits, self.speaker_boost)
+        focus_on_named_speakers(query, hits, self.speaker_boost, self.addressee_penalty)
         final = TypedQuery(text=plan[0].text, categories=plan[0].categories, target_uri=plan[0].target_uri, top_k=top_k,
                            hints=dict(plan[0].hints))
         blocks = self.assembler.assemble(final, hits, ctx)

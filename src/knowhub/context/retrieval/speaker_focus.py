@@ -10,6 +10,15 @@ among the candidates, the named speakers' memories get ``score · (1 + boost)``.
 
 The boost is a data-chosen knob; ``benchmarks/context_bench.py --loo`` validates it
 leave-one-conversation-out (switch ``speaker_focus``).
+
+**Addressed, not told.** A named speaker's turn that talks to the other person more than
+about the speaker ("That's awesome! What type of guitar do you play?", "你最近怎么样？")
+tells what the *addressee* did or has: it has more second-person pronouns (you, your, 你,
+您) than first-person ones (I, my, we, our, 我). Such a memory keeps the speaker's name but
+is weak evidence about that speaker, so it gets ``score · (1 − addressee_penalty)`` on top
+of the boost. The pronoun classes are English and Chinese grammar; the penalty was chosen
+leave one conversation out on LoCoMo dev (``benchmarks/context_budget_loo.py``,
+docs/benchmarks.md "Issue 19 §7: addressed turns").
 """
 
 from __future__ import annotations
@@ -19,10 +28,20 @@ from collections.abc import Iterable
 
 from knowhub.context.core.query import NodeHit
 
-__all__ = ["DEFAULT_SPEAKER_BOOST", "focus_on_named_speakers", "named_speakers"]
+__all__ = ["DEFAULT_ADDRESSEE_PENALTY", "DEFAULT_SPEAKER_BOOST", "addresses_other", "focus_on_named_speakers",
+           "named_speakers"]
 
 #: Relative score gain of a named speaker's memories (see module doc).
 DEFAULT_SPEAKER_BOOST = 0.25
+#: Relative score loss of a named speaker's memory that addresses the other person (module doc).
+DEFAULT_ADDRESSEE_PENALTY = 0.2
+
+_SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "yourselves", "you're", "you've", "you'll", "you'd"})
+_FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves", "i'm", "i've",
+                           "i'll", "i'd", "we're", "we've", "we'll", "we'd"})
+_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
+#: bracketed additions of the extractor (resolved dates, "[shared image: …]") are not the turn's words
+_BRACKETS = re.compile(r"\[[^\]]*\]")
 
 _GENERIC = frozenset({"user", "assistant", "system", "tool", "用户", "助手"})
 
@@ -55,15 +74,30 @@ def named_speakers(query: str, hits: Iterable[NodeHit]) -> set[str]:
     return named if named and len(named) < len(speakers) else set()
 
 
-def focus_on_named_speakers(query: str, hits: list[NodeHit], boost: float = DEFAULT_SPEAKER_BOOST) -> set[str]:
-    """Raise, in place, the scores of the hits spoken by speakers the query names; returns
+def addresses_other(text: str) -> bool:
+    """``text`` has more second-person pronouns than first-person ones (English words,
+    Chinese characters 你/您 against 我)."""
+    plain = _BRACKETS.sub(" ", text).replace("’", "'").lower()
+    words = _WORD.findall(plain)
+    second = sum(w in _SECOND_PERSON for w in words) + plain.count("你") + plain.count("您")
+    first = sum(w in _FIRST_PERSON for w in words) + plain.count("我")
+    return second > first
+
+
+def focus_on_named_speakers(query: str, hits: list[NodeHit], boost: float = DEFAULT_SPEAKER_BOOST,
+                            addressee_penalty: float = 0.0) -> set[str]:
+    """Raise, in place, the scores of the hits spoken by speakers the query names, less
+    ``addressee_penalty`` for those that address the other person (module doc); returns
     those speakers (empty: nothing changed)."""
-    if boost <= 0 or not hits:
+    if (boost <= 0 and addressee_penalty <= 0) or not hits:
         return set()
     named = named_speakers(query, hits)
     if not named:
         return set()
     for hit in hits:
         if named & set(_speakers_of(hit)):
-            hit.score *= 1.0 + boost
+            factor = 1.0 + max(0.0, boost)
+            if addressee_penalty > 0 and addresses_other(str(hit.abstract or "")):
+                factor *= 1.0 - addressee_penalty
+            hit.score *= factor
     return named
