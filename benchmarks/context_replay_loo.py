@@ -22,6 +22,10 @@ Variants (each with a small grid; the fold picks on the other four conversations
 * ``subject``: a question naming both speakers, one of them only as a possessive
   ("What does A think about B's …"), raises A's blocks;
 * ``both-interleave``: a question naming both speakers alternates their blocks;
+* ``addressed``: for a question naming one speaker, that speaker's blocks whose message
+  addresses the other person (:func:`~knowhub.context.retrieval.speaker_focus.addresses_other`)
+  are demoted, ``score · (1 − p)`` — the rule the search now applies itself
+  (``addressee_penalty``), so replay a dump made with ``{"addressee_penalty": 0}``;
 * ``recent``: a question asking for the latest ("recently", "lately", "now") raises blocks
   of later sessions, ``score · (1 + g · position of the block's session among the
   listed sessions, 0 … 1)``;
@@ -32,7 +36,7 @@ Variants (each with a small grid; the fold picks on the other four conversations
   search, by E5 cosine (``--e5``) or by an **oracle** (gold first: the bound of any
   ordering); ``first`` keeps one message per distinct field member (its first mention).
 
-    python benchmarks/context_budget_loo.py --settings '[{}]' --dump /tmp/dump.json
+    python benchmarks/context_budget_loo.py --settings '[{"addressee_penalty": 0}]' --dump /tmp/dump.json
     python benchmarks/context_replay_loo.py --dump /tmp/dump.json [--e5] [--out-json F]
 """
 
@@ -52,6 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import BENCH_DIR, LOCOMO_FILE, load_locomo
 from context_budget_loo import CATEGORY_NAMES, questions
 
+from knowhub.context.retrieval.speaker_focus import addresses_other
 from knowhub.providers.llm.local_context_rules import _ACTION_HINT  # the extractor's own action cue
 from knowhub.providers.llm.local_context_topics import FIELDS, topics_of
 from knowhub.text import similarity
@@ -265,6 +270,10 @@ class Replay:
             out.append((f"subject g={g}", self.rescore(lambda i, b, g=g: 1 + g if self.speaker(i, b) == self.subject(i) else 1.0,
                                                        lambda i: self.subject(i) is not None)))
         out.append(("both-interleave", self.interleave))
+        for p in (0.05, 0.1, 0.2, 0.3):
+            out.append((f"addressed p={p}", self.rescore(
+                lambda i, b, p=p: 1 - p if self.speaker(i, b) in self.named(i) and addresses_other(self.block_text(i, b)) else 1.0,
+                lambda i: len(self.named(i)) == 1)))
         for g in (0.1, 0.2, 0.4):
             out.append((f"recent g={g}", self.recent(g)))
         orders = ["chronological", "similarity", "search", *(["e5"] if e5 else []), "oracle"]
@@ -330,8 +339,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         replay.embed()
     results = [(name, replay.evaluate(rule)) for name, rule in replay.variants(args.e5)]
     report: dict[str, Any] = {"variants": {name: summary(per) for name, per in results}}
-    families = ["question-turn", "field", "action-list", "subject", "both-interleave", "recent", "aggregate lists",
-                "aggregate all"]
+    families = ["question-turn", "field", "action-list", "subject", "both-interleave", "addressed", "recent",
+                "aggregate lists", "aggregate all"]
     report["loo"] = {fam: loo(results, fam) for fam in families}
     report["loo"]["everything"] = loo(results)
     for name, row in report["variants"].items():
