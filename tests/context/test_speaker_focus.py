@@ -112,3 +112,18 @@ def test_search_puts_the_speakers_own_statement_before_a_question_to_the_other(t
             tops.append(events[0].metadata.get("source_refs"))
         assert tops[0] == ["t2"]  # what Melanie said about herself
         assert tops[1] == ["t0"]  # without the penalty, her question to Caroline matches more words
+
+
+def test_chinese_question_to_the_other_person_ranks_after_the_speakers_own_statement(tmp_path: Path) -> None:
+    ctx = RequestContext("acme", "alice")
+    turns = [("李雷", "韩梅梅，你在学什么乐器？你的钢琴课怎么样？"), ("韩梅梅", "我每周六去上钢琴课，老师很好。"), ("李雷", "我在学钢琴，每周上一次课。")]
+    msgs = [{"id": f"t{i}", "role": "user", "name": who, "content": text, "timestamp": "2023-05-08"}
+            for i, (who, text) in enumerate(turns)]
+    tops = []
+    for name, penalty in (("on", 0.2), ("off", 0.0)):
+        with ContextEngineService(tmp_path / name, durable=False, addressee_penalty=penalty) as svc:
+            svc.commit_session(ctx, msgs, options={"session_id": "s1"})
+            svc.flush_index()
+            events = [b for b in svc.search_memory(ctx, "李雷在学什么乐器？", top_k=10).blocks if "/events/" in b.uri]
+            tops.append(events[0].metadata.get("source_refs"))
+    assert tops == [["t2"], ["t0"]]  # 李雷's own statement; without the penalty his question to 韩梅梅
