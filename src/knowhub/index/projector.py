@@ -391,22 +391,20 @@ class IndexProjector:
                 if done is not None:
                     done.set()
 
-    def _claim_prefetched(self, keys: Iterable[bytes]) -> list[bytes]:
-        """For texts the indexer is about to embed: wait for those the prefetch thread is
-        embedding now, and take over those still queued (returned: the caller embeds them
-        and must :meth:`_release` them), so no text is embedded twice and the indexer never
-        waits behind texts of later commits."""
+    def _claim_prefetched(self, keys: Iterable[bytes]) -> tuple[list[bytes], dict[bytes, threading.Event]]:
+        """For texts the indexer is about to embed: take over those still queued for the
+        prefetch thread (the caller embeds them and must :meth:`_release` them) and return
+        the events of those it is embedding now (the caller waits for them), so no text is
+        embedded twice and the indexer never waits behind texts of later commits."""
         taken: list[bytes] = []
-        running: list[threading.Event] = []
+        running: dict[bytes, threading.Event] = {}
         with self._lock:
             for key in keys:
                 if self._queue.pop(key, None) is not None:
                     taken.append(key)
                 elif key in self._waiting:
-                    running.append(self._waiting[key])
-        for done in running:
-            done.wait()
-        return taken
+                    running[key] = self._waiting[key]
+        return taken, running
 
     def close(self) -> None:
         """Finish any prefetch and release its thread."""
@@ -441,26 +439,36 @@ class IndexProjector:
                 todo[key][1].append(record)
                 continue
             todo[key] = (text, [record])
-        taken = self._claim_prefetched([k for k in todo if not cache.contains(k)])
+        taken, running = self._claim_prefetched([k for k in todo if not cache.contains(k)])
         try:
-            missing: list[bytes] = []
-            for key, (_, recs) in todo.items():
-                hit = cache.get(key)
-                if hit is None:
-                    missing.append(key)
-                    continue
-                for n, record in enumerate(recs):
-                    record.vector = hit if n == 0 else hit.copy()
-            if not missing:
-                return
-            rows = self._embed_rows([todo[k][0] for k in missing])
-            for key, row in zip(missing, rows, strict=True):
-                vector = np.asarray(row, dtype=np.float32)
-                cache.put(key, vector)
-                for n, record in enumerate(todo[key][1]):
-                    record.vector = vector if n == 0 else vector.copy()
+            # first what the prefetch thread is not embedding (while it finishes its batch),
+            # then its texts, from the cache once it is done (embedded here had it failed)
+            self._fill(todo, [k for k in todo if k not in running])
+            for done in running.values():
+                done.wait()
+            self._fill(todo, list(running))
         finally:
             self._release(taken)
+
+    def _fill(self, todo: dict[bytes, tuple[str, list[IndexRecord]]], keys: list[bytes]) -> None:
+        """Vectors of the records of ``todo[key]`` for ``keys``: from the cache, the rest
+        embedded now in one call."""
+        missing: list[bytes] = []
+        for key in keys:
+            hit = self.vector_cache.get(key)
+            if hit is None:
+                missing.append(key)
+                continue
+            for n, record in enumerate(todo[key][1]):
+                record.vector = hit if n == 0 else hit.copy()
+        if not missing:
+            return
+        rows = self._embed_rows([todo[k][0] for k in missing])
+        for key, row in zip(missing, rows, strict=True):
+            vector = np.asarray(row, dtype=np.float32)
+            self.vector_cache.put(key, vector)
+            for n, record in enumerate(todo[key][1]):
+                record.vector = vector if n == 0 else vector.copy()
 
     def delete_uri(self, uri: str, *, recursive: bool = True) -> int:
         """Remove the records of a node (and of its subtree); returns records removed."""

@@ -93,8 +93,12 @@ class MultilingualE5Embedder:
     _engine_lock = threading.Lock()
     _pool: ThreadPoolExecutor | None = None
     _clips: ClassVar[OrderedDict[bytes, str]] = OrderedDict()
-    #: Batches below this many texts are embedded in the calling thread.
+    #: Query batches below this many texts are embedded in the calling thread.
     PARALLEL_MIN = 8
+    #: Stored-text batches below this many texts are embedded in the calling thread: an
+    #: indexer's prefetch embeds a commit's nodes a few at a time while the commit waits on
+    #: its fsyncs, so two texts already go to two cores.
+    PARALLEL_MIN_STORED = 2
 
     def __init__(self) -> None:
         try:
@@ -195,7 +199,7 @@ class MultilingualE5Embedder:
         return out
 
     def _encode(self, batch: list[str], query: bool) -> np.ndarray:
-        """One call for a small batch; a large one spread over the cores.
+        """One call for a small batch; a larger one spread over the cores.
 
         The engine's CPU time follows the tokens (measured here: ~60 ms of CPU per
         200-character text whether texts come one per call or 64 per call, so batching
@@ -205,14 +209,14 @@ class MultilingualE5Embedder:
         Rows come back in the caller's order.
         """
         workers = os.cpu_count() or 1
-        if workers < 2 or len(batch) < self.PARALLEL_MIN:
+        if workers < 2 or len(batch) < (self.PARALLEL_MIN if query else self.PARALLEL_MIN_STORED):
             return np.asarray(self._model.encode(batch, is_query=query))
         with MultilingualE5Embedder._engine_lock:
             if MultilingualE5Embedder._pool is None:
                 MultilingualE5Embedder._pool = ThreadPoolExecutor(workers, thread_name_prefix="e5")
             pool = MultilingualE5Embedder._pool
         order = sorted(range(len(batch)), key=lambda i: -len(batch[i]))
-        slices = max(1, min(len(batch) // 2, workers * _SLICES_PER_CORE))
+        slices = min(workers * _SLICES_PER_CORE, max(workers, len(batch) // 2), len(batch))
         groups = [order[k::slices] for k in range(slices)]  # dealt round-robin: even lengths
         parts = pool.map(lambda idx: np.asarray(self._model.encode([batch[i] for i in idx], is_query=query)), groups)
         out = np.empty((len(batch), self._dim), dtype=np.float32)
