@@ -26,10 +26,10 @@ server pays them once. ``--overlap`` runs the background indexer during the comm
 ``knowhub serve`` does): sessions are committed back to back and the clock stops when the
 index holds them all, so the indexing of one session overlaps the commit of the next.
 
-A commit starts embedding its new memories on a background thread once they are extracted
+A commit starts embedding each node's L0 text on a background thread as it plans the node
 (``ContextEngineService.PREFETCH_VECTORS``; ``--no-prefetch`` turns it off for this
-checkout): that batch is one of the recorded ones, so "embedding alone" embeds it too, and
-its CPU lands in ``commit_cpu_s``.
+checkout): those batches are recorded ones, so "embedding alone" embeds them too, and
+their CPU lands in ``commit_cpu_s``.
 
 ``--compare DIR`` runs the same workload, alternating, against another checkout's
 ``src`` (``git archive <commit> src | tar -x -C DIR``), so before and after share the

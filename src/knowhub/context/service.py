@@ -160,9 +160,10 @@ class ContextEngineService(NodeEditsMixin):
             :attr:`EMBED_TOKENS`; 0 or less: not cut. The BM25 text stays whole.
         embed_policy: what of each kind of node is embedded, if anything
             (:class:`~knowhub.context.embed_policy.EmbedPolicy`); None: :attr:`EMBED_POLICY`.
-        prefetch_vectors: a commit starts embedding its new memories' L0 texts while it
-            writes them (:meth:`IndexProjector.prefetch`); None: on unless the embedder is
-            the hashing one (microseconds per text, nothing to overlap).
+        prefetch_vectors: a commit starts embedding each node's new L0 text as it plans
+            the node, while it writes it and the next ones (:meth:`IndexProjector.prefetch`);
+            None: on unless the embedder is the hashing one (microseconds per text, nothing
+            to overlap).
     """
 
     #: Default of ``embed_tokens``: E5 reads the first 64 of its tokens of an L0 text (cuts the
