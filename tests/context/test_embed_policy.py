@@ -141,3 +141,40 @@ def test_prefetch_failure_leaves_indexing_to_the_worker(tmp_path) -> None:  # ty
 def test_service_default_policy_is_applied(tmp_path) -> None:  # type: ignore[no-untyped-def]
     with ContextEngineService(tmp_path, embedder=HashingEmbedder(dim=32), durable=False) as svc:
         assert svc.projector.embed_plan is ContextEngineService.EMBED_POLICY
+
+
+def test_indexer_waits_for_a_text_in_flight_and_takes_over_queued_ones(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The prefetch thread embeds text A (held); B and C queue behind it. The indexer then
+    needs A and B: it waits for A (not embedding it again) and embeds B itself, at once;
+    C, which it does not need, stays with the prefetch thread."""
+    from knowhub.context.core import ContextNode
+    from knowhub.context.indexing import ContextRecordShape
+    from knowhub.index import EmbeddedIndex, IndexProjector
+
+    hold, started = threading.Event(), threading.Event()
+
+    class Held(Recording):
+        def embed_matrix(self, texts):  # type: ignore[no-untyped-def]
+            if threading.current_thread().name.startswith("embed-prefetch") and "A text" in texts[0]:
+                started.set()
+                assert hold.wait(10)
+            return super().embed_matrix(texts)
+
+    emb = Held()
+    projector = IndexProjector(emb, EmbeddedIndex(emb.dim), shape=ContextRecordShape())
+    base = "ctx://acme/users/alice/memories/events"
+    texts = {k: f"{k} text about the billing service pool size" for k in "ABC"}
+    assert projector.prefetch([("memory", "events", texts["A"])]) == 1
+    assert started.wait(10)
+    assert projector.prefetch([("memory", "events", texts[k]) for k in "BC"]) == 2
+    assert projector.prefetch([("memory", "events", texts["A"])]) == 0  # in flight: not queued again
+    threading.Timer(0.3, hold.set).start()
+    projector.upsert_nodes([ContextNode(uri=f"{base}/{k.lower()}", category="events", abstract=texts[k]) for k in "AB"])
+    projector.close()
+    by_text = {t: name for name, t in emb.embedded}
+    assert sorted(emb.texts()) == sorted(texts.values()), "each text embedded exactly once"
+    assert by_text[texts["A"]].startswith("embed-prefetch")
+    assert by_text[texts["B"]] == "MainThread"
+    assert by_text[texts["C"]].startswith("embed-prefetch")
+    for k in "AB":
+        assert projector.index.get(stable_record_id(f"{base}/{k.lower()}", 0)).vector is not None

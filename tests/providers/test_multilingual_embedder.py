@@ -102,6 +102,33 @@ def test_a_large_batch_split_over_cores_matches_one_by_one(e5: MultilingualE5Emb
         assert np.allclose(together[i], e5.embed_matrix([text])[0], atol=1e-6)
 
 
+def test_two_stored_texts_go_to_two_cores_queries_stay_in_the_caller(e5: MultilingualE5Embedder,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A prefetch embeds a commit's nodes a few at a time: two stored texts already use two
+    threads (same vectors); a few queries stay in the calling thread."""
+    import os
+
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core")
+    calls: list[tuple[str, int]] = []
+    model = e5._model
+
+    class Spy:
+        def encode(self, texts, is_query=False):  # type: ignore[no-untyped-def]
+            calls.append((threading.current_thread().name, len(texts)))
+            return model.encode(texts, is_query=is_query)
+
+    texts = ["the billing service keeps its pool size in settings", "数据库连接池的大小可以配置"]
+    want = np.stack([e5.embed_matrix([t])[0] for t in texts])
+    monkeypatch.setattr(e5, "_model", Spy())
+    got = e5.embed_matrix(texts)
+    assert len(calls) == 2 and all(name.startswith("e5") and n == 1 for name, n in calls), calls
+    assert np.allclose(got, want, atol=1e-6)
+    calls.clear()
+    e5.embed_queries([*texts, "a third query"])
+    assert calls == [(threading.current_thread().name, 3)]
+
+
 def test_default_is_e5_unless_the_environment_says_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KNOWHUB_EMBEDDING__PROVIDER", raising=False)
     assert isinstance(default_embedder(), MultilingualE5Embedder)

@@ -64,6 +64,7 @@ from knowhub.context.core.objects import (
     IndexBatchResult,
     NodeSummary,
     SessionArchive,
+    WritePlan,
 )
 from knowhub.context.core.query import NodeHit, RetrievedBlock, SearchResult, SeedHit, TypedQuery
 from knowhub.context.core.uri import check_access
@@ -165,9 +166,10 @@ class ContextEngineService(NodeEditsMixin):
             :attr:`EMBED_TOKENS`; 0 or less: not cut. The BM25 text stays whole.
         embed_policy: what of each kind of node is embedded, if anything
             (:class:`~knowhub.context.embed_policy.EmbedPolicy`); None: :attr:`EMBED_POLICY`.
-        prefetch_vectors: a commit starts embedding its new memories' L0 texts while it
-            writes them (:meth:`IndexProjector.prefetch`); None: on unless the embedder is
-            the hashing one (microseconds per text, nothing to overlap).
+        prefetch_vectors: a commit starts embedding each node's new L0 text as it plans
+            the node, while it writes it and the next ones (:meth:`IndexProjector.prefetch`);
+            None: on unless the embedder is the hashing one (microseconds per text, nothing
+            to overlap).
     """
 
     #: Default of ``embed_tokens``: E5 reads the first 64 of its tokens of an L0 text (cuts the
@@ -271,7 +273,7 @@ class ContextEngineService(NodeEditsMixin):
                                              limits=limits)
         prefetch = prefetch_vectors if prefetch_vectors is not None else self.PREFETCH_VECTORS
         if prefetch if prefetch is not None else not isinstance(self.embedder, HashingEmbedder):
-            self.coordinator.on_candidates = self._prefetch_vectors
+            self.coordinator.on_plan = self._prefetch_vector
         self.planner = QueryPlanner()
         if retriever_config is None:
             # A hashing embedder only re-encodes the words BM25 already scores (benchmarks show it
@@ -597,11 +599,15 @@ class ContextEngineService(NodeEditsMixin):
                 self.fs.close()
             self._in_use.release()
 
-    def _prefetch_vectors(self, candidates: Sequence[Any]) -> None:
-        """Start embedding a commit's new memories while it writes them (see
-        :meth:`IndexProjector.prefetch`): their L0 texts are the candidates' abstracts."""
-        self.projector.prefetch((ContextType.MEMORY.value, str(c.category), str(c.abstract))
-                                for c in candidates if str(c.abstract or "").strip())
+    def _prefetch_vector(self, plan: WritePlan) -> None:
+        """Start embedding the L0 text a plan is about to write while the commit writes it
+        and the next ones (see :meth:`IndexProjector.prefetch`): the plan's abstract is the
+        node's (a merge's is the merged one); a plan that keeps the abstract has nothing new."""
+        patch = plan.node_patch
+        abstract = str(patch.get("abstract") or "")
+        if abstract.strip():
+            self.projector.prefetch([(str(patch.get("context_type") or ContextType.MEMORY.value),
+                                      str(patch.get("category") or plan.category or ""), abstract)])
 
     def __enter__(self) -> ContextEngineService:
         return self

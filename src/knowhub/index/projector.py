@@ -35,7 +35,7 @@ import hashlib
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 from typing import Any, Protocol
 
@@ -55,8 +55,8 @@ __all__ = ["LEVEL_FIELDS", "IndexProjector", "RecordShape", "partition_key", "re
 #: Node attribute of each index level.
 LEVEL_FIELDS: dict[int, str] = {0: "abstract", 1: "overview", 2: "content"}
 _MAX_REFS = 2000
-#: Texts one :meth:`IndexProjector.prefetch` call embeds at most (the cache must hold them
-#: until the worker asks: 2,000 E5 vectors are 3 MB of its 16).
+#: Texts the prefetch queue holds at most (the cache must hold them until the worker asks:
+#: 2,000 E5 vectors are 3 MB of its 16).
 _MAX_PREFETCH = 2000
 log = logging.getLogger(__name__)
 _FALLBACK_ABSTRACT = 240
@@ -155,7 +155,11 @@ class IndexProjector:
         self.embed_plan = embed_plan
         self._pending: dict[str, Any] = {}
         self._lock = threading.RLock()
-        self._prefetching: list[Future[None]] = []
+        # prefetch (see :meth:`prefetch`): texts queued for the prefetch thread, and one
+        # event per text queued or being embedded there
+        self._queue: dict[bytes, str] = {}
+        self._waiting: dict[bytes, threading.Event] = {}
+        self._draining = False
         self._prefetcher: ThreadPoolExecutor | None = None
 
     # ------------------------------------------------------------------ record building
@@ -334,49 +338,76 @@ class IndexProjector:
     def prefetch(self, items: Iterable[tuple[str, str, str]]) -> int:
         """Start embedding, on a background thread, what the L0 records of nodes about to be
         written will embed (``(context_type, category, L0 text)`` each): a commit calls this
-        once its memories are extracted, so the embedding runs while it writes them (the
-        engine releases the GIL) and the indexer later finds the vectors in the cache.
-        Only a shared or private :class:`VectorCache` carries them over; a text whose node
-        ends up different is embedded again then. Returns the texts submitted."""
-        texts: dict[bytes, str] = {}
+        for each node it plans, so the embedding runs while it writes them (the engine
+        releases the GIL) and the indexer later finds the vectors in the cache.
+
+        Texts queue up while the thread embeds: each round takes everything queued so far
+        (one batch, spread over the cores by the embedder), so submitting one node at a
+        time costs nothing. A text already cached, queued or being embedded is skipped.
+        Only a shared or private :class:`VectorCache` carries the vectors over; a text whose
+        node ends up different is embedded again by the indexer. Returns the texts queued."""
+        wanted: dict[bytes, str] = {}
         cache = self.vector_cache
         for context_type, category, text in items:
             probe = SimpleNamespace(context_type=context_type, category=category, text=text)
             embedded = self.embed_input(probe)  # type: ignore[arg-type]
-            if embedded is None:
-                continue
-            key = cache.key(self.embedder, embedded)
-            if key not in texts and not cache.contains(key):
-                texts[key] = embedded
-            if len(texts) >= _MAX_PREFETCH:
-                break
-        if not texts:
-            return 0
+            if embedded is not None:
+                wanted.setdefault(cache.key(self.embedder, embedded), embedded)
+        added = 0
         with self._lock:
-            if self._prefetcher is None:
-                self._prefetcher = ThreadPoolExecutor(1, thread_name_prefix="embed-prefetch")
-            self._prefetching = [f for f in self._prefetching if not f.done()]
-            self._prefetching.append(self._prefetcher.submit(self._fill_cache, list(texts), list(texts.values())))
-        return len(texts)
+            for key, text in wanted.items():
+                if key in self._waiting or len(self._queue) >= _MAX_PREFETCH or cache.contains(key):
+                    continue
+                self._queue[key] = text
+                self._waiting[key] = threading.Event()
+                added += 1
+            if self._queue and not self._draining:
+                if self._prefetcher is None:
+                    self._prefetcher = ThreadPoolExecutor(1, thread_name_prefix="embed-prefetch")
+                self._draining = True
+                self._prefetcher.submit(self._drain)
+        return added
 
-    def _fill_cache(self, keys: list[bytes], texts: list[str]) -> None:
-        try:
-            for key, row in zip(keys, self._embed_rows(texts), strict=True):
-                self.vector_cache.put(key, np.asarray(row, dtype=np.float32))
-        except Exception:  # the indexer embeds them itself
-            log.warning("embedding prefetch failed; the indexer embeds these texts", exc_info=True)
+    def _drain(self) -> None:
+        """The prefetch thread: embed what is queued, round after round, until nothing is."""
+        while True:
+            with self._lock:
+                batch, self._queue = self._queue, {}
+                if not batch:
+                    self._draining = False
+                    return
+            try:
+                for key, row in zip(batch, self._embed_rows(list(batch.values())), strict=True):
+                    self.vector_cache.put(key, np.asarray(row, dtype=np.float32))
+            except Exception:  # the indexer embeds them itself
+                log.warning("embedding prefetch failed; the indexer embeds these texts", exc_info=True)
+            finally:
+                self._release(batch)
 
-    def _wait_prefetch(self) -> None:
-        """Let a prefetch in flight finish, so its texts are not embedded twice."""
+    def _release(self, keys: Iterable[bytes]) -> None:
         with self._lock:
-            running = list(self._prefetching)
-            self._prefetching.clear()
-        for future in running:
-            future.result()
+            for key in keys:
+                done = self._waiting.pop(key, None)
+                if done is not None:
+                    done.set()
+
+    def _claim_prefetched(self, keys: Iterable[bytes]) -> tuple[list[bytes], dict[bytes, threading.Event]]:
+        """For texts the indexer is about to embed: take over those still queued for the
+        prefetch thread (the caller embeds them and must :meth:`_release` them) and return
+        the events of those it is embedding now (the caller waits for them), so no text is
+        embedded twice and the indexer never waits behind texts of later commits."""
+        taken: list[bytes] = []
+        running: dict[bytes, threading.Event] = {}
+        with self._lock:
+            for key in keys:
+                if self._queue.pop(key, None) is not None:
+                    taken.append(key)
+                elif key in self._waiting:
+                    running[key] = self._waiting[key]
+        return taken, running
 
     def close(self) -> None:
         """Finish any prefetch and release its thread."""
-        self._wait_prefetch()
         with self._lock:
             pool, self._prefetcher = self._prefetcher, None
         if pool is not None:
@@ -390,11 +421,10 @@ class IndexProjector:
 
     def _embed(self, records: list[IndexRecord]) -> None:
         """Fill vectors: a level whose text did not change keeps its stored vector, a text
-        embedded before (by any node, in this process) reuses that vector, and the rest is
-        embedded in one call, each distinct text once."""
+        embedded before (by any node, in this process, or by the prefetch) reuses that
+        vector, and the rest is embedded in one call, each distinct text once."""
         todo: dict[bytes, tuple[str, list[IndexRecord]]] = {}
         cache = self.vector_cache
-        self._wait_prefetch()
         for record in records:
             old = self.index.get(record.id)
             old_meta = old.payload.get("metadata") or {} if old is not None else {}
@@ -408,18 +438,35 @@ class IndexProjector:
             if key in todo:
                 todo[key][1].append(record)
                 continue
-            hit = cache.get(key)
-            if hit is not None:
-                record.vector = hit
-            else:
-                todo[key] = (text, [record])
-        if not todo:
+            todo[key] = (text, [record])
+        taken, running = self._claim_prefetched([k for k in todo if not cache.contains(k)])
+        try:
+            # first what the prefetch thread is not embedding (while it finishes its batch),
+            # then its texts, from the cache once it is done (embedded here had it failed)
+            self._fill(todo, [k for k in todo if k not in running])
+            for done in running.values():
+                done.wait()
+            self._fill(todo, list(running))
+        finally:
+            self._release(taken)
+
+    def _fill(self, todo: dict[bytes, tuple[str, list[IndexRecord]]], keys: list[bytes]) -> None:
+        """Vectors of the records of ``todo[key]`` for ``keys``: from the cache, the rest
+        embedded now in one call."""
+        missing: list[bytes] = []
+        for key in keys:
+            hit = self.vector_cache.get(key)
+            if hit is None:
+                missing.append(key)
+                continue
+            for n, record in enumerate(todo[key][1]):
+                record.vector = hit if n == 0 else hit.copy()
+        if not missing:
             return
-        keys = list(todo)
-        rows = self._embed_rows([todo[k][0] for k in keys])
-        for key, row in zip(keys, rows, strict=True):
+        rows = self._embed_rows([todo[k][0] for k in missing])
+        for key, row in zip(missing, rows, strict=True):
             vector = np.asarray(row, dtype=np.float32)
-            cache.put(key, vector)
+            self.vector_cache.put(key, vector)
             for n, record in enumerate(todo[key][1]):
                 record.vector = vector if n == 0 else vector.copy()
 

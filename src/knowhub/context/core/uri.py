@@ -87,9 +87,16 @@ class CtxLike(Protocol):
 
 def is_valid_segment(segment: str) -> bool:
     """True when ``segment`` is a safe path segment under the rules of this module."""
-    if not isinstance(segment, str) or not segment:
+    if not isinstance(segment, str) or not segment or len(segment) > _MAX_SEGMENT_CHARS:
         return False
-    if len(segment) > _MAX_SEGMENT_CHARS or len(segment.encode("utf-8", "surrogatepass")) > _MAX_SEGMENT_BYTES:
+    return _valid_text_segment(segment)
+
+
+@functools.lru_cache(maxsize=16384)
+def _valid_text_segment(segment: str) -> bool:
+    """:func:`is_valid_segment` of a non-empty string of bounded length, remembered: a
+    commit parses the same few segments (space, user, category …) thousands of times."""
+    if len(segment.encode("utf-8", "surrogatepass")) > _MAX_SEGMENT_BYTES:
         return False
     if segment.startswith(".") or segment.endswith("."):
         return False
