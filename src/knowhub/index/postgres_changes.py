@@ -1,0 +1,166 @@
+"""The change log of a :class:`~knowhub.index.postgres.PostgresIndex`: which document ids
+changed, in commit order, so per-server search replicas (:mod:`knowhub.index.postgres_replica`)
+follow the tables with one cheap query per search.
+
+Table ``kx_<name>_changes(seq, doc_id, at)``: one row per document id a write touched
+(upsert, delete, ``delete_where``: the ids its ``DELETE ... RETURNING`` removed), written in
+the write's own transaction, so the row commits (or rolls back) with the change it names.
+Rows hold ids only, never content: a forgotten text leaves nothing here. A row with
+``doc_id`` NULL asks every replica to vacuum (rewrite what held deleted documents).
+``kx_<name>_meta`` holds ``changes_epoch`` (a new value whenever the tables are recreated
+or cleared: replicas rebuild) and ``changes_pruned`` (the highest ``seq`` pruned: a replica
+behind it rebuilds).
+
+Why an advisory lock (choice (a) of issue 20 §2). A sequence value is taken before commit,
+so without care a transaction holding ``seq`` 5 can commit after one holding 6, and a
+replica that saw 6 and moved its watermark there would skip 5 forever. Every write that
+logs takes ``pg_advisory_xact_lock`` on the log *before its first index row* and holds it to
+its commit: writers of one index are serialized, ``seq`` is taken and committed in the same
+order, and a snapshot that sees ``seq = n`` sees every committed row below ``n`` (gaps are
+rolled-back transactions, never late commits), so ``seq > watermark`` is the whole catch-up.
+Taking it first (not at the end) keeps one lock order for every index writer: the log lock,
+then rows, so it adds no deadlock. What it costs: knowledge writes are already serialized by
+the store's own lock (nothing added); context outbox batches of different servers no longer
+overlap (docs/benchmarks.md measures the write rate). The alternative, a low watermark
+settled by the snapshot's xmin horizon, needs no lock but an xid per row and a second
+watermark that can stall behind a long transaction; the lock is simpler to prove.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+__all__ = ["ChangeLog", "Position"]
+
+_EPOCH = "changes_epoch"
+_PRUNED = "changes_pruned"
+
+
+class Position:
+    """What a replica compares with its own state: the epoch, the pruned horizon and the
+    changes past its watermark (``(seq, doc_id)``, ``doc_id`` None = vacuum)."""
+
+    __slots__ = ("epoch", "last", "pruned", "rows")
+
+    def __init__(self, epoch: str | None, pruned: int, rows: list[tuple[int, str | None]], last: int) -> None:
+        self.epoch = epoch
+        self.pruned = pruned
+        self.rows = rows
+        self.last = last
+
+
+class ChangeLog:
+    """The change-log table of the index whose tables are prefixed ``t`` (``kx_<name>``)."""
+
+    def __init__(self, t: str) -> None:
+        self.t = t
+        self._lock_key = f"{t}:changes"
+
+    # ------------------------------------------------------------------ schema
+
+    def ensure(self, conn: Connection) -> None:
+        """Create the table and, when missing (new or recreated tables), an epoch."""
+        t = self.t
+        conn.execute(text(
+            f"""CREATE TABLE IF NOT EXISTS {t}_changes (
+                seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                doc_id text,
+                at timestamptz NOT NULL DEFAULT clock_timestamp())"""))
+        conn.execute(text(f"INSERT INTO {t}_meta (key, value) VALUES ('{_EPOCH}', :e) ON CONFLICT (key) DO NOTHING"),
+                     {"e": uuid.uuid4().hex})
+
+    def reset(self, conn: Connection) -> None:
+        """A new epoch (the documents were cleared or the tables recreated): every replica
+        rebuilds instead of replaying ids whose tables are gone."""
+        self.ensure(conn)
+        conn.execute(text(f"UPDATE {self.t}_meta SET value = :e WHERE key = '{_EPOCH}'"), {"e": uuid.uuid4().hex})
+
+    # ------------------------------------------------------------------ writes
+
+    def lock(self, conn: Connection) -> None:
+        """Serialize this transaction's log rows with every other writer's (module doc):
+        taken before the write's first index row, held until its commit (re-entrant)."""
+        conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:n))"), {"n": self._lock_key})
+
+    def record(self, conn: Connection, ids: Sequence[str]) -> None:
+        """One row per id, in the caller's transaction (which holds :meth:`lock`)."""
+        if ids:
+            conn.execute(text(f"INSERT INTO {self.t}_changes (doc_id) SELECT unnest(CAST(:ids AS text[]))"),
+                         {"ids": list(ids)})
+
+    def record_vacuum(self, conn: Connection) -> None:
+        """Ask every replica to rewrite what held deleted documents (after a forget)."""
+        self.lock(conn)
+        conn.execute(text(f"INSERT INTO {self.t}_changes (doc_id) VALUES (NULL)"))
+
+    def prune(self, conn: Connection, retention_s: float) -> int:
+        """Delete rows older than ``retention_s`` and raise the pruned horizon to the
+        highest of them; returns how many went. One pruner at a time (a try-lock)."""
+        t = self.t
+        if not conn.execute(text("SELECT pg_try_advisory_xact_lock(hashtext(:n))"), {"n": f"{t}:prune"}).scalar():
+            return 0
+        top = conn.execute(
+            text(f"SELECT max(seq) FROM {t}_changes WHERE at < clock_timestamp() - make_interval(secs => :r)"),
+            {"r": float(retention_s)},
+        ).scalar()
+        if top is None:
+            return 0
+        gone = conn.execute(text(f"DELETE FROM {t}_changes WHERE seq <= :s"), {"s": int(top)}).rowcount
+        conn.execute(
+            text(f"""INSERT INTO {t}_meta (key, value) VALUES ('{_PRUNED}', :s)
+                ON CONFLICT (key) DO UPDATE SET value = GREATEST(CAST({t}_meta.value AS bigint), :n)::text"""),
+            {"s": str(int(top)), "n": int(top)},
+        )
+        return int(gone or 0)
+
+    # ------------------------------------------------------------------ reads
+
+    def since(self, conn: Connection, watermark: int, limit: int) -> Position:
+        """The epoch, the pruned horizon and up to ``limit + 1`` changes after
+        ``watermark``, in one statement (the per-search catch-up query)."""
+        rows = conn.execute(
+            text(
+                f"""SELECT 0 AS k, NULL::bigint AS seq, value FROM {self.t}_meta WHERE key = '{_EPOCH}'
+                UNION ALL SELECT 1, NULL, value FROM {self.t}_meta WHERE key = '{_PRUNED}'
+                UNION ALL (SELECT 2, seq, doc_id FROM {self.t}_changes WHERE seq > :w ORDER BY seq LIMIT :n)"""
+            ),
+            {"w": int(watermark), "n": int(limit) + 1},
+        ).all()
+        return _position(rows, watermark)
+
+    def position(self, conn: Connection) -> Position:
+        """The epoch, the pruned horizon and the last ``seq`` of ``conn``'s snapshot: a
+        build that reads the documents in the same snapshot reflects exactly the changes up
+        to it (seq order is commit order), so it is the build's watermark."""
+        rows = conn.execute(
+            text(
+                f"""SELECT 0 AS k, NULL::bigint AS seq, value FROM {self.t}_meta WHERE key = '{_EPOCH}'
+                UNION ALL SELECT 1, NULL, value FROM {self.t}_meta WHERE key = '{_PRUNED}'
+                UNION ALL SELECT 3, max(seq), NULL FROM {self.t}_changes"""
+            )
+        ).all()
+        return _position(rows, 0)
+
+
+def _position(rows: Sequence[Any], watermark: int) -> Position:
+    epoch: str | None = None
+    pruned = 0
+    last = watermark
+    changes: list[tuple[int, str | None]] = []
+    for kind, seq, value in rows:
+        if kind == 0:
+            epoch = value
+        elif kind == 1:
+            pruned = int(value)
+        elif kind == 2:
+            changes.append((int(seq), value))
+            last = max(last, int(seq))
+        elif seq is not None:
+            last = int(seq)
+    last = max(last, pruned)
+    return Position(epoch, pruned, changes, last)
