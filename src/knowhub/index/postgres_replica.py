@@ -57,7 +57,7 @@ from knowhub.index.postgres import PostgresIndex
 from knowhub.index.postgres_changes import ChangeLog, Position
 from knowhub.index.protocol import FilterValue, IndexDocument, IndexHit, QueryVector
 
-__all__ = ["DEFAULT_RETENTION_S", "MAX_CATCH_UP", "ReplicatedIndex"]
+__all__ = ["DEFAULT_RETENTION_S", "MAX_CATCH_UP", "ReplicatedIndex", "replica_options"]
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +69,11 @@ MAX_CATCH_UP = 20_000
 BATCH = 2_000
 #: Stamp of the saved copy (its epoch and watermark are in the saved state).
 _STAMP = "knowhub-search-replica-1"
+
+
+def replica_options(retention_s: float | None) -> dict[str, Any]:
+    """Keyword arguments of :class:`ReplicatedIndex` from an engine's settings (None: default)."""
+    return {} if retention_s is None else {"retention_s": float(retention_s)}
 
 
 def _documents(rows: Iterable[Sequence[Any]]) -> list[IndexDocument]:
