@@ -350,6 +350,11 @@ def replica_part(args: argparse.Namespace, index: Any, texts: list[str], embedde
     assert replica.stats["fallbacks"] == 0, "a search fell back to SQL"
     replica._local = None  # not saved; the PostgreSQL index is closed by the caller
     index.change_log = None
+    from sqlalchemy import text
+
+    with index._engine.begin() as conn:  # leave the loaded database as it was
+        conn.execute(text(f"DROP TABLE IF EXISTS {index._t}_changes"))
+        conn.execute(text(f"DELETE FROM {index._t}_meta WHERE key IN ('changes_epoch', 'changes_pruned')"))
     return rows, build
 
 

@@ -220,3 +220,18 @@ def test_forget_reaches_every_replica(engine: object, prefix: str, tmp_path: Pat
     assert b._local is not None and not b._local._lost_docs  # rewritten
     saved = b"".join(p.read_bytes() for p in (tmp_path / "b").rglob("*") if p.is_file())
     assert b"secretword" not in saved
+
+
+def test_the_copy_is_saved_in_the_background_without_a_close(engine: object, prefix: str, tmp_path: Path) -> None:
+    """A server killed without closing restarts from the copy it saved meanwhile."""
+    name = f"{prefix}_autosave"
+    a = _replica(engine, name, path=tmp_path / "a", save_interval_s=0.0)
+    a.upsert([_doc(f"d{i}", "word") for i in range(5)])
+    assert len(a.search(tokens=["word"], top_k=10)) == 5  # catches up, then saves in a thread
+    deadline = time.monotonic() + 10
+    while (a._saving or a._saved != (a._epoch, a._watermark)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert a._saved == (a._epoch, a._watermark)
+    b = _replica(engine, name, path=tmp_path / "a")  # a is never closed: as after kill -9
+    assert b.stats["builds"] == 0
+    assert len(b.search(tokens=["word"], top_k=10)) == 5 and b.stats["applied"] == 0

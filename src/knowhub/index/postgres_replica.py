@@ -131,6 +131,7 @@ class ReplicatedIndex:
         self._saved = (None, 0)  # (epoch, watermark) of the last save
         self._last_save = time.monotonic()
         self._building: threading.Thread | None = None
+        self._saving = False
         self._retry_at = 0.0
         self._next_prune = time.monotonic() + min(self.retention_s / 10, 600.0)
         #: counters for benchmarks and /metrics: catch-ups, changes applied, builds, seconds
@@ -285,6 +286,9 @@ class ReplicatedIndex:
         :meth:`bound`)."""
         if self._in_bound():
             return None
+        if self._saving:  # the copy is being written to disk: SQL answers meanwhile
+            self.stats["fallbacks"] += 1
+            return None
         for _attempt in range(2):  # a copy found stale is rebuilt (at once without background)
             if self._local is None:
                 self._start_build()
@@ -318,7 +322,25 @@ class ReplicatedIndex:
                 self._apply(conn, local, pos)
         if time.monotonic() >= self._next_prune:
             self._prune()
+        self._maybe_save()
         return True
+
+    def _maybe_save(self) -> None:
+        """Save the copy in a thread when it changed and the last save is older than
+        ``save_interval_s``; searches meanwhile are answered by SQL (the copy is locked)."""
+        if self.path is None or self._saving or self._saved == (self._epoch, self._watermark) \
+                or time.monotonic() - self._last_save < self.save_interval_s:
+            return
+        self._saving = True
+
+        def save() -> None:
+            try:
+                with self._sync:
+                    self._save_locked()
+            finally:
+                self._saving = False
+
+        threading.Thread(target=save, name=f"knowhub-replica-save-{self.name}", daemon=True).start()
 
     def _apply(self, conn: Connection, local: EmbeddedIndex, pos: Position) -> None:
         """Re-read the current rows of the changed ids (a snapshot no older than the
@@ -390,12 +412,10 @@ class ReplicatedIndex:
         self._pg.clear()
 
     def checkpoint(self, stamp: str, *, connection: Connection | None = None) -> None:
-        """Record ``stamp`` in PostgreSQL (shared); save this copy when it changed and the
-        last save is older than ``save_interval_s``."""
+        """Record ``stamp`` in PostgreSQL (shared); save this copy (in a thread) when it
+        changed and the last save is older than ``save_interval_s``."""
         self._pg.checkpoint(stamp, connection=connection)
-        if connection is None and self.path is not None and not self._in_bound() \
-                and time.monotonic() - self._last_save >= self.save_interval_s:
-            self.save()
+        self._maybe_save()
 
     def stamp(self) -> str | None:
         return self._pg.stamp()
