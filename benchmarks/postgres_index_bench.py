@@ -329,10 +329,14 @@ def replica_part(args: argparse.Namespace, index: Any, texts: list[str], embedde
     then time its write rate (with the change log), its catch-up and its searches."""
     from knowhub.index.postgres_replica import ReplicatedIndex
 
-    cpu, started = meter(), time.perf_counter()
+    def rss_gb() -> float:
+        status = Path("/proc/self/status").read_text()
+        return int(status.split("VmRSS:")[1].split()[0]) / 1024**2
+
+    rss, cpu, started = rss_gb(), meter(), time.perf_counter()
     replica = ReplicatedIndex(index, background=False)
     build = {"replica build s": time.perf_counter() - started, "replica build CPU s": (meter() - cpu) / 1e9,
-             "replica documents": float(len(replica._local or ()))}
+             "replica documents": float(len(replica._local or ())), "replica RSS growth GB": rss_gb() - rss}
     rate = None
     if args.write_probe:
         rate = write_probe(replica, texts, embedder, meter, args.write_probe)
@@ -346,7 +350,7 @@ def replica_part(args: argparse.Namespace, index: Any, texts: list[str], embedde
     rows = [("postgres → replica", rate, timed(lambda q: knowledge_search(replica, embedder, q), queries, meter),
              timed(lambda q: context_search(replica, embedder, q), queries, meter))]
     if args.recall or args.lexical_recall:
-        build.update(replica_recall(replica, index, embedder, queries[: max(args.lexical_recall, 100)]))
+        build.update(replica_recall(replica, index, embedder, queries[: args.lexical_recall or 100]))
     assert replica.stats["fallbacks"] == 0, "a search fell back to SQL"
     replica._local = None  # not saved; the PostgreSQL index is closed by the caller
     index.change_log = None

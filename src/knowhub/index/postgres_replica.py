@@ -132,6 +132,8 @@ class ReplicatedIndex:
         self._last_save = time.monotonic()
         self._building: threading.Thread | None = None
         self._saving = False
+        self._closed = False
+        self._build_lock = threading.Lock()
         self._retry_at = 0.0
         self._next_prune = time.monotonic() + min(self.retention_s / 10, 600.0)
         #: counters for benchmarks and /metrics: catch-ups, changes applied, builds, seconds
@@ -236,15 +238,16 @@ class ReplicatedIndex:
     def _start_build(self) -> None:
         """Build the copy (a thread, or now without ``background``); searches use SQL
         meanwhile. A failed build is retried by a search after a pause."""
-        if self._building is not None and self._building.is_alive():
-            return
-        if time.monotonic() < self._retry_at:
-            return
-        if not self.background:
-            self._build()
-            return
-        self._building = threading.Thread(target=self._build, name=f"knowhub-replica-{self.name}", daemon=True)
-        self._building.start()
+        with self._build_lock:
+            if (self._building is not None and self._building.is_alive()) or self._closed \
+                    or time.monotonic() < self._retry_at:
+                return
+            if self.background:
+                self._building = threading.Thread(target=self._build, name=f"knowhub-replica-{self.name}",
+                                                  daemon=True)
+                self._building.start()
+                return
+        self._build()
 
     def _build(self) -> None:
         started = time.monotonic()
@@ -270,6 +273,9 @@ class ReplicatedIndex:
             return
         elapsed = time.monotonic() - started
         with self._sync:
+            if self._closed:
+                local.close()
+                return
             self._local, self._watermark, self._epoch = local, pos.last, pos.epoch
             self.stats["builds"] += 1
             self.stats["build_s"] = round(elapsed, 3)
@@ -435,6 +441,7 @@ class ReplicatedIndex:
         if thread is not None and thread.is_alive():
             thread.join(timeout=0.1)
         with self._sync:
+            self._closed = True
             if self._local is not None:
                 with_path = self.path is not None
                 try:
