@@ -220,6 +220,23 @@ def test_forget_reaches_every_replica(engine: object, prefix: str, tmp_path: Pat
     assert b._local is not None and not b._local._lost_docs  # rewritten
     saved = b"".join(p.read_bytes() for p in (tmp_path / "b").rglob("*") if p.is_file())
     assert b"secretword" not in saved
+    from sqlalchemy import text
+
+    with engine.begin() as conn:  # type: ignore[attr-defined]
+        logged = conn.execute(text(f"SELECT doc_id FROM kx_{name}_changes")).scalars().all()
+    assert "gone" not in logged and "keep" in logged  # a forgotten id is blanked in the log
+
+
+def test_a_replica_behind_a_blanked_delete_still_drops_the_document(engine: object, prefix: str) -> None:
+    name = f"{prefix}_blank"
+    a = _replica(engine, name)
+    b = _replica(engine, name)
+    a.upsert([_doc("keep", "word"), _doc("gone", "word")])
+    assert len(b.search(tokens=["word"], top_k=5)) == 2
+    a.delete(["gone"])
+    a.vacuum()  # b has not caught up: the delete's row now has no id
+    assert _ids(b.search(tokens=["word"], top_k=5)) == ["keep"]
+    assert b.get("gone") is None
 
 
 def test_the_copy_is_saved_in_the_background_without_a_close(engine: object, prefix: str, tmp_path: Path) -> None:

@@ -5,8 +5,9 @@ follow the tables with one cheap query per search.
 Table ``kx_<name>_changes(seq, doc_id, at)``: one row per document id a write touched
 (upsert, delete, ``delete_where``: the ids its ``DELETE ... RETURNING`` removed), written in
 the write's own transaction, so the row commits (or rolls back) with the change it names.
-Rows hold ids only, never content: a forgotten text leaves nothing here. A row with
-``doc_id`` NULL asks every replica to vacuum (rewrite what held deleted documents).
+Rows hold ids only, never content; a vacuum (after a forget) blanks the ids of documents
+that are gone, since a context URI may hold a user's words. A row with ``doc_id`` NULL asks
+every replica to compare its ids with the tables and rewrite what held deleted documents.
 ``kx_<name>_meta`` holds ``changes_epoch`` (a new value whenever the tables are recreated
 or cleared: replicas rebuild) and ``changes_pruned`` (the highest ``seq`` pruned: a replica
 behind it rebuilds).
@@ -94,8 +95,13 @@ class ChangeLog:
                          {"ids": list(ids)})
 
     def record_vacuum(self, conn: Connection) -> None:
-        """Ask every replica to rewrite what held deleted documents (after a forget)."""
+        """After a forget: blank the ids of documents that are gone (an id may hold a user's
+        words: a context URI), and ask every replica to compare its ids with the tables and
+        rewrite what held deleted documents (a NULL row does both)."""
         self.lock(conn)
+        conn.execute(text(
+            f"""UPDATE {self.t}_changes c SET doc_id = NULL WHERE c.doc_id IS NOT NULL
+            AND NOT EXISTS (SELECT 1 FROM {self.t}_docs d WHERE d.id = c.doc_id)"""))
         conn.execute(text(f"INSERT INTO {self.t}_changes (doc_id) VALUES (NULL)"))
 
     def prune(self, conn: Connection, retention_s: float) -> int:

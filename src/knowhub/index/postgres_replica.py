@@ -361,6 +361,9 @@ class ReplicatedIndex:
                 local.upsert(found)
             have = {d.id for d in found}
             local.delete([i for i in chunk if i not in have])
+        if vacuum:  # ids of deleted documents may have been blanked: drop what the tables lack
+            present = set(conn.execute(text(f"SELECT id FROM kx_{self.name}_docs")).scalars())
+            local.delete([i for i in local.ids() if i not in present])
         self._watermark = pos.last
         self.stats["applied"] += len(ids)
         if vacuum:
@@ -429,11 +432,17 @@ class ReplicatedIndex:
     def vacuum(self) -> list[str]:
         """Vacuum the tables, then have every replica (this one now) rewrite what held
         deleted documents and save its copy (a logged vacuum request)."""
-        names = self._pg.vacuum()
         with self._pg._tx() as conn:
             self._log.record_vacuum(conn)
+        names = self._pg.vacuum()
+        table = f"kx_{self.name}_changes"
+        try:
+            with self._pg.engine.connect() as conn:
+                conn.execution_options(isolation_level="AUTOCOMMIT").execute(text(f"VACUUM {table}"))
+        except SQLAlchemyError as exc:
+            raise StorageError(f"index {self.name}: vacuum failed: {' '.join(str(exc).split())[:300]}") from exc
         self._fresh()
-        return names
+        return [*names, table]
 
     def close(self) -> None:
         """Save the copy (with ``path``), release it and the PostgreSQL index."""
