@@ -252,3 +252,17 @@ def test_the_copy_is_saved_in_the_background_without_a_close(engine: object, pre
     b = _replica(engine, name, path=tmp_path / "a")  # a is never closed: as after kill -9
     assert b.stats["builds"] == 0
     assert len(b.search(tokens=["word"], top_k=10)) == 5 and b.stats["applied"] == 0
+
+
+def test_a_server_with_the_replica_off_still_logs_its_writes(engine: object, prefix: str) -> None:
+    from knowhub.index.postgres import PostgresIndex
+    from knowhub.index.postgres_replica import keep_change_log
+
+    name = f"{prefix}_mixed"
+    replica = _replica(engine, name)
+    plain = keep_change_log(PostgresIndex(engine, name, 4))  # type: ignore[arg-type]
+    assert plain.change_log is not None
+    plain.upsert([_doc("x", "word")])
+    assert _ids(replica.search(tokens=["word"], top_k=5)) == ["x"]
+    alone = keep_change_log(PostgresIndex(engine, f"{prefix}_alone", 4))  # type: ignore[arg-type]
+    assert alone.change_log is None  # no replica follows it: nothing is logged

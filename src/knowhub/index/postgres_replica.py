@@ -57,7 +57,7 @@ from knowhub.index.postgres import PostgresIndex
 from knowhub.index.postgres_changes import ChangeLog, Position
 from knowhub.index.protocol import FilterValue, IndexDocument, IndexHit, QueryVector
 
-__all__ = ["DEFAULT_RETENTION_S", "MAX_CATCH_UP", "ReplicatedIndex", "replica_options"]
+__all__ = ["DEFAULT_RETENTION_S", "MAX_CATCH_UP", "ReplicatedIndex", "keep_change_log", "replica_options"]
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +74,16 @@ _STAMP = "knowhub-search-replica-1"
 def replica_options(retention_s: float | None) -> dict[str, Any]:
     """Keyword arguments of :class:`ReplicatedIndex` from an engine's settings (None: default)."""
     return {} if retention_s is None else {"retention_s": float(retention_s)}
+
+
+def keep_change_log(primary: PostgresIndex) -> PostgresIndex:
+    """With this server's replica off: still log its writes when the database has a change
+    log (other servers' replicas follow it), so a mixed deployment stays correct."""
+    with primary._tx() as conn:
+        found = conn.execute(text("SELECT to_regclass(:t)"), {"t": f"kx_{primary.name}_changes"}).scalar()
+    if found is not None:
+        primary.change_log = ChangeLog(f"kx_{primary.name}")
+    return primary
 
 
 def _documents(rows: Iterable[Sequence[Any]]) -> list[IndexDocument]:

@@ -21,7 +21,7 @@ from knowhub.errors import KnowhubError
 from knowhub.index import EmbeddedIndex
 from knowhub.index.identity import EmbedderIdentity, check_identity
 from knowhub.index.postgres import PostgresIndex
-from knowhub.index.postgres_replica import ReplicatedIndex, replica_options
+from knowhub.index.postgres_replica import ReplicatedIndex, keep_change_log, replica_options
 from knowhub.knowledge.identity import recorded_identity, save_identity
 from knowhub.knowledge.models import Knowledge
 from knowhub.knowledge.search import NUMBER_FIELDS, DerivedIndexes
@@ -74,6 +74,8 @@ class HubIndexes:
                 # searches answered by a copy in this server, fed by the index's change log
                 index = ReplicatedIndex(index, path=self._index_dir / "replica", **replica_options(
                     self.search_replica_retention_s))
+            elif not reindex:
+                keep_change_log(index)
             self._indexes = DerivedIndexes(self.embedder, index)
             self._shared = SharedIndex(self.store, self._indexes)
             if reindex:  # new tables, items and identity in one transaction
