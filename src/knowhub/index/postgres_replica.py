@@ -41,7 +41,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +143,7 @@ class ReplicatedIndex:
         self._building: threading.Thread | None = None
         self._saving = False
         self._closed = False
+        self._conn: Connection | None = None  # the catch-up's connection (_follower)
         self._build_lock = threading.Lock()
         self._retry_at = 0.0
         self._next_prune = time.monotonic() + min(self.retention_s / 10, 600.0)
@@ -211,6 +212,12 @@ class ReplicatedIndex:
         except SQLAlchemyError as exc:
             raise StorageError(f"index {self.name}: search replica: database error: "
                                f"{' '.join(str(exc).split())[:300]}") from exc
+
+    def _drop_follower(self) -> None:
+        if self._conn is not None:
+            with suppress(SQLAlchemyError):
+                self._conn.close()
+        self._conn = None
 
     def _doc_sql(self) -> str:
         t = f"kx_{self.name}"
@@ -323,22 +330,41 @@ class ReplicatedIndex:
         return self._fresh() is not None
 
     def _catch_up_locked(self) -> bool:
-        """Apply what changed past the watermark; False when the copy must be rebuilt."""
+        """Apply what changed past the watermark; False when the copy must be rebuilt.
+
+        On its own connection, kept open in autocommit: one round trip when nothing
+        changed, instead of a pool checkout with its ping, BEGIN and ROLLBACK. A broken one
+        (the database restarted) is replaced and the catch-up run again (it is idempotent)."""
         local = self._local
         assert local is not None
         self.stats["catch_ups"] += 1
-        with self._read() as conn:
-            pos = self._log.since(conn, self._watermark, self.max_catch_up)
-            if pos.epoch != self._epoch or pos.pruned > self._watermark or len(pos.rows) > self.max_catch_up:
-                log.info("index %s: search replica rebuilds (%s)", self.name,
-                         "new epoch" if pos.epoch != self._epoch else "change log pruned past it"
-                         if pos.pruned > self._watermark else f"over {self.max_catch_up} changes behind")
-                return False
-            if pos.rows:
-                self._apply(conn, local, pos)
+        for attempt in (1, 2):
+            try:
+                if self._conn is None or self._conn.closed or self._conn.invalidated:
+                    self._conn = self._pg.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+                current = self._catch_up_on(self._conn, local)
+                break
+            except SQLAlchemyError as exc:
+                self._drop_follower()
+                if attempt == 2 or not getattr(exc, "connection_invalidated", False):
+                    raise StorageError(f"index {self.name}: search replica: database error: "
+                                       f"{' '.join(str(exc).split())[:300]}") from exc
+        if not current:
+            return False
         if time.monotonic() >= self._next_prune:
             self._prune()
         self._maybe_save()
+        return True
+
+    def _catch_up_on(self, conn: Connection, local: EmbeddedIndex) -> bool:
+        pos = self._log.since(conn, self._watermark, self.max_catch_up)
+        if pos.epoch != self._epoch or pos.pruned > self._watermark or len(pos.rows) > self.max_catch_up:
+            log.info("index %s: search replica rebuilds (%s)", self.name,
+                     "new epoch" if pos.epoch != self._epoch else "change log pruned past it"
+                     if pos.pruned > self._watermark else f"over {self.max_catch_up} changes behind")
+            return False
+        if pos.rows:
+            self._apply(conn, local, pos)
         return True
 
     def _maybe_save(self) -> None:
@@ -461,6 +487,7 @@ class ReplicatedIndex:
             thread.join(timeout=0.1)
         with self._sync:
             self._closed = True
+            self._drop_follower()
             if self._local is not None:
                 with_path = self.path is not None
                 try:
