@@ -266,3 +266,19 @@ def test_a_server_with_the_replica_off_still_logs_its_writes(engine: object, pre
     assert _ids(replica.search(tokens=["word"], top_k=5)) == ["x"]
     alone = keep_change_log(PostgresIndex(engine, f"{prefix}_alone", 4))  # type: ignore[arg-type]
     assert alone.change_log is None  # no replica follows it: nothing is logged
+
+
+def test_a_change_log_that_went_back_in_time_rebuilds(engine: object, prefix: str) -> None:
+    """A database restored from a dump keeps its epoch but its log ends below a replica's
+    watermark: the replica rebuilds instead of waiting for seq to pass it again."""
+    from sqlalchemy import text
+
+    name = f"{prefix}_back"
+    a = _replica(engine, name)
+    a.upsert([_doc("x", "word"), _doc("y", "word")])
+    assert len(a.search(tokens=["word"], top_k=5)) == 2
+    with engine.begin() as conn:  # type: ignore[attr-defined]  # the "restore": rows and log of before
+        conn.execute(text(f"DELETE FROM kx_{name}_changes"))
+        conn.execute(text(f"DELETE FROM kx_{name}_docs WHERE id = 'y'"))
+    assert _ids(a.search(tokens=["word"], top_k=5)) == ["x"]
+    assert a.stats["builds"] == 2

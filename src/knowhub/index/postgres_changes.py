@@ -46,13 +46,18 @@ class Position:
     """What a replica compares with its own state: the epoch, the pruned horizon and the
     changes past its watermark (``(seq, doc_id)``, ``doc_id`` None = vacuum)."""
 
-    __slots__ = ("epoch", "last", "pruned", "rows")
+    __slots__ = ("epoch", "last", "pruned", "rows", "top")
 
-    def __init__(self, epoch: str | None, pruned: int, rows: list[tuple[int, str | None]], last: int) -> None:
+    def __init__(self, epoch: str | None, pruned: int, rows: list[tuple[int, str | None]], last: int,
+                 top: int) -> None:
         self.epoch = epoch
         self.pruned = pruned
         self.rows = rows
+        #: the watermark after these rows
         self.last = last
+        #: the log's highest seq (or the pruned horizon): below a replica's watermark only
+        #: when the log went back in time (the database was restored from a dump)
+        self.top = top
 
 
 class ChangeLog:
@@ -133,6 +138,7 @@ class ChangeLog:
             text(
                 f"""SELECT 0 AS k, NULL::bigint AS seq, value FROM {self.t}_meta WHERE key = '{_EPOCH}'
                 UNION ALL SELECT 1, NULL, value FROM {self.t}_meta WHERE key = '{_PRUNED}'
+                UNION ALL SELECT 3, max(seq), NULL FROM {self.t}_changes
                 UNION ALL (SELECT 2, seq, doc_id FROM {self.t}_changes WHERE seq > :w ORDER BY seq LIMIT :n)"""
             ),
             {"w": int(watermark), "n": int(limit) + 1},
@@ -150,13 +156,13 @@ class ChangeLog:
                 UNION ALL SELECT 3, max(seq), NULL FROM {self.t}_changes"""
             )
         ).all()
-        return _position(rows, 0)
+        return _position(rows, None)
 
 
-def _position(rows: Sequence[Any], watermark: int) -> Position:
+def _position(rows: Sequence[Any], watermark: int | None) -> Position:
     epoch: str | None = None
-    pruned = 0
-    last = watermark
+    pruned = top = 0
+    last = watermark or 0
     changes: list[tuple[int, str | None]] = []
     for kind, seq, value in rows:
         if kind == 0:
@@ -167,6 +173,7 @@ def _position(rows: Sequence[Any], watermark: int) -> Position:
             changes.append((int(seq), value))
             last = max(last, int(seq))
         elif seq is not None:
-            last = int(seq)
-    last = max(last, pruned)
-    return Position(epoch, pruned, changes, last)
+            top = int(seq)
+    top = max(top, pruned)
+    # a build's watermark is the log's top in its snapshot; a catch-up's, its last row
+    return Position(epoch, pruned, changes, top if watermark is None else last, top)

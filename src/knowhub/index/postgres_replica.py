@@ -242,9 +242,9 @@ class ReplicatedIndex:
             return
         with self._read() as conn:
             pos = self._log.since(conn, seq, 0)
-        if pos.epoch != epoch or pos.pruned > seq:
+        if pos.epoch != epoch or pos.pruned > seq or pos.top < seq:
             log.info("index %s: the saved search replica is %s; rebuilding", self.name,
-                     "of another epoch" if pos.epoch != epoch else "behind the pruned change log")
+                     "of another epoch" if pos.epoch != epoch else "not where the change log is")
             local.close()
             return
         self._local, self._watermark, self._epoch = local, seq, epoch
@@ -358,10 +358,12 @@ class ReplicatedIndex:
 
     def _catch_up_on(self, conn: Connection, local: EmbeddedIndex) -> bool:
         pos = self._log.since(conn, self._watermark, self.max_catch_up)
-        if pos.epoch != self._epoch or pos.pruned > self._watermark or len(pos.rows) > self.max_catch_up:
-            log.info("index %s: search replica rebuilds (%s)", self.name,
-                     "new epoch" if pos.epoch != self._epoch else "change log pruned past it"
-                     if pos.pruned > self._watermark else f"over {self.max_catch_up} changes behind")
+        why = ("new epoch" if pos.epoch != self._epoch
+               else "change log pruned past it" if pos.pruned > self._watermark
+               else "change log behind it (a restored database)" if pos.top < self._watermark
+               else f"over {self.max_catch_up} changes behind" if len(pos.rows) > self.max_catch_up else None)
+        if why is not None:
+            log.info("index %s: search replica rebuilds (%s)", self.name, why)
             return False
         if pos.rows:
             self._apply(conn, local, pos)
