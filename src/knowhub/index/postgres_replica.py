@@ -20,7 +20,8 @@ database stays the truth every server writes to and reads its copy from.
   engines use them for rebuilds and checks, where the tables are what counts), and so does
   every read inside :meth:`bound` (it must see its own transaction's writes).
 - **Cold start.** With ``path`` (under the server's data dir) the copy is saved with its
-  epoch and watermark (at build, on :meth:`checkpoint`, on :meth:`close`); the next start
+  epoch and watermark (at build, in a thread every ``save_interval_s`` while it changes, on
+  :meth:`close`); the next start
   opens it and catches up. Without a usable copy the replica is built from the tables in a
   background thread (one snapshot, streamed in batches; the stored vectors are reused,
   nothing is re-embedded) while searches fall back to the SQL search, so the server answers
