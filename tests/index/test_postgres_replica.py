@@ -282,3 +282,37 @@ def test_a_change_log_that_went_back_in_time_rebuilds(engine: object, prefix: st
         conn.execute(text(f"DELETE FROM kx_{name}_docs WHERE id = 'y'"))
     assert _ids(a.search(tokens=["word"], top_k=5)) == ["x"]
     assert a.stats["builds"] == 2
+
+
+def test_servers_starting_at_once_all_open_the_index(engine: object, prefix: str) -> None:
+    """Concurrent starts on a new database: creating the change log is serialized with the
+    index's schema lock (CREATE TABLE IF NOT EXISTS alone is not safe against a concurrent
+    create)."""
+    from sqlalchemy import create_engine
+
+    from knowhub.index.postgres import PostgresIndex
+    from knowhub.index.postgres_replica import ReplicatedIndex
+
+    engines = [create_engine(engine.url) for _ in range(4)]  # type: ignore[attr-defined]
+    failures: list[str] = []
+    try:
+        for round_ in range(5):
+            indexes = [PostgresIndex(e, f"{prefix}_start{round_}", 4) for e in engines]
+            barrier = threading.Barrier(len(indexes))
+
+            def start(index: PostgresIndex) -> None:
+                barrier.wait()
+                try:
+                    ReplicatedIndex(index, background=False)
+                except Exception as exc:  # noqa: BLE001 - the test counts every failure
+                    failures.append(f"{type(exc).__name__}: {exc}")
+
+            threads = [threading.Thread(target=start, args=(i,)) for i in indexes]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+    finally:
+        for e in engines:
+            e.dispose()
+    assert failures == []

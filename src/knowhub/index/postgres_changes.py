@@ -70,8 +70,11 @@ class ChangeLog:
     # ------------------------------------------------------------------ schema
 
     def ensure(self, conn: Connection) -> None:
-        """Create the table and, when missing (new or recreated tables), an epoch."""
+        """Create the table and, when missing (new or recreated tables), an epoch. Under the
+        index's schema lock (the key PostgresIndex takes to create its tables): CREATE TABLE
+        IF NOT EXISTS is not safe against a concurrent create by another starting server."""
         t = self.t
+        conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:n))"), {"n": t})
         conn.execute(text(
             f"""CREATE TABLE IF NOT EXISTS {t}_changes (
                 seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
