@@ -316,3 +316,31 @@ def test_servers_starting_at_once_all_open_the_index(engine: object, prefix: str
         for e in engines:
             e.dispose()
     assert failures == []
+
+
+def test_a_failed_save_is_not_retried_on_every_search(engine: object, prefix: str, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Disk full: the save fails, and the next saves wait a growing pause instead of starting
+    on every catch-up."""
+    import errno
+
+    from knowhub.index.embedded import EmbeddedIndex
+
+    name = f"{prefix}_full"
+    a = _replica(engine, name, path=tmp_path / "a", save_interval_s=0.0)
+    writer = _replica(engine, name)
+    attempts: list[float] = []
+
+    def full(self: object, *args: object, **kw: object) -> None:
+        attempts.append(time.monotonic())
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(EmbeddedIndex, "checkpoint", full)
+    for i in range(10):
+        writer.upsert([_doc(f"d{i}", "word")])
+        assert len(a.search(tokens=["word"], top_k=20)) == i + 1
+        deadline = time.monotonic() + 5
+        while a._saving and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert len(attempts) == 1
+    assert a.stats["fallbacks"] == 0

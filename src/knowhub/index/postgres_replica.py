@@ -141,6 +141,8 @@ class ReplicatedIndex:
         self._epoch: str | None = None
         self._saved = (None, 0)  # (epoch, watermark) of the last save
         self._last_save = time.monotonic()
+        self._save_failures = 0  # failed saves in a row: the next waits a growing pause
+        self._save_retry_at = 0.0
         self._building: threading.Thread | None = None
         self._saving = False
         self._closed = False
@@ -374,7 +376,8 @@ class ReplicatedIndex:
         """Save the copy in a thread when it changed and the last save is older than
         ``save_interval_s``; searches meanwhile are answered by SQL (the copy is locked)."""
         if self.path is None or self._saving or self._saved == (self._epoch, self._watermark) \
-                or time.monotonic() - self._last_save < self.save_interval_s:
+                or time.monotonic() - self._last_save < self.save_interval_s \
+                or time.monotonic() < self._save_retry_at:
             return
         self._saving = True
 
@@ -429,10 +432,16 @@ class ReplicatedIndex:
         try:
             local.checkpoint(_STAMP, state={"epoch": self._epoch, "seq": self._watermark})
         except (OSError, KnowhubError) as exc:
-            log.warning("index %s: could not save the search replica: %s", self.name, exc)
+            # disk full, say: retry after 5 s, 10 s, ... up to 10 min, not on every catch-up
+            self._save_failures += 1
+            pause = min(5.0 * 2 ** (self._save_failures - 1), 600.0)
+            self._save_retry_at = time.monotonic() + pause
+            log.warning("index %s: could not save the search replica (next try in %.0f s): %s",
+                        self.name, pause, exc)
             return
         self._saved = (self._epoch, self._watermark)
         self._last_save = time.monotonic()
+        self._save_failures = 0
 
     def save(self) -> None:
         """Catch up and save the copy now (no-op without ``path``)."""
