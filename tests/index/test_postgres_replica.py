@@ -300,14 +300,14 @@ def test_servers_starting_at_once_all_open_the_index(engine: object, prefix: str
             indexes = [PostgresIndex(e, f"{prefix}_start{round_}", 4) for e in engines]
             barrier = threading.Barrier(len(indexes))
 
-            def start(index: PostgresIndex) -> None:
+            def start(index: PostgresIndex, barrier: threading.Barrier) -> None:
                 barrier.wait()
                 try:
                     ReplicatedIndex(index, background=False)
-                except Exception as exc:  # noqa: BLE001 - the test counts every failure
+                except Exception as exc:  # the test counts every failure
                     failures.append(f"{type(exc).__name__}: {exc}")
 
-            threads = [threading.Thread(target=start, args=(i,)) for i in indexes]
+            threads = [threading.Thread(target=start, args=(i, barrier)) for i in indexes]
             for t in threads:
                 t.start()
             for t in threads:
@@ -344,3 +344,44 @@ def test_a_failed_save_is_not_retried_on_every_search(engine: object, prefix: st
             time.sleep(0.01)
     assert len(attempts) == 1
     assert a.stats["fallbacks"] == 0
+
+
+def test_pruning_runs_off_the_search_path(engine: object, prefix: str) -> None:
+    """The search that finds a prune due does not wait for it (here the prune waits on a
+    table lock another session holds); the prune then deletes only the old rows."""
+    from sqlalchemy import text
+
+    name = f"{prefix}_prunebg"
+    a = _replica(engine, name, retention_s=3600.0)
+    a.upsert([_doc("old", "word")])
+    assert _ids(a.search(tokens=["word"], top_k=5)) == ["old"]
+    with engine.begin() as conn:  # type: ignore[attr-defined]  # the first row is two hours old
+        conn.execute(text(f"UPDATE kx_{name}_changes SET at = at - interval '2 hours'"))
+    a.upsert([_doc("young", "word")])
+    locked = threading.Event()
+
+    def block() -> None:  # holds a lock the prune's DELETE waits on, for 2 s
+        with engine.connect() as blocker:  # type: ignore[attr-defined]
+            blocker.execute(text(f"LOCK TABLE kx_{name}_changes IN SHARE MODE"))
+            locked.set()
+            time.sleep(2.0)
+            blocker.rollback()
+
+    holder = threading.Thread(target=block)
+    holder.start()
+    assert locked.wait(10)
+    a._next_prune = 0.0
+    started = time.monotonic()
+    assert sorted(_ids(a.search(tokens=["word"], top_k=5))) == ["old", "young"]
+    waited = time.monotonic() - started
+    holder.join()
+    assert waited < 1.0
+    deadline = time.monotonic() + 10
+    with engine.connect() as conn:  # type: ignore[attr-defined]
+        while time.monotonic() < deadline:
+            left = conn.execute(text(f"SELECT doc_id FROM kx_{name}_changes")).scalars().all()
+            conn.rollback()
+            if left == ["young"]:
+                break
+            time.sleep(0.05)
+    assert left == ["young"]

@@ -114,17 +114,24 @@ class ChangeLog:
 
     def prune(self, conn: Connection, retention_s: float) -> int:
         """Delete rows older than ``retention_s`` and raise the pruned horizon to the
-        highest of them; returns how many went. One pruner at a time (a try-lock)."""
+        highest of them; returns how many went. One pruner at a time (a try-lock).
+
+        The cutoff is found scanning forward from the oldest ``seq`` to the first young row
+        (``at`` grows with ``seq``: both are taken under the log lock), so the scan costs the
+        rows it deletes, not the whole retained log (no index on ``at`` to maintain)."""
         t = self.t
         if not conn.execute(text("SELECT pg_try_advisory_xact_lock(hashtext(:n))"), {"n": f"{t}:prune"}).scalar():
             return 0
-        top = conn.execute(
-            text(f"SELECT max(seq) FROM {t}_changes WHERE at < clock_timestamp() - make_interval(secs => :r)"),
+        gone, top = conn.execute(
+            text(f"""WITH young AS (SELECT seq FROM {t}_changes
+                        WHERE at >= clock_timestamp() - make_interval(secs => :r) ORDER BY seq LIMIT 1),
+                     gone AS (DELETE FROM {t}_changes
+                        WHERE seq < COALESCE((SELECT seq FROM young), 9223372036854775807) RETURNING seq)
+                SELECT count(*), max(seq) FROM gone"""),
             {"r": float(retention_s)},
-        ).scalar()
+        ).one()
         if top is None:
             return 0
-        gone = conn.execute(text(f"DELETE FROM {t}_changes WHERE seq <= :s"), {"s": int(top)}).rowcount
         conn.execute(
             text(f"""INSERT INTO {t}_meta (key, value) VALUES ('{_PRUNED}', :s)
                 ON CONFLICT (key) DO UPDATE SET value = GREATEST(CAST({t}_meta.value AS bigint), :n)::text"""),

@@ -354,8 +354,9 @@ class ReplicatedIndex:
                                        f"{' '.join(str(exc).split())[:300]}") from exc
         if not current:
             return False
-        if time.monotonic() >= self._next_prune:
-            self._prune()
+        if time.monotonic() >= self._next_prune:  # housekeeping: off the search path
+            self._next_prune = time.monotonic() + min(self.retention_s / 10, 600.0)
+            threading.Thread(target=self._prune, name=f"knowhub-replica-prune-{self.name}", daemon=True).start()
         self._maybe_save()
         return True
 
@@ -415,7 +416,6 @@ class ReplicatedIndex:
                 local.vacuum()
 
     def _prune(self) -> None:
-        self._next_prune = time.monotonic() + min(self.retention_s / 10, 600.0)
         try:
             with self._pg.engine.begin() as conn:
                 gone = self._log.prune(conn, self.retention_s)
