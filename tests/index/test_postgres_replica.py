@@ -385,3 +385,33 @@ def test_pruning_runs_off_the_search_path(engine: object, prefix: str) -> None:
                 break
             time.sleep(0.05)
     assert left == ["young"]
+
+
+def test_a_restore_followed_by_writes_before_the_replica_returns_rebuilds(engine: object, prefix: str,
+                                                                          tmp_path: Path) -> None:
+    """Restored from a dump, then written to by another server until ``seq`` passes the
+    replica's watermark again: the row at the watermark is not the one the replica saw (its
+    ``at`` differs), so the saved copy and a running replica both rebuild."""
+    from sqlalchemy import text
+
+    name = f"{prefix}_restore"
+    a = _replica(engine, name, path=tmp_path / "a")
+    running = _replica(engine, name)
+    a.upsert([_doc("n0", "word"), _doc("n1", "word")])
+    with engine.connect() as conn:  # type: ignore[attr-defined]  # the dump is taken here
+        dumped = conn.execute(text(f"SELECT max(seq) FROM kx_{name}_changes")).scalar()
+    a.upsert([_doc("y", "word")])
+    assert len(a.search(tokens=["word"], top_k=5)) == 3 and len(running.search(tokens=["word"], top_k=5)) == 3
+    a.close()
+    time.sleep(0.01)
+    with engine.begin() as conn:  # type: ignore[attr-defined]  # the restore: rows, log and sequence of then
+        conn.execute(text(f"DELETE FROM kx_{name}_changes WHERE seq > :s"), {"s": dumped})
+        conn.execute(text(f"DELETE FROM kx_{name}_docs WHERE id = 'y'"))
+        conn.execute(text(f"ALTER TABLE kx_{name}_changes ALTER COLUMN seq RESTART WITH {dumped + 1}"))
+    writer = _replica(engine, name)
+    writer.upsert([_doc("w", "word")])
+    writer.upsert([_doc("x", "word")])
+    b = _replica(engine, name, path=tmp_path / "a")
+    assert b.stats["builds"] == 1
+    assert sorted(_ids(b.search(tokens=["word"], top_k=5))) == ["n0", "n1", "w", "x"]
+    assert sorted(_ids(running.search(tokens=["word"], top_k=5))) == ["n0", "n1", "w", "x"]

@@ -44,20 +44,32 @@ _PRUNED = "changes_pruned"
 
 class Position:
     """What a replica compares with its own state: the epoch, the pruned horizon and the
-    changes past its watermark (``(seq, doc_id)``, ``doc_id`` None = vacuum)."""
+    changes past its watermark (``(seq, doc_id)``, ``doc_id`` None = vacuum).
 
-    __slots__ = ("epoch", "last", "pruned", "rows", "top")
+    A ``seq`` alone does not name a change: a database restored from a dump and written to
+    again reuses it. So a replica also keeps the ``at`` of the row at its watermark
+    (``last_at``) and compares it with the row now there (``mark_at``)."""
+
+    __slots__ = ("epoch", "last", "last_at", "mark_at", "pruned", "rows", "top")
 
     def __init__(self, epoch: str | None, pruned: int, rows: list[tuple[int, str | None]], last: int,
-                 top: int) -> None:
+                 top: int, last_at: str | None = None, mark_at: str | None = None) -> None:
         self.epoch = epoch
         self.pruned = pruned
         self.rows = rows
-        #: the watermark after these rows
+        #: the watermark after these rows, and its row's ``at`` (None: no row read)
         self.last = last
+        self.last_at = last_at
+        #: the ``at`` of the row at the watermark asked about (None: no such row)
+        self.mark_at = mark_at
         #: the log's highest seq (or the pruned horizon): below a replica's watermark only
         #: when the log went back in time (the database was restored from a dump)
         self.top = top
+
+    def same_mark(self, watermark: int, at: str | None) -> bool:
+        """Whether the row at ``watermark`` is the one the replica saw (``at``): always
+        true at or below the pruned horizon (the row may be gone)."""
+        return watermark <= self.pruned or self.mark_at == at
 
 
 class ChangeLog:
@@ -142,28 +154,30 @@ class ChangeLog:
     # ------------------------------------------------------------------ reads
 
     def since(self, conn: Connection, watermark: int, limit: int) -> Position:
-        """The epoch, the pruned horizon and up to ``limit + 1`` changes after
-        ``watermark``, in one statement (the per-search catch-up query)."""
+        """The epoch, the pruned horizon, the ``at`` of the row at ``watermark`` and up to
+        ``limit + 1`` changes after it, in one statement (the per-search catch-up query)."""
         rows = conn.execute(
             text(
-                f"""SELECT 0 AS k, NULL::bigint AS seq, value FROM {self.t}_meta WHERE key = '{_EPOCH}'
-                UNION ALL SELECT 1, NULL, value FROM {self.t}_meta WHERE key = '{_PRUNED}'
-                UNION ALL SELECT 3, max(seq), NULL FROM {self.t}_changes
-                UNION ALL (SELECT 2, seq, doc_id FROM {self.t}_changes WHERE seq > :w ORDER BY seq LIMIT :n)"""
+                f"""SELECT 0 AS k, NULL::bigint AS seq, value, NULL AS at FROM {self.t}_meta WHERE key = '{_EPOCH}'
+                UNION ALL SELECT 1, NULL, value, NULL FROM {self.t}_meta WHERE key = '{_PRUNED}'
+                UNION ALL SELECT 3, max(seq), NULL, NULL FROM {self.t}_changes
+                UNION ALL SELECT 4, seq, NULL, CAST(extract(epoch FROM at) AS text) FROM {self.t}_changes WHERE seq = :w
+                UNION ALL (SELECT 2, seq, doc_id, CAST(extract(epoch FROM at) AS text) FROM {self.t}_changes WHERE seq > :w
+                           ORDER BY seq LIMIT :n)"""
             ),
             {"w": int(watermark), "n": int(limit) + 1},
         ).all()
         return _position(rows, watermark)
 
     def position(self, conn: Connection) -> Position:
-        """The epoch, the pruned horizon and the last ``seq`` of ``conn``'s snapshot: a
-        build that reads the documents in the same snapshot reflects exactly the changes up
-        to it (seq order is commit order), so it is the build's watermark."""
+        """The epoch, the pruned horizon and the last ``seq`` of ``conn``'s snapshot (with its
+        ``at``): a build that reads the documents in the same snapshot reflects exactly the
+        changes up to it (seq order is commit order), so it is the build's watermark."""
         rows = conn.execute(
             text(
-                f"""SELECT 0 AS k, NULL::bigint AS seq, value FROM {self.t}_meta WHERE key = '{_EPOCH}'
-                UNION ALL SELECT 1, NULL, value FROM {self.t}_meta WHERE key = '{_PRUNED}'
-                UNION ALL SELECT 3, max(seq), NULL FROM {self.t}_changes"""
+                f"""SELECT 0 AS k, NULL::bigint AS seq, value, NULL AS at FROM {self.t}_meta WHERE key = '{_EPOCH}'
+                UNION ALL SELECT 1, NULL, value, NULL FROM {self.t}_meta WHERE key = '{_PRUNED}'
+                UNION ALL (SELECT 3, seq, NULL, CAST(extract(epoch FROM at) AS text) FROM {self.t}_changes ORDER BY seq DESC LIMIT 1)"""
             )
         ).all()
         return _position(rows, None)
@@ -173,17 +187,25 @@ def _position(rows: Sequence[Any], watermark: int | None) -> Position:
     epoch: str | None = None
     pruned = top = 0
     last = watermark or 0
+    last_at = mark_at = top_at = None
     changes: list[tuple[int, str | None]] = []
-    for kind, seq, value in rows:
+    for kind, seq, value, at in rows:
         if kind == 0:
             epoch = value
         elif kind == 1:
             pruned = int(value)
         elif kind == 2:
             changes.append((int(seq), value))
-            last = max(last, int(seq))
+            if int(seq) > last:
+                last, last_at = int(seq), at
+        elif kind == 4:
+            mark_at = at
         elif seq is not None:
-            top = int(seq)
-    top = max(top, pruned)
-    # a build's watermark is the log's top in its snapshot; a catch-up's, its last row
-    return Position(epoch, pruned, changes, top if watermark is None else last, top)
+            top, top_at = int(seq), at
+    if watermark is None:  # a build: its watermark is the log's top in its snapshot
+        if pruned >= top:
+            top, top_at = pruned, None
+        return Position(epoch, pruned, changes, top, top, top_at)
+    if not changes:
+        last_at = mark_at
+    return Position(epoch, pruned, changes, last, max(top, pruned), last_at, mark_at)

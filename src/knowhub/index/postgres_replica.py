@@ -138,6 +138,7 @@ class ReplicatedIndex:
         self._sync = threading.Lock()
         self._local: EmbeddedIndex | None = None
         self._watermark = 0
+        self._mark_at: str | None = None  # the `at` of the change row at the watermark
         self._epoch: str | None = None
         self._saved = (None, 0)  # (epoch, watermark) of the last save
         self._last_save = time.monotonic()
@@ -239,18 +240,18 @@ class ReplicatedIndex:
             return
         local = self._new_local()
         state = local.saved_state() or {}
-        seq, epoch = state.get("seq"), state.get("epoch")
+        seq, epoch, at = state.get("seq"), state.get("epoch"), state.get("at")
         if local.stamp() != _STAMP or not isinstance(seq, int) or not isinstance(epoch, str):
             local.close()
             return
         with self._read() as conn:
             pos = self._log.since(conn, seq, 0)
-        if pos.epoch != epoch or pos.pruned > seq or pos.top < seq:
+        if pos.epoch != epoch or pos.pruned > seq or pos.top < seq or not pos.same_mark(seq, at):
             log.info("index %s: the saved search replica is %s; rebuilding", self.name,
                      "of another epoch" if pos.epoch != epoch else "not where the change log is")
             local.close()
             return
-        self._local, self._watermark, self._epoch = local, seq, epoch
+        self._local, self._watermark, self._epoch, self._mark_at = local, seq, epoch, at
         self._saved = (epoch, seq)
         log.info("index %s: search replica opened from its saved copy at change %d (%d documents)",
                  self.name, seq, local.count())
@@ -296,13 +297,14 @@ class ReplicatedIndex:
             if self._closed:
                 local.close()
                 return
-            self._local, self._watermark, self._epoch = local, pos.last, pos.epoch
+            self._local, self._watermark, self._epoch, self._mark_at = local, pos.last, pos.epoch, pos.last_at
             self.stats["builds"] += 1
             self.stats["build_s"] = round(elapsed, 3)
             self.stats["build_cpu_s"] = round(time.process_time() - cpu, 3)
             log.info("index %s: search replica built over %d documents in %.1f s (change %d)",
                      self.name, total, elapsed, pos.last)
             if self.path is not None:
+                self._saved = (None, 0)  # a new build is always saved (same seq, new `at`)
                 self._save_locked()
 
     # ------------------------------------------------------------------ catch-up
@@ -365,6 +367,7 @@ class ReplicatedIndex:
         why = ("new epoch" if pos.epoch != self._epoch
                else "change log pruned past it" if pos.pruned > self._watermark
                else "change log behind it (a restored database)" if pos.top < self._watermark
+               or not pos.same_mark(self._watermark, self._mark_at)
                else f"over {self.max_catch_up} changes behind" if len(pos.rows) > self.max_catch_up else None)
         if why is not None:
             log.info("index %s: search replica rebuilds (%s)", self.name, why)
@@ -407,7 +410,7 @@ class ReplicatedIndex:
         if vacuum:  # ids of deleted documents may have been blanked: drop what the tables lack
             present = set(conn.execute(text(f"SELECT id FROM kx_{self.name}_docs")).scalars())
             local.delete([i for i in local.ids() if i not in present])
-        self._watermark = pos.last
+        self._watermark, self._mark_at = pos.last, pos.last_at
         self.stats["applied"] += len(ids)
         if vacuum:
             local.rewrite_partitions()
@@ -430,7 +433,8 @@ class ReplicatedIndex:
         if local is None or self.path is None or self._saved == (self._epoch, self._watermark):
             return
         try:
-            local.checkpoint(_STAMP, state={"epoch": self._epoch, "seq": self._watermark})
+            local.checkpoint(_STAMP, state={"epoch": self._epoch, "seq": self._watermark,
+                                                 "at": self._mark_at})
         except (OSError, KnowhubError) as exc:
             # disk full, say: retry after 5 s, 10 s, ... up to 10 min, not on every catch-up
             self._save_failures += 1
