@@ -217,6 +217,7 @@ def test_forget_reaches_every_replica(engine: object, prefix: str, tmp_path: Pat
     a.delete(["gone"])
     assert a.vacuum()
     assert _ids(b.search(tokens=["shared"], top_k=5)) == ["keep"]
+    b.wait_vacuumed(10)
     assert b._local is not None and not b._local._lost_docs  # rewritten
     saved = b"".join(p.read_bytes() for p in (tmp_path / "b").rglob("*") if p.is_file())
     assert b"secretword" not in saved
@@ -415,3 +416,33 @@ def test_a_restore_followed_by_writes_before_the_replica_returns_rebuilds(engine
     assert b.stats["builds"] == 1
     assert sorted(_ids(b.search(tokens=["word"], top_k=5))) == ["n0", "n1", "w", "x"]
     assert sorted(_ids(running.search(tokens=["word"], top_k=5))) == ["n0", "n1", "w", "x"]
+
+
+def test_a_forget_does_not_stall_the_other_servers_searches(engine: object, prefix: str, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rewrite and save after a logged vacuum run off the search path (PostgreSQL
+    answers meanwhile, without the forgotten document); then the copy answers again."""
+    from knowhub.index.embedded import EmbeddedIndex
+
+    name = f"{prefix}_stall"
+    a = _replica(engine, name)
+    b = _replica(engine, name, path=tmp_path / "b")
+    a.upsert([_doc("keep", "shared words", partition="p"), _doc("gone", "shared secretword", partition="p")])
+    assert len(b.search(tokens=["shared"], top_k=5)) == 2
+    a.delete(["gone"])
+    a.vacuum()
+    rewrite = EmbeddedIndex.rewrite_partitions
+
+    def slow(self: EmbeddedIndex) -> list[str]:  # a rewrite of a large partition
+        time.sleep(2.0)
+        return rewrite(self)
+
+    monkeypatch.setattr(EmbeddedIndex, "rewrite_partitions", slow)
+    started = time.monotonic()
+    assert _ids(b.search(tokens=["shared"], top_k=5)) == ["keep"]
+    assert _ids(b.search(tokens=["secretword"], top_k=5)) == []
+    assert time.monotonic() - started < 1.0
+    b.wait_vacuumed(10)
+    fallbacks = b.stats["fallbacks"]
+    assert _ids(b.search(tokens=["shared"], top_k=5)) == ["keep"]
+    assert b.stats["fallbacks"] == fallbacks and not b._local._lost_docs  # the copy answers again

@@ -146,6 +146,7 @@ class ReplicatedIndex:
         self._save_retry_at = 0.0
         self._building: threading.Thread | None = None
         self._saving = False
+        self._vacuuming: threading.Thread | None = None  # a forget's rewrite: SQL answers meanwhile
         self._closed = False
         self._conn: Connection | None = None  # the catch-up's connection (_follower)
         self._build_lock = threading.Lock()
@@ -314,7 +315,7 @@ class ReplicatedIndex:
         :meth:`bound`)."""
         if self._in_bound():
             return None
-        if self._saving:  # the copy is being written to disk: SQL answers meanwhile
+        if self._saving or self._vacuuming is not None:  # the copy is busy: SQL answers meanwhile
             self.stats["fallbacks"] += 1
             return None
         for _attempt in range(2):  # a copy found stale is rebuilt (at once without background)
@@ -325,7 +326,10 @@ class ReplicatedIndex:
                     return None
             with self._sync:
                 if self._local is not None and self._catch_up_locked():
-                    return self._local
+                    if self._vacuuming is None:
+                        return self._local
+                    self.stats["fallbacks"] += 1
+                    return None
                 self._local = None
         self.stats["fallbacks"] += 1
         return None
@@ -407,16 +411,43 @@ class ReplicatedIndex:
                 local.upsert(found)
             have = {d.id for d in found}
             local.delete([i for i in chunk if i not in have])
-        if vacuum:  # ids of deleted documents may have been blanked: drop what the tables lack
-            present = set(conn.execute(text(f"SELECT id FROM kx_{self.name}_docs")).scalars())
-            local.delete([i for i in local.ids() if i not in present])
         self._watermark, self._mark_at = pos.last, pos.last_at
         self.stats["applied"] += len(ids)
-        if vacuum:
-            local.rewrite_partitions()
-            if self.path is not None:
-                self._save_locked()
-                local.vacuum()
+        if vacuum:  # off the search path: SQL answers until the copy holds no forgotten words
+            self._vacuuming = threading.Thread(target=self._vacuum_copy, args=(local,),
+                                               name=f"knowhub-replica-vacuum-{self.name}", daemon=True)
+            self._vacuuming.start()
+
+    def _vacuum_copy(self, local: EmbeddedIndex) -> None:
+        """After a logged vacuum: drop what the tables lack (ids of deleted documents may
+        have been blanked), rewrite the partitions that lost documents, save, and remove the
+        older saved generations."""
+        try:
+            with self._sync:
+                if self._local is not local or self._closed:
+                    return
+                with self._read() as conn:
+                    present = set(conn.execute(text(f"SELECT id FROM kx_{self.name}_docs")).scalars())
+                local.delete([i for i in local.ids() if i not in present])
+                local.rewrite_partitions()
+                if self.path is not None:
+                    self._saved = (None, 0)  # saved again even at the same watermark
+                    self._save_locked()
+                    local.vacuum()
+        except (KnowhubError, OSError) as exc:  # the copy may still hold deleted words: rebuild
+            log.warning("index %s: search replica vacuum failed (rebuilding): %s", self.name, exc)
+            with self._sync:
+                if self._local is local:
+                    self._local = None
+                    local.close()
+        finally:
+            self._vacuuming = None
+
+    def wait_vacuumed(self, timeout: float | None = None) -> None:
+        """Wait for a running rewrite after a vacuum (tests; :meth:`vacuum` waits itself)."""
+        thread = self._vacuuming
+        if thread is not None:
+            thread.join(timeout)
 
     def _prune(self) -> None:
         try:
@@ -494,6 +525,7 @@ class ReplicatedIndex:
         except SQLAlchemyError as exc:
             raise StorageError(f"index {self.name}: vacuum failed: {' '.join(str(exc).split())[:300]}") from exc
         self._fresh()
+        self.wait_vacuumed()
         return [*names, table]
 
     def close(self) -> None:
