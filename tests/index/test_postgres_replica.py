@@ -265,8 +265,18 @@ def test_a_server_with_the_replica_off_still_logs_its_writes(engine: object, pre
     assert plain.change_log is not None
     plain.upsert([_doc("x", "word")])
     assert _ids(replica.search(tokens=["word"], top_k=5)) == ["x"]
-    alone = keep_change_log(PostgresIndex(engine, f"{prefix}_alone", 4))  # type: ignore[arg-type]
-    assert alone.change_log is None  # no replica follows it: nothing is logged
+    alone = keep_change_log(PostgresIndex(engine, f"{prefix}_alone", 4), recheck_s=0.2)  # type: ignore[arg-type]
+    alone.upsert([_doc("before", "word")])  # no replica follows it: nothing is logged
+    from sqlalchemy import text
+
+    with engine.connect() as conn:  # type: ignore[attr-defined]
+        assert conn.execute(text("SELECT to_regclass(:t)"), {"t": f"kx_{prefix}_alone_changes"}).scalar() is None
+    # a replica-enabled server starts later (a rolling upgrade): the replica-off one notices
+    late = _replica(engine, f"{prefix}_alone")
+    assert _ids(late.search(tokens=["word"], top_k=5)) == ["before"]
+    time.sleep(0.3)
+    alone.upsert([_doc("after", "word")])
+    assert sorted(_ids(late.search(tokens=["word"], top_k=5))) == ["after", "before"]
 
 
 def test_a_change_log_that_went_back_in_time_rebuilds(engine: object, prefix: str) -> None:

@@ -29,6 +29,7 @@ watermark that can stall behind a long transaction; the lock is simpler to prove
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -36,7 +37,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-__all__ = ["ChangeLog", "Position"]
+__all__ = ["ChangeLog", "LateChangeLog", "Position"]
 
 _EPOCH = "changes_epoch"
 _PRUNED = "changes_pruned"
@@ -181,6 +182,43 @@ class ChangeLog:
             )
         ).all()
         return _position(rows, None)
+
+
+class LateChangeLog:
+    """The change log of a server whose replica is off, for a database that has none yet:
+    every ``recheck_s`` a write asks (in its own transaction, one catalog lookup) whether a
+    replica-enabled server has since created it, and from then on logs like
+    :class:`ChangeLog`. Without this, such a server started before the first replica would
+    never log, and every replica would miss its writes for good."""
+
+    def __init__(self, t: str, recheck_s: float = 30.0) -> None:
+        self.t = t
+        self.recheck_s = float(recheck_s)
+        self._log: ChangeLog | None = None
+        self._next = 0.0
+
+    def _found(self, conn: Connection) -> ChangeLog | None:
+        if self._log is None and time.monotonic() >= self._next:
+            self._next = time.monotonic() + self.recheck_s
+            if conn.execute(text("SELECT to_regclass(:t)"), {"t": f"{self.t}_changes"}).scalar() is not None:
+                self._log = ChangeLog(self.t)
+        return self._log
+
+    def lock(self, conn: Connection) -> None:
+        found = self._found(conn)
+        if found is not None:
+            found.lock(conn)
+
+    def record(self, conn: Connection, ids: Sequence[str]) -> None:
+        found = self._log
+        if found is not None:  # lock() is re-entrant: held already unless the log appeared mid-write
+            found.lock(conn)
+            found.record(conn, ids)
+
+    def reset(self, conn: Connection) -> None:
+        found = self._found(conn)
+        if found is not None:
+            found.reset(conn)
 
 
 def _position(rows: Sequence[Any], watermark: int | None) -> Position:

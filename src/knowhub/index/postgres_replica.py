@@ -55,7 +55,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from knowhub.errors import KnowhubError, StorageError
 from knowhub.index.embedded import EmbeddedIndex
 from knowhub.index.postgres import PostgresIndex
-from knowhub.index.postgres_changes import ChangeLog, Position
+from knowhub.index.postgres_changes import ChangeLog, LateChangeLog, Position
 from knowhub.index.protocol import FilterValue, IndexDocument, IndexHit, QueryVector
 
 __all__ = ["DEFAULT_RETENTION_S", "MAX_CATCH_UP", "ReplicatedIndex", "keep_change_log", "replica_options"]
@@ -77,13 +77,15 @@ def replica_options(retention_s: float | None) -> dict[str, Any]:
     return {} if retention_s is None else {"retention_s": float(retention_s)}
 
 
-def keep_change_log(primary: PostgresIndex) -> PostgresIndex:
+def keep_change_log(primary: PostgresIndex, recheck_s: float = 30.0) -> PostgresIndex:
     """With this server's replica off: still log its writes when the database has a change
-    log (other servers' replicas follow it), so a mixed deployment stays correct."""
+    log (other servers' replicas follow it), so a mixed deployment stays correct; where it has
+    none yet, writes look for it again every ``recheck_s`` (a replica-enabled server may
+    create it later)."""
     with primary._tx() as conn:
         found = conn.execute(text("SELECT to_regclass(:t)"), {"t": f"kx_{primary.name}_changes"}).scalar()
-    if found is not None:
-        primary.change_log = ChangeLog(f"kx_{primary.name}")
+    t = f"kx_{primary.name}"
+    primary.change_log = ChangeLog(t) if found is not None else LateChangeLog(t, recheck_s)
     return primary
 
 
