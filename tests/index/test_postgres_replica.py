@@ -456,3 +456,30 @@ def test_a_forget_does_not_stall_the_other_servers_searches(engine: object, pref
     fallbacks = b.stats["fallbacks"]
     assert _ids(b.search(tokens=["shared"], top_k=5)) == ["keep"]
     assert b.stats["fallbacks"] == fallbacks and not b._local._lost_docs  # the copy answers again
+
+
+def test_a_search_does_not_wait_for_a_save_that_took_the_copy(engine: object, prefix: str) -> None:
+    """A search that passed the busy check just before a save took the copy's lock answers
+    from PostgreSQL instead of waiting for the whole save."""
+    name = f"{prefix}_busy"
+    a = _replica(engine, name)
+    a.upsert([_doc("x", "word")])
+    assert _ids(a.search(tokens=["word"], top_k=5)) == ["x"]
+    held = threading.Event()
+
+    def save() -> None:  # stands in for a save of a large copy
+        with a._sync:
+            held.set()
+            time.sleep(0.3)
+            a._saving = True
+            time.sleep(2.0)
+        a._saving = False
+
+    saver = threading.Thread(target=save)
+    saver.start()
+    assert held.wait(5)
+    started = time.monotonic()
+    assert _ids(a.search(tokens=["word"], top_k=5)) == ["x"]
+    waited = time.monotonic() - started
+    saver.join()
+    assert waited < 1.5 and a.stats["fallbacks"] == 1

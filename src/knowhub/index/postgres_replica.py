@@ -326,15 +326,26 @@ class ReplicatedIndex:
                 if self._local is None:
                     self.stats["fallbacks"] += 1
                     return None
-            with self._sync:
+            if not self._enter():
+                break
+            try:
                 if self._local is not None and self._catch_up_locked():
                     if self._vacuuming is None:
                         return self._local
-                    self.stats["fallbacks"] += 1
-                    return None
+                    break
                 self._local = None
+            finally:
+                self._sync.release()
         self.stats["fallbacks"] += 1
         return None
+
+    def _enter(self) -> bool:
+        """Take the sync lock, or give up (False: SQL answers) once a save or a vacuum's
+        rewrite holds it: a search never waits for a whole save."""
+        while not self._sync.acquire(timeout=0.02):
+            if self._saving or self._vacuuming is not None:
+                return False
+        return True
 
     def catch_up(self) -> bool:
         """Apply the changes committed since the last catch-up (True: the copy is current)."""
