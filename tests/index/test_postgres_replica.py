@@ -354,7 +354,7 @@ def test_a_failed_save_is_not_retried_on_every_search(engine: object, prefix: st
         while a._saving and time.monotonic() < deadline:
             time.sleep(0.01)
     assert len(attempts) == 1
-    assert a.stats["fallbacks"] == 0
+    assert a.stats["fallbacks"] == 1  # only the search that started the save went to SQL
 
 
 def test_pruning_runs_off_the_search_path(engine: object, prefix: str) -> None:
@@ -483,3 +483,30 @@ def test_a_search_does_not_wait_for_a_save_that_took_the_copy(engine: object, pr
     waited = time.monotonic() - started
     saver.join()
     assert waited < 1.5 and a.stats["fallbacks"] == 1
+
+
+def test_the_search_that_starts_a_save_does_not_wait_for_it(engine: object, prefix: str, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The save holds the copy's own lock while it writes: the search that started it is
+    answered by PostgreSQL, not by the copy behind that lock."""
+    from knowhub.index.embedded import EmbeddedIndex
+
+    name = f"{prefix}_startsave"
+    a = _replica(engine, name, path=tmp_path / "a", save_interval_s=0.0)
+    checkpoint = EmbeddedIndex.checkpoint
+
+    def slow(self: EmbeddedIndex, *args: object, **kw: object) -> None:  # a large copy
+        with self._lock:
+            time.sleep(1.5)
+            checkpoint(self, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(EmbeddedIndex, "checkpoint", slow)
+    a.upsert([_doc("x", "word")])
+    started = time.monotonic()
+    assert _ids(a.search(tokens=["word"], top_k=5)) == ["x"]
+    assert time.monotonic() - started < 1.0
+    assert a.stats["fallbacks"] == 1  # answered by PostgreSQL, not queued behind the save
+    deadline = time.monotonic() + 10
+    while a._saving and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert a._saved == (a._epoch, a._watermark)

@@ -330,7 +330,8 @@ class ReplicatedIndex:
                 break
             try:
                 if self._local is not None and self._catch_up_locked():
-                    if self._vacuuming is None:
+                    # a save it just started would hold the copy's own lock: SQL answers
+                    if self._vacuuming is None and not self._saving:
                         return self._local
                     break
                 self._local = None
