@@ -272,6 +272,96 @@ def lexical_recall(index: Any, queries: list[str]) -> dict[str, float]:
     return out
 
 
+def replica_recall(replica: Any, index: Any, embedder: HashingEmbedder, queries: list[str]) -> dict[str, float]:
+    """Recall of the replica's searches against PostgreSQL's exact answers (vectors: the
+    exact scan; lexical: the exact BM25 top k, MaxScore without the impact lists): a
+    returned document counts when its exact score reaches the exact k-th (ties at the cut)."""
+    from knowhub.index import postgres_impact
+
+    vector_shapes = {
+        f"vector knowledge@{POOL}": dict(filters={"scopes": VISIBLE}, min_numbers={"score": 0.0}, vector_k=POOL),
+        f"vector context@{DENSE}": dict(filters={"context_type": ["memory"]}, partitions=VISIBLE, vector_k=DENSE),
+        "vector one space@10": dict(filters={"scopes": ["user:u7"]}, vector_k=10),
+        "vector unfiltered@50": dict(vector_k=50),
+    }
+    lexical_shapes = {f"lexical knowledge@{POOL}": dict(filters={"scopes": VISIBLE},
+                                                        min_numbers={"score": 0.0, "quality": 0.0}),
+                      f"lexical context@{POOL}": dict(filters={"context_type": ["memory"]}, partitions=VISIBLE)}
+    out: dict[str, float] = {}
+    index.exact_vectors = True
+    saved = postgres_impact.IMPACT_FROM
+    postgres_impact.IMPACT_FROM = 10**12
+    try:
+        for label, kwargs in vector_shapes.items():
+            found = wanted = 0
+            for query in queries:
+                vector = embedder.embed_matrix([query])[0]
+                truth = index.search(vector=vector, top_k=0, **kwargs)
+                approx = replica.search(vector=vector, top_k=0, **kwargs)
+                if truth:
+                    bound = min(h.vector_score for h in truth) - 1e-5
+                    found += sum(h.vector_score >= bound for h in approx)
+                    wanted += len(truth)
+            out[label] = found / max(wanted, 1)
+        for label, kwargs in lexical_shapes.items():
+            found = wanted = 0
+            for query in queries:
+                tokens = list(dict.fromkeys(tokenize(query)))
+                truth = index.search(tokens=tokens, top_k=2 * POOL, vector_k=0, **kwargs)
+                if not truth:
+                    continue
+                scores = {h.id: h.lexical_score for h in truth}
+                cut = truth[: POOL]
+                bound = min(h.lexical_score for h in cut) * (1 - 1e-6)
+                approx = replica.search(tokens=tokens, top_k=POOL, vector_k=0, **kwargs)
+                found += sum(scores.get(h.id, -1.0) >= bound for h in approx)
+                wanted += len(cut)
+            out[label] = found / max(wanted, 1)
+    finally:
+        index.exact_vectors = False
+        postgres_impact.IMPACT_FROM = saved
+    return out
+
+
+def replica_part(args: argparse.Namespace, index: Any, texts: list[str], embedder: HashingEmbedder,
+                 queries: list[str], meter: CpuMeter) -> tuple[list[Any], dict[str, float]]:
+    """Build a :class:`~knowhub.index.postgres_replica.ReplicatedIndex` from the loaded tables,
+    then time its write rate (with the change log), its catch-up and its searches."""
+    from knowhub.index.postgres_replica import ReplicatedIndex
+
+    def rss_gb() -> float:
+        status = Path("/proc/self/status").read_text()
+        return int(status.split("VmRSS:")[1].split()[0]) / 1024**2
+
+    rss, cpu, started = rss_gb(), meter(), time.perf_counter()
+    replica = ReplicatedIndex(index, background=False)
+    build = {"replica build s": time.perf_counter() - started, "replica build CPU s": (meter() - cpu) / 1e9,
+             "replica documents": float(len(replica._local or ())), "replica RSS growth GB": rss_gb() - rss}
+    rate = None
+    if args.write_probe:
+        rate = write_probe(replica, texts, embedder, meter, args.write_probe)
+        cpu, started = meter(), time.perf_counter()
+        replica.catch_up()  # the probe's upserts and deletes: re-read and applied here
+        build[f"catch-up of {2 * args.write_probe} changes ms"] = (time.perf_counter() - started) * 1000
+        build[f"catch-up of {2 * args.write_probe} changes CPU ms"] = (meter() - cpu) / 1e6
+    idle = timed(lambda q: replica.catch_up(), queries, meter)
+    build["idle catch-up p50 ms"], build["idle catch-up p95 ms"] = pct(idle[0], .5), pct(idle[0], .95)
+    build["idle catch-up CPU p50 ms"], build["idle catch-up CPU p95 ms"] = pct(idle[1], .5), pct(idle[1], .95)
+    rows = [("postgres → replica", rate, timed(lambda q: knowledge_search(replica, embedder, q), queries, meter),
+             timed(lambda q: context_search(replica, embedder, q), queries, meter))]
+    if args.recall or args.lexical_recall:
+        build.update(replica_recall(replica, index, embedder, queries[: args.lexical_recall or 100]))
+    assert replica.stats["fallbacks"] == 0, "a search fell back to SQL"
+    replica._local = None  # not saved; the PostgreSQL index is closed by the caller
+    index.change_log = None
+    from sqlalchemy import text
+
+    with index._engine.begin() as conn:  # leave the loaded database as it was
+        conn.execute(text(f"DROP TABLE IF EXISTS {index._t}_changes"))
+        conn.execute(text(f"DELETE FROM {index._t}_meta WHERE key IN ('changes_epoch', 'changes_pruned')"))
+    return rows, build
+
+
 def postgres_part(args: argparse.Namespace, url: str, texts: list[str], embedder: HashingEmbedder,
                   queries: list[str]) -> tuple[list[Any], dict[str, Any], dict[str, float], dict[str, float]] | None:
     """Load (or reuse) the PostgreSQL tables and search them: the table rows, the knowledge
@@ -325,6 +415,13 @@ def postgres_part(args: argparse.Namespace, url: str, texts: list[str], embedder
         rows.append(("postgres, exact scan", None, timed(lambda q: knowledge_search(index, embedder, q), queries, meter),
                      timed(lambda q: context_search(index, embedder, q), queries, meter)))
         index.exact_vectors = False
+    if args.replica:
+        replica_rows, replica_figures = replica_part(args, index, texts, embedder, queries, meter)
+        rows += replica_rows
+        print("\n| search replica | value |\n|---|---:|")
+        for label, value in replica_figures.items():
+            print(f"| {label} | {value:,.4f} |" if value < 10 else f"| {label} | {value:,.1f} |")
+        print(flush=True)
     stages = {part: timed(lambda q, part=part: knowledge_parts(index, embedder, q, part), queries, meter)
               for part in ("lexical", "vector")}
     quality = (recall(index, embedder, queries[: min(100, len(queries))], not args.no_forced)
@@ -359,6 +456,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--load-only", action="store_true", help="load (and --keep) without searching")
     parser.add_argument("--unkeyed", action="store_true", help="also search without the keyed tables (as before)")
     parser.add_argument("--no-embedded", action="store_true", help="skip the embedded index")
+    parser.add_argument("--replica", action="store_true",
+                        help="also search through a ReplicatedIndex built from the tables (issue 20 §2)")
     args = parser.parse_args(argv)
     if args.data == BENCH_DIR / ICD_FILE and not args.data.exists():  # a worktree beside ../shared
         args.data = Path("/work/shared/bench") / ICD_FILE

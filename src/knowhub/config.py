@@ -182,6 +182,11 @@ class KnowledgeSettings(BaseModel):
     feedback_per_minute: int = Field(default=120, ge=0)
     #: Merge a save into the item in the same scopes it duplicates (knowledge.dedup).
     dedup_on_save: bool = True
+    #: With the index in PostgreSQL: answer searches from a copy in this server, fed by the
+    #: index's change log (knowhub.index.postgres_replica); False: search in SQL.
+    search_replica: bool = True
+    #: How long the change log keeps a row (a replica saved longer ago rebuilds).
+    search_replica_retention_s: float = Field(default=7 * 24 * 3600.0, gt=0)
 
 
 class ContextSettings(BaseModel):
@@ -210,6 +215,11 @@ class ContextSettings(BaseModel):
     index_poll_interval_s: float = 0.5
     outbox_lease_s: float = 30.0
     outbox_max_retries: int = 5
+    #: With ``index_url``: answer searches from a copy in this server, fed by the index's
+    #: change log (knowhub.index.postgres_replica); False: search in SQL.
+    search_replica: bool = True
+    #: How long the change log keeps a row (a replica saved longer ago rebuilds).
+    search_replica_retention_s: float = Field(default=7 * 24 * 3600.0, gt=0)
 
     @field_validator("index_url", "store_url")
     @classmethod

@@ -215,3 +215,21 @@ def test_restored_files_are_private_whatever_the_archive_says(sample_dir: Path, 
             continue
         expected = 0o700 if path.is_dir() else 0o600
         assert stat.S_IMODE(path.lstat().st_mode) == expected, path
+
+
+def test_snapshot_leaves_the_search_replicas_out_and_restore_still_works(sample_dir: Path) -> None:
+    """The replica copies of an index in PostgreSQL are rebuildable (GBs at 1M documents)."""
+    replicas = [sample_dir / "knowledge" / "indexes" / "replica", sample_dir / "context" / "index" / "replica"]
+    for directory in replicas:
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "copy.bin").write_bytes(b"rebuildable" * 100)
+    archive = _snapshot(sample_dir)
+    members = _members(archive)
+    assert not [name for name in members if "/replica" in name]
+    assert "knowledge/knowhub.db" in members
+    result = _restore(sample_dir, archive)
+    assert result.exit_code == 0, result.output
+    restored = _listing(sample_dir)
+    assert "knowledge/knowhub.db" in restored
+    assert not [name for name in restored if "/replica/" in name]  # rebuilt at the next start
+    assert {name for name, m in members.items() if m.isreg() and name != MANIFEST_NAME} <= set(restored)

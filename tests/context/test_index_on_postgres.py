@@ -20,6 +20,7 @@ from knowhub.config import Settings
 from knowhub.context import ContextEngineService
 from knowhub.errors import ConfigError
 from knowhub.index.postgres import PostgresIndex
+from knowhub.index.postgres_replica import ReplicatedIndex
 from knowhub.scope import RequestContext
 from tests.pgvector_server import pgvector_url
 
@@ -75,7 +76,9 @@ def _found(svc: ContextEngineService, ctx: RequestContext, query: str) -> set[st
 
 def test_committed_memories_are_found_through_the_postgres_index(tmp_path: Path, database: str) -> None:
     with ContextEngineService.from_settings(_settings(tmp_path, database), durable=False) as svc:
-        assert isinstance(svc.index, PostgresIndex) and svc.open_report["mode"] == "rebuild"
+        # searches go through the per-server replica (search_replica on by default) of the PostgreSQL index
+        assert isinstance(svc.index, ReplicatedIndex) and isinstance(svc.index.primary, PostgresIndex)
+        assert svc.open_report["mode"] == "rebuild"
         svc.commit_session(ALICE, CLIMBING)
         assert svc.flush_index().succeeded > 0
         found = _found(svc, ALICE, "climbing Patagonia")

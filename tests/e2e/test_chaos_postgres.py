@@ -8,7 +8,8 @@ Required and asserted:
 * no acknowledged write is lost: after the run every write that got a 2xx answer is read
   back through every server;
 * read-after-acknowledge across servers: right after a 2xx from one server, another live
-  server reads the write (counted for every write, asserted zero misses);
+  server reads the write (counted for every write, asserted zero misses), and for knowledge
+  that server's next search finds it too (its search replica, issue 20 §2, caught up);
 * a request that meets the restarting database is answered 503 with ``Retry-After`` (never
   500), and counts as not acknowledged;
 * no outbox event is applied twice: every context outbox event in the database records how
@@ -163,7 +164,30 @@ def _writer(engine: str, servers: list[ServerProcess], alive: list[bool], ledger
                 ledger.read_after_ack[engine] += 1
                 if status != 200:
                     ledger.read_after_ack_missed.append((engine, path, status))
+            if engine == "knowledge" and status == 200:
+                _search_after_ack(servers[reader], path, ledger)
             break
+
+
+def _search_after_ack(server: ServerProcess, path: str, ledger: Ledger) -> None:
+    """The same reader's next search finds the acknowledged item (its search replica caught
+    up with the change log): its task's marker word is the query."""
+    kid = path.rsplit("/", 1)[1]
+    try:
+        with server.client(ALICE_KEY) as client:
+            item = client.get(path)
+            if item.status_code != 200:
+                return
+            marker = item.json()["task"].split()[-1]
+            found = client.get("/api/knowledge/search", params={"q": marker, "min_score": 0, "top_k": 20})
+    except (httpx.HTTPError, KeyError, ValueError):
+        return
+    if found.status_code == 503:
+        return
+    with ledger.lock:
+        ledger.read_after_ack["knowledge search"] += 1
+        if found.status_code != 200 or kid not in [r["id"] for r in found.json().get("results", [])]:
+            ledger.read_after_ack_missed.append(("knowledge search", path, found.status_code))
 
 
 def _outbox_applications(url: str) -> dict[str, int]:

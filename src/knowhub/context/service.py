@@ -361,6 +361,17 @@ class ContextEngineService(NodeEditsMixin):
             # this index's new vectors until a reindex completes)
             options["index"] = PostgresIndex.from_url(cs.index_url, CONTEXT_INDEX_NAME, dim, setting="context.index_url",
                                                       replace=bool(kwargs.get("reindex")))
+            if not kwargs.get("reindex"):
+                from knowhub.index.postgres_replica import (
+                    ReplicatedIndex,
+                    keep_change_log,
+                    replica_options,
+                )
+
+                # searches answered by a copy in this server, fed by the index's change log
+                options["index"] = ReplicatedIndex(options["index"], path=settings.engine_dir("context") / "index"
+                                                   / "replica", **replica_options(cs.search_replica_retention_s)) \
+                    if cs.search_replica else keep_change_log(options["index"])
         if cs.store_url and "store" not in options:
             options["store"] = open_store(settings.engine_dir("context"), url=cs.store_url)
         return cls(settings.engine_dir("context"), **options)

@@ -161,6 +161,8 @@ class PostgresIndex:
         #: the HNSW path is used (pgvector >= 0.8); None until the server was asked
         self._hnsw: bool | None = None
         self._build = False  # an existing table lacks its HNSW index: build it after opening
+        #: the change log every write joins (postgres_changes; set by ReplicatedIndex)
+        self.change_log: Any = None
         #: the impact index is valid (postgres_impact); None: not known yet
         self._impacts: bool | None = None
         if create:
@@ -292,6 +294,8 @@ class PostgresIndex:
         """Drop this index's tables and create them empty, with this dimension, inside the
         caller's transaction: a rollback (or a killed process) leaves the old index whole."""
         self._schema_in(connection, replace=True)
+        if self.change_log is not None:
+            self.change_log.reset(connection)
 
     def _schema_in(self, conn: Connection, *, replace: bool) -> None:
         """Create the tables (``replace``: drop them first) and check their dimension."""
@@ -410,6 +414,8 @@ class PostgresIndex:
                 term_lens.append(len(d.tokens))
         t = self._t
         with self._on(connection) as conn:
+            if self.change_log is not None:
+                self.change_log.lock(conn)
             delta = self._remove(conn, "d.id = ANY(CAST(:ids AS text[]))", {"ids": doc_rows["ids"]})
             avgdl = postgres_impact.average_lengths(conn, t, [(d.partition, len(d.tokens)) for d in items], delta.parts)
             impacts = [postgres_impact.impact(tf, n, avgdl[part])
@@ -457,6 +463,8 @@ class PostgresIndex:
             for part, length in zip(doc_rows["parts"], doc_rows["lens"], strict=True):
                 delta.add(part, length, +1)
             delta.apply(conn, t)
+            if self.change_log is not None:
+                self.change_log.record(conn, doc_rows["ids"])
 
     def _remove(self, conn: Connection, where: str, params: dict[str, Any]) -> StatsDelta:
         """Delete the documents passing ``where`` (on ``d``) with their vectors and postings;
@@ -467,7 +475,7 @@ class PostgresIndex:
                                params).all()
         if not removed:
             return delta
-        ids = [r[0] for r in removed]
+        ids = delta.ids = [r[0] for r in removed]
         for _, part, length, fterms in removed:
             delta.add(part, length, -1)
             delta.gone.append((part, list(fterms)))
@@ -510,9 +518,13 @@ class PostgresIndex:
 
     def _delete_sql(self, where: str, params: dict[str, Any], connection: Connection | None = None) -> int:
         with self._on(connection) as conn:
+            if self.change_log is not None:
+                self.change_log.lock(conn)
             delta = self._remove(conn, where, params)
             postgres_keyed.write(conn, self._t, self._keyed, self._half, [], [], delta.gone)
             delta.apply(conn, self._t)
+            if self.change_log is not None:
+                self.change_log.record(conn, delta.ids)
         return delta.removed
 
     def clear(self) -> None:
@@ -523,6 +535,8 @@ class PostgresIndex:
             conn.execute(text(f"TRUNCATE {t}_postings, {t}_vecs, {t}_docs, {t}_terms, {keyed}"))
             conn.execute(text(f"DELETE FROM {t}_stats"))
             conn.execute(text(f"DELETE FROM {t}_meta WHERE key = 'stamp'"))
+            if self.change_log is not None:
+                self.change_log.reset(conn)
 
     def vacuum(self) -> list[str]:
         """``VACUUM`` every table of this index (after an erasure: the dead row versions a

@@ -318,6 +318,8 @@ class StatsDelta:
         self.removed = 0
         #: (partition, filter terms) of each removed document (postgres_keyed's statistics)
         self.gone: list[tuple[str, list[str]]] = []
+        #: ids of the removed documents (the change log's rows)
+        self.ids: list[str] = []
 
     def added(self, term: str, part: str, tf: int, length: int) -> None:
         key = (term, part)

@@ -111,11 +111,15 @@ class KnowledgeHub(ResourceMethods, HubIndexes):
         limits: MessageLimits | None = None,
         new_secret_key: bool = False,
         dedup_on_save: bool = True,
+        search_replica: bool = True,
+        search_replica_retention_s: float | None = None,
     ) -> None:
         if not isinstance(candidate_pool, int) or candidate_pool < 1:
             raise InvalidInputError("candidate_pool must be a positive integer")
         self.votes_limit = votes.VoteLimiter(feedback_per_minute)
         self.dedup_on_save = bool(dedup_on_save)
+        self.search_replica = bool(search_replica)
+        self.search_replica_retention_s = search_replica_retention_s
         self.limits = limits or MessageLimits()
         self.data_dir = Path(data_dir)
         self._in_use = InUseLease(self.data_dir)  # admin restore refuses while held
@@ -163,6 +167,8 @@ class KnowledgeHub(ResourceMethods, HubIndexes):
             "limits": MessageLimits.from_settings(settings.context),
             "new_secret_key": section.new_secret_key,
             "dedup_on_save": section.dedup_on_save,
+            "search_replica": section.search_replica,
+            "search_replica_retention_s": section.search_replica_retention_s,
         }
         kwargs.update(overrides)
         return cls(settings.engine_dir("knowledge"), **kwargs)

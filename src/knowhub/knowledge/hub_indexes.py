@@ -21,6 +21,7 @@ from knowhub.errors import KnowhubError
 from knowhub.index import EmbeddedIndex
 from knowhub.index.identity import EmbedderIdentity, check_identity
 from knowhub.index.postgres import PostgresIndex
+from knowhub.index.postgres_replica import ReplicatedIndex, keep_change_log, replica_options
 from knowhub.knowledge.identity import recorded_identity, save_identity
 from knowhub.knowledge.models import Knowledge
 from knowhub.knowledge.search import NUMBER_FIELDS, DerivedIndexes
@@ -47,6 +48,8 @@ class HubIndexes:
     _shared: SharedIndex | None
     _sync_lock: Any
     _snapshot_seq: int
+    search_replica: bool
+    search_replica_retention_s: float | None
     #: The identity a re-index replaced (None: not re-indexing, or none was recorded).
     replaced_identity: EmbedderIdentity | None
 
@@ -65,8 +68,14 @@ class HubIndexes:
             # item's own transaction (no per-process copy, constant-time open)
             # visibility (``scopes``) keys the keyed tables: a search reads only what the
             # member's scopes hold (postgres_keyed)
-            index = PostgresIndex(self.store.engine, "knowledge", identity.dim,
-                                  number_fields=NUMBER_FIELDS, create=not reindex, key_field="scopes")
+            index: Any = PostgresIndex(self.store.engine, "knowledge", identity.dim,
+                                       number_fields=NUMBER_FIELDS, create=not reindex, key_field="scopes")
+            if self.search_replica and not reindex:
+                # searches answered by a copy in this server, fed by the index's change log
+                index = ReplicatedIndex(index, path=self._index_dir / "replica", **replica_options(
+                    self.search_replica_retention_s))
+            elif not reindex:
+                keep_change_log(index)
             self._indexes = DerivedIndexes(self.embedder, index)
             self._shared = SharedIndex(self.store, self._indexes)
             if reindex:  # new tables, items and identity in one transaction

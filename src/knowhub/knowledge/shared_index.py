@@ -93,7 +93,8 @@ class SharedIndex:
             else:
                 index.delete(index.ids(), connection=conn)  # type: ignore[call-arg]
             expected = self.store.count_live(conn) if progress is not None else 0
-            with BulkLoad(index, connection=conn) if bulk else nullcontext() as load:  # type: ignore[arg-type]
+            primary = getattr(index, "primary", index)  # a search replica loads its PostgresIndex
+            with BulkLoad(primary, connection=conn) if bulk else nullcontext() as load:  # type: ignore[arg-type]
                 total = self._fill(conn, load, progress, expected)
             index.checkpoint(self._stamp(), connection=conn)  # type: ignore[call-arg]
             if identity is not None:

@@ -41,6 +41,9 @@ SNAPSHOT_PREFIX = "knowhub"
 SNAPSHOT_INCLUDE: tuple[str, ...] = ("tree", "knowledge", "context", ".sample_loaded")
 
 Progress = Callable[[str], None]
+#: Search replicas of an index in PostgreSQL, under their engine's dir: rebuildable from the
+#: tables (GBs at 1M documents), so snapshots leave them out; a restored server rebuilds.
+REPLICA_DIRS: tuple[tuple[str, str], ...] = (("knowledge", "indexes/replica"), ("context", "index/replica"))
 
 
 def _noop(_: str) -> None:
@@ -242,6 +245,17 @@ def _key_excludes(settings: Settings) -> list[str]:
     return out
 
 
+def _replica_excludes(settings: Settings) -> list[str]:
+    """The search-replica copies as paths relative to the data dir (:data:`REPLICA_DIRS`)."""
+    root = Path(settings.data_dir).resolve()
+    out: list[str] = []
+    for engine, rel in REPLICA_DIRS:
+        path = (settings.engine_dir(engine) / rel).resolve()
+        if path.is_relative_to(root) and path != root:
+            out.append(path.relative_to(root).as_posix())
+    return out
+
+
 def snapshot_all(settings: Settings, engines: Engines | None = None) -> Path:
     """Archive the whole data dir into ``<data_dir>/snapshots/knowhub_<ts>.tar.gz``.
 
@@ -259,7 +273,8 @@ def snapshot_all(settings: Settings, engines: Engines | None = None) -> Path:
             engines.context.save_index()
     include = [name for name in SNAPSHOT_INCLUDE if (data_dir / name).exists()]
     return create_snapshot(
-        data_dir, snapshots_dir(settings), include=include, exclude=_key_excludes(settings),
+        data_dir, snapshots_dir(settings), include=include,
+        exclude=[*_key_excludes(settings), *_replica_excludes(settings)],
         name_prefix=SNAPSHOT_PREFIX, meta={"knowhub_version": __version__},
     )
 
