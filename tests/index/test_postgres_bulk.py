@@ -17,7 +17,7 @@ import pytest
 from knowhub.errors import InvalidInputError
 from knowhub.index import IndexDocument
 
-from .test_postgres_index import _drop
+from .conftest import drop_tables
 
 pytestmark = pytest.mark.postgres
 
@@ -29,7 +29,7 @@ def names(engine: object) -> Iterator[list[str]]:
     made: list[str] = []
     yield made
     for name in made:
-        _drop(engine, name)
+        drop_tables(engine, name)
 
 
 def _name(names: list[str]) -> str:

@@ -6,24 +6,14 @@ and the tables of an older knowhub are migrated at open."""
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 
 from knowhub.index import IndexDocument
 
-from .test_postgres_index import _drop, _reference_bm25
+from .test_postgres_index import _reference_bm25
 
 pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture
-def prefix(engine: object) -> Iterator[str]:
-    value = f"i{secrets.token_hex(4)}"
-    yield value
-    _drop(engine, value)
 
 
 def _corpus(n: int = 900) -> list[IndexDocument]:

@@ -3,8 +3,7 @@ what only a shared database can show: two processes' objects see each other's wr
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -15,24 +14,6 @@ from knowhub.index import IndexDocument
 from .conformance import RetrievalIndexConformance
 
 pytestmark = pytest.mark.postgres
-
-
-def _drop(engine: object, prefix: str) -> None:
-    from sqlalchemy import text
-
-    with engine.begin() as conn:  # type: ignore[attr-defined]
-        names = conn.execute(
-            text("SELECT tablename FROM pg_tables WHERE tablename LIKE :p"), {"p": f"kx_{prefix}%"}
-        ).scalars().all()
-        for name in names:
-            conn.execute(text(f"DROP TABLE IF EXISTS {name} CASCADE"))
-
-
-@pytest.fixture
-def prefix(engine: object) -> Iterator[str]:
-    value = f"t{secrets.token_hex(4)}"
-    yield value
-    _drop(engine, value)
 
 
 class TestPostgresIndexConformance(RetrievalIndexConformance):

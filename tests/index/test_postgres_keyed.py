@@ -8,8 +8,7 @@ are filled at open, and the whole index contract holds with a key field."""
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -17,19 +16,12 @@ import pytest
 from knowhub.index import IndexDocument
 
 from .conformance import RetrievalIndexConformance
-from .test_postgres_index import _drop, _reference_bm25
+from .test_postgres_index import _reference_bm25
 
 pytestmark = pytest.mark.postgres
 
 DIM = 16
 SCOPES = ["u1", "u2", "u3", "team", "public"]
-
-
-@pytest.fixture
-def prefix(engine: object) -> Iterator[str]:
-    value = f"k{secrets.token_hex(4)}"
-    yield value
-    _drop(engine, value)
 
 
 class TestKeyedConformance(RetrievalIndexConformance):

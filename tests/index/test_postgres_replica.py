@@ -5,10 +5,9 @@ the tables were recreated."""
 
 from __future__ import annotations
 
-import secrets
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -19,24 +18,6 @@ from knowhub.index import IndexDocument
 from .conformance import RetrievalIndexConformance
 
 pytestmark = pytest.mark.postgres
-
-
-def _drop(engine: object, prefix: str) -> None:
-    from sqlalchemy import text
-
-    with engine.begin() as conn:  # type: ignore[attr-defined]
-        names = conn.execute(
-            text("SELECT tablename FROM pg_tables WHERE tablename LIKE :p"), {"p": f"kx_{prefix}%"}
-        ).scalars().all()
-        for name in names:
-            conn.execute(text(f"DROP TABLE IF EXISTS {name} CASCADE"))
-
-
-@pytest.fixture
-def prefix(engine: object) -> Iterator[str]:
-    value = f"r{secrets.token_hex(4)}"
-    yield value
-    _drop(engine, value)
 
 
 def _replica(engine: object, name: str, dim: int = 4, path: Path | None = None, **kw: object):

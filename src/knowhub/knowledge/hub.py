@@ -158,18 +158,14 @@ class KnowledgeHub(ResourceMethods, HubIndexes):
         embedder = overrides.pop("embedder", None) or build_embedder(settings.embedding)
         llm = overrides.pop("llm", None) or build_llm(settings.llm)
         kwargs: dict[str, Any] = {
-            "db_url": section.db_url,
             "llm": llm,
             "embedder": embedder,
             "secret_key": secret,
-            "candidate_pool": section.candidate_pool,
-            "feedback_per_minute": section.feedback_per_minute,
             "limits": MessageLimits.from_settings(settings.context),
-            "new_secret_key": section.new_secret_key,
-            "dedup_on_save": section.dedup_on_save,
-            "search_replica": section.search_replica,
-            "search_replica_retention_s": section.search_replica_retention_s,
         }
+        for name in ("db_url", "candidate_pool", "feedback_per_minute", "new_secret_key",
+                     "dedup_on_save", "search_replica", "search_replica_retention_s"):
+            kwargs[name] = getattr(section, name)
         kwargs.update(overrides)
         return cls(settings.engine_dir("knowledge"), **kwargs)
 
