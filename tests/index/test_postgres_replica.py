@@ -187,6 +187,33 @@ def test_searches_fall_back_to_postgres_while_the_copy_builds(engine: object, pr
     assert len(r.search(tokens=["word"], top_k=100)) == 51
 
 
+def test_close_stops_a_build_in_progress(engine: object, prefix: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """close() must not leave a build streaming rows from a disposed engine: the build stops
+    at its next batch and close() waits for it."""
+    from knowhub.index import postgres_replica
+
+    name = f"{prefix}_closing"
+    seed = _replica(engine, name)
+    seed.upsert([_doc(f"d{i}", "word") for i in range(40)])
+    monkeypatch.setattr(postgres_replica, "BATCH", 2)
+    batches = threading.Event()
+    original = postgres_replica._documents
+
+    def slow(rows: object) -> list[IndexDocument]:
+        batches.set()
+        time.sleep(0.05)  # 20 batches: ~1 s of building
+        return original(rows)
+
+    monkeypatch.setattr(postgres_replica, "_documents", slow)
+    r = _replica(engine, name, background=True)
+    assert batches.wait(10)
+    started = time.monotonic()
+    r.close()
+    assert r._building is not None and not r._building.is_alive()  # stopped, not abandoned
+    assert time.monotonic() - started < 0.9  # at its next batch, not after all 20
+    assert not r.ready
+
+
 def test_forget_reaches_every_replica(engine: object, prefix: str, tmp_path: Path) -> None:
     """A vacuum is logged: the other server rewrites its partitions and saves its copy, so
     no segment or saved file keeps the deleted document's words."""

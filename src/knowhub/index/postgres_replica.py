@@ -150,6 +150,8 @@ class ReplicatedIndex:
         self._saving = False
         self._vacuuming: threading.Thread | None = None  # a forget's rewrite: SQL answers meanwhile
         self._closed = False
+        #: set by :meth:`close`: a build in progress stops at its next batch
+        self._closing = False
         self._conn: Connection | None = None  # the catch-up's connection (_follower)
         self._build_lock = threading.Lock()
         self._retry_at = 0.0
@@ -263,7 +265,7 @@ class ReplicatedIndex:
         """Build the copy (a thread, or now without ``background``); searches use SQL
         meanwhile. A failed build is retried by a search after a pause."""
         with self._build_lock:
-            if (self._building is not None and self._building.is_alive()) or self._closed \
+            if (self._building is not None and self._building.is_alive()) or self._closed or self._closing \
                     or time.monotonic() < self._retry_at:
                 return
             if self.background:
@@ -286,6 +288,9 @@ class ReplicatedIndex:
                 pos = self._log.position(conn)
                 result = conn.execution_options(yield_per=BATCH).execute(text(self._doc_sql()))
                 for rows in result.partitions(BATCH):
+                    if self._closing:
+                        local.close()
+                        return
                     local.upsert(_documents(rows))
                     before, total = total, total + len(rows)
                     if total // 50_000 > before // 50_000:
@@ -544,9 +549,10 @@ class ReplicatedIndex:
 
     def close(self) -> None:
         """Save the copy (with ``path``), release it and the PostgreSQL index."""
+        self._closing = True
         thread = self._building
         if thread is not None and thread.is_alive():
-            thread.join(timeout=0.1)
+            thread.join(timeout=30.0)  # it stops at its next batch (one round trip)
         with self._sync:
             self._closed = True
             self._drop_follower()
