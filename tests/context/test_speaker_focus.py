@@ -40,26 +40,33 @@ def test_no_focus_when_no_one_or_everyone_is_named_or_boost_is_off() -> None:
     assert focus_on_named_speakers("What does Melanie paint?", hits, 0.0) == set() and hits[1].score == 0.9
 
 
-def test_search_ranks_the_named_speakers_own_turn_first(tmp_path: Path) -> None:
+def _top_event_sources(tmp_path: Path, turns: list[tuple[str, str]], query: str,
+                       **off: float) -> list[object]:
+    """The sources of the best event block for ``query`` after committing ``turns``: with
+    the service defaults, then with the settings ``off``."""
     ctx = RequestContext("acme", "alice")
+    msgs = [{"id": f"t{i}", "role": "user", "name": who, "content": text, "timestamp": "2023-05-08"}
+            for i, (who, text) in enumerate(turns)]
+    tops = []
+    with ContextEngineService(tmp_path / "on", durable=False) as on, \
+            ContextEngineService(tmp_path / "off", durable=False, **off) as off_svc:
+        for svc in (on, off_svc):
+            svc.commit_session(ctx, msgs, options={"session_id": "s1"})
+            svc.flush_index()
+            events = [b for b in svc.search_memory(ctx, query, top_k=10).blocks if "/events/" in b.uri]
+            tops.append(events[0].metadata.get("source_refs"))
+    return tops
+
+
+def test_search_ranks_the_named_speakers_own_turn_first(tmp_path: Path) -> None:
     turns = [
         ("Caroline", "Hey Melanie, the pottery class photos from the weekend look lovely."),
         ("Melanie", "I signed up for a pottery class, working with clay calms me down."),
         ("Caroline", "Melanie, why a pottery class? A pottery class! Send more pottery class photos, Melanie!"),
     ]
-    msgs = [{"id": f"t{i}", "role": "user", "name": who, "content": text, "timestamp": "2023-05-08"}
-            for i, (who, text) in enumerate(turns)]
-    query = "Why did Melanie take a pottery class?"
-    with ContextEngineService(tmp_path / "on", durable=False) as on, \
-            ContextEngineService(tmp_path / "off", durable=False, speaker_boost=0.0) as off:
-        tops = []
-        for svc in (on, off):
-            svc.commit_session(ctx, msgs, options={"session_id": "s1"})
-            svc.flush_index()
-            events = [b for b in svc.search_memory(ctx, query, top_k=10).blocks if "/events/" in b.uri]
-            tops.append(events[0].metadata.get("source_refs"))
-        assert tops[0] == ["t1"]  # Melanie's own statement
-        assert tops[1] != ["t1"]  # without the focus, Caroline's turn that repeats the words wins
+    tops = _top_event_sources(tmp_path, turns, "Why did Melanie take a pottery class?", speaker_boost=0.0)
+    assert tops[0] == ["t1"]  # Melanie's own statement
+    assert tops[1] != ["t1"]  # without the focus, Caroline's turn that repeats the words wins
 
 
 def test_a_turn_addressing_the_other_person_is_no_evidence_about_its_speaker() -> None:
@@ -93,25 +100,14 @@ def test_penalty_lowers_only_the_named_speakers_addressing_memories() -> None:
 
 
 def test_search_puts_the_speakers_own_statement_before_a_question_to_the_other(tmp_path: Path) -> None:
-    ctx = RequestContext("acme", "alice")
     turns = [
         ("Melanie", "Caroline, which instrument do you play? Do you play your guitar every day?"),
         ("Caroline", "Mostly on weekends."),
         ("Melanie", "I play the clarinet."),
     ]
-    msgs = [{"id": f"t{i}", "role": "user", "name": who, "content": text, "timestamp": "2023-05-08"}
-            for i, (who, text) in enumerate(turns)]
-    query = "Which instrument does Melanie play?"
-    with ContextEngineService(tmp_path / "on", durable=False) as on, \
-            ContextEngineService(tmp_path / "off", durable=False, addressee_penalty=0.0) as off:
-        tops = []
-        for svc in (on, off):
-            svc.commit_session(ctx, msgs, options={"session_id": "s1"})
-            svc.flush_index()
-            events = [b for b in svc.search_memory(ctx, query, top_k=10).blocks if "/events/" in b.uri]
-            tops.append(events[0].metadata.get("source_refs"))
-        assert tops[0] == ["t2"]  # what Melanie said about herself
-        assert tops[1] == ["t0"]  # without the penalty, her question to Caroline matches more words
+    tops = _top_event_sources(tmp_path, turns, "Which instrument does Melanie play?", addressee_penalty=0.0)
+    assert tops[0] == ["t2"]  # what Melanie said about herself
+    assert tops[1] == ["t0"]  # without the penalty, her question to Caroline matches more words
 
 
 def test_chinese_question_to_the_other_person_ranks_after_the_speakers_own_statement(tmp_path: Path) -> None:
