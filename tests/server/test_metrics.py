@@ -186,3 +186,44 @@ def test_an_engine_that_fails_to_report_is_marked_down_not_a_failed_scrape(tmp_p
     assert {labels["engine"]: v for labels, v in got["knowhub_engine_metrics_up"]}["tree"] == 0
     assert value(got, "knowhub_index_documents", engine="knowledge", index="retrieval") == 0
     assert value(got, "knowhub_index_documents", engine="tree") == 0
+
+
+@pytest.mark.postgres
+def test_search_replicas_report_ready_watermark_and_sql_fallbacks(tmp_path: Path) -> None:
+    """With every engine in PostgreSQL, the knowledge and context search replicas are in the
+    scrape: ready once built, their change-log position moving with a write, and the
+    searches they left to SQL counted; an embedded deployment has no replica series."""
+    from tests.pgvector_server import fresh_database, pgvector_url
+
+    url, reason = pgvector_url()
+    if url is None:
+        pytest.skip(reason)
+    database = fresh_database(url, "metrics_replica")
+    settings = Settings.load(None, data_dir=tmp_path, database_url=database, server={"load_sample": False})
+    with TestClient(create_app(settings), base_url=LOOPBACK) as client:
+        engines = client.app.state.engines
+        for name in ("knowledge_hub", "context_engine"):
+            engine = engines[name]
+            index = engine._indexes.index if name == "knowledge_hub" else engine.index
+            assert index.wait_ready(60), name
+            # the first open of an empty context store clears the index (a new epoch): the
+            # replica's first catch-up rebuilds it once
+            index.catch_up()
+            assert index.wait_ready(60), name
+        before = scrape(client, headers={})
+        saved = client.post("/api/knowledge", json=knowledge_body(task="replica gauges 副本"))
+        assert saved.status_code == 201, saved.text
+        assert client.get("/api/knowledge/search", params={"q": "replica gauges"}).status_code == 200
+        after = scrape(client, headers={})
+    for engine in ("knowledge", "context"):
+        assert value(before, "knowhub_search_replica_ready", engine=engine) == 1
+        assert value(before, "knowhub_search_replica_builds_total", engine=engine) >= 1
+    assert value(after, "knowhub_search_replica_watermark", engine="knowledge") > \
+        value(before, "knowhub_search_replica_watermark", engine="knowledge")
+    assert value(after, "knowhub_search_replica_catch_ups_total", engine="knowledge") > \
+        value(before, "knowhub_search_replica_catch_ups_total", engine="knowledge")
+    assert value(after, "knowhub_search_replica_changes_applied_total", engine="knowledge") >= 1
+    assert "knowhub_search_replica_fallbacks_total" in after
+
+    with TestClient(create_app(settings_for(tmp_path / "embedded", with_keys=False)), base_url=LOOPBACK) as client:
+        assert not any(name.startswith("knowhub_search_replica") for name in scrape(client, headers={}))

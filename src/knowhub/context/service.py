@@ -589,7 +589,8 @@ class ContextEngineService(NodeEditsMixin):
         """Outbox counts and index sizes."""
         return {"outbox": self.outbox.stats(), "vector_records": self.index.count(),
                 "lexical_docs": self.index.doc_freqs([])[1],
-                "relations": self.graph.count(), "background": self.runner.running}
+                "relations": self.graph.count(), "background": self.runner.running,
+                "replica": figures() if callable(figures := getattr(self.index, "figures", None)) else None}
 
     def close(self) -> None:
         """Stop the runner, drain the outbox, checkpoint the index copy, close both."""

@@ -195,6 +195,15 @@ class ReplicatedIndex:
         """The copy is built (searches are answered here, not by SQL)."""
         return self._local is not None
 
+    def figures(self) -> dict[str, float]:
+        """What ``/metrics`` shows of this replica: ready (1/0), the change it reflects, and
+        the counters (catch-ups, changes applied, builds, searches answered by SQL), plus the
+        last build's seconds. Read without the sync lock: a scrape never waits for a save."""
+        return {"ready": 1.0 if self._local is not None else 0.0, "watermark": float(self._watermark),
+                "catch_ups": float(self.stats["catch_ups"]), "applied": float(self.stats["applied"]),
+                "builds": float(self.stats["builds"]), "fallbacks": float(self.stats["fallbacks"]),
+                "build_s": float(self.stats["build_s"])}
+
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Wait for a running build; True when the copy is ready."""
         thread = self._building

@@ -185,6 +185,12 @@ class HubIndexes:
         """Items in this process's view of the retrieval index (``/metrics``; no catch-up)."""
         return self._indexes.count()
 
+    def replica_figures(self) -> dict[str, float] | None:
+        """The search replica's figures (``/metrics``), None when searches go to SQL or the
+        index is embedded."""
+        figures = getattr(self._indexes.index, "figures", None)
+        return figures() if callable(figures) else None
+
     def check(self, fix: bool = False) -> dict[str, Any]:
         """Compare the derived indexes with the store; ``fix`` rebuilds them on a mismatch."""
         self._sync()

@@ -11,6 +11,11 @@ Series (every name starts with ``knowhub_``):
 * ``embedding_duration_seconds`` (a histogram), ``embedding_texts_total`` and
   ``embedding_errors_total``, labelled ``provider`` (``hashing``, ``e5``, ``openai``):
   every embedder call of the process (:mod:`knowhub.providers.metering`);
+* ``search_replica_ready{engine}``, ``search_replica_watermark``,
+  ``search_replica_build_seconds`` and the counters ``search_replica_catch_ups_total``,
+  ``search_replica_changes_applied_total``, ``search_replica_builds_total``,
+  ``search_replica_fallbacks_total`` (searches answered by SQL): engines whose index is in
+  PostgreSQL with ``search_replica`` on (:mod:`knowhub.index.postgres_replica`);
 * ``engine_metrics_up{engine}``: 1 when that engine's figures could be read this scrape;
   ``build_info{version}``.
 
@@ -184,7 +189,7 @@ EngineReader = Callable[[Any], dict[str, Any]]
 
 
 def _knowledge_figures(hub: Any) -> dict[str, Any]:
-    return {"sizes": {"retrieval": int(hub.index_size())}}
+    return {"sizes": {"retrieval": int(hub.index_size())}, "replica": hub.replica_figures()}
 
 
 def _context_figures(service: Any) -> dict[str, Any]:
@@ -194,6 +199,7 @@ def _context_figures(service: Any) -> dict[str, Any]:
                   "relations": int(stats["relations"])},
         "outbox": stats["outbox"],
         "worker": bool(stats["background"]),
+        "replica": stats.get("replica"),
     }
 
 
@@ -229,6 +235,7 @@ class EngineCollector:
         engines: Mapping[str, Any] = getattr(self.app.state, "engines", None) or {}
         outbox: dict[str, Any] | None = None
         worker: bool | None = None
+        replicas: dict[str, Mapping[str, float]] = {}
         for name, (label, reader) in ENGINE_READERS.items():
             instance = engines.get(name)
             if instance is None or getattr(instance, "_closed", False):
@@ -243,6 +250,8 @@ class EngineCollector:
             for index, count in figures["sizes"].items():
                 sizes.add_metric([label, index], float(count))
             outbox = figures.get("outbox", outbox)
+            if figures.get("replica") is not None:
+                replicas[label] = figures["replica"]
             worker = figures.get("worker", worker)
         yield up
         yield sizes
@@ -251,6 +260,8 @@ class EngineCollector:
         if worker is not None:
             yield GaugeMetricFamily("knowhub_index_worker_running", "1 while the context engine's "
                                     "background index worker runs.", value=1.0 if worker else 0.0)
+        if replicas:
+            yield from _replica_families(replicas)
 
 
 def _outbox_families(stats: Mapping[str, Any]) -> Iterator[Any]:
@@ -269,6 +280,34 @@ def _outbox_families(stats: Mapping[str, Any]) -> Iterator[Any]:
     yield GaugeMetricFamily("knowhub_outbox_dead_letters", "Context outbox events that gave up "
                             "after their retries (requeue with POST /api/admin/outbox/requeue).",
                             value=float(stats.get("dead", 0)))
+
+
+#: Replica figure → (series, help, counter?): see ReplicatedIndex.figures.
+REPLICA_SERIES = (
+    ("ready", "knowhub_search_replica_ready", "1 when the engine's search replica is built and "
+     "answers searches in this server, 0 while it builds (searches go to SQL).", False),
+    ("watermark", "knowhub_search_replica_watermark", "The change-log position the replica "
+     "reflects (compare across servers).", False),
+    ("build_s", "knowhub_search_replica_build_seconds", "Wall seconds of the replica's last "
+     "build from the tables.", False),
+    ("catch_ups", "knowhub_search_replica_catch_ups", "Catch-ups with the change log (one "
+     "before each search).", True),
+    ("applied", "knowhub_search_replica_changes_applied", "Changed documents applied to the "
+     "replica.", True),
+    ("builds", "knowhub_search_replica_builds", "Builds of the replica from the tables.", True),
+    ("fallbacks", "knowhub_search_replica_fallbacks", "Searches answered by SQL because the "
+     "replica was building, saving or rewriting.", True),
+)
+
+
+def _replica_families(replicas: Mapping[str, Mapping[str, float]]) -> Iterator[Any]:
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    for key, name, text, counter in REPLICA_SERIES:
+        family = (CounterMetricFamily if counter else GaugeMetricFamily)(name, text, labels=["engine"])
+        for engine, figures in replicas.items():
+            family.add_metric([engine], float(figures.get(key, 0.0)))
+        yield family
 
 
 # ---------------------------------------------------------------- the route
