@@ -13,7 +13,9 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -113,6 +115,62 @@ def test_a_reopened_copy_answers_like_the_index_that_wrote_it(tmp_path: Path) ->
     _same(memory, EmbeddedIndex(DIM, tmp_path / "ix", number_fields=("score",)))
     generations = [p.name for p in (tmp_path / "ix").iterdir() if p.name.startswith("g-")]
     assert len(generations) <= 2 or all(time.time() - (tmp_path / "ix" / g).stat().st_mtime < 600 for g in generations)
+
+
+def test_a_save_holds_the_lock_only_to_freeze_and_writes_what_it_froze(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Searches and writes go on while a checkpoint writes its files (the lock is held only
+    to take the copy): writes, deletes and a growth of the vector buffer made during the
+    save are in the live index, not in the saved copy, which holds the documents as they
+    were when the save began; rows deleted meanwhile are zeroed once it ends."""
+    from knowhub.index import embedded_persistence
+
+    rng = random.Random(11)
+    at_start = EmbeddedIndex(DIM, number_fields=("score",))
+    now = EmbeddedIndex(DIM, number_fields=("score",))
+    disk = EmbeddedIndex(DIM, tmp_path / "ix", number_fields=("score",))
+    _apply([at_start, now, disk], rng, 60, 300)
+    disk.checkpoint("first")  # writes on top of a loaded copy below reuse rows and records
+    disk.close()
+    disk = EmbeddedIndex(DIM, tmp_path / "ix", number_fields=("score",))
+    _apply([at_start, now, disk], rng, 20, 300)
+    real = embedded_persistence.write_generation
+    during: dict[str, object] = {}
+
+    def write_while(work: Callable[[], None]) -> Callable[..., object]:
+        def write(*args: object, **kwargs: object) -> object:
+            worker = threading.Thread(target=work)
+            worker.start()
+            worker.join(60)  # alive after that: the save held the lock the writes need
+            during["blocked"] = worker.is_alive()
+            return real(*args, **kwargs)
+        return write
+
+    def writes_deletes_and_growth() -> None:
+        _apply([now, disk], random.Random(12), 40, 300)
+        grow = [_doc(rng, 1000 + i) for i in range(2 * disk._capacity)]
+        now.upsert(grow)
+        disk.upsert(grow)
+        during["hits"] = [h.id for h in disk.search(tokens=["t1001"], top_k=3)]
+
+    monkeypatch.setattr(embedded_persistence, "write_generation", write_while(writes_deletes_and_growth))
+    disk.checkpoint("second")
+    assert during == {"blocked": False, "hits": ["ctx://acme/users/u2/memories/n1001"]}
+    _same(now, disk)
+    disk.close()
+    saved = EmbeddedIndex(DIM, tmp_path / "ix", number_fields=("score",))
+    assert saved.stamp() == "second"
+    _same(at_start, saved)  # vectors included: rows deleted during the save were not zeroed under it
+
+    doomed = [doc_id for doc_id in saved.ids() if (doc := saved.get(doc_id)) and doc.vector is not None][:5]
+    rows = [saved._rows[doc_id] for doc_id in doomed]
+    monkeypatch.setattr(embedded_persistence, "write_generation", write_while(lambda: saved.delete(doomed)))
+    saved.checkpoint("third")
+    assert during["blocked"] is False and saved._pinned is None
+    assert not saved._matrix[rows].any()  # zeroed once the save ended
+    # the copy is of the documents when the save began: those deleted during it are still in it
+    assert set(doomed) <= set(EmbeddedIndex(DIM, tmp_path / "ix", number_fields=("score",)).ids())
 
 
 def test_a_failed_save_leaves_the_previous_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -119,6 +119,12 @@ class EmbeddedIndex(PersistedCopy):
         self.path = Path(path) if path is not None else None
         self.number_fields = tuple(check_field_name(n) for n in number_fields)
         self._lock = threading.RLock()
+        #: one checkpoint at a time; taken before ``_lock``, never while holding it
+        self._save_lock = threading.RLock()
+        #: the faiss index whose vector rows a checkpoint is writing (None: no save); while
+        #: it is the current one no row of it is reused or zeroed and growing moves to a
+        #: new buffer, so the save reads them without the lock (``_freeze``)
+        self._pinned: Any = None
         builder = tantivy.SchemaBuilder()
         builder.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
         builder.add_text_field("body", tokenizer_name="whitespace", index_option="freq")
@@ -158,6 +164,8 @@ class EmbeddedIndex(PersistedCopy):
         self._payload_cache: dict[int, dict[str, Any]] = {}
         self._row_ids: list[str | None] = []
         self._free: list[int] = []
+        #: rows deleted during a save, zeroed when it ends (:meth:`_unpin`)
+        self._zero_later: list[int] = []
         self._capacity = 0
         self._flat = faiss.IndexFlatIP(self._dim)
         self._matrix = np.zeros((0, self._dim), dtype=np.float32)
@@ -174,12 +182,19 @@ class EmbeddedIndex(PersistedCopy):
             return
         new_cap = max(needed, 2 * self._capacity, 256)
         extra = new_cap - self._capacity
-        # grow faiss' own buffer in place (zero-filled; no temporary block of zeros)
-        self._flat.codes.resize(new_cap * self._dim * 4)
-        self._flat.ntotal = new_cap
-        self._matrix = faiss.rev_swig_ptr(self._flat.get_xb(), new_cap * self._dim).reshape(
-            new_cap, self._dim
-        )
+        if self._pinned is self._flat:  # a save reads the old buffer: grow into a new one
+            old = self._matrix[: self._capacity]
+            self._flat = faiss.IndexFlatIP(self._dim)
+            self._flat.codes.resize(new_cap * self._dim * 4)
+            self._flat.ntotal = new_cap
+            self._matrix = faiss.rev_swig_ptr(self._flat.get_xb(), new_cap * self._dim).reshape(new_cap, self._dim)
+            self._matrix[: old.shape[0]] = old
+        else:  # grow faiss' own buffer in place (zero-filled; no temporary block of zeros)
+            self._flat.codes.resize(new_cap * self._dim * 4)
+            self._flat.ntotal = new_cap
+            self._matrix = faiss.rev_swig_ptr(self._flat.get_xb(), new_cap * self._dim).reshape(
+                new_cap, self._dim
+            )
         self._live = np.concatenate([self._live, np.zeros(extra, dtype=bool)])
         self._has_vec = np.concatenate([self._has_vec, np.zeros(extra, dtype=bool)])
         self._has_tok = np.concatenate([self._has_tok, np.zeros(extra, dtype=bool)])
@@ -190,6 +205,15 @@ class EmbeddedIndex(PersistedCopy):
         if self._coded is not None:
             self._coded.add(np.zeros((extra, self._dim), dtype=np.float32))
             self._codes = self._code_view(self._coded)
+
+    def _unpin(self) -> None:
+        """A save has written the vectors (caller holds the lock): rows deleted meanwhile
+        are zeroed now (unless reused since a ``clear``), and rows may be reused again."""
+        self._pinned = None
+        for row in self._zero_later:
+            if row < len(self._row_ids) and self._row_ids[row] is None:
+                self._matrix[row] = 0.0
+        self._zero_later = []
 
     def _code_view(self, coded: faiss.IndexScalarQuantizer) -> np.ndarray:
         """Writable numpy view of the quantizer's codes, one row per index row."""
@@ -241,7 +265,7 @@ class EmbeddedIndex(PersistedCopy):
                 self._put(doc_id, stored, vector)
 
     def _put(self, doc_id: str, stored: StoredDoc, vector: np.ndarray | None) -> None:
-        if self._free:
+        if self._free and self._pinned is not self._flat:
             row = self._free.pop()
             self._row_ids[row] = doc_id
         else:
@@ -315,7 +339,10 @@ class EmbeddedIndex(PersistedCopy):
         self._live[row] = False
         self._has_vec[row] = False
         self._has_tok[row] = False
-        self._matrix[row] = 0.0
+        if self._pinned is self._flat:
+            self._zero_later.append(row)  # a save is reading this row
+        else:
+            self._matrix[row] = 0.0
         for column in self._numbers.values():
             column[row] = np.nan
         self._postings.remove(row, (*stored.filters.items(), (_PARTITION, (stored.partition,))))

@@ -41,7 +41,7 @@ import secrets
 import shutil
 import time
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from stat import S_ISDIR
@@ -369,24 +369,46 @@ def merge_counts(base: Csr | None, delta: Mapping[str, int]) -> Csr:
 
 @dataclass
 class Snapshot:
-    """What :func:`write_generation` saves (built by the index under its lock)."""
+    """What :func:`write_generation` saves. The index takes it under its lock and then lets
+    go (:meth:`~knowhub.index.embedded_persistence.PersistedCopy.checkpoint`), so everything
+    here is a copy or does not change while it is written: ``records``/``payloads`` are
+    built from a copy of the row table afterwards, ``vectors`` is a view of rows the index
+    leaves alone until the save ends (``EmbeddedIndex._pinned``), and the tantivy segments
+    are already in the staged generation (:func:`stage_generation`)."""
 
     ids: list[str | None]
-    records: list[bytes]
-    payloads: list[bytes]
+    records: Sequence[bytes]
+    payloads: Sequence[bytes]
     vectors: np.ndarray
     live: np.ndarray
     has_vec: np.ndarray
     has_tok: np.ndarray
     numbers: list[np.ndarray]
     postings: dict[str, Csr]
-    parts: list[tuple[str, int, int, Csr, Path]]  # name, docs, lexical docs, df, tantivy work dir
+    parts: list[tuple[str, int, int, Csr]]  # name, docs, lexical docs, df
+
+
+@dataclass
+class Staged:
+    """A generation being written: its directory holds each partition's tantivy segments,
+    taken while the index was locked."""
+
+    name: str
+    tmp: Path
+    previous: str | None
+    #: segment files to copy from a stage folder (work directory on another filesystem)
+    later: list[tuple[Path, Path]]
 
 
 def _write(path: Path, data: bytes | memoryview) -> None:
     with open(path, "wb") as fh:
         fh.write(data)
         fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _fsync_file(path: Path) -> None:
+    with open(path, "rb") as fh:
         os.fsync(fh.fileno())
 
 
@@ -409,11 +431,31 @@ def _place(src: str | Path, dst: Path) -> None:
             os.fsync(fh.fileno())
 
 
-def link_segments(src: Path, dst: Path, saved: Mapping[str, Path], attempts: int = 5) -> None:
+def _place_later(src: str, dst: Path, later: list[tuple[Path, Path]]) -> None:
+    """Hard-link ``src`` at ``dst``; across filesystems (a work directory in RAM) link it
+    into a stage folder beside its partition instead (same filesystem, so a merge cannot
+    remove it) and note the copy for :func:`write_generation`, which makes it unlocked."""
+    try:
+        os.link(src, dst)
+        return
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+            raise
+    stage = Path(src).parent.parent / f"stage-{dst.parent.parent.name}"
+    stage.mkdir(exist_ok=True)
+    keep = stage / f"{dst.parent.name}-{Path(src).name}"
+    os.link(src, keep)
+    later.append((keep, dst))
+
+
+def link_segments(src: Path, dst: Path, saved: Mapping[str, Path], attempts: int = 5, *,
+                  later: list[tuple[Path, Path]] | None = None) -> None:
     """Place the files of ``src``'s committed tantivy segments (and a copy of its
     ``meta.json``) in ``dst``: a segment file the current generation already holds
     (``saved``: name → path; segment files never change) is linked from there, others are
-    linked or copied from ``src``. Retried when a background merge removes one meanwhile."""
+    linked or copied from ``src``. Retried when a background merge removes one meanwhile.
+    With ``later`` (a save holding the index's lock) nothing is copied or synced here:
+    copies are staged (:func:`_place_later`) and ``meta.json`` is synced by the caller."""
     for attempt in range(attempts):
         meta_bytes = (src / "meta.json").read_bytes()
         meta = orjson.loads(meta_bytes)
@@ -430,31 +472,63 @@ def link_segments(src: Path, dst: Path, saved: Mapping[str, Path], attempts: int
                         raise FileNotFoundError(entry.name)
                     os.link(old, dst / entry.name)
                 except FileNotFoundError:
-                    _place(entry.path, dst / entry.name)
+                    if later is None:
+                        _place(entry.path, dst / entry.name)
+                    else:
+                        _place_later(entry.path, dst / entry.name, later)
         except FileNotFoundError:
             if attempt == attempts - 1:
                 raise
             continue
-        _write(dst / "meta.json", meta_bytes)
+        if later is None:
+            _write(dst / "meta.json", meta_bytes)
+        else:
+            (dst / "meta.json").write_bytes(meta_bytes)
         return
 
 
-def write_generation(root: Path, snap: Snapshot, *, dim: int, number_fields: tuple[str, ...], stamp: str,
-                     state: Mapping[str, Any] | None, known: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Write ``snap`` as a new generation, switch the manifest to it, remove old ones;
-    returns the new manifest."""
+def stage_generation(root: Path, parts: Sequence[Path], known: Mapping[str, Any] | None) -> Staged:
+    """Start a generation with what only the locked index can give: the committed segments
+    of each partition's tantivy directory ``parts[i]`` (as ``tv_i``; hard links, a segment
+    file never changes, so this is quick). Nothing is synced here: :func:`write_generation`
+    syncs every file before the switch."""
     ensure_dir(root)
     try:
         previous = (read_manifest(root) or {}).get("generation")
     except (OSError, ValueError):
         previous = None
+    previous = previous if isinstance(previous, str) else None
     saved = {}
-    if isinstance(previous, str) and (root / previous).is_dir():
+    if previous is not None and (root / previous).is_dir():
         saved = {Path(rel).name: root / previous / rel for rel in (known or {}) if rel.startswith("tv_")}
     name = f"g-{time.time_ns():x}-{secrets.token_hex(3)}"
     tmp = root / f".tmp-{name}"
     tmp.mkdir()
+    later: list[tuple[Path, Path]] = []
     try:
+        for i, work in enumerate(parts):
+            link_segments(work, tmp / f"tv_{i}", saved, later=later)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        _drop_stage(later)
+        raise
+    return Staged(name, tmp, previous, later)
+
+
+def _drop_stage(later: Sequence[tuple[Path, Path]]) -> None:
+    for folder in {keep.parent for keep, _ in later}:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def write_generation(root: Path, snap: Snapshot, staged: Staged, *, dim: int, number_fields: tuple[str, ...],
+                     stamp: str, state: Mapping[str, Any] | None, known: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Write the rest of ``snap`` into the staged generation, sync it, switch the manifest
+    to it and remove old ones; returns the new manifest. Runs without the index's lock."""
+    name, tmp, previous = staged.name, staged.tmp, staged.previous
+    try:
+        for keep, dst in staged.later:
+            _place(keep, dst)
+        _drop_stage(staged.later)
         rows = len(snap.ids)
         for blob, chunks in (("records", snap.records), ("payloads", snap.payloads)):
             off = np.zeros(rows + 1, dtype=np.int64)
@@ -472,12 +546,13 @@ def write_generation(root: Path, snap: Snapshot, *, dim: int, number_fields: tup
             _save_npy(tmp / f"post_{i}.off.npy", csr.off)
             _save_npy(tmp / f"post_{i}.rows.npy", csr.data)
         parts = []
-        for i, (pname, docs, lexical, df, work) in enumerate(snap.parts):
+        for i, (pname, docs, lexical, df) in enumerate(snap.parts):
             _write(tmp / f"df_{i}.toks.json", orjson.dumps(df.keys))
             _save_npy(tmp / f"df_{i}.cnt.npy", df.data)
-            link_segments(work, tmp / f"tv_{i}", saved)
             parts.append({"name": pname, "docs": docs, "lexical_docs": lexical})
         _write(tmp / "gen.json", orjson.dumps({"rows": rows, "fields": list(snap.postings), "parts": parts}))
+        for i in range(len(snap.parts)):
+            _fsync_file(tmp / f"tv_{i}" / "meta.json")
         files = {}
         for path in sorted(tmp.rglob("*")):
             if path.is_file():
@@ -490,6 +565,7 @@ def write_generation(root: Path, snap: Snapshot, *, dim: int, number_fields: tup
         fsync_dir(root)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        _drop_stage(staged.later)
         raise
     manifest = {"format": FORMAT, "version": VERSION, "dim": dim, "number_fields": list(number_fields),
                 "count": int(snap.live.sum()), "stamp": stamp, "generation": name, "files": files}

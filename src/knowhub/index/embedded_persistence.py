@@ -30,6 +30,7 @@ from knowhub.index.embedded_copy import (
     read_manifest,
     read_one_file_copy,
     remove_old_generations,
+    stage_generation,
     verify_files,
     write_generation,
 )
@@ -51,6 +52,48 @@ class StoredDoc:
     partition: str = ""
 
 
+@dataclass(slots=True)
+class Frozen:
+    """The documents at a checkpoint's start (``EmbeddedIndex._freeze``): rows, copies of
+    the arrays, and the records still to serialize — from ``fresh`` (a copy of the dict;
+    a :class:`StoredDoc` is replaced, never changed) or from ``base``, the loaded
+    generation, which never changes."""
+
+    ids: list[str | None]
+    fresh: dict[int, StoredDoc]
+    base: Any
+    live: np.ndarray
+    has_vec: np.ndarray
+    has_tok: np.ndarray
+    numbers: list[np.ndarray]
+    postings: dict[str, Any]
+    parts: list[tuple[str, int, int, Any]]
+    vectors: np.ndarray
+    owner: Any  # the faiss index whose buffer ``vectors`` views: kept alive while it is written
+
+    def snapshot(self) -> Snapshot:
+        """Serialize the records (what made saves slow under the lock at 1M documents)."""
+        records: list[bytes] = []
+        payloads: list[bytes] = []
+        for row, doc_id in enumerate(self.ids):
+            stored = self.fresh.get(row)
+            if stored is not None:
+                records.append(orjson.dumps({
+                    "id": doc_id, "t": stored.tokens, "f": stored.filters, "n": stored.numbers,
+                    "v": stored.has_vector, "s": stored.partition,
+                }))
+                payloads.append(orjson.dumps(stored.payload))
+            elif doc_id is not None and self.base is not None:
+                record, payload = self.base.raw(row)
+                records.append(record)
+                payloads.append(payload)
+            else:
+                records.append(b"")
+                payloads.append(b"")
+        return Snapshot(ids=self.ids, records=records, payloads=payloads, vectors=self.vectors, live=self.live, has_vec=self.has_vec,
+                        has_tok=self.has_tok, numbers=self.numbers, postings=self.postings, parts=self.parts)
+
+
 class PersistedCopy:
     """Checkpoint and open of the index's on-disk copy (mixed into ``EmbeddedIndex``)."""
 
@@ -60,6 +103,7 @@ class PersistedCopy:
     damaged: list[Any]
     _dim: int
     _lock: Any
+    _save_lock: Any
     _stamp: str | None
     _state: dict[str, Any] | None
     _files: dict[str, Any]
@@ -76,12 +120,15 @@ class PersistedCopy:
     _has_tok: np.ndarray
     _numbers: dict[str, np.ndarray]
     _free: list[int]
+    _flat: Any
+    _pinned: Any
 
     if TYPE_CHECKING:  # methods of EmbeddedIndex this mixin calls
         def _reset(self) -> None: ...
         def _grow(self, needed: int) -> None: ...
         def _put(self, doc_id: str, stored: StoredDoc, vector: np.ndarray | None) -> None: ...
         def _workdir(self) -> Any: ...
+        def _unpin(self) -> None: ...
         def rewrite_partitions(self) -> list[str]: ...
 
     def stamp(self) -> str | None:
@@ -95,58 +142,62 @@ class PersistedCopy:
     def checkpoint(self, stamp: str, *, state: Mapping[str, Any] | None = None) -> None:
         """Write a new generation of the copy, then switch the manifest (naming ``stamp``,
         ``state`` — e.g. the change-log position the documents reflect — and the checksums)
-        to it: a crash before the switch leaves the previous copy in force."""
+        to it: a crash before the switch leaves the previous copy in force.
+
+        The copy is of the documents at the call: the lock is held only while the vectors
+        and tantivy segments are staged and the rest is copied (``_freeze``); records are
+        serialized, files written and synced with the lock released, so searches and
+        writes go on during a save. Saves run one at a time."""
         if not isinstance(stamp, str):
             raise InvalidInputError("checkpoint stamp must be a string")
-        with self._lock:
-            self._stamp = stamp
-            self._state = dict(state) if state is not None else None
-            if self.path is None:
-                return
+        with self._save_lock:
+            with self._lock:
+                self._stamp = stamp
+                self._state = dict(state) if state is not None else None
+                if self.path is None:
+                    return
+                frozen, dirs = self._freeze()  # pins the vector rows until _unpin
+                try:
+                    staged = stage_generation(self.path, dirs, self._files)
+                except (OSError, ValueError) as exc:
+                    self._unpin()
+                    raise StorageError(f"cannot write the retrieval index: {exc}", path=str(self.path)) from exc
+                state_now = self._state
             try:
-                manifest = write_generation(self.path, self._snapshot(), dim=self._dim,
-                                            number_fields=self.number_fields, stamp=stamp, state=self._state,
+                manifest = write_generation(self.path, frozen.snapshot(), staged, dim=self._dim,
+                                            number_fields=self.number_fields, stamp=stamp, state=state_now,
                                             known=self._files)
             except (OSError, ValueError) as exc:
                 raise StorageError(f"cannot write the retrieval index: {exc}", path=str(self.path)) from exc
+            finally:
+                with self._lock:
+                    self._unpin()
             self._files = manifest["files"]
 
-    def _snapshot(self) -> Snapshot:
-        """Everything a generation holds, as arrays (caller holds the lock): records of rows
-        unchanged since the load are copied as bytes, postings and frequencies merged."""
+    def _freeze(self) -> tuple[Frozen, list[Any]]:
+        """Everything a generation holds, taken under the lock: copies of the row table and
+        the small arrays, postings and frequencies merged, the vectors as a view of faiss'
+        buffer, which stays as it is until :meth:`_unpin` (``EmbeddedIndex._pinned``: no
+        row is reused or zeroed in it, a growth moves to a new buffer), and the
+        partitions' committed tantivy directories for :func:`stage_generation`."""
         n = len(self._row_ids)
         for part in self._parts.values():
             part.commit()
-        base, fresh = self._base, self._fresh
-        records: list[bytes] = []
-        payloads: list[bytes] = []
-        for row, doc_id in enumerate(self._row_ids):
-            stored = fresh.get(row)
-            if stored is not None:
-                records.append(orjson.dumps({
-                    "id": doc_id, "t": stored.tokens, "f": stored.filters, "n": stored.numbers,
-                    "v": stored.has_vector, "s": stored.partition,
-                }))
-                payloads.append(orjson.dumps(stored.payload))
-            elif doc_id is not None and base is not None:
-                record, payload = base.raw(row)
-                records.append(record)
-                payloads.append(payload)
-            else:
-                records.append(b"")
-                payloads.append(b"")
-        postings = dict(self._postings.merged())
-        parts = []
+        parts, dirs = [], []
         for name, part in self._parts.items():
             assert part.directory is not None
             if not part.docs:  # emptied (a user forgotten): neither its name nor its segments stay
                 continue
-            parts.append((name, part.docs, part.lexical_docs, merge_counts(part.base_df, part.df), part.directory))
-        return Snapshot(
-            ids=list(self._row_ids), records=records, payloads=payloads, vectors=self._matrix[:n], live=self._live[:n],
-            has_vec=self._has_vec[:n], has_tok=self._has_tok[:n],
-            numbers=[self._numbers[name][:n] for name in self.number_fields], postings=postings, parts=parts,
+            parts.append((name, part.docs, part.lexical_docs, merge_counts(part.base_df, part.df)))
+            dirs.append(part.directory)
+        frozen = Frozen(
+            ids=list(self._row_ids), fresh=dict(self._fresh), base=self._base,
+            live=self._live[:n].copy(), has_vec=self._has_vec[:n].copy(), has_tok=self._has_tok[:n].copy(),
+            numbers=[self._numbers[name][:n].copy() for name in self.number_fields],
+            postings=dict(self._postings.merged()), parts=parts, vectors=self._matrix[:n], owner=self._flat,
         )
+        self._pinned = self._flat
+        return frozen, dirs
 
     def vacuum(self) -> list[str]:
         """Rewrite the partitions that lost documents and save the copy again (so no
@@ -157,7 +208,7 @@ class PersistedCopy:
         if self.path is None:
             self.rewrite_partitions()
             return []
-        with self._lock:
+        with self._save_lock, self._lock:
             if self.rewrite_partitions() and self._stamp is not None:
                 self.checkpoint(self._stamp, state=self._state)
             try:

@@ -21,8 +21,8 @@ database stays the truth every server writes to and reads its copy from.
   every read inside :meth:`bound` (it must see its own transaction's writes).
 - **Cold start.** With ``path`` (under the server's data dir) the copy is saved with its
   epoch and watermark (at build, in a thread every ``save_interval_s`` while it changes, on
-  :meth:`close`); the next start
-  opens it and catches up. Without a usable copy the replica is built from the tables in a
+  :meth:`close`; searches go on meanwhile, the copy being locked only while a save
+  freezes its documents); the next start opens it and catches up. Without a usable copy the replica is built from the tables in a
   background thread (one snapshot, streamed in batches; the stored vectors are reused,
   nothing is re-embedded) while searches fall back to the SQL search, so the server answers
   from the first second.
@@ -147,7 +147,8 @@ class ReplicatedIndex:
         self._save_failures = 0  # failed saves in a row: the next waits a growing pause
         self._save_retry_at = 0.0
         self._building: threading.Thread | None = None
-        self._saving = False
+        self._saving = False  # a background save is running (_maybe_save)
+        self._save_mutex = threading.Lock()  # one save of the copy at a time (_write_copy)
         self._vacuuming: threading.Thread | None = None  # a forget's rewrite: SQL answers meanwhile
         self._closed = False
         #: set by :meth:`close`: a build in progress stops at its next batch
@@ -320,9 +321,10 @@ class ReplicatedIndex:
             self.stats["build_cpu_s"] = round(time.process_time() - cpu, 3)
             log.info("index %s: search replica built over %d documents in %.1f s (change %d)",
                      self.name, total, elapsed, pos.last)
-            if self.path is not None:
-                self._saved = (None, 0)  # a new build is always saved (same seq, new `at`)
-                self._save_locked()
+            self._saved = (None, 0)  # a new build is always saved (same seq, new `at`)
+            mark = (self._epoch, self._watermark), self._mark_at
+        if self.path is not None:  # searches use the new copy while it is saved
+            self._write_copy(local, *mark)
 
     # ------------------------------------------------------------------ catch-up
 
@@ -331,7 +333,7 @@ class ReplicatedIndex:
         :meth:`bound`)."""
         if self._in_bound():
             return None
-        if self._saving or self._vacuuming is not None:  # the copy is busy: SQL answers meanwhile
+        if self._vacuuming is not None:  # a forget's rewrite holds the copy: SQL answers meanwhile
             self.stats["fallbacks"] += 1
             return None
         for _attempt in range(2):  # a copy found stale is rebuilt (at once without background)
@@ -344,8 +346,8 @@ class ReplicatedIndex:
                 break
             try:
                 if self._local is not None and self._catch_up_locked():
-                    # a save it just started would hold the copy's own lock: SQL answers
-                    if self._vacuuming is None and not self._saving:
+                    # a rewrite it just started would hold the copy's own lock: SQL answers
+                    if self._vacuuming is None:
                         return self._local
                     break
                 self._local = None
@@ -355,10 +357,10 @@ class ReplicatedIndex:
         return None
 
     def _enter(self) -> bool:
-        """Take the sync lock, or give up (False: SQL answers) once a save or a vacuum's
-        rewrite holds it: a search never waits for a whole save."""
+        """Take the sync lock, or give up (False: SQL answers) once a vacuum's rewrite holds
+        it: a search never waits for a whole rewrite."""
         while not self._sync.acquire(timeout=0.02):
-            if self._saving or self._vacuuming is not None:
+            if self._vacuuming is not None:
                 return False
         return True
 
@@ -410,7 +412,10 @@ class ReplicatedIndex:
 
     def _maybe_save(self) -> None:
         """Save the copy in a thread when it changed and the last save is older than
-        ``save_interval_s``; searches meanwhile are answered by SQL (the copy is locked)."""
+        ``save_interval_s``. Searches and catch-ups go on meanwhile: the sync lock is held
+        only to read the position, the copy's own lock only while it freezes its documents
+        (:meth:`EmbeddedIndex.checkpoint`), so the saved copy holds at least the changes up
+        to the position it records (later ones are applied again at the next open)."""
         if self.path is None or self._saving or self._saved == (self._epoch, self._watermark) \
                 or time.monotonic() - self._last_save < self.save_interval_s \
                 or time.monotonic() < self._save_retry_at:
@@ -419,8 +424,7 @@ class ReplicatedIndex:
 
         def save() -> None:
             try:
-                with self._sync:
-                    self._save_locked()
+                self._save_unlocked()
             finally:
                 self._saving = False
 
@@ -491,9 +495,29 @@ class ReplicatedIndex:
         local = self._local
         if local is None or self.path is None or self._saved == (self._epoch, self._watermark):
             return
+        self._write_copy(local, (self._epoch, self._watermark), self._mark_at)
+
+    def _save_unlocked(self) -> None:
+        """Save the copy, holding the sync lock only to read its position."""
+        with self._sync:
+            local, mark, at = self._local, (self._epoch, self._watermark), self._mark_at
+        if local is not None and self.path is not None:
+            self._write_copy(local, mark, at)
+
+    def _write_copy(self, local: EmbeddedIndex, mark: tuple[Any, int], at: Any) -> None:
+        """Checkpoint ``local`` as of ``mark`` (its epoch and watermark; the copy holds at
+        least those changes), with the retry pause after a failure. One save at a time
+        (they write one directory); a copy replaced by a rebuild meanwhile is not saved.
+        Lock order: ``_sync`` before the save mutex (a vacuum and ``close`` save under
+        ``_sync``); nothing takes ``_sync`` while holding the mutex."""
+        with self._save_mutex:
+            if local is not self._local or self._saved == mark:
+                return
+            self._checkpoint_copy(local, mark, at)
+
+    def _checkpoint_copy(self, local: EmbeddedIndex, mark: tuple[Any, int], at: Any) -> None:
         try:
-            local.checkpoint(_STAMP, state={"epoch": self._epoch, "seq": self._watermark,
-                                                 "at": self._mark_at})
+            local.checkpoint(_STAMP, state={"epoch": mark[0], "seq": mark[1], "at": at})
         except (OSError, KnowhubError) as exc:
             # disk full, say: retry after 5 s, 10 s, ... up to 10 min, not on every catch-up
             self._save_failures += 1
@@ -502,15 +526,14 @@ class ReplicatedIndex:
             log.warning("index %s: could not save the search replica (next try in %.0f s): %s",
                         self.name, pause, exc)
             return
-        self._saved = (self._epoch, self._watermark)
+        self._saved = mark
         self._last_save = time.monotonic()
         self._save_failures = 0
 
     def save(self) -> None:
         """Catch up and save the copy now (no-op without ``path``)."""
         if self._fresh() is not None:
-            with self._sync:
-                self._save_locked()
+            self._save_unlocked()
 
     # ------------------------------------------------------------------ writes (PostgreSQL)
 
