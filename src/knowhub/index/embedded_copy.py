@@ -312,7 +312,7 @@ def read_one_file_copy(root: Path, manifest: Mapping[str, Any], dim: int) -> tup
 # ---------------------------------------------------------------------- merging
 
 
-def merge_postings(base: Csr | None, valid: np.ndarray | None, overlay: Mapping[str, set[int]]) -> Csr:
+def merge_postings(base: Csr | None, valid: np.ndarray | None, overlay: Mapping[str, set[int] | np.ndarray]) -> Csr:
     """One field's postings after the writes since ``base`` was loaded: base rows still
     ``valid`` plus the ``overlay`` rows (whole arrays; no loop over the base's rows)."""
     keys_in: list[str] = []
@@ -325,7 +325,7 @@ def merge_postings(base: Csr | None, valid: np.ndarray | None, overlay: Mapping[
         keys_in = list(base.keys)
         rows_in.append(base.data[keep])
         ids_in.append(key_idx[keep])
-    extra = [k for k in overlay if overlay[k]]
+    extra = [k for k in overlay if len(overlay[k])]
     if extra:
         start = len(keys_in)
         keys_in.extend(extra)

@@ -11,7 +11,7 @@ The mixin works on the attributes :class:`~knowhub.index.embedded.EmbeddedIndex`
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -66,7 +66,7 @@ class Frozen:
     has_vec: np.ndarray
     has_tok: np.ndarray
     numbers: list[np.ndarray]
-    postings: dict[str, Any]
+    postings: Callable[[], dict[str, Any]]  # merges the filter postings (FilterPostings.freeze)
     parts: list[tuple[str, int, int, Any]]
     vectors: np.ndarray
     owner: Any  # the faiss index whose buffer ``vectors`` views: kept alive while it is written
@@ -91,7 +91,7 @@ class Frozen:
                 records.append(b"")
                 payloads.append(b"")
         return Snapshot(ids=self.ids, records=records, payloads=payloads, vectors=self.vectors, live=self.live, has_vec=self.has_vec,
-                        has_tok=self.has_tok, numbers=self.numbers, postings=self.postings, parts=self.parts)
+                        has_tok=self.has_tok, numbers=self.numbers, postings=self.postings(), parts=self.parts)
 
 
 class PersistedCopy:
@@ -176,7 +176,7 @@ class PersistedCopy:
 
     def _freeze(self) -> tuple[Frozen, list[Any]]:
         """Everything a generation holds, taken under the lock: copies of the row table and
-        the small arrays, postings and frequencies merged, the vectors as a view of faiss'
+        the small arrays, the filter postings (merged later) and frequencies, the vectors as a view of faiss'
         buffer, which stays as it is until :meth:`_unpin` (``EmbeddedIndex._pinned``: no
         row is reused or zeroed in it, a growth moves to a new buffer), and the
         partitions' committed tantivy directories for :func:`stage_generation`."""
@@ -194,7 +194,7 @@ class PersistedCopy:
             ids=list(self._row_ids), fresh=dict(self._fresh), base=self._base,
             live=self._live[:n].copy(), has_vec=self._has_vec[:n].copy(), has_tok=self._has_tok[:n].copy(),
             numbers=[self._numbers[name][:n].copy() for name in self.number_fields],
-            postings=dict(self._postings.merged()), parts=parts, vectors=self._matrix[:n], owner=self._flat,
+            postings=self._postings.freeze(), parts=parts, vectors=self._matrix[:n], owner=self._flat,
         )
         self._pinned = self._flat
         return frozen, dirs

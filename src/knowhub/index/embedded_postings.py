@@ -12,7 +12,7 @@ rows written since, in sets. Values with many rows keep a boolean mask, updated 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -112,8 +112,18 @@ class FilterPostings:
 
     def merged(self) -> Mapping[str, Csr]:
         """Every field's postings as one array set (what a saved copy holds)."""
-        fields = dict.fromkeys([*self._saved, *self._later])
-        return {f: merge_postings(self._saved.get(f), self.valid, self._later.get(f, {})) for f in fields}
+        return self.freeze()()
+
+    def freeze(self) -> Callable[[], dict[str, Csr]]:
+        """:meth:`merged`, computed later by the returned function from copies of what
+        writes change (taken now, under the index's lock): a save merges unlocked."""
+        saved, valid = dict(self._saved), self.valid.copy()
+        later = {name: {value: np.fromiter(rows, dtype=np.int64, count=len(rows)) for value, rows in by_value.items()}
+                 for name, by_value in self._later.items()}
+
+        def merge() -> dict[str, Csr]:
+            return {f: merge_postings(saved.get(f), valid, later.get(f, {})) for f in dict.fromkeys([*saved, *later])}
+        return merge
 
 
 class LexicalPart:
