@@ -72,3 +72,17 @@ def test_learned_prior_is_fitted_without_the_held_out_conversation() -> None:
     assert w[1 + bench.PRIOR_FEATURES.index("time")] > 0  # the bias, then the features in order
     assert loo["prior"]["loo_pooled"] == 1.0 and all(f["chosen"] != "base" for f in loo["prior"]["folds"].values())
     assert {name for name, _ in table} >= {"prior b=0.1", "prior-list b=0.3"}
+
+
+def test_query_variants_rewrite_only_the_named_speaker() -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("knowhub_context_query_variants_loo",
+                                                  ROOT / "benchmarks" / "context_query_variants_loo.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    names = ["Ana Ruiz", "Ben"]
+    assert module.strip_names("What does Ana's dog like?", names) == "What does dog like?"
+    assert module.first_person("What activities does Ben do?", names) == "What activities I do"
+    assert module.first_person("What does Ben think of Ana's plan?", names) is None  # two people named
+    assert module.first_person("What did Ben's sister bake?", names) == "What did my sister bake"
