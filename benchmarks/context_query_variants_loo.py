@@ -64,8 +64,8 @@ def first_person(text: str, names: list[str]) -> str | None:
     if len({n for n in names if n in named or n.split()[0] in named}) != 1:
         return None
     name = re.escape(max(named, key=len))
-    out = re.sub(rf"\b{_AUX}\s+{name}\b", "I", text)
-    out = re.sub(rf"\b{name}(?:'s|’s)", "my", out)
+    out = re.sub(rf"\b{name}(?:'s|’s)", "my", text)  # possessive first: "did Ben's sister" keeps "did"
+    out = re.sub(rf"\b{_AUX}\s+{name}\b", "I", out)
     return re.sub(rf"\b{name}\b", "I", out).rstrip("?").strip()
 
 
