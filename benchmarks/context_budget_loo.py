@@ -71,13 +71,19 @@ def context_of(sample: str) -> RequestContext:
     return RequestContext("bench", f"u-{sample}", agent_id=f"a-{sample}")
 
 
-def build(conv: dict[str, Any], path: Path) -> ContextEngineService:
+def build(conv: dict[str, Any], path: Path, reuse: bool = False) -> ContextEngineService:
     """A fresh store at ``path`` with every session of ``conv`` committed, kept open.
 
-    Fresh, not reopened: a store opened again ranks slightly differently (its BM25
-    statistics differ from the live index's, ~1 point of recall on conv-26), and every
-    recall figure of docs/benchmarks.md is of a store searched right after its commits.
+    With ``reuse`` a store already at ``path`` (built by an earlier run with ``--stores``)
+    is opened instead: since the fifth session a reopened store ranks exactly as the live
+    one (docs/benchmarks.md, "Issue 19 §7: addressed turns"), and a screening run then costs
+    only its searches, not ~4 CPU minutes of commits.
     """
+    if reuse and (path / "index").exists():
+        svc = ContextEngineService(path, durable=False)
+        svc.retriever.embedder = CachedQueryEmbedder(svc.retriever.embedder)
+        print(f"opened {conv['sample_id']} from {path}", flush=True)
+        return svc
     if path.exists():
         shutil.rmtree(path)
     started, cpu = time.perf_counter(), time.process_time()
@@ -176,6 +182,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bench-dir", type=Path, default=BENCH_DIR)
     parser.add_argument("--stores", type=Path, default=None, help="where the stores are built (default: a temporary directory)")
+    parser.add_argument("--reuse", action="store_true", help="open the stores already under --stores instead of committing again")
     parser.add_argument("--budgets", default="10,25")
     parser.add_argument("--conversations", type=int, default=None)
     parser.add_argument("--diagnose", action="store_true", help="where the default loses evidence, then stop")
@@ -187,7 +194,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     convs = load_locomo(args.bench_dir / LOCOMO_FILE)[: args.conversations]
     load = [round(x, 2) for x in os.getloadavg()]
     args.stores = args.stores or Path(tempfile.mkdtemp(prefix="ctx-budget-"))
-    stores = {conv["sample_id"]: build(conv, args.stores / conv["sample_id"]) for conv in convs}
+    stores = {conv["sample_id"]: build(conv, args.stores / conv["sample_id"], args.reuse) for conv in convs}
     if args.diagnose:
         stats: Counter[str] = Counter()
         for conv in convs:

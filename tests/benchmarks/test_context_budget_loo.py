@@ -45,3 +45,28 @@ def test_each_fold_chooses_on_the_other_conversations() -> None:
     assert report["folds"]["c"]["chosen"] == "b" and report["folds"]["c"]["@10"] == 0.7
     assert report["folds"]["a"]["chosen"] == "b" and report["folds"]["a"]["@10"] == 0.8
     assert report["loo_pooled"] == round((0.8 + 0.8 + 0.7) / 3, 4)
+
+
+def test_reuse_opens_the_built_store_without_committing_again(tmp_path: Path) -> None:
+    bench = _load()
+    conv = {"sample_id": "c1", "speakers": ["Ana", "Ben"], "qa": [],
+            "sessions": [{"index": 1, "date_time": "1:00 pm on 5 May, 2024",
+                          "turns": [{"dia_id": "D1:1", "speaker": "Ana", "text": "I adopted a grey kitten named Pixel."},
+                                    {"dia_id": "D1:2", "speaker": "Ben", "text": "Congrats! Send me a photo."}]}]}
+    ctx = bench.context_of("c1")
+    svc = bench.build(conv, tmp_path / "c1")
+    first = [b.uri for b in bench.ranked_refs(svc, ctx, "Ana's kitten")]
+    commits = len(svc.list_commits(ctx))
+    svc.close()
+    again = bench.build(conv, tmp_path / "c1", reuse=True)
+    try:
+        assert len(again.list_commits(ctx)) == commits >= 1  # opened, not committed a second time
+        assert [b.uri for b in bench.ranked_refs(again, ctx, "Ana's kitten")] == first and first
+        assert isinstance(again.retriever.embedder, bench.CachedQueryEmbedder)
+    finally:
+        again.close()
+    fresh = bench.build(conv, tmp_path / "c1")  # without reuse the store is built anew
+    try:
+        assert len(fresh.list_commits(ctx)) == commits
+    finally:
+        fresh.close()
