@@ -170,35 +170,6 @@ def _why_missed(gold: list[str], got: list[str], ranked: list[list[str]], blocks
                        for g in gold if g not in got}}
 
 
-_PAIR_EN = re.compile(r"\s*\b(?:before or after|or)\b\s*", re.I)
-_PAIR_ZH = re.compile(r"之前还是之后|还是|(?<=[问题件])和")
-_WORDS = re.compile(r"[A-Za-z]{3,}")
-
-
-def _words(text: str) -> float:
-    return len(_WORDS.findall(text)) + sum(map(len, _CJK_RUN.findall(text))) / 2
-
-
-def split_pair(question: str) -> list[str]:
-    """Diagnosis for two-part questions ("which came first, A or B", "A 还是 B", "A 和 B 哪个先"):
-    the two halves when the question splits at one such word into halves of two words or
-    more each (a Chinese character counts half a word: "发现的" is no half), else ``[]``.
-    Used by ``--pair-split`` only (the engine does not split)."""
-    for pattern in (_PAIR_EN, _PAIR_ZH):
-        parts = pattern.split(question, maxsplit=1)
-        if len(parts) == 2 and all(_words(p) >= 2 for p in parts):
-            return [p.strip(" ，,？?") for p in parts]
-    return []
-
-
-def interleave(lists: list[list[list[str]]]) -> list[list[str]]:
-    """Ranked blocks of several searches taken in turn (A1, B1, A2, B2, …)."""
-    out: list[list[str]] = []
-    for i in range(max((len(x) for x in lists), default=0)):
-        out.extend(x[i] for x in lists if i < len(x))
-    return out
-
-
 def parse_whatif(spec: str) -> dict[str, Any]:
     """``max_df_ratio=none,vector_weight=1.0`` as RetrieverConfig overrides."""
     out: dict[str, Any] = {}
@@ -209,7 +180,7 @@ def parse_whatif(spec: str) -> dict[str, Any]:
 
 
 def run_chat(chat: dict[str, Any], root: Path, budget: int, top_k: int, embedder: Any,
-             trace: bool = False, whatif: list[str] | None = None, pair_split: bool = False) -> dict[str, Any]:
+             trace: bool = False, whatif: list[str] | None = None, pair_split: bool = True) -> dict[str, Any]:
     """Commit one chat, answer its questions; per-question recall of the service and BM25.
 
     ``whatif``: diagnosis only — the same committed chat is also searched with each listed
@@ -217,6 +188,7 @@ def run_chat(chat: dict[str, Any], root: Path, budget: int, top_k: int, embedder
     question's recall under it lands in ``row["whatif"]``."""
     ctx = RequestContext("bench", f"u-{chat['id']}", agent_id=f"a-{chat['id']}")
     svc = ContextEngineService(root / chat["id"], durable=False, embedder=embedder)
+    svc.pair_split = pair_split
     messages: dict[str, dict[str, Any]] = {}
     started = time.perf_counter()
     for session in chat["sessions"]:
@@ -264,16 +236,6 @@ def run_chat(chat: dict[str, Any], root: Path, budget: int, top_k: int, embedder
                        missed=[g for g in gold if g not in got], uncited=[g for g in gold if g not in cited],
                        blocks=_trace(result.blocks), why=_why_missed(gold, got, ranked, result.blocks, cited_by))
         rows.append(row)
-    if pair_split:  # diagnosis: each half of a two-part question searched alone, lists interleaved
-        for q, row in zip(chat["questions"], rows, strict=True):
-            halves = split_pair(q["question"])
-            if halves:
-                lists = [[[str(r) for r in b.metadata.get("source_refs") or []]
-                          for b in svc.search_memory(ctx, h, top_k=top_k).blocks] for h in halves]
-                row["pair_split"] = recall(q["gold"], collect(interleave(lists), budget))
-            else:
-                row["pair_split"] = row["engine"]
-            row["split"] = bool(halves)
     shipped = svc.retriever.config
     for spec in whatif or []:
         svc.retriever.config = dataclasses.replace(shipped, **parse_whatif(spec))
@@ -321,10 +283,6 @@ def summarize(chats: list[dict[str, Any]]) -> dict[str, Any]:
         whatif = {spec: {"all": round(_mean([r["whatif"][spec] for r in rows]), 3),
                          **{t: round(_mean([r["whatif"][spec] for r in rows if r["type"] == t]), 3)
                             for t in TYPES if any(r["type"] == t for r in rows)}} for spec in specs}
-        if any("pair_split" in r for r in rows):
-            whatif["pair_split"] = {"all": round(_mean([r["pair_split"] for r in rows]), 3), "split": sum(r["split"] for r in rows),
-                                    **{t: round(_mean([r["pair_split"] for r in rows if r["type"] == t]), 3)
-                                       for t in TYPES if any(r["type"] == t for r in rows)}}
         out[name] = {"n": len(rows), "engine": round(_mean([r["engine"] for r in rows]), 3), "whatif": whatif,
                      "bm25": round(_mean([r["bm25"] for r in rows]), 3),
                      "gold_cited": round(_mean([r["gold_cited"] for r in rows]), 3), "by_type": per_type}
@@ -414,9 +372,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--whatif", action="append", default=[], metavar="KNOB=VALUE[,KNOB=VALUE]",
                         help="diagnosis only: also search with these RetrieverConfig overrides "
                              "(e.g. max_df_ratio=none or vector_weight=1.0); repeatable")
-    parser.add_argument("--pair-split", action="store_true",
-                        help="diagnosis only: also answer two-part questions ('A or B', 'A 还是 B') by searching "
-                             "each half and interleaving the two lists")
+    parser.add_argument("--no-pair-split", action="store_true",
+                        help="diagnosis: search two-part questions whole (the service splits them: "
+                             "knowhub.context.retrieval.pair_questions)")
     parser.add_argument("--distractors", default=None, metavar="DATA",
                         help="with --one-user: the chats of this data set (e.g. tech_chats; several: "
                              "tech_chats,tech_chats_fresh) join each user's history without their questions "
@@ -453,7 +411,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             args.out_json.write_text(json.dumps({**loo, "load_average": os.getloadavg()}, ensure_ascii=False, indent=1))
         return loo
     with tempfile.TemporaryDirectory(prefix="tech-chat-") as tmp:
-        chats = [run_chat(chat, Path(tmp), args.budget, args.top_k, embedder, args.trace, args.whatif, args.pair_split)
+        chats = [run_chat(chat, Path(tmp), args.budget, args.top_k, embedder, args.trace, args.whatif, not args.no_pair_split)
                  for chat in load(langs)]
     report = {"budget": args.budget, "embedder": args.embedder, "data": args.data, "one_user": args.one_user,
               "distractors": args.distractors,

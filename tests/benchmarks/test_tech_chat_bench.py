@@ -124,12 +124,3 @@ def test_whatif_specs_parse_to_retriever_overrides(bench: ModuleType) -> None:
     with pytest.raises(TypeError):
         dataclasses.replace(RetrieverConfig(), **bench.parse_whatif("no_such_knob=1"))
 
-
-def test_pair_split_finds_both_halves_of_a_two_part_question(bench: ModuleType) -> None:
-    assert bench.split_pair("Was Celery taken out before or after the weather feature was built?") == [
-        "Was Celery taken out", "the weather feature was built"]
-    assert bench.split_pair("先决定用大屏推送 SSE，还是先遇到配方表上传报错？") == ["先决定用大屏推送 SSE", "先遇到配方表上传报错"]
-    # a half that is only a verb ("发现的") is no event: the question stays whole
-    assert bench.split_pair("凭证税额出错是在试点开始之前还是之后发现的？") == []
-    assert bench.split_pair("Which port does the API use?") == []
-    assert bench.interleave([[["a"], ["b"]], [["c"]]]) == [["a"], ["c"], ["b"]]
