@@ -1,6 +1,7 @@
 """Build ``benchmarks/data/tech_chats_fresh_{en,zh}.json`` from the hand-written chats in
 ``benchmarks/fresh_chats/*.txt`` (issue 19 §7: a held-out set written without reading the
-engine's extraction rules).
+engine's extraction rules), and ``tech_chats_long_{en,zh}.json`` from ``benchmarks/long_chats/``
+(``--set long``: one long single-project chat per language, ~30k tokens, 12+ sessions).
 
 Why a source format: the chats are long, and gold ids are easier to keep right as labels on
 the messages than as counted positions. Format, one directive per line starting ``%%``::
@@ -12,7 +13,7 @@ the messages than as counted positions. Format, one directive per line starting 
     %%q <type> | <question> | <label> <label> ...
 
 Message ids are ``<chat>-<session>-<nn>`` in order; a question's gold names labels.
-Run: ``python benchmarks/build_fresh_chats.py`` (checks every label, writes both files).
+Run: ``python benchmarks/build_fresh_chats.py [--set fresh|long]`` (checks every label, writes both files).
 """
 
 from __future__ import annotations
@@ -25,7 +26,17 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 SRC = HERE / "fresh_chats"
 OUT = HERE / "data"
-TYPES = {"fact", "update", "contradiction", "instruction", "preference", "event_order", "summary"}
+TYPES = {"fact", "update", "contradiction", "instruction", "preference", "event_order", "summary", "assistant"}
+#: set name -> (source folder, output prefix, description)
+SETS = {
+    "fresh": (SRC, "tech_chats_fresh", "Fresh held-out long technical chats for knowhub (issue 19 §7), written without "
+                                       "reading the engine's extraction rules. Each question has a type and cites its "
+                                       "gold message ids."),
+    "long": (HERE / "long_chats", "tech_chats_long",
+             "Long single-project technical chats for knowhub (issue 19 §7, sixth session): one project per "
+             "language over 12+ sessions, written without reading the engine's extraction or ranking rules. "
+             "Each question has a type and cites its gold message ids."),
+}
 
 
 def parse(path: Path) -> dict[str, Any]:
@@ -85,9 +96,14 @@ def parse(path: Path) -> dict[str, Any]:
     return chat
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", choices=sorted(SETS), default="fresh")
+    src, prefix, description = SETS[parser.parse_args(argv).set]
     by_lang: dict[str, list[dict[str, Any]]] = {}
-    for path in sorted(SRC.glob("*.txt")):
+    for path in sorted(src.glob("*.txt")):
         chat = parse(path)
         by_lang.setdefault(chat["language"], []).append(chat)
         msgs = [m for s in chat["sessions"] for m in s["messages"]]
@@ -98,11 +114,8 @@ def main() -> None:
               f"{sum(len(m['content']) for m in msgs)} chars, {len(chat['questions'])} questions, "
               f"gold in assistant messages {share:.0%}", file=sys.stderr)
     for lang, chats in by_lang.items():
-        doc = {"description": "Fresh held-out long technical chats for knowhub (issue 19 §7), written without "
-                              "reading the engine's extraction rules. Each question has a type and cites its "
-                              "gold message ids.",
-               "license": "same as the repository", "conversations": chats}
-        (OUT / f"tech_chats_fresh_{lang}.json").write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n",
+        doc = {"description": description, "license": "same as the repository", "conversations": chats}
+        (OUT / f"{prefix}_{lang}.json").write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n",
                                                            encoding="utf-8")
 
 

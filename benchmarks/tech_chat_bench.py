@@ -8,6 +8,7 @@ Run from the repository root::
     python benchmarks/tech_chat_bench.py --loo                 # the rules' switches, leave one chat out
     python benchmarks/tech_chat_bench.py --data tech_chats_fresh --trace   # the fresh held-out chats (issue 19 §7)
     python benchmarks/tech_chat_bench.py --data tech_chats_fresh --one-user --distractors tech_chats
+    python benchmarks/tech_chat_bench.py --data tech_chats_long --one-user --distractors tech_chats,tech_chats_fresh
     python benchmarks/tech_chat_bench.py --data tech_chats --whatif max_df_ratio=none   # diagnosis: a retriever knob
 
 Data: ``benchmarks/data/tech_chats_en.json`` and ``tech_chats_zh.json``, written for this
@@ -19,6 +20,8 @@ has a type: ``fact``, ``update``, ``instruction``, ``preference``, ``event_order
 ``--data tech_chats_fresh`` reads ``tech_chats_fresh_{en,zh}.json`` instead: four chats
 written for issue 19 §7 without reading the engine's rules (built by
 ``benchmarks/build_fresh_chats.py``), with a ``contradiction`` type besides.
+``--data tech_chats_long`` reads one long single-project chat per language (12+ sessions,
+120+ messages, ~30k tokens; ``build_fresh_chats.py --set long``), every type included.
 
 Protocol (the LoCoMo benchmark's, :mod:`context_bench`): each chat is committed session by
 session through ``ContextEngineService.commit_session`` with the default offline settings
@@ -148,6 +151,25 @@ def _trace(blocks: list[Any], limit: int = 6) -> list[dict[str, Any]]:
              "abstract": (b.abstract or b.overview or "")[:160]} for b in blocks[:limit]]
 
 
+def _why_missed(gold: list[str], got: list[str], ranked: list[list[str]], blocks: list[Any],
+                cited_by: dict[str, list[Any]]) -> dict[str, Any]:
+    """For reading failures: where each missed gold message first appears in the ranked blocks
+    (1-based, None: not in the top_k), how many blocks the budget walked and how many of them
+    cite several messages, and the nodes that cite the missed message (uri, abstract)."""
+    walked, seen = 0, set()
+    for refs in ranked:
+        walked += 1
+        seen.update(refs)
+        if len(seen) >= len(got) and set(got) <= seen:
+            break
+    return {"walked": walked, "walked_multi": sum(1 for refs in ranked[:walked] if len(refs) > 1),
+            "walked_uris": [b.uri.split("/memories/")[-1][:60] for b in blocks[:walked]],
+            "missed": {g: {"rank": next((i + 1 for i, refs in enumerate(ranked) if g in refs), None),
+                           "nodes": [(n.uri.split("/memories/")[-1][:60], (n.abstract or "")[:140])
+                                     for n in cited_by.get(g, [])][:3]}
+                       for g in gold if g not in got}}
+
+
 def parse_whatif(spec: str) -> dict[str, Any]:
     """``max_df_ratio=none,vector_weight=1.0`` as RetrieverConfig overrides."""
     out: dict[str, Any] = {}
@@ -158,7 +180,7 @@ def parse_whatif(spec: str) -> dict[str, Any]:
 
 
 def run_chat(chat: dict[str, Any], root: Path, budget: int, top_k: int, embedder: Any,
-             trace: bool = False, whatif: list[str] | None = None) -> dict[str, Any]:
+             trace: bool = False, whatif: list[str] | None = None, pair_split: bool = True) -> dict[str, Any]:
     """Commit one chat, answer its questions; per-question recall of the service and BM25.
 
     ``whatif``: diagnosis only — the same committed chat is also searched with each listed
@@ -166,6 +188,7 @@ def run_chat(chat: dict[str, Any], root: Path, budget: int, top_k: int, embedder
     question's recall under it lands in ``row["whatif"]``."""
     ctx = RequestContext("bench", f"u-{chat['id']}", agent_id=f"a-{chat['id']}")
     svc = ContextEngineService(root / chat["id"], durable=False, embedder=embedder)
+    svc.pair_split = pair_split
     messages: dict[str, dict[str, Any]] = {}
     started = time.perf_counter()
     for session in chat["sessions"]:
@@ -186,6 +209,10 @@ def run_chat(chat: dict[str, Any], root: Path, budget: int, top_k: int, embedder
         citations += len(refs)
         assistant_citations += sum(1 for r in refs if messages.get(r, {}).get("role") == "assistant")
     entity_nodes = [n for n in nodes if "/memories/entities/" in n.uri]
+    cited_by: dict[str, list[Any]] = defaultdict(list)
+    for node in nodes:
+        for ref in node.metadata.get("source_refs") or []:
+            cited_by[str(ref)].append(node)
     by = {n.uri: n.metadata.get("source_refs") for n in nodes}
 
     ids = list(messages)
@@ -207,7 +234,7 @@ def run_chat(chat: dict[str, Any], root: Path, budget: int, top_k: int, embedder
         if trace:
             row.update(question=q["question"], gold=gold, engine_ids=got, bm25_ids=got_bm25,
                        missed=[g for g in gold if g not in got], uncited=[g for g in gold if g not in cited],
-                       blocks=_trace(result.blocks))
+                       blocks=_trace(result.blocks), why=_why_missed(gold, got, ranked, result.blocks, cited_by))
         rows.append(row)
     shipped = svc.retriever.config
     for spec in whatif or []:
@@ -345,9 +372,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--whatif", action="append", default=[], metavar="KNOB=VALUE[,KNOB=VALUE]",
                         help="diagnosis only: also search with these RetrieverConfig overrides "
                              "(e.g. max_df_ratio=none or vector_weight=1.0); repeatable")
+    parser.add_argument("--no-pair-split", action="store_true",
+                        help="diagnosis: search two-part questions whole (the service splits them: "
+                             "knowhub.context.retrieval.pair_questions)")
     parser.add_argument("--distractors", default=None, metavar="DATA",
-                        help="with --one-user: the chats of this data set (e.g. tech_chats) join each user's "
-                             "history without their questions (a larger haystack for --data's questions)")
+                        help="with --one-user: the chats of this data set (e.g. tech_chats; several: "
+                             "tech_chats,tech_chats_fresh) join each user's history without their questions "
+                             "(a larger haystack for --data's questions)")
     parser.add_argument("--one-user", action="store_true",
                         help="each language's chats as one user's history (a larger haystack)")
     args = parser.parse_args(argv)
@@ -357,8 +388,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     def load(ls: list[str]) -> list[dict[str, Any]]:
         chats = load_chats(ls, args.data)
-        if args.distractors:
-            chats += [{**c, "questions": []} for c in load_chats(ls, args.distractors)]
+        for extra in (args.distractors or "").split(","):
+            if extra.strip():
+                chats += [{**c, "questions": []} for c in load_chats(ls, extra.strip())]
         return one_user(chats) if args.one_user else chats
     embedder = None
     if args.embedder == "hashing":
@@ -379,7 +411,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             args.out_json.write_text(json.dumps({**loo, "load_average": os.getloadavg()}, ensure_ascii=False, indent=1))
         return loo
     with tempfile.TemporaryDirectory(prefix="tech-chat-") as tmp:
-        chats = [run_chat(chat, Path(tmp), args.budget, args.top_k, embedder, args.trace, args.whatif) for chat in load(langs)]
+        chats = [run_chat(chat, Path(tmp), args.budget, args.top_k, embedder, args.trace, args.whatif, not args.no_pair_split)
+                 for chat in load(langs)]
     report = {"budget": args.budget, "embedder": args.embedder, "data": args.data, "one_user": args.one_user,
               "distractors": args.distractors,
               "summary": summarize(chats), "chats": chats,

@@ -33,11 +33,11 @@ def bench() -> ModuleType:
     return _load_bench()
 
 
-@pytest.mark.parametrize("data", ["tech_chats", "tech_chats_fresh"])
+@pytest.mark.parametrize("data", ["tech_chats", "tech_chats_fresh", "tech_chats_long"])
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_chats_are_well_formed(bench: ModuleType, lang: str, data: str) -> None:
     chats = bench.load_chats([lang], data)
-    assert len(chats) >= 2
+    assert len(chats) >= (1 if data == "tech_chats_long" else 2)
     for chat in chats:
         assert chat["language"] == lang
         assert len(chat["sessions"]) >= 3
@@ -56,17 +56,46 @@ def test_chats_are_well_formed(bench: ModuleType, lang: str, data: str) -> None:
         assert len(types) >= 7, f"{chat['id']} lacks {set(bench.TYPES) - types}"
 
 
-def test_fresh_chats_match_their_source() -> None:
-    """The fresh JSON files are what build_fresh_chats.py makes of benchmarks/fresh_chats/*.txt."""
+@pytest.mark.parametrize("which", ["fresh", "long"])
+def test_built_chats_match_their_source(which: str) -> None:
+    """The fresh and long JSON files are what build_fresh_chats.py makes of their *.txt sources."""
     import json
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import build_fresh_chats
 
-    built = [build_fresh_chats.parse(p) for p in sorted(build_fresh_chats.SRC.glob("*.txt"))]
+    src, prefix, _ = build_fresh_chats.SETS[which]
+    built = [build_fresh_chats.parse(p) for p in sorted(src.glob("*.txt"))]
+    assert built
     for lang in ("en", "zh"):
-        stored = json.loads((ROOT / "benchmarks" / "data" / f"tech_chats_fresh_{lang}.json").read_text(encoding="utf-8"))
+        stored = json.loads((ROOT / "benchmarks" / "data" / f"{prefix}_{lang}.json").read_text(encoding="utf-8"))
         assert stored["conversations"] == [c for c in built if c["language"] == lang]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_long_chats_are_long_single_projects(bench: ModuleType, lang: str) -> None:
+    """Issue 19 §7's long set: one project per language, 12+ sessions, 120+ messages, 45+ questions
+    of every type the bench knows, gold in assistant messages too."""
+    chats = bench.load_chats([lang], "tech_chats_long")
+    assert len(chats) == 1
+    chat = chats[0]
+    msgs = {m["id"]: m for s in chat["sessions"] for m in s["messages"]}
+    assert len(chat["sessions"]) >= 12 and len(msgs) >= 120
+    assert sum(len(m["content"]) for m in msgs.values()) > (100_000 if lang == "en" else 60_000)
+    assert len(chat["questions"]) >= 45
+    assert {q["type"] for q in chat["questions"]} == set(bench.TYPES)
+    assert any(msgs[g]["role"] == "assistant" for q in chat["questions"] for g in q["gold"])
+
+
+def test_builder_rejects_unknown_labels(tmp_path: Path) -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import build_fresh_chats
+
+    src = tmp_path / "x.txt"
+    src.write_text("%%chat c en T\n%%session s1 2026-01-01T00:00:00+00:00\n%%U a\nhi\n%%q fact | q? | b\n",
+                   encoding="utf-8")
+    with pytest.raises(ValueError, match="unknown labels"):
+        build_fresh_chats.parse(src)
 
 
 def test_bm25_over_chinese_matches_words(bench: ModuleType) -> None:
@@ -94,3 +123,4 @@ def test_whatif_specs_parse_to_retriever_overrides(bench: ModuleType) -> None:
     assert dataclasses.replace(RetrieverConfig(), **spec).prf_docs == 2
     with pytest.raises(TypeError):
         dataclasses.replace(RetrieverConfig(), **bench.parse_whatif("no_such_knob=1"))
+

@@ -102,6 +102,35 @@ def test_reply_verdict(reply: str, verdict: str) -> None:
     assert reply_verdict(_turn(reply)) == verdict
 
 
+@pytest.mark.parametrize(("reply", "suggestion", "verdict"), [
+    # a refusal phrase further into the reply is about what it names, not always the suggestion
+    ("说到测试，我的习惯：JUnit 5 加 AssertJ，不要用 H2 冒充，也别用 Mockito。", "这是 BigDecimal.equals 的坑，用 compareTo 比较。",
+     "no_objection"),
+    ("数据库变更脚本我想用 Flyway，不想用 Liquibase。", "库存流水表只追加，每晚核对批次数量。", "no_objection"),
+    ("Do that one now, I don't want a false alarm at 3am.", "Rewrite the check with two subqueries.", "no_objection"),
+    ("Thanks, but I don't want Kubernetes for this.", "Deploy it on Kubernetes with a Helm chart.", "rejected"),
+    ("看了一下，RocketMQ 太重了。", "订单提交后用 RocketMQ 通知看板。", "rejected"),
+    # at the start, or naming an alternative, it refuses the suggestion whatever it names
+    ("I'd rather keep it simple and use cron.", "Use Celery beat.", "rejected"),
+    ("Actually, let's use SQLite instead.", "Use PostgreSQL.", "rejected"),
+    ("不要 Elasticsearch，内存不够。", "搜索用 Elasticsearch。", "rejected"),
+])
+def test_reply_verdict_knows_what_a_refusal_names(reply: str, suggestion: str, verdict: str) -> None:
+    assert reply_verdict(_turn(reply), suggestion) == verdict
+
+
+def test_refusal_of_something_else_keeps_the_assistant_answer() -> None:
+    chat = [
+        {"id": "u1", "role": "user", "content": "门店改单时数量没变却记了变更日志，为什么？"},
+        {"id": "a1", "role": "assistant", "content": "这是 BigDecimal.equals 的坑：equals 同时比较数值和精度，"
+                                                     "0.5 和 0.50 不相等。比较数量请用 compareTo。"},
+        {"id": "u2", "role": "user", "content": "说到测试，我的习惯：用 Testcontainers 起真的 MySQL，不要用 H2 冒充。"},
+    ]
+    events = _assistant_events(chat)
+    assert [c for c in events if c["metadata"]["origin"] == "assistant" and c["source_refs"] == ["a1"]]
+    assert not [c for c in events if c["metadata"]["kind"] == "rejected"]
+
+
 def test_assistant_decision_becomes_a_memory_citing_the_assistant_message() -> None:
     events = _assistant_events(EN_CHAT)
     decision = [c for c in events if "a1" in c["source_refs"] and c["metadata"]["origin"] == "assistant"]

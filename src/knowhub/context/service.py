@@ -92,6 +92,7 @@ from knowhub.context.retrieval import (
     RetrieverConfig,
     SearcherConfig,
 )
+from knowhub.context.retrieval.pair_questions import interleave_blocks, split_pair
 from knowhub.context.retrieval.session_cohesion import (
     DEFAULT_CAP,
     DEFAULT_GAIN,
@@ -301,6 +302,7 @@ class ContextEngineService(NodeEditsMixin):
         #: count; chosen leave one conversation out on LoCoMo (4 of 5 folds, every fold above
         #: main; docs/benchmarks.md), own tech chats checked; gain 0 turns it off
         self.session_gain, self.session_cap, self.session_window = DEFAULT_GAIN, DEFAULT_CAP, DEFAULT_WINDOW
+        self.pair_split = True  # two-part questions searched half by half (retrieval/pair_questions.py)
         self.reader = MemoryReadService(self.fs, self.relations)
         self.assembler = RetrievalAssembler(self.fs, self.relations, assembler_config)
         self.save_interval_s = save_interval_s
@@ -672,7 +674,22 @@ class ContextEngineService(NodeEditsMixin):
             hints["target_uri"] = check_access(ctx, target_uri).uri
         if categories:
             hints["categories"] = list(categories)
-        plan = self.planner.plan(query, session_archive, hints, ctx)
+        halves = split_pair(query) if self.pair_split else []
+        if halves:  # two-part question: each half searched alone, the lists taken in turn (pair_questions)
+            parts = [self._search(ctx, half, hints, top_k, session_archive) for half in halves]
+            blocks = interleave_blocks([p.blocks for p in parts], top_k)
+            best: dict[str, SeedHit] = {}
+            for seed in (s for p in parts for s in p.seed_hits):
+                if seed.uri not in best or best[seed.uri].score < seed.score:
+                    best[seed.uri] = seed
+            seeds = sorted(best.values(), key=lambda s: (-s.score, s.uri))
+            return SearchResult(query_plan=[q for p in parts for q in p.query_plan], seed_hits=seeds, blocks=blocks,
+                                total=len(blocks))
+        return self._search(ctx, query, hints, top_k, session_archive)
+
+    def _search(self, ctx: Any, query: str, hints: dict[str, Any], top_k: int,
+                session_archive: SessionArchive | dict[str, Any] | None) -> SearchResult:
+        plan = self.planner.plan(query, session_archive, dict(hints), ctx)
         seeds: dict[str, SeedHit] = {}
         merged: dict[str, Any] = {}
         norms: list[float] | None = None

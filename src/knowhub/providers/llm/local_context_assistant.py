@@ -77,13 +77,52 @@ _ACCEPT_EN = re.compile(
 _ACCEPT_CN = re.compile(r"^(?:好|行|可以|没问题|对|同意|明白|收到|谢谢|很好|不错|就按|就这么|按这个|嗯)")
 
 
-def reply_verdict(reply: Turn | None) -> str:
-    """``rejected``, ``accepted`` (explicitly) or ``no_objection`` for the user's reply."""
+#: A refusal that names an alternative ("let's use SQLite instead", "改用 X") refuses the suggestion itself.
+_INSTEAD = re.compile(r"\binstead\b", re.I)
+_CLAUSE_END = re.compile(r"[,，;；:：.。!?！？、]")
+_LATIN_WORD = re.compile(r"[a-z][a-z0-9+#.\-]*[a-z0-9+#]|[a-z0-9]{2,}")
+
+
+def _names_part_of(phrase: str, suggestion: str) -> bool:
+    """Whether ``phrase`` (what a refusal is about: the words right after it) names something
+    the suggestion says: one of its first three Latin content words or a CJK character pair
+    of its first CJK run occurs in the suggestion."""
+    low = suggestion.lower()
+    words = [w for w in _LATIN_WORD.findall(phrase.lower()) if w in content_words(w)][:3]
+    if any(re.search(rf"(?<![a-z0-9]){re.escape(w)}(?![a-z0-9])", low) for w in words):
+        return True
+    cjk = "".join(ch if "\u3400" <= ch <= "\u9fff" else " " for ch in phrase).split()[:1]
+    return any(run[i:i + 2] in suggestion for run in cjk for i in range(min(len(run), 6) - 1))
+
+
+def _refuses(first: str, suggestion: str | None) -> bool:
+    """A refusal in the reply's first sentence. At its start (at most one word before it,
+    "Actually, I'd rather …") or naming an alternative ("… instead") it refuses the
+    suggestion. Further in, a phrase such as "不要用 H2" or "I don't want a false alarm"
+    may be about something else the user goes on to say, so it counts only when the clause
+    it is in names part of the suggestion (when the suggestion is known)."""
+    match = _REJECT_EN.search(first) or _REJECT_CN.search(first)
+    if match is None:
+        return False
+    before = first[:match.start()]
+    if suggestion is None or len(re.findall(r"\w+", before)) <= 1 or _INSTEAD.search(match.group(0)):
+        return True
+    end = _CLAUSE_END.search(first, match.end())
+    after = first[match.end():end.start() if end else len(first)]
+    if not content_words(after):  # "…，太重了": what is refused comes before the phrase
+        start = max((m.end() for m in _CLAUSE_END.finditer(first, 0, match.start())), default=0)
+        after = first[start:match.start()]
+    return _names_part_of(after, suggestion)
+
+
+def reply_verdict(reply: Turn | None, suggestion: str | None = None) -> str:
+    """``rejected``, ``accepted`` (explicitly) or ``no_objection`` for the user's reply to
+    ``suggestion`` (the assistant's message; unknown: any refusal phrase counts)."""
     if reply is None:
         return "no_objection"
     sentences = split_sentences(reply.text)
     first = (sentences[0] if sentences else reply.text).strip().lstrip("\"'“‘(")
-    if _REJECT_EN.search(first) or _REJECT_CN.search(first):
+    if _refuses(first, suggestion):
         return "rejected"
     if _ACCEPT_EN.search(first) or _ACCEPT_CN.search(first):
         return "accepted"
@@ -310,8 +349,8 @@ def assistant_memories(turns: list[Turn]) -> list[dict[str, Any]]:
             continue
         reply = next((t for t in turns[position + 1:] if t.role == "user"), None)
         asked = next((t for t in reversed(turns[:position]) if t.role == "user"), None)
-        verdict = reply_verdict(reply)
         raw = str(turn.extra.get("raw") or turn.text)
+        verdict = reply_verdict(reply, raw)
         pieces = split_message(raw)
         if not pieces:
             continue

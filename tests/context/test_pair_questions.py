@@ -1,0 +1,67 @@
+"""Two-part questions are searched half by half and the two lists taken in turn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from knowhub.context import ContextEngineService
+from knowhub.context.core.query import RetrievedBlock
+from knowhub.context.retrieval.pair_questions import interleave_blocks, split_pair
+from knowhub.scope import RequestContext
+
+
+@pytest.mark.parametrize(("question", "halves"), [
+    ("Was Celery taken out before or after the weather feature was built?",
+     ["Was Celery taken out", "the weather feature was built"]),
+    ("Which came first: the load test or the first production deploy?",
+     ["Which came first: the load test", "the first production deploy"]),
+    ("先决定用大屏推送 SSE，还是先遇到配方表上传报错？", ["先决定用大屏推送 SSE", "先遇到配方表上传报错"]),
+    ("死锁问题和生产计划翻倍问题，哪个先发生？", ["死锁问题", "生产计划翻倍问题，哪个先发生"]),
+    # a half that names no event ("发现的"), no comparison word, or 和 without "which first"
+    ("凭证税额出错是在试点开始之前还是之后发现的？", []),
+    ("Which port does the API listen on?", []),
+    ("订单和库存的表结构是什么？", []),
+    ("Is it A or B?", []),
+])
+def test_split_pair(question: str, halves: list[str]) -> None:
+    assert split_pair(question) == halves
+
+
+def _b(uri: str) -> RetrievedBlock:
+    return RetrievedBlock(uri=uri, score=1.0)
+
+
+def test_interleave_takes_turns_skips_repeats_and_cuts() -> None:
+    first = [_b("a1"), _b("x"), _b("a3")]
+    second = [_b("b1"), _b("x"), _b("b3"), _b("b4")]
+    assert [b.uri for b in interleave_blocks([first, second], 10)] == ["a1", "b1", "x", "a3", "b3", "b4"]
+    assert [b.uri for b in interleave_blocks([first, second], 3)] == ["a1", "b1", "x"]
+    assert interleave_blocks([], 5) == []
+
+
+def test_service_answers_both_halves_first(tmp_path: Path) -> None:
+    ctx = RequestContext("acme", "u1", agent_id="a1")
+    migration = [f"Step {i} of the PostgreSQL database migration: copy table {i} and check the row counts of table {i}."
+                 for i in range(10)]
+    sessions = {
+        "s1": migration,
+        "s2": ["The payment provider changed: we switched from Stripe to Adyen for card payments."],
+        "s3": ["Lunch was good today, the canteen had soup."],
+    }
+    question = "Which came first: the PostgreSQL database migration or the switch of the payment provider to Adyen?"
+    with ContextEngineService(tmp_path / "svc", durable=False) as svc:
+        for day, (sid, texts) in enumerate(sessions.items(), start=1):
+            msgs = [{"id": f"{sid}-{i}", "role": "user", "content": t, "timestamp": f"2026-03-0{day}"}
+                    for i, t in enumerate(texts)]
+            svc.commit_session(ctx, msgs, options={"session_id": sid})
+        svc.flush_index()
+        result = svc.search_memory(ctx, question, top_k=10)
+        refs = [str(r) for b in result.blocks[:2] for r in b.metadata.get("source_refs") or []]
+        assert any(r.startswith("s1-") for r in refs) and "s2-0" in refs, refs
+        assert len({q.text for q in result.query_plan}) == 2  # one plan per half
+        assert len({b.uri for b in result.blocks}) == len(result.blocks)
+        svc.pair_split = False
+        whole = svc.search_memory(ctx, question, top_k=10)
+        assert {q.text for q in whole.query_plan} == {question}
