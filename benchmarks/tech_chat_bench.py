@@ -180,7 +180,7 @@ def parse_whatif(spec: str) -> dict[str, Any]:
 
 
 def run_chat(chat: dict[str, Any], root: Path, budget: int, top_k: int, embedder: Any,
-             trace: bool = False, whatif: list[str] | None = None, pair_split: bool = True) -> dict[str, Any]:
+             trace: bool = False, whatif: list[str] | None = None, pair_split: bool = False) -> dict[str, Any]:
     """Commit one chat, answer its questions; per-question recall of the service and BM25.
 
     ``whatif``: diagnosis only — the same committed chat is also searched with each listed
@@ -372,9 +372,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--whatif", action="append", default=[], metavar="KNOB=VALUE[,KNOB=VALUE]",
                         help="diagnosis only: also search with these RetrieverConfig overrides "
                              "(e.g. max_df_ratio=none or vector_weight=1.0); repeatable")
-    parser.add_argument("--no-pair-split", action="store_true",
-                        help="diagnosis: search two-part questions whole (the service splits them: "
-                             "knowhub.context.retrieval.pair_questions)")
+    parser.add_argument("--pair-split", action="store_true",
+                        help="what-if: search two-part questions half by half "
+                             "(knowhub.context.retrieval.pair_questions; off in the service)")
     parser.add_argument("--distractors", default=None, metavar="DATA",
                         help="with --one-user: the chats of this data set (e.g. tech_chats; several: "
                              "tech_chats,tech_chats_fresh) join each user's history without their questions "
@@ -411,7 +411,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             args.out_json.write_text(json.dumps({**loo, "load_average": os.getloadavg()}, ensure_ascii=False, indent=1))
         return loo
     with tempfile.TemporaryDirectory(prefix="tech-chat-") as tmp:
-        chats = [run_chat(chat, Path(tmp), args.budget, args.top_k, embedder, args.trace, args.whatif, not args.no_pair_split)
+        chats = [run_chat(chat, Path(tmp), args.budget, args.top_k, embedder, args.trace, args.whatif, args.pair_split)
                  for chat in load(langs)]
     report = {"budget": args.budget, "embedder": args.embedder, "data": args.data, "one_user": args.one_user,
               "distractors": args.distractors,

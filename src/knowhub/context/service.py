@@ -302,7 +302,9 @@ class ContextEngineService(NodeEditsMixin):
         #: count; chosen leave one conversation out on LoCoMo (4 of 5 folds, every fold above
         #: main; docs/benchmarks.md), own tech chats checked; gain 0 turns it off
         self.session_gain, self.session_cap, self.session_window = DEFAULT_GAIN, DEFAULT_CAP, DEFAULT_WINDOW
-        self.pair_split = True  # two-part questions searched half by half (retrieval/pair_questions.py)
+        #: two-part questions searched half by half (retrieval/pair_questions.py): off by
+        #: default, chosen on the long chats and not confirmed elsewhere (docs/benchmarks.md)
+        self.pair_split = False
         self.reader = MemoryReadService(self.fs, self.relations)
         self.assembler = RetrievalAssembler(self.fs, self.relations, assembler_config)
         self.save_interval_s = save_interval_s
