@@ -360,15 +360,16 @@ def _rewrite_sqlite(store: Any) -> dict[str, Any]:
 def forget_in_hub(hub: Any, principal_id: str, *, dry_run: bool = False) -> dict[str, Any]:
     """Erase or anonymize ``principal_id``'s knowledge and resources (module doc); counts.
 
-    ``dry_run`` only counts. The indexes follow (a rebuild in this process; the tombstones'
-    ``seq`` for the others); on SQLite the file is rewritten afterwards."""
+    ``dry_run`` only counts. The indexes follow the changed items (``index_erasure`` in this
+    process; the tombstones' ``seq`` for the others); on SQLite the file is rewritten
+    afterwards."""
     with hub.store.write() as conn:
         if hub.store.dialect == "sqlite" and not dry_run:
             conn.exec_driver_sql("PRAGMA secure_delete=ON")
         counts: dict[str, Any] = _Forget(hub, principal_id, dry_run).run(conn)
     if dry_run:
         return counts
-    hub.rebuild_indexes()
+    hub.index_erasure()
     if hub.store.dialect == "sqlite":
         counts["storage"] = _rewrite_sqlite(hub.store)
     else:

@@ -98,6 +98,19 @@ class HubIndexes:
         save_identity(self.store, identity)
 
 
+    def index_erasure(self) -> None:
+        """Bring the index in step after a forget rewrote items in the store: the
+        database-resident index was written in the forget's own transaction (the store's
+        ``index_writer``); the embedded one applies the changed items like any other writes
+        (``seq``; only those are embedded again), then rewrites the partitions that lost
+        documents, saves the copy and removes older generations, so no segment or saved
+        copy keeps an erased word (was: a rebuild that embedded every item again)."""
+        if self._shared is not None:
+            return
+        self._sync()
+        with self._sync_lock:
+            self._indexes.index.vacuum()
+
     def rebuild_indexes(self) -> int:
         """Rebuild the lexical and vector indexes from the store; returns items indexed."""
         if self._shared is not None:
