@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -375,3 +376,66 @@ def test_vacuum_leaves_no_term_of_a_deleted_document(tmp_path: Path, persisted: 
         assert _body_terms(reopened, "forgottenword") == []
         assert [(h.id, round(h.lexical_score or 0.0, 5)) for h in reopened.search(tokens=query, top_k=20)] == expected
         reopened.close()
+
+
+def test_staging_a_segment_across_filesystems_survives_a_merge_during_the_freeze(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A work directory in RAM: segment files are linked into a stage folder beside it
+    and copied later. A merge that removes a file mid-scan makes the freeze start again;
+    the retry stages afresh (it failed with FileExistsError: review finding) and stages
+    exactly the files of the segments in force."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or os.stat(shm).st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("needs /dev/shm on another filesystem than the test's folder")
+    import tempfile
+
+    import orjson
+
+    work = Path(tempfile.mkdtemp(dir=shm)) / "1234-abcd"
+    src = work / "p1"
+    src.mkdir(parents=True)
+    try:
+        for seg in ("aaaa", "bbbb"):
+            (src / f"{seg}.idx").write_bytes(seg.encode() * 10)
+        (src / "meta.json").write_bytes(orjson.dumps({"segments": [{"segment_id": "aaaa"}, {"segment_id": "bbbb"}]}))
+        generation = tmp_path / ".tmp-g-x"
+        generation.mkdir()
+        real = embedded_copy._place_later
+        calls: list[str] = []
+
+        def merge_during_the_scan(path: str, dst: Path, stage: Path, later: list[tuple[Path, Path]]) -> None:
+            if not calls:  # a merge ends: one segment's file goes, a merged one arrives
+                other = "bbbb" if Path(path).name.startswith("aaaa") else "aaaa"
+                kept = "aaaa" if other == "bbbb" else "bbbb"
+                (src / "cccc.idx").write_bytes(b"merged")
+                (src / "meta.json").write_bytes(orjson.dumps({"segments": [{"segment_id": kept}, {"segment_id": "cccc"}]}))
+                (src / f"{other}.idx").unlink()
+            calls.append(path)
+            real(path, dst, stage, later)
+
+        monkeypatch.setattr(embedded_copy, "_place_later", merge_during_the_scan)
+        later: list[tuple[Path, Path]] = []
+        embedded_copy.link_segments(src, generation / "tv_0", {}, later=later)
+        assert sorted(d.name for _, d in later) == sorted(p.name for p in src.glob("*.idx"))
+        assert all(keep.exists() for keep, _ in later)
+        staged = embedded_copy.Staged("g-x", generation, None, later)
+        embedded_copy.discard_staged(staged)
+        assert not generation.exists() and not any(work.glob("stage-*"))
+    finally:
+        shutil.rmtree(work.parent, ignore_errors=True)
+
+
+def test_no_save_after_close(tmp_path: Path) -> None:
+    """close() empties the index: a save after it (a stale background thread) is refused
+    instead of writing an empty copy over the last one."""
+    from knowhub.errors import StorageError
+
+    index = EmbeddedIndex(DIM, tmp_path / "ix", number_fields=("score",))
+    _apply([index], random.Random(5), 10, 50)
+    index.checkpoint("kept")
+    expected = index.ids()
+    index.close()
+    with pytest.raises(StorageError, match="closed"):
+        index.checkpoint("empty")
+    assert EmbeddedIndex(DIM, tmp_path / "ix", number_fields=("score",)).ids() == expected

@@ -125,6 +125,7 @@ class EmbeddedIndex(PersistedCopy):
         #: it is the current one no row of it is reused or zeroed and growing moves to a
         #: new buffer, so the save reads them without the lock (``_freeze``)
         self._pinned: Any = None
+        self._closed = False  # set by close(): no save may follow
         builder = tantivy.SchemaBuilder()
         builder.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
         builder.add_text_field("body", tokenizer_name="whitespace", index_option="freq")
@@ -693,8 +694,9 @@ class EmbeddedIndex(PersistedCopy):
 
     def close(self) -> None:
         """Release the tantivy writers, the vectors and this process's work directory (no
-        implicit checkpoint)."""
-        with self._lock:
+        implicit checkpoint). A save in flight ends first; none may start afterwards."""
+        with self._save_lock, self._lock:
+            self._closed = True
             self._reset()
             if self._work is not None:
                 self._work.close()

@@ -431,19 +431,18 @@ def _place(src: str | Path, dst: Path) -> None:
             os.fsync(fh.fileno())
 
 
-def _place_later(src: str, dst: Path, later: list[tuple[Path, Path]]) -> None:
+def _place_later(src: str, dst: Path, stage: Path, later: list[tuple[Path, Path]]) -> None:
     """Hard-link ``src`` at ``dst``; across filesystems (a work directory in RAM) link it
-    into a stage folder beside its partition instead (same filesystem, so a merge cannot
-    remove it) and note the copy for :func:`write_generation`, which makes it unlocked."""
+    into ``stage``, a folder beside its partition (same filesystem, so a merge cannot
+    remove it), and note the copy for :func:`write_generation`, which makes it unlocked."""
     try:
         os.link(src, dst)
         return
     except OSError as exc:
         if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
             raise
-    stage = Path(src).parent.parent / f"stage-{dst.parent.parent.name}"
     stage.mkdir(exist_ok=True)
-    keep = stage / f"{dst.parent.name}-{Path(src).name}"
+    keep = stage / Path(src).name
     os.link(src, keep)
     later.append((keep, dst))
 
@@ -455,13 +454,19 @@ def link_segments(src: Path, dst: Path, saved: Mapping[str, Path], attempts: int
     (``saved``: name → path; segment files never change) is linked from there, others are
     linked or copied from ``src``. Retried when a background merge removes one meanwhile.
     With ``later`` (a save holding the index's lock) nothing is copied or synced here:
-    copies are staged (:func:`_place_later`) and ``meta.json`` is synced by the caller."""
+    copies are staged (:func:`_place_later`, in ``stage-<generation>-<tv_i>`` beside
+    ``src``, started anew by every attempt and removed with a failure) and ``meta.json`` is
+    synced by the caller."""
+    stage = src.parent / f"stage-{dst.parent.name}-{dst.name}"
     for attempt in range(attempts):
         meta_bytes = (src / "meta.json").read_bytes()
         meta = orjson.loads(meta_bytes)
         prefixes = {str(s["segment_id"]).replace("-", "") for s in meta.get("segments", [])}
         shutil.rmtree(dst, ignore_errors=True)
         dst.mkdir(parents=True)
+        staged: list[tuple[Path, Path]] = []
+        if later is not None:
+            shutil.rmtree(stage, ignore_errors=True)
         try:
             for entry in os.scandir(src):
                 if entry.name.split(".", 1)[0] not in prefixes:
@@ -475,14 +480,19 @@ def link_segments(src: Path, dst: Path, saved: Mapping[str, Path], attempts: int
                     if later is None:
                         _place(entry.path, dst / entry.name)
                     else:
-                        _place_later(entry.path, dst / entry.name, later)
+                        _place_later(entry.path, dst / entry.name, stage, staged)
         except FileNotFoundError:
             if attempt == attempts - 1:
+                shutil.rmtree(stage, ignore_errors=True)
                 raise
             continue
+        except BaseException:
+            shutil.rmtree(stage, ignore_errors=True)
+            raise
         if later is None:
             _write(dst / "meta.json", meta_bytes)
         else:
+            later.extend(staged)
             (dst / "meta.json").write_bytes(meta_bytes)
         return
 
@@ -518,6 +528,12 @@ def stage_generation(root: Path, parts: Sequence[Path], known: Mapping[str, Any]
 def _drop_stage(later: Sequence[tuple[Path, Path]]) -> None:
     for folder in {keep.parent for keep, _ in later}:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def discard_staged(staged: Staged) -> None:
+    """Remove a generation that will not be written (its save failed before the switch)."""
+    shutil.rmtree(staged.tmp, ignore_errors=True)
+    _drop_stage(staged.later)
 
 
 def write_generation(root: Path, snap: Snapshot, staged: Staged, *, dim: int, number_fields: tuple[str, ...],

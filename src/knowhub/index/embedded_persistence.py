@@ -25,6 +25,7 @@ from knowhub.index.embedded_copy import (
     CopyVanished,
     Generation,
     Snapshot,
+    discard_staged,
     merge_counts,
     open_generation,
     read_manifest,
@@ -104,6 +105,7 @@ class PersistedCopy:
     _dim: int
     _lock: Any
     _save_lock: Any
+    _closed: bool
     _stamp: str | None
     _state: dict[str, Any] | None
     _files: dict[str, Any]
@@ -150,29 +152,36 @@ class PersistedCopy:
         writes go on during a save. Saves run one at a time."""
         if not isinstance(stamp, str):
             raise InvalidInputError("checkpoint stamp must be a string")
+        state = dict(state) if state is not None else None
         with self._save_lock:
             with self._lock:
-                self._stamp = stamp
-                self._state = dict(state) if state is not None else None
+                if self._closed:  # its documents are gone: a save now would write an empty copy
+                    raise StorageError("cannot save a closed retrieval index", path=str(self.path))
                 if self.path is None:
+                    self._stamp, self._state = stamp, state
                     return
                 frozen, dirs = self._freeze()  # pins the vector rows until _unpin
                 try:
                     staged = stage_generation(self.path, dirs, self._files)
-                except (OSError, ValueError) as exc:
+                except BaseException as exc:
                     self._unpin()
-                    raise StorageError(f"cannot write the retrieval index: {exc}", path=str(self.path)) from exc
-                state_now = self._state
+                    if isinstance(exc, (OSError, ValueError)):
+                        raise StorageError(f"cannot write the retrieval index: {exc}", path=str(self.path)) from exc
+                    raise
             try:
                 manifest = write_generation(self.path, frozen.snapshot(), staged, dim=self._dim,
-                                            number_fields=self.number_fields, stamp=stamp, state=state_now,
+                                            number_fields=self.number_fields, stamp=stamp, state=state,
                                             known=self._files)
-            except (OSError, ValueError) as exc:
-                raise StorageError(f"cannot write the retrieval index: {exc}", path=str(self.path)) from exc
+            except BaseException as exc:
+                discard_staged(staged)
+                if isinstance(exc, (OSError, ValueError, TypeError)):
+                    raise StorageError(f"cannot write the retrieval index: {exc}", path=str(self.path)) from exc
+                raise
             finally:
                 with self._lock:
                     self._unpin()
-            self._files = manifest["files"]
+            with self._lock:  # reported once it is on disk (an owner may purge what it covers)
+                self._stamp, self._state, self._files = stamp, state, manifest["files"]
 
     def _freeze(self) -> tuple[Frozen, list[Any]]:
         """Everything a generation holds, taken under the lock: copies of the row table and

@@ -89,6 +89,11 @@ def keep_change_log(primary: PostgresIndex, recheck_s: float = 30.0) -> Postgres
     return primary
 
 
+def _older(mark: tuple[Any, int], than: tuple[Any, int]) -> bool:
+    """``mark`` is an earlier position of the same epoch than ``than`` (a stale save)."""
+    return mark[0] == than[0] and mark[1] < than[1]
+
+
 def _documents(rows: Iterable[Sequence[Any]]) -> list[IndexDocument]:
     """Index documents from rows of :data:`_DOC_SQL` (the vector from its text form)."""
     return [
@@ -463,9 +468,11 @@ class ReplicatedIndex:
                 local.delete([i for i in local.ids() if i not in present])
                 local.rewrite_partitions()
                 if self.path is not None:
-                    self._saved = (None, 0)  # saved again even at the same watermark
-                    self._save_locked()
-                    local.vacuum()
+                    # saved again even at the same watermark, after any background save (which
+                    # may have frozen the copy before the deletes), then the older generations go
+                    with self._save_mutex:
+                        self._checkpoint_copy(local, (self._epoch, self._watermark), self._mark_at)
+                        local.vacuum()
         except (KnowhubError, OSError) as exc:  # the copy may still hold deleted words: rebuild
             log.warning("index %s: search replica vacuum failed (rebuilding): %s", self.name, exc)
             with self._sync:
@@ -511,7 +518,7 @@ class ReplicatedIndex:
         Lock order: ``_sync`` before the save mutex (a vacuum and ``close`` save under
         ``_sync``); nothing takes ``_sync`` while holding the mutex."""
         with self._save_mutex:
-            if local is not self._local or self._saved == mark:
+            if local is not self._local or self._closed or self._saved == mark or _older(mark, self._saved):
                 return
             self._checkpoint_copy(local, mark, at)
 
@@ -585,17 +592,17 @@ class ReplicatedIndex:
         thread = self._building
         if thread is not None and thread.is_alive():
             thread.join(timeout=30.0)  # it stops at its next batch (one round trip)
-        with self._sync:
-            self._closed = True
+        with self._sync, self._save_mutex:  # a background save in flight ends first
             self._drop_follower()
             if self._local is not None:
-                with_path = self.path is not None
                 try:
-                    if with_path:
-                        self._save_locked()
+                    if self.path is not None and self._saved != (self._epoch, self._watermark):
+                        self._checkpoint_copy(self._local, (self._epoch, self._watermark), self._mark_at)
                 finally:
+                    self._closed = True
                     self._local.close()
                     self._local = None
+            self._closed = True
         self._pg.close()
 
     # ------------------------------------------------------------------ reads

@@ -291,12 +291,12 @@ REPLICA_SERIES = (
     ("build_s", "knowhub_search_replica_build_seconds", "Wall seconds of the replica's last "
      "build from the tables.", False),
     ("catch_ups", "knowhub_search_replica_catch_ups", "Catch-ups with the change log (one "
-     "before each search).", True),
+     "before each search or read of the index, this scrape's included).", True),
     ("applied", "knowhub_search_replica_changes_applied", "Changed documents applied to the "
      "replica.", True),
     ("builds", "knowhub_search_replica_builds", "Builds of the replica from the tables.", True),
-    ("fallbacks", "knowhub_search_replica_fallbacks", "Searches answered by SQL because the "
-     "replica was building, saving or rewriting.", True),
+    ("fallbacks", "knowhub_search_replica_fallbacks", "Searches and reads answered by SQL "
+     "because the replica was building or rewriting after a forget.", True),
 )
 
 
