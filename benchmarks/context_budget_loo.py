@@ -217,15 +217,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                   flush=True)
     for svc in stores.values():
         svc.close()
-    report = loo_report(per, budgets, names)
+    report = finish_report(loo_report(per, budgets, names), load, started, cpu, args.out_json)
+    if args.dump:
+        args.dump.write_text(json.dumps(dump), encoding="utf-8")
+    return report
+
+
+def finish_report(report: dict[str, Any], load: Any, started: float, cpu: float, out_json: Path | None) -> dict[str, Any]:
+    """Add the load and the searches' wall and CPU seconds; print it, write the JSON."""
     report.update({"load_average_at_start": load, "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
                    "search_wall_s": round(time.perf_counter() - started, 1),
                    "search_cpu_s": round(time.process_time() - cpu, 1)})
     print(json.dumps(report, indent=2))
-    if args.out_json:
-        args.out_json.write_text(json.dumps(report, indent=2), encoding="utf-8")
-    if args.dump:
-        args.dump.write_text(json.dumps(dump), encoding="utf-8")
+    if out_json:
+        out_json.write_text(json.dumps(report, indent=2), encoding="utf-8")
     return report
 
 

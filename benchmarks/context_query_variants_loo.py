@@ -40,7 +40,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _data import BENCH_DIR, LOCOMO_FILE, load_locomo
-from context_budget_loo import build, loo_report, score
+from context_budget_loo import build, finish_report, loo_report, score
 from context_replay_loo import is_list_question
 
 import knowhub.context.service as service_module
@@ -148,14 +148,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                               sum(len(c) for c in per[name].values()), 4), flush=True)
     for svc in stores.values():
         svc.close()
-    report = loo_report(per, [10, 25], names)
-    report.update({"load_average_at_start": load, "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
-                   "search_wall_s": round(time.perf_counter() - started, 1),
-                   "search_cpu_s": round(time.process_time() - cpu, 1)})
-    print(json.dumps(report, indent=2))
-    if args.out_json:
-        args.out_json.write_text(json.dumps(report, indent=2), encoding="utf-8")
-    return report
+    return finish_report(loo_report(per, [10, 25], names), load, started, cpu, args.out_json)
 
 
 if __name__ == "__main__":

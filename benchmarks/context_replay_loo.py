@@ -343,13 +343,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 "aggregate lists", "aggregate all"]
     report["loo"] = {fam: loo(results, fam) for fam in families}
     report["loo"]["everything"] = loo(results)
+    return emit_report(report, args.out_json, name_width=48, family_width=18)
+
+
+def emit_report(report: dict[str, Any], out_json: Path | None, *, name_width: int, family_width: int) -> dict[str, Any]:
+    """Print each variant's figures and each family's leave-one-out folds; write the JSON."""
     for name, row in report["variants"].items():
-        print(f"{name:48s} " + " ".join(f"{k}={v:.4f}" for k, v in row.items()))
+        print(f"{name:{name_width}s} " + " ".join(f"{k}={v:.4f}" for k, v in row.items()))
     for fam, res in report["loo"].items():
-        print(f"LOO {fam:18s} mean {res['loo_mean']:.4f} pooled {res['loo_pooled']:.4f} "
+        print(f"LOO {fam:{family_width}s} mean {res['loo_mean']:.4f} pooled {res['loo_pooled']:.4f} "
               + ", ".join(f"{cid}: {f['chosen']} {f['recall']:.4f}" for cid, f in res["folds"].items()))
-    if args.out_json:
-        args.out_json.write_text(json.dumps(report, indent=2), encoding="utf-8")
+    if out_json:
+        out_json.write_text(json.dumps(report, indent=2), encoding="utf-8")
     return report
 
 

@@ -66,6 +66,7 @@ from context_replay_loo import (
     Item,
     Replay,
     Rule,
+    emit_report,
     is_list_question,
     loo,
     question_share,
@@ -340,14 +341,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     report: dict[str, Any] = {"variants": {name: summary(per) for name, per in results + learned}}
     families = ["e5-msg", "lex-msg", "mmr ", "mmr-list", "dup", "date", "length ", "length-list", "answer"]
     report["loo"] = {fam.strip(): loo(results, fam) for fam in families} | learned_loo
-    for name, row in report["variants"].items():
-        print(f"{name:24s} " + " ".join(f"{k}={v:.4f}" for k, v in row.items()))
-    for fam, res in report["loo"].items():
-        print(f"LOO {fam:10s} mean {res['loo_mean']:.4f} pooled {res['loo_pooled']:.4f} "
-              + ", ".join(f"{cid}: {f['chosen']} {f['recall']:.4f}" for cid, f in res["folds"].items()))
-    if args.out_json:
-        args.out_json.write_text(json.dumps(report, indent=2), encoding="utf-8")
-    return report
+    return emit_report(report, args.out_json, name_width=24, family_width=10)
 
 
 if __name__ == "__main__":
