@@ -186,10 +186,7 @@ class MultilingualE5Embedder:
         gains nothing and slicing costs nothing), so the batch is sorted by length and dealt
         into several slices per core, which the pool hands out as threads come free: equal
         counts per core would leave one core idle while the other embeds the long texts.
-        Up to that many slices a text is a slice of its own, longest first: two or three
-        texts per slice (3-15 texts gave 2-7 slices) left one core alone with the last slice
-        of every small batch a commit's prefetch embeds (a call costs ~5 ms of CPU more per
-        text alone: 3-5 %). Rows come back in the caller's order.
+        Rows come back in the caller's order.
         """
         workers = os.cpu_count() or 1
         if workers < 2 or len(batch) < (self.PARALLEL_MIN if query else self.PARALLEL_MIN_STORED):
@@ -199,7 +196,7 @@ class MultilingualE5Embedder:
                 MultilingualE5Embedder._pool = ThreadPoolExecutor(workers, thread_name_prefix="e5")
             pool = MultilingualE5Embedder._pool
         order = sorted(range(len(batch)), key=lambda i: -len(batch[i]))
-        slices = min(workers * _SLICES_PER_CORE, len(batch))
+        slices = min(workers * _SLICES_PER_CORE, max(workers, len(batch) // 2), len(batch))
         groups = [order[k::slices] for k in range(slices)]  # dealt round-robin: even lengths
         parts = pool.map(lambda idx: np.asarray(self._model.encode([batch[i] for i in idx], is_query=query)), groups)
         out = np.empty((len(batch), self._dim), dtype=np.float32)
