@@ -5,7 +5,6 @@ memories are embedded while it writes them, and nothing is embedded twice."""
 from __future__ import annotations
 
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -162,7 +161,7 @@ def test_indexer_waits_for_a_text_in_flight_and_takes_over_queued_ones(tmp_path)
             return super().embed_matrix(texts)
 
     emb = Held()
-    projector = IndexProjector(emb, EmbeddedIndex(emb.dim), shape=ContextRecordShape(), prefetch_threads=1)
+    projector = IndexProjector(emb, EmbeddedIndex(emb.dim), shape=ContextRecordShape())
     base = "ctx://acme/users/alice/memories/events"
     texts = {k: f"{k} text about the billing service pool size" for k in "ABC"}
     assert projector.prefetch([("memory", "events", texts["A"])]) == 1
@@ -180,40 +179,6 @@ def test_indexer_waits_for_a_text_in_flight_and_takes_over_queued_ones(tmp_path)
     for k in "AB":
         assert projector.index.get(stable_record_id(f"{base}/{k.lower()}", 0)).vector is not None
 
-
-
-def test_a_text_queued_during_a_round_starts_on_a_second_thread() -> None:
-    """A round returns when its slowest text is done: a text queued meanwhile does not wait
-    for it (the first round of a commit is often one text, on one core)."""
-    from knowhub.context.indexing import ContextRecordShape
-    from knowhub.index import EmbeddedIndex, IndexProjector
-
-    hold, started = threading.Event(), threading.Event()
-
-    class Held(Recording):
-        def embed_matrix(self, texts):  # type: ignore[no-untyped-def]
-            if "A text" in texts[0]:
-                started.set()
-                assert hold.wait(10)
-            return super().embed_matrix(texts)
-
-    emb = Held()
-    projector = IndexProjector(emb, EmbeddedIndex(emb.dim), shape=ContextRecordShape())
-    try:
-        assert projector.prefetch([("memory", "events", "A text about the billing service pool size")]) == 1
-        assert started.wait(10)
-        assert projector.prefetch([("memory", "events", "B text about the billing service pool size")]) == 1
-        key = projector.vector_cache.key(emb, "B text about the billing service pool size")
-        deadline = time.monotonic() + 10
-        while not projector.vector_cache.contains(key) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert projector.vector_cache.contains(key), "B waited for A's round"
-        assert [t for _, t in emb.embedded] == ["B text about the billing service pool size"]
-    finally:
-        hold.set()
-        projector.close()
-    names = {t.split()[0]: name for name, t in emb.embedded}
-    assert names["A"] != names["B"] and all(n.startswith("embed-prefetch") for n in names.values())
 
 class CountingClipper(Recording):
     """Counts whitespace words as its tokens and every cut it makes."""

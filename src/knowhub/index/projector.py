@@ -128,9 +128,6 @@ class IndexProjector:
             ``(text, tokens)`` (``tokens`` None: ``max_embed_tokens``) or None for a record
             that gets no vector (it stays in the lexical index). None: every record's own
             text, cut at ``max_embed_tokens``.
-        prefetch_threads: threads embedding what :meth:`prefetch` queues. Two: a text
-            queued while one thread embeds a round starts at once on the other core,
-            instead of waiting for that round's slowest text (see :meth:`prefetch`).
     """
 
     def __init__(
@@ -146,7 +143,6 @@ class IndexProjector:
         max_embed_tokens: int | None = None,
         vector_cache: VectorCache | None = None,
         embed_plan: Callable[[IndexRecord], tuple[str, int | None] | None] | None = None,
-        prefetch_threads: int = 2,
     ) -> None:
         self.embedder = embedder
         self.index = index
@@ -164,8 +160,7 @@ class IndexProjector:
         # event per text queued or being embedded there
         self._queue: dict[bytes, str] = {}
         self._waiting: dict[bytes, threading.Event] = {}
-        self.prefetch_threads = max(1, prefetch_threads)
-        self._draining = 0  # prefetch threads running
+        self._draining = False
         self._prefetcher: ThreadPoolExecutor | None = None
         # ``(budget, text) → cut`` made by the prefetch, for the indexer (see :meth:`embed_text`)
         self._cuts: OrderedDict[tuple[int, str], str] = OrderedDict()
@@ -373,9 +368,7 @@ class IndexProjector:
 
         Texts queue up while the thread embeds: each round takes everything queued so far
         (one batch, spread over the cores by the embedder), so submitting one node at a
-        time costs nothing. A round returns when its slowest text is done, so a commit's
-        first round of one text, or a round's last text, leaves a core idle: texts queued
-        meanwhile start a second thread (``prefetch_threads``). A text already cached, queued or being embedded is skipped.
+        time costs nothing. A text already cached, queued or being embedded is skipped.
         Only a shared or private :class:`VectorCache` carries the vectors over; a text whose
         node ends up different is embedded again by the indexer. Returns the texts queued."""
         wanted: dict[bytes, str] = {}
@@ -393,20 +386,20 @@ class IndexProjector:
                 self._queue[key] = text
                 self._waiting[key] = threading.Event()
                 added += 1
-            if self._queue and self._draining < self.prefetch_threads:
+            if self._queue and not self._draining:
                 if self._prefetcher is None:
-                    self._prefetcher = ThreadPoolExecutor(self.prefetch_threads, thread_name_prefix="embed-prefetch")
-                self._draining += 1
+                    self._prefetcher = ThreadPoolExecutor(1, thread_name_prefix="embed-prefetch")
+                self._draining = True
                 self._prefetcher.submit(self._drain)
         return added
 
     def _drain(self) -> None:
-        """A prefetch thread: embed what is queued, round after round, until nothing is."""
+        """The prefetch thread: embed what is queued, round after round, until nothing is."""
         while True:
             with self._lock:
                 batch, self._queue = self._queue, {}
                 if not batch:
-                    self._draining -= 1
+                    self._draining = False
                     return
             try:
                 for key, row in zip(batch, self._embed_rows(list(batch.values())), strict=True):
