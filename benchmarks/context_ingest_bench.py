@@ -31,6 +31,12 @@ A commit starts embedding each node's L0 text on a background thread as it plans
 checkout): those batches are recorded ones, so "embedding alone" embeds them too, and
 their CPU lands in ``commit_cpu_s``.
 
+``--workload techchats`` (:func:`run_tech_chats`) commits the real long technical chats of
+``benchmarks/data`` (``TECH_CHAT_FILES``) instead, each into its own data dir, and reports per
+chat the seconds (wall, CPU) until it is searchable, per 1k chat tokens (E5 tokens), the
+nodes (and those citing an assistant message), what was embedded, and the overhead against
+embedding the same texts alone — what issue 19's user waits for.
+
 ``--compare DIR`` runs the same workload, alternating, against another checkout's
 ``src`` (``git archive <commit> src | tar -x -C DIR``), so before and after share the
 machine's load; each run is a fresh process and a fresh data dir. The last lines are one
@@ -38,6 +44,7 @@ summary line per metric (``SUMMARY <metric> this=... base=...``).
 
     python benchmarks/context_ingest_bench.py --chats 3 --sessions 4 --turns 10 \\
         --rounds 2 --compare /tmp/base   # prints a table, --json writes the rows
+    python benchmarks/context_ingest_bench.py --workload techchats --rounds 2 --compare /tmp/base
 """
 
 from __future__ import annotations
