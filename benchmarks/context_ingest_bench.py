@@ -31,6 +31,12 @@ A commit starts embedding each node's L0 text on a background thread as it plans
 checkout): those batches are recorded ones, so "embedding alone" embeds them too, and
 their CPU lands in ``commit_cpu_s``.
 
+``--workload techchats`` (:func:`run_tech_chats`) commits the real long technical chats of
+``benchmarks/data`` (``TECH_CHAT_FILES``) instead, each into its own data dir, and reports per
+chat the seconds (wall, CPU) until it is searchable, per 1k chat tokens (E5 tokens), the
+nodes (and those citing an assistant message), what was embedded, and the overhead against
+embedding the same texts alone — what issue 19's user waits for.
+
 ``--compare DIR`` runs the same workload, alternating, against another checkout's
 ``src`` (``git archive <commit> src | tar -x -C DIR``), so before and after share the
 machine's load; each run is a fresh process and a fresh data dir. The last lines are one
@@ -38,6 +44,7 @@ summary line per metric (``SUMMARY <metric> this=... base=...``).
 
     python benchmarks/context_ingest_bench.py --chats 3 --sessions 4 --turns 10 \\
         --rounds 2 --compare /tmp/base   # prints a table, --json writes the rows
+    python benchmarks/context_ingest_bench.py --workload techchats --rounds 2 --compare /tmp/base
 """
 
 from __future__ import annotations
@@ -75,6 +82,24 @@ def _warm_up(embedder: Any, seed: int) -> float:
     return time.process_time() - cpu
 
 
+def _recording(base: type, batches: list[list[str]], session_of: list[int], session: list[int],
+               spent: list[float], spent_cpu: list[float]) -> type:
+    """``base`` (the E5 embedder) recording each ``embed_matrix`` batch, the session it
+    belonged to and the wall and CPU seconds spent in it."""
+
+    class Recording(base):  # type: ignore[misc, valid-type]
+        def embed_matrix(self, texts: Any) -> Any:
+            started, cpu = time.perf_counter(), time.process_time()
+            out = super().embed_matrix(texts)
+            spent[0] += time.perf_counter() - started
+            spent_cpu[0] += time.process_time() - cpu
+            batches.append(list(texts))
+            session_of.append(session[0])
+            return out
+
+    return Recording
+
+
 def run_once(chats: int, sessions: int, turns: int, seed: int, overlap: bool = False,
              embed_tokens: int | None = None, no_prefetch: bool = False) -> dict[str, Any]:
     """One measurement in this process (``knowhub`` from whatever ``sys.path`` gives);
@@ -92,16 +117,7 @@ def run_once(chats: int, sessions: int, turns: int, seed: int, overlap: bool = F
     spent = [0.0]
     spent_cpu = [0.0]
     fsyncs = [0]
-
-    class Recording(MultilingualE5Embedder):
-        def embed_matrix(self, texts: Any) -> Any:
-            started, cpu = time.perf_counter(), time.process_time()
-            out = super().embed_matrix(texts)
-            spent[0] += time.perf_counter() - started
-            spent_cpu[0] += time.process_time() - cpu
-            batches.append(list(texts))
-            session_of.append(session[0])
-            return out
+    Recording = _recording(MultilingualE5Embedder, batches, session_of, session, spent, spent_cpu)
 
     if no_prefetch:
         ContextEngineService.PREFETCH_VECTORS = False
@@ -190,14 +206,146 @@ def run_once(chats: int, sessions: int, turns: int, seed: int, overlap: bool = F
     }
 
 
+#: The real long technical chats written for this project (``tech_chat_bench``'s data).
+TECH_CHAT_FILES = ("tech_chats_en", "tech_chats_zh", "tech_chats_fresh_en", "tech_chats_fresh_zh")
+
+
+def _timed(fn: Any) -> tuple[float, float]:
+    started, cpu = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - started, time.process_time() - cpu
+
+
+def run_tech_chats(seed: int) -> dict[str, Any]:
+    """``--workload techchats``: each chat of ``benchmarks/data/<TECH_CHAT_FILES>.json`` into
+    its own fresh data dir (its own user), session by session, each commit followed by
+    ``flush_index()``; per chat the seconds (wall, CPU) from its first commit until the last
+    flush returns, i.e. until the whole chat is searchable, and what was embedded."""
+    from knowhub.context.service import ContextEngineService
+    from knowhub.providers.multilingual import MultilingualE5Embedder
+    from knowhub.scope import RequestContext
+
+    batches: list[list[str]] = []
+    session_of: list[int] = []
+    session, spent, spent_cpu = [0], [0.0], [0.0]
+    embedder = _recording(MultilingualE5Embedder, batches, session_of, session, spent, spent_cpu)()
+    embedder.embed_matrix(["warm up the engine and its threads"] * 8)
+    first_commit_cpu = _warm_up(MultilingualE5Embedder(), seed)
+    batches.clear()
+    session_of.clear()
+    count = embedder._model.token_count
+    empty = count("")
+
+    def tokens(text: str) -> int:
+        return int(count(text) - empty)
+
+    chats = [c for name in TECH_CHAT_FILES
+             for c in json.loads((REPO / "benchmarks" / "data" / f"{name}.json").read_text(encoding="utf-8"))["conversations"]]
+    rows: list[dict[str, Any]] = []
+    for chat in chats:
+        first_batch = len(batches)
+        spent[0] = spent_cpu[0] = 0.0
+        msgs_all = [m for s in chat["sessions"] for m in s["messages"]]
+        role = {str(m["id"]): m["role"] for m in msgs_all}
+        ctx = RequestContext("bench", f"u-{chat['id']}", agent_id=f"a-{chat['id']}")
+        with tempfile.TemporaryDirectory() as tmp:
+            svc = ContextEngineService(tmp, embedder=embedder, poll_interval_s=0.02)
+            commit_s = commit_cpu = 0.0
+            started, cpu = time.perf_counter(), time.process_time()
+            for s in chat["sessions"]:
+                msgs = [{**m, "timestamp": s["date"]} for m in s["messages"]]
+                options = {"session_id": f"{chat['id']}-{s['id']}", "session_time": s["date"]}
+                t0, c0 = time.perf_counter(), time.process_time()
+                svc.commit_session(ctx, msgs, options=options)
+                commit_s, commit_cpu = commit_s + time.perf_counter() - t0, commit_cpu + time.process_time() - c0
+                svc.flush_index()
+                session[0] += 1
+            wall, wall_cpu = time.perf_counter() - started, time.process_time() - cpu
+            nodes = svc.index.count()
+            refs = [(p.get("metadata") or {}).get("source_refs") or [] for p in svc.index.payloads(svc.index.ids({"level": "0"})).values()]
+            svc.close()
+        mine = batches[first_batch:]
+        texts = [t for b in mine for t in b]
+        rows.append({
+            "chat": chat["id"], "sessions": len(chat["sessions"]), "messages": len(msgs_all),
+            "assistant_messages": sum(1 for m in msgs_all if m["role"] == "assistant"),
+            "chat_chars": sum(len(m["content"]) for m in msgs_all), "chat_tokens": sum(tokens(m["content"]) for m in msgs_all),
+            "searchable_s": round(wall, 3), "searchable_cpu_s": round(wall_cpu, 3),
+            "commit_s": round(commit_s, 3), "commit_cpu_s": round(commit_cpu, 3),
+            "embed_in_path_s": round(spent[0], 3), "embed_in_path_cpu_s": round(spent_cpu[0], 3),
+            "nodes": nodes, "nodes_citing_assistant": sum(1 for r in refs if any(role.get(str(x)) == "assistant" for x in r)),
+            "embed_calls": len(mine), "texts": len(texts), "tokens_embedded": sum(map(tokens, texts)),
+            "_batches": mine, "_sessions": session_of[first_batch:],
+        })
+    # embedding alone, after every chat: the same batches, then each session's texts in one call
+    for row in rows:
+        mine, sessions = row.pop("_batches"), row.pop("_sessions")
+        row["embed_alone_s"], row["embed_alone_cpu_s"] = (round(x, 3) for x in _timed(
+            lambda mine=mine: [MultilingualE5Embedder.embed_matrix(embedder, b) for b in mine]))
+        joined: dict[int, list[str]] = {}
+        for k, batch in zip(sessions, mine, strict=True):
+            joined.setdefault(k, []).extend(batch)
+        row["embed_joined_s"], row["embed_joined_cpu_s"] = (round(x, 3) for x in _timed(
+            lambda joined=joined: [MultilingualE5Embedder.embed_matrix(embedder, b) for b in joined.values()]))
+    total = {key: sum(r[key] for r in rows) for key in rows[0] if isinstance(rows[0][key], int | float)}
+    for row in [*rows, total]:
+        k = row["chat_tokens"] / 1000
+        row.update({
+            "searchable_s_per_1k_tokens": round(row["searchable_s"] / k, 3),
+            "searchable_cpu_s_per_1k_tokens": round(row["searchable_cpu_s"] / k, 3),
+            "nodes_per_s": round(row["nodes"] / row["searchable_s"], 2),
+            "nodes_per_cpu_s": round(row["nodes"] / row["searchable_cpu_s"], 2),
+            "overhead": round(row["searchable_s"] / row["embed_alone_s"], 3) if row["embed_alone_s"] else None,
+            "overhead_cpu": round(row["searchable_cpu_s"] / row["embed_alone_cpu_s"], 3) if row["embed_alone_cpu_s"] else None,
+            "overhead_joined": round(row["searchable_s"] / row["embed_joined_s"], 3) if row["embed_joined_s"] else None,
+            "overhead_joined_cpu": round(row["searchable_cpu_s"] / row["embed_joined_cpu_s"], 3) if row["embed_joined_cpu_s"] else None,
+        })
+    total["chat"] = "all"
+    return {"chats": rows, "total": total, "first_commit_cpu_s": round(first_commit_cpu, 3),
+            "embed_tokens": getattr(ContextEngineService, "EMBED_TOKENS", None), "load_avg": os.getloadavg()[0]}
+
+
 def _child(src: Path, args: argparse.Namespace, this: bool = True) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(src)}
     cmd = [sys.executable, __file__, "--child", "--chats", str(args.chats), "--sessions", str(args.sessions),
            "--turns", str(args.turns), "--seed", str(args.seed), *(["--overlap"] if args.overlap else []),
            *(["--embed-tokens", str(args.embed_tokens)] if this and args.embed_tokens is not None else []),
-           *(["--no-prefetch"] if this and args.no_prefetch else [])]
+           *(["--no-prefetch"] if this and args.no_prefetch else []), "--workload", args.workload]
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
+
+
+def _report_tech_chats(runs: dict[str, list[dict[str, Any]]], args: argparse.Namespace, load_start: float) -> None:
+    """Per chat and in all, medians over the rounds: time until searchable and what it embedded."""
+    print("\n| chat | code | E5 tokens of the chat | nodes (citing an assistant message) | texts embedded (E5 tokens) | "
+          "searchable s (CPU s) | s per 1k chat tokens (CPU s) | nodes/s | nodes per CPU s | "
+          "embedding alone s (CPU s) | overhead wall / CPU | one call per session s (CPU s) | overhead wall / CPU against it |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    meds: dict[str, dict[str, dict[str, float]]] = {}
+    for name, rounds in runs.items():
+        per_chat = [*zip(*(r["chats"] for r in rounds), strict=True), tuple(r["total"] for r in rounds)]
+        meds[name] = {rows[0]["chat"]: {k: statistics.median(row[k] for row in rows) for k in rows[0]
+                                        if isinstance(rows[0][k], int | float)} for rows in per_chat}
+    for chat in meds["this"]:
+        for name in meds:
+            m = meds[name][chat]
+            print(f"| {chat} | {name} | {m['chat_tokens']:.0f} | {m['nodes']:.0f} ({m['nodes_citing_assistant']:.0f}) | "
+                  f"{m['texts']:.0f} ({m['tokens_embedded']:.0f}) | {m['searchable_s']:.1f} ({m['searchable_cpu_s']:.1f}) | "
+                  f"{m['searchable_s_per_1k_tokens']:.2f} ({m['searchable_cpu_s_per_1k_tokens']:.2f}) | "
+                  f"{m['nodes_per_s']:.2f} | {m['nodes_per_cpu_s']:.2f} | {m['embed_alone_s']:.1f} ({m['embed_alone_cpu_s']:.1f}) | "
+                  f"{m['overhead']:.2f} / {m['overhead_cpu']:.2f} | {m['embed_joined_s']:.1f} ({m['embed_joined_cpu_s']:.1f}) | "
+                  f"{m['overhead_joined']:.2f} / {m['overhead_joined_cpu']:.2f} |")
+    print(f"\nmedians of {args.rounds} round(s) per chat ('all': medians of the per-round sums); load average "
+          f"{load_start:.2f} at start, {os.getloadavg()[0]:.2f} at end")
+    for key in ("searchable_s", "searchable_cpu_s", "searchable_s_per_1k_tokens", "searchable_cpu_s_per_1k_tokens",
+                "nodes", "nodes_citing_assistant", "texts", "tokens_embedded", "nodes_per_s", "nodes_per_cpu_s",
+                "overhead", "overhead_cpu", "overhead_joined", "overhead_joined_cpu", "commit_cpu_s"):
+        parts = " ".join(f"{name}={m['all'][key]:g}" for name, m in meds.items())
+        ratio = (f" this/base={meds['this']['all'][key] / meds['base']['all'][key]:.2f}"
+                 if "base" in meds and meds["base"]["all"][key] else "")
+        print(f"SUMMARY techchats {key}: {parts}{ratio}")
+    if args.json:
+        args.json.write_text(json.dumps(runs, indent=1))
 
 
 def main() -> None:
@@ -213,9 +361,14 @@ def main() -> None:
     parser.add_argument("--overlap", action="store_true", help="background indexer during the commits (module doc)")
     parser.add_argument("--no-prefetch", action="store_true",
                         help="this checkout: the commit does not start embedding its memories (ContextEngineService.PREFETCH_VECTORS)")
+    parser.add_argument("--workload", choices=("synthetic", "techchats"), default="synthetic",
+                        help="techchats: the real chats of benchmarks/data (run_tech_chats); --chats/--sessions/--turns unused")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child and args.workload == "techchats":
+        print(json.dumps(run_tech_chats(args.seed)))
+        return
     if args.child:
         print(json.dumps(run_once(args.chats, args.sessions, args.turns, args.seed, args.overlap, args.embed_tokens,
                                   args.no_prefetch)))
@@ -232,6 +385,9 @@ def main() -> None:
             runs[name].append(row)
             print(f"round {r + 1} {name}: {row}", flush=True)
     print(f"load average at end: {os.getloadavg()}")
+    if args.workload == "techchats":
+        _report_tech_chats(runs, args, load_start[0])
+        return
     print("\n| code | nodes | texts embedded (tokens) | end to end s (CPU s) | embedding alone s (CPU s) | overhead wall / CPU | "
           "embedding alone, one call per session s (CPU s) | overhead wall / CPU against it | "
           "nodes/s | nodes per CPU s | commit s (CPU s) | fsyncs per commit |")

