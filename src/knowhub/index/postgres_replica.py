@@ -497,13 +497,6 @@ class ReplicatedIndex:
         except SQLAlchemyError as exc:  # pruning is housekeeping: the next round retries
             log.warning("index %s: change-log prune failed: %s", self.name, exc)
 
-    def _save_locked(self) -> None:
-        """Save the copy with its epoch and watermark (caller holds the sync lock)."""
-        local = self._local
-        if local is None or self.path is None or self._saved == (self._epoch, self._watermark):
-            return
-        self._write_copy(local, (self._epoch, self._watermark), self._mark_at)
-
     def _save_unlocked(self) -> None:
         """Save the copy, holding the sync lock only to read its position."""
         with self._sync:
@@ -514,15 +507,17 @@ class ReplicatedIndex:
     def _write_copy(self, local: EmbeddedIndex, mark: tuple[Any, int], at: Any) -> None:
         """Checkpoint ``local`` as of ``mark`` (its epoch and watermark; the copy holds at
         least those changes), with the retry pause after a failure. One save at a time
-        (they write one directory); a copy replaced by a rebuild meanwhile is not saved.
-        Lock order: ``_sync`` before the save mutex (a vacuum and ``close`` save under
-        ``_sync``); nothing takes ``_sync`` while holding the mutex."""
+        (they write one directory); a copy replaced by a rebuild meanwhile, an older
+        position or a closed replica is not saved. Lock order: ``_sync`` before the save
+        mutex (a vacuum's rewrite and ``close`` call :meth:`_checkpoint_copy` holding both);
+        nothing takes ``_sync`` while holding the mutex."""
         with self._save_mutex:
             if local is not self._local or self._closed or self._saved == mark or _older(mark, self._saved):
                 return
             self._checkpoint_copy(local, mark, at)
 
     def _checkpoint_copy(self, local: EmbeddedIndex, mark: tuple[Any, int], at: Any) -> None:
+        """Save ``local`` as of ``mark`` now (caller holds the save mutex)."""
         try:
             local.checkpoint(_STAMP, state={"epoch": mark[0], "seq": mark[1], "at": at})
         except (OSError, KnowhubError) as exc:
