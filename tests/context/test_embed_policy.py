@@ -202,6 +202,14 @@ SECOND = [
 ]
 
 
+def _commit_both_sessions(svc: ContextEngineService) -> dict[str, object]:
+    """Commit MESSAGES then SECOND, each indexed; the level-0 vectors by id."""
+    for n, msgs in enumerate((MESSAGES, SECOND)):
+        svc.commit_session(CTX, msgs, options={"session_id": f"s{n}"})
+        svc.flush_index()
+    return {i: svc.index.get(i).vector for i in svc.index.ids({"level": "0"})}
+
+
 @pytest.mark.parametrize("prefetch", [True, False])
 def test_each_text_is_cut_once_on_its_way_to_the_index(tmp_path, prefetch: bool) -> None:  # type: ignore[no-untyped-def]
     """The prefetch hands its cuts to the indexer, which takes them instead of cutting the
@@ -209,10 +217,7 @@ def test_each_text_is_cut_once_on_its_way_to_the_index(tmp_path, prefetch: bool)
     emb = CountingClipper()
     with ContextEngineService(tmp_path / "a", embedder=emb, durable=False, prefetch_vectors=prefetch,
                               embed_tokens=6) as svc:
-        for n, msgs in enumerate((MESSAGES, SECOND)):
-            svc.commit_session(CTX, msgs, options={"session_id": f"s{n}"})
-            svc.flush_index()
-        got = {i: svc.index.get(i).vector for i in svc.index.ids({"level": "0"})}
+        got = _commit_both_sessions(svc)
         assert not svc.projector._cuts, "every cut the prefetch handed over was taken"
         if prefetch:
             svc.projector.prefetch([("memory", "events", "Alice moved the nightly backup job to three in the morning")])
@@ -227,10 +232,7 @@ def test_each_text_is_cut_once_on_its_way_to_the_index(tmp_path, prefetch: bool)
     plain = CountingClipper()
     with ContextEngineService(tmp_path / "b", embedder=plain, durable=False, prefetch_vectors=False,
                               embed_tokens=6) as svc:
-        for n, msgs in enumerate((MESSAGES, SECOND)):
-            svc.commit_session(CTX, msgs, options={"session_id": f"s{n}"})
-            svc.flush_index()
-        want = {i: svc.index.get(i).vector for i in svc.index.ids({"level": "0"})}
+        want = _commit_both_sessions(svc)
     assert got.keys() == want.keys()
     for rid, vec in want.items():
         assert (vec is None and got[rid] is None) or np.array_equal(vec, got[rid])
