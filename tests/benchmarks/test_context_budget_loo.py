@@ -3,25 +3,16 @@ leave-one-conversation-out choice is made on the other conversations only."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
 from knowhub.context.retrieval.assembler import AssemblerConfig
 from knowhub.context.retrieval.l0_retriever import RetrieverConfig
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.benchmarks.bench_modules import load_benchmark
 
 
 def _load() -> ModuleType:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("knowhub_context_budget_loo", ROOT / "benchmarks" / "context_budget_loo.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("context_budget_loo.py")
 
 
 def test_settings_reach_service_retriever_and_assembler_knobs_and_are_undone() -> None:

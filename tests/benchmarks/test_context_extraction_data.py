@@ -7,16 +7,15 @@ words it expects are really in them, the split is fixed, every language is there
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.benchmarks.bench_modules import load_benchmark
+
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 ATTRIBUTES = {"name", "age", "residence", "work_location", "origin", "employer", "occupation", "education", "relationship", "family",
               "identity", "diet", "languages", "pets"}
@@ -24,13 +23,7 @@ ENTITY_TYPES = {"person", "place", "organization", "named entity", "relation"}
 
 
 def _load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("knowhub_context_extraction_bench",
-                                                  ROOT / "benchmarks" / "context_extraction_bench.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("context_extraction_bench.py")
 
 
 bench = _load_bench()

@@ -5,24 +5,14 @@ not needed)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from datetime import date
-from pathlib import Path
 from types import ModuleType
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.benchmarks.bench_modules import load_benchmark
 
 
 def _load() -> ModuleType:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("knowhub_context_replay_select",
-                                                  ROOT / "benchmarks" / "context_replay_select.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("context_replay_select.py")
 
 
 def test_question_dates_day_month_and_no_double_count() -> None:
@@ -75,12 +65,7 @@ def test_learned_prior_is_fitted_without_the_held_out_conversation() -> None:
 
 
 def test_query_variants_rewrite_only_the_named_speaker() -> None:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("knowhub_context_query_variants_loo",
-                                                  ROOT / "benchmarks" / "context_query_variants_loo.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_benchmark("context_query_variants_loo.py")
     names = ["Ana Ruiz", "Ben"]
     assert module.strip_names("What does Ana's dog like?", names) == "What does dog like?"
     assert module.first_person("What activities does Ben do?", names) == "What activities I do"

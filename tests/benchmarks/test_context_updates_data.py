@@ -7,13 +7,13 @@ languages are in both halves; and the runner's link reading and matching behave.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
+
+from tests.benchmarks.bench_modules import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 UPDATES = json.loads((ROOT / "benchmarks" / "data" / "context_updates_labelled.json").read_text(encoding="utf-8"))["cases"]
@@ -23,12 +23,7 @@ ATTRIBUTES = {"name", "age", "residence", "work_location", "origin", "employer",
 
 
 def _load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("knowhub_context_updates_bench", ROOT / "benchmarks" / "context_updates_bench.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("context_updates_bench.py")
 
 
 def test_update_cases_cite_their_own_messages_and_split_is_fixed() -> None:

@@ -8,24 +8,19 @@ matches words (bm25s's own tokenizer would keep a Chinese run as one token).
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from tests.benchmarks.bench_modules import load_benchmark
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _load_bench() -> ModuleType:
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("knowhub_tech_chat_bench", ROOT / "benchmarks" / "tech_chat_bench.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("tech_chat_bench.py")
 
 
 @pytest.fixture(scope="module")
