@@ -1,7 +1,9 @@
 """Build ``benchmarks/data/tech_chats_fresh_{en,zh}.json`` from the hand-written chats in
 ``benchmarks/fresh_chats/*.txt`` (issue 19 §7: a held-out set written without reading the
 engine's extraction rules), and ``tech_chats_long_{en,zh}.json`` from ``benchmarks/long_chats/``
-(``--set long``: one long single-project chat per language, ~30k tokens, 12+ sessions).
+(``--set long``: one long single-project chat per language, ~30k tokens, 12+ sessions), and
+``tech_chats_xl_{en,zh}.json`` from ``benchmarks/xl_chats/`` (``--set xl``: single-project chats
+near the hidden benchmark's ~100k tokens, seventh session).
 
 Why a source format: the chats are long, and gold ids are easier to keep right as labels on
 the messages than as counted positions. Format, one directive per line starting ``%%``::
@@ -13,7 +15,7 @@ the messages than as counted positions. Format, one directive per line starting 
     %%q <type> | <question> | <label> <label> ...
 
 Message ids are ``<chat>-<session>-<nn>`` in order; a question's gold names labels.
-Run: ``python benchmarks/build_fresh_chats.py [--set fresh|long]`` (checks every label, writes both files).
+Run: ``python benchmarks/build_fresh_chats.py [--set fresh|long|xl]`` (checks every label, writes both files).
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ SETS = {
              "Long single-project technical chats for knowhub (issue 19 §7, sixth session): one project per "
              "language over 12+ sessions, written without reading the engine's extraction or ranking rules. "
              "Each question has a type and cites its gold message ids."),
+    "xl": (HERE / "xl_chats", "tech_chats_xl",
+           "Very long single-project technical chats for knowhub (issue 19 §7, seventh session): one project "
+           "per chat over many sessions, near 100k tokens, written without reading the engine's extraction or "
+           "ranking rules. Each question has a type and cites its gold message ids."),
 }
 
 
