@@ -45,6 +45,7 @@ summary line per metric (``SUMMARY <metric> this=... base=...``).
     python benchmarks/context_ingest_bench.py --chats 3 --sessions 4 --turns 10 \\
         --rounds 2 --compare /tmp/base   # prints a table, --json writes the rows
     python benchmarks/context_ingest_bench.py --workload techchats --rounds 2 --compare /tmp/base
+    python benchmarks/context_ingest_bench.py --workload techchats --chat-files tech_chats_long_en --compare /tmp/base
 """
 
 from __future__ import annotations
@@ -216,8 +217,8 @@ def _timed(fn: Any) -> tuple[float, float]:
     return time.perf_counter() - started, time.process_time() - cpu
 
 
-def run_tech_chats(seed: int) -> dict[str, Any]:
-    """``--workload techchats``: each chat of ``benchmarks/data/<TECH_CHAT_FILES>.json`` into
+def run_tech_chats(seed: int, files: tuple[str, ...] = TECH_CHAT_FILES) -> dict[str, Any]:
+    """``--workload techchats``: each chat of ``benchmarks/data/<files>.json`` (``--chat-files``) into
     its own fresh data dir (its own user), session by session, each commit followed by
     ``flush_index()``; per chat the seconds (wall, CPU) from its first commit until the last
     flush returns, i.e. until the whole chat is searchable, and what was embedded."""
@@ -239,7 +240,7 @@ def run_tech_chats(seed: int) -> dict[str, Any]:
     def tokens(text: str) -> int:
         return int(count(text) - empty)
 
-    chats = [c for name in TECH_CHAT_FILES
+    chats = [c for name in files
              for c in json.loads((REPO / "benchmarks" / "data" / f"{name}.json").read_text(encoding="utf-8"))["conversations"]]
     rows: list[dict[str, Any]] = []
     for chat in chats:
@@ -310,7 +311,8 @@ def _child(src: Path, args: argparse.Namespace, this: bool = True) -> dict[str, 
     cmd = [sys.executable, __file__, "--child", "--chats", str(args.chats), "--sessions", str(args.sessions),
            "--turns", str(args.turns), "--seed", str(args.seed), *(["--overlap"] if args.overlap else []),
            *(["--embed-tokens", str(args.embed_tokens)] if this and args.embed_tokens is not None else []),
-           *(["--no-prefetch"] if this and args.no_prefetch else []), "--workload", args.workload]
+           *(["--no-prefetch"] if this and args.no_prefetch else []), "--workload", args.workload,
+           "--chat-files", args.chat_files]
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -363,11 +365,13 @@ def main() -> None:
                         help="this checkout: the commit does not start embedding its memories (ContextEngineService.PREFETCH_VECTORS)")
     parser.add_argument("--workload", choices=("synthetic", "techchats"), default="synthetic",
                         help="techchats: the real chats of benchmarks/data (run_tech_chats); --chats/--sessions/--turns unused")
+    parser.add_argument("--chat-files", default=",".join(TECH_CHAT_FILES),
+                        help="techchats: comma-separated data files (benchmarks/data/<name>.json), e.g. tech_chats_xl_en")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child and args.workload == "techchats":
-        print(json.dumps(run_tech_chats(args.seed)))
+        print(json.dumps(run_tech_chats(args.seed, tuple(f for f in args.chat_files.split(",") if f))))
         return
     if args.child:
         print(json.dumps(run_once(args.chats, args.sessions, args.turns, args.seed, args.overlap, args.embed_tokens,
