@@ -181,6 +181,9 @@ def diagnose(svc: ContextEngineService, conv: dict[str, Any], budget: int, stats
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bench-dir", type=Path, default=BENCH_DIR)
+    parser.add_argument("--data", type=Path, default=None,
+                        help="a conversation file in LoCoMo's format instead of <bench-dir>/locomo-dev.json "
+                             "(e.g. benchmarks/data/social_chats.json)")
     parser.add_argument("--stores", type=Path, default=None, help="where the stores are built (default: a temporary directory)")
     parser.add_argument("--reuse", action="store_true", help="open the stores already under --stores instead of committing again")
     parser.add_argument("--budgets", default="10,25")
@@ -191,7 +194,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--dump", type=Path, default=None, help="the first setting's blocks per question (JSON)")
     args = parser.parse_args(argv)
     budgets = [int(b) for b in args.budgets.split(",")]
-    convs = load_locomo(args.bench_dir / LOCOMO_FILE)[: args.conversations]
+    convs = load_locomo(args.data or args.bench_dir / LOCOMO_FILE)[: args.conversations]
     load = [round(x, 2) for x in os.getloadavg()]
     args.stores = args.stores or Path(tempfile.mkdtemp(prefix="ctx-budget-"))
     stores = {conv["sample_id"]: build(conv, args.stores / conv["sample_id"], args.reuse) for conv in convs}

@@ -1,0 +1,118 @@
+"""Build ``benchmarks/data/social_chats.json`` from the hand-written conversations in
+``benchmarks/social_chats/*.txt``: long casual conversations between two people over many
+dated sessions, in LoCoMo's JSON layout, so every LoCoMo runner reads them with
+``--data benchmarks/data/social_chats.json`` (issue 19 §7: data we wrote ourselves, to
+check rules chosen on the five LoCoMo dev conversations on conversations they were not
+chosen on; LoCoMo's own text is never copied here).
+
+Source format, one directive per line starting ``%%``::
+
+    %%conv <id> <speaker A> <speaker B>        (speaker names without spaces)
+    %%session <n> <date time, free text, e.g. 1:56 pm on 8 May, 2023>
+    %%T <speaker> [label]                      a turn follows (until the next directive)
+    %%q <category> | <question> | <answer> | <label> <label> ...
+
+Categories as LoCoMo's: 1 multi-hop, 2 temporal, 3 open-domain (inference from what was
+said), 4 single-hop. Turn ids are ``D<session>:<n>``; a question's evidence names labels.
+
+Run: ``python benchmarks/build_social_chats.py`` (checks every label, writes the file).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE / "social_chats"
+OUT = HERE / "data" / "social_chats.json"
+CATEGORIES = {1, 2, 3, 4}
+
+
+def parse(path: Path) -> dict[str, Any]:
+    """One conversation in LoCoMo's layout; raises ValueError on a bad directive or label."""
+    conversation: dict[str, Any] = {}
+    qa: list[dict[str, Any]] = []
+    labels: dict[str, str] = {}
+    speakers: tuple[str, str] | None = None
+    sample_id = path.stem
+    current: dict[str, Any] | None = None
+    session: list[dict[str, Any]] | None = None
+    session_no = 0
+    body: list[str] = []
+
+    def close() -> None:
+        nonlocal current
+        if current is not None:
+            current["text"] = "\n".join(body).strip()
+            if not current["text"]:
+                raise ValueError(f"{path.name}: empty turn {current['dia_id']}")
+            assert session is not None
+            session.append(current)
+        current = None
+        body.clear()
+
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("%%"):
+            if current is not None:
+                body.append(line)
+            elif line.strip():
+                raise ValueError(f"{path.name}: text outside a turn: {line[:60]!r}")
+            continue
+        close()
+        head, _, rest = line[2:].partition(" ")
+        if head == "conv":
+            sample_id, a, b = rest.split()
+            speakers = (a, b)
+            conversation.update(speaker_a=a, speaker_b=b)
+        elif head == "session":
+            number, date = rest.split(" ", 1)
+            session_no = int(number)
+            if f"session_{session_no}" in conversation:
+                raise ValueError(f"{path.name}: session {session_no} twice")
+            session = conversation[f"session_{session_no}"] = []
+            conversation[f"session_{session_no}_date_time"] = date.strip()
+        elif head == "T":
+            if session is None or speakers is None:
+                raise ValueError(f"{path.name}: a turn before %%conv / %%session")
+            speaker, _, label = rest.strip().partition(" ")
+            if speaker not in speakers:
+                raise ValueError(f"{path.name}: unknown speaker {speaker!r}")
+            dia_id = f"D{session_no}:{len(session) + 1}"
+            current = {"speaker": speaker, "dia_id": dia_id}
+            label = label.strip()
+            if label:
+                if label in labels:
+                    raise ValueError(f"{path.name}: duplicate label {label}")
+                labels[label] = dia_id
+        elif head == "q":
+            category, question, answer, gold = (p.strip() for p in rest.split("|"))
+            if int(category) not in CATEGORIES:
+                raise ValueError(f"{path.name}: unknown category {category}")
+            missing = [g for g in gold.split() if g not in labels]
+            if missing or not gold.split():
+                raise ValueError(f"{path.name}: unknown or no labels {missing} in {question!r}")
+            qa.append({"question": question, "answer": answer, "category": int(category),
+                       "evidence": [labels[g] for g in gold.split()]})
+        else:
+            raise ValueError(f"{path.name}: unknown directive {head}")
+    close()
+    return {"sample_id": sample_id, "conversation": conversation, "qa": qa}
+
+
+def main() -> None:
+    convs = [parse(path) for path in sorted(SRC.glob("*.txt"))]
+    for conv in convs:
+        turns = [t for k, v in conv["conversation"].items() if k.startswith("session_") and isinstance(v, list)
+                 for t in v]
+        cats = {c: sum(q["category"] == c for q in conv["qa"]) for c in sorted(CATEGORIES)}
+        print(f"{conv['sample_id']}: {sum(1 for k in conv['conversation'] if k.endswith('_date_time'))} sessions, "
+              f"{len(turns)} turns, {sum(len(t['text']) for t in turns)} chars, {len(conv['qa'])} questions {cats}",
+              file=sys.stderr)
+    OUT.write_text(json.dumps(convs, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
