@@ -1,0 +1,119 @@
+"""Deleting a memory leaves no timeline link or profile fact that names or repeats it
+(``knowhub.context.delete_links``, issue 19 §2/§3)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from knowhub.context import ContextEngineService
+from knowhub.context.commit.timeline import Timeline
+from knowhub.scope import RequestContext
+
+CTX = RequestContext("acme", "alice")
+MEM = "ctx://acme/users/alice/memories"
+
+
+@pytest.fixture()
+def svc(tmp_path: Path):
+    service = ContextEngineService(tmp_path / "ctx", durable=False)
+    yield service
+    service.close()
+
+
+def _commit(svc: ContextEngineService, session: str, day: str, *texts: str) -> None:
+    messages = [{"id": f"{session}-{i}", "role": "user", "content": t, "timestamp": f"{day}T10:0{i}:00Z"}
+                for i, t in enumerate(texts)]
+    svc.commit_session(CTX, messages, options={"session_id": session})
+
+
+def _event(svc: ContextEngineService, msg: str) -> str:
+    [name] = [c.name for c in svc.list_children(CTX, f"{MEM}/events") if c.name.startswith(msg + "-")]
+    return f"{MEM}/events/{name}"
+
+
+def _all_metadata(svc: ContextEngineService) -> dict[str, dict[str, Any]]:
+    return {c.uri: svc.get_node(CTX, c.uri).metadata for c in svc.list_children(CTX, MEM, recursive=True) if c.is_node}
+
+
+def _registry(svc: ContextEngineService) -> str:
+    """The per-user timeline registry as text (a file, or a row on PostgreSQL)."""
+    return json.dumps(Timeline(svc.fs).load(CTX), ensure_ascii=False)
+
+
+def test_deleting_the_replacement_leaves_no_dangling_link_and_the_old_value_is_current(svc: ContextEngineService) -> None:
+    _commit(svc, "s1", "2026-01-05", "Our database is PostgreSQL.")
+    _commit(svc, "s2", "2026-03-05", "We switched our database to MySQL.")
+    old, new = _event(svc, "s1-0"), _event(svc, "s2-0")
+    assert svc.get_node(CTX, old).metadata["superseded_by"] == new
+    svc.delete_node(CTX, new)
+    for uri, meta in _all_metadata(svc).items():
+        assert new not in json.dumps(meta), (uri, meta)
+    assert new not in _registry(svc)
+    # the MySQL entity of the same statement survives: the old value stays replaced, by it
+    mysql = f"{MEM}/entities/mysql"
+    assert svc.get_node(CTX, old).metadata["superseded_by"] == mysql
+    assert old in svc.get_node(CTX, mysql).metadata["supersedes"]
+    svc.delete_node(CTX, mysql)  # nothing says MySQL any more: PostgreSQL is current again
+    svc.flush_index()
+    for uri in (old, f"{MEM}/entities/postgresql"):
+        meta = svc.get_node(CTX, uri).metadata
+        assert not meta.get("superseded_by") and not meta.get("superseded_slots"), (uri, meta)
+    assert "MySQL" not in _registry(svc)
+    blocks = svc.search_memory(CTX, "which database do we use", top_k=10).blocks
+    found = {b.uri: b for b in blocks}
+    assert old in found and not found[old].metadata.get("superseded")
+    assert all(not b.metadata.get("superseded_by") for b in blocks)
+
+
+def test_deleting_the_old_value_drops_it_from_supersedes(svc: ContextEngineService) -> None:
+    _commit(svc, "s1", "2026-01-05", "Our database is PostgreSQL.")
+    _commit(svc, "s2", "2026-03-05", "We switched our database to MySQL.")
+    old, new = _event(svc, "s1-0"), _event(svc, "s2-0")
+    svc.delete_node(CTX, old)
+    assert old not in json.dumps(svc.get_node(CTX, new).metadata)
+    assert old not in _registry(svc)
+
+
+def test_deleting_one_side_of_a_contradiction_clears_the_flag(svc: ContextEngineService) -> None:
+    _commit(svc, "s1", "2026-01-05", "Our cache is Redis.", "Our cache is Memcached.")
+    a, b = _event(svc, "s1-0"), _event(svc, "s1-1")
+    assert svc.get_node(CTX, a).metadata["conflict"]["with"] == b
+    svc.delete_node(CTX, b)
+    # the Memcached entity of the deleted statement stays: the contradiction now names it
+    assert svc.get_node(CTX, a).metadata["conflict"]["with"] == f"{MEM}/entities/memcached"
+    svc.delete_node(CTX, f"{MEM}/entities/memcached")  # nothing says Memcached any more
+    for uri in (a, f"{MEM}/entities/redis"):
+        assert not svc.get_node(CTX, uri).metadata.get("conflict"), uri
+    assert "Memcached" not in _registry(svc)
+
+
+def test_deleting_a_profile_fact_node_takes_the_fact_out_of_the_profile(svc: ContextEngineService) -> None:
+    _commit(svc, "s1", "2026-01-05", "I live in Berlin.")
+    _commit(svc, "s2", "2026-03-05", "I moved to Lisbon last month.")
+    profile = svc.get_node(CTX, f"{MEM}/profile")
+    assert profile.metadata["facts"]["user|residence"]["value"] == "Lisbon"
+    svc.delete_node(CTX, f"{MEM}/profile/user-residence-lisbon")
+    svc.flush_index()
+    profile = svc.get_node(CTX, f"{MEM}/profile")
+    text = json.dumps(profile.metadata) + profile.abstract + profile.overview + profile.content
+    assert "Lisbon" not in text and "moved to" not in text
+    assert profile.metadata["facts"]["user|residence"]["value"] == "Berlin"  # the value it replaced is back
+    assert "Berlin" in profile.abstract
+    # the fact node of Berlin names a memory that still exists (the event "I moved to Lisbon")
+    berlin = svc.get_node(CTX, f"{MEM}/profile/user-residence-berlin").metadata
+    assert svc.get_node(CTX, berlin["superseded_by"]).uri.startswith(f"{MEM}/events/")
+    for block in svc.search_memory(CTX, "where does the user live", top_k=10).blocks:
+        assert "/profile" not in block.uri or "Lisbon" not in block.abstract, block
+
+
+def test_deleting_a_whole_category_keeps_the_registry_consistent(svc: ContextEngineService) -> None:
+    _commit(svc, "s1", "2026-01-05", "Our database is PostgreSQL.")
+    _commit(svc, "s2", "2026-03-05", "We switched our database to MySQL.")
+    svc.delete_node(CTX, f"{MEM}/events", recursive=True)
+    assert "/events/" not in _registry(svc)
+    for uri, meta in _all_metadata(svc).items():
+        assert "/events/" not in json.dumps(meta), (uri, meta)
