@@ -197,3 +197,42 @@ def test_http_answers_409_and_reports_shared_aliases(tmp_path: Path) -> None:
         assert refused.status_code == 409 and refused.json()["error"] == "alias_conflict"
         # a remote client raises the engine's exception for it
         assert isinstance(error_from_response(409, refused.json()), AliasConflictError)
+
+
+def test_a_move_meets_the_new_siblings_like_a_create_and_never_collides_silently(tree: KeywordTree) -> None:
+    ops = tree.create_keyword("Ops", llm_auto_place=False)
+    mcp = tree.create_keyword("MCP", llm_auto_place=False)
+    stdio = tree.create_keyword("Kubernetes-stdio", parent_id=ops.id, aliases=["k8s"], llm_auto_place=False)
+    http = tree.create_keyword("Kubernetes-http", parent_id=mcp.id, aliases=["k8s"], llm_auto_place=False)
+    twin = tree.create_keyword("Kubernetes-stdio", parent_id=mcp.id, dedup=False, llm_auto_place=False)
+    before = len(tree.history(1000))
+    with pytest.raises(AliasConflictError) as err:  # its alias names a keyword there
+        tree.move_keyword(http.id, ops.id)
+    assert err.value.to_dict()["detail"]["keyword_id"] == stdio.id
+    with pytest.raises(AliasConflictError) as err:  # its name does
+        tree.move_keyword(twin.id, ops.id)
+    assert "name 'Kubernetes-stdio'" in str(err.value)
+    assert len(tree.history(1000)) == before
+    assert tree.get_keyword(http.id).parent_id == mcp.id and tree.get_keyword(twin.id).parent_id == mcp.id
+    # elsewhere a shared alias is kept and reported
+    other = tree.create_keyword("Other", llm_auto_place=False)
+    moved = tree.move_keyword(http.id, other.id)
+    assert tree.get_keyword(http.id).parent_id == other.id
+    assert [s["id"] for s in moved.shared_aliases] == [stdio.id]
+    assert "shared with" in tree.history(1)[0]["summary"]
+
+
+def test_a_rename_into_a_siblings_name_or_alias_is_refused(tree: KeywordTree) -> None:
+    ops = tree.create_keyword("Ops", llm_auto_place=False)
+    tree.create_keyword("Kubernetes-stdio", parent_id=ops.id, aliases=["k8s"], llm_auto_place=False)
+    helm = tree.create_keyword("Helm", parent_id=ops.id, aliases=["helm3"], llm_auto_place=False)
+    for name in ("kubernetes-STDIO", "K8S"):
+        with pytest.raises(AliasConflictError):
+            tree.update_keyword(helm.id, {"name": name})
+    assert tree.get_keyword(helm.id).name == "Helm"
+    # its own alias, or a name used only under another parent, is fine
+    assert tree.update_keyword(helm.id, {"name": "helm3"}).ids == [helm.id]
+    elsewhere = tree.create_keyword("Elsewhere", llm_auto_place=False)
+    tree.create_keyword("Chart", parent_id=elsewhere.id, llm_auto_place=False)
+    tree.update_keyword(helm.id, {"name": "Chart"})
+    assert tree.get_keyword(helm.id).name == "Chart"

@@ -100,7 +100,9 @@ class KeywordWritesMixin(ReadsMixin):
                     found[node_id] = None
         return list(found)
 
-    def _shared_aliases(self, aliases: list[str], parent_id: str | None, exclude: set[str]) -> list[dict[str, Any]]:
+    def _shared_aliases(
+        self, aliases: list[str], parent_id: str | None, exclude: set[str], what: str = "alias"
+    ) -> list[dict[str, Any]]:
         """Decide the collisions of ``aliases`` (given to a keyword under ``parent_id``) by
         the parent path: ``[{alias, id, name, path}]`` of keywords elsewhere that carry the
         same name or alias (both keep it; a search for it is ambiguous). Raises
@@ -116,7 +118,7 @@ class KeywordWritesMixin(ReadsMixin):
                 if node.parent_id == parent_id:
                     where = self._full_path(parent_id) if parent_id else ""
                     raise AliasConflictError(
-                        f"alias {alias!r} already names keyword {node.name!r} under the same parent "
+                        f"{what} {alias!r} already names keyword {node.name!r} under the same parent "
                         f"({where or 'root'}); choose another alias, or add it to that keyword",
                         alias=alias,
                         keyword_id=holder,
@@ -396,6 +398,9 @@ class KeywordWritesMixin(ReadsMixin):
             elif "name" in patch:
                 new["aliases"] = self._clean_aliases(new["aliases"], new["name"])
             old_keys = {self._direct_key(a) for a in row["aliases"]}
+            if self._direct_key(new["name"]) not in {self._direct_key(row["name"]), *old_keys}:
+                # a sibling called so (by name or alias) could not be told apart from it
+                self._shared_aliases([new["name"]], row["parent_id"], {id}, what="name")
             added = [a for a in new["aliases"] if self._direct_key(a) not in old_keys]
             shared = self._shared_aliases(added, row["parent_id"], {id})
             if "description" in patch:
@@ -410,14 +415,23 @@ class KeywordWritesMixin(ReadsMixin):
             return WriteResult(op, staged["version"], [id], shared)
 
     def move_keyword(self, id: str, new_parent_id: str, version: int | None = None) -> WriteResult:
-        """Re-parent a keyword; refuses cycles and the root; recomputes subtree levels."""
+        """Re-parent a keyword; refuses cycles and the root; recomputes subtree levels.
+
+        Its name and aliases meet the new siblings as a create's would: one that already
+        names a keyword under the new parent is an :class:`AliasConflictError` (nothing
+        moves), aliases shared with keywords elsewhere are reported."""
         with self._writing():
             txn = Txn(self.state)
             row = self._node_row(txn, id)
             self._check_version(row, version, id)
+            shared: list[dict[str, Any]] = []
+            if row["parent_id"] != new_parent_id and txn.node(new_parent_id) is not None:
+                self._shared_aliases([row["name"]], new_parent_id, {id}, what="name")
+                shared = self._shared_aliases(list(row["aliases"]), new_parent_id, {id})
             self._stage_move(txn, id, new_parent_id)
-            op = self._commit(txn, "move_keyword", f"move '{row['name']}' under {self._full_path(new_parent_id) or 'root'}")
-            return WriteResult(op, self.state.nodes[id].version, [id])
+            where = self._full_path(new_parent_id) or "root"
+            op = self._commit(txn, "move_keyword", f"move '{row['name']}' under {where}{self._shared_note(shared)}")
+            return WriteResult(op, self.state.nodes[id].version, [id], shared)
 
     def merge_keywords(self, src_id: str, dst_id: str, children_policy: str = "reparent") -> WriteResult:
         """Merge ``src`` into ``dst``: names become aliases, links move (deduplicated),
