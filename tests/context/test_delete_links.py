@@ -117,3 +117,20 @@ def test_deleting_a_whole_category_keeps_the_registry_consistent(svc: ContextEng
     assert "/events/" not in _registry(svc)
     for uri, meta in _all_metadata(svc).items():
         assert "/events/" not in json.dumps(meta), (uri, meta)
+
+
+def test_a_move_points_every_link_at_the_new_uri(svc: ContextEngineService) -> None:
+    _commit(svc, "s1", "2026-01-05", "Our database is PostgreSQL.")
+    _commit(svc, "s2", "2026-03-05", "We switched our database to MySQL.")
+    old, new = _event(svc, "s1-0"), _event(svc, "s2-0")
+    moved = f"{MEM}/events/switch-to-mysql"
+    svc.move_node(CTX, new, moved)
+    svc.flush_index()
+    assert new not in _registry(svc) and moved in _registry(svc)
+    for uri, meta in _all_metadata(svc).items():
+        assert new not in json.dumps(meta), (uri, meta)
+    assert svc.get_node(CTX, old).metadata["superseded_by"] == moved
+    assert old in svc.get_node(CTX, moved).metadata["supersedes"]
+    blocks = svc.search_memory(CTX, "which database do we use", top_k=10).blocks
+    found = {b.uri: b for b in blocks}
+    assert found[old].metadata["superseded_by"] == moved and found[old].metadata["superseded"] is True

@@ -13,6 +13,7 @@ from knowhub.context import ContextEngineService
 from knowhub.context.fs.postgres_store import PostgresContextStore
 from tests.context.pg_store_support import empty_tables, private_database
 from tests.context.test_delete_links import (  # noqa: F401 - collected again with this module's svc
+    test_a_move_points_every_link_at_the_new_uri,
     test_deleting_a_profile_fact_node_takes_the_fact_out_of_the_profile,
     test_deleting_a_whole_category_keeps_the_registry_consistent,
     test_deleting_one_side_of_a_contradiction_clears_the_flag,

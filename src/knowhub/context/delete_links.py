@@ -16,6 +16,9 @@ the fact of each of its fact nodes. When a person deletes a memory
   superseded list and the three levels); when it was the current value, the newest value
   it had replaced comes back.
 
+A move (:meth:`ContextEngineService.move_node`) is the gentler case: every link and
+registry entry that named a moved URI names its new URI (:func:`retarget_moved`).
+
 Only nodes of the deleting user's own space are touched, under the account write lock the
 delete already holds. The rules that *write* links stay in the timeline; this module only
 takes them back.
@@ -23,6 +26,7 @@ takes them back.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -30,7 +34,7 @@ from typing import Any
 from knowhub.context.core.uri import CtxLike, parse_uri
 from knowhub.errors import KnowhubError
 
-__all__ = ["forget_deleted"]
+__all__ = ["forget_deleted", "retarget_moved"]
 
 log = logging.getLogger(__name__)
 
@@ -254,3 +258,73 @@ def _forget_fact(fs: Any, ctx: CtxLike, uri: str, own: dict[str, Any]) -> str | 
     node.content = ProfilePolicy._content(facts, kept)
     fs.write_node(ctx, node)
     return profile_uri
+
+
+def retarget_moved(fs: Any, ctx: CtxLike, src: str, dst: str) -> list[str]:
+    """After ``src`` (and its subtree) moved to ``dst``: point every timeline link and
+    registry entry that named a moved URI at its new URI. Returns the URIs of the nodes
+    rewritten."""
+    if len(parse_uri(src).segments) <= 2:
+        return []
+    prefix = src.rstrip("/") + "/"
+
+    def moved(uri: Any) -> str | None:
+        if isinstance(uri, str) and (uri == src or uri.startswith(prefix)):
+            return dst + uri[len(src):]
+        return None
+
+    from knowhub.context.commit.timeline import Timeline
+
+    timeline = Timeline(fs)
+    data = timeline.load(ctx)
+    neighbours: set[str] = set()
+    touched = False
+    for entries in (data.get("slots") or {}).values():
+        hit = False
+        for entry in entries:
+            if not isinstance(entry, dict):
+                continue
+            uris = entry.get("uris") or {}
+            for category, uri in list(uris.items()):
+                if (new := moved(uri)) is not None:
+                    uris[category], hit = new, True
+            if (new := moved(entry.get("superseded_by"))) is not None:
+                entry["superseded_by"], hit = new, True
+        if hit:
+            touched = True
+            neighbours.update(u for e in entries if isinstance(e, dict) for u in (e.get("uris") or {}).values())
+    if touched:
+        timeline.save(ctx, data)
+    with contextlib.suppress(KnowhubError):  # a directory has no metadata
+        neighbours |= _linked(fs.read_metadata(ctx, dst))  # what the moved node links to
+    changed: list[str] = []
+    for uri in sorted(neighbours):
+        try:
+            meta = fs.read_metadata(ctx, uri)
+        except KnowhubError:
+            continue
+        new_meta = _map_links(meta, moved)
+        if new_meta != meta:
+            fs.write_metadata(ctx, uri, new_meta)
+            changed.append(uri)
+    return changed
+
+
+def _map_links(meta: dict[str, Any], moved: Callable[[Any], str | None]) -> dict[str, Any]:
+    """``meta`` with every timeline link that ``moved`` maps replaced by its new URI."""
+    out = dict(meta)
+
+    def new(uri: Any) -> Any:
+        mapped = moved(uri)
+        return uri if mapped is None else mapped
+
+    if isinstance(out.get("superseded_slots"), dict):
+        out["superseded_slots"] = {slot: ({**link, "by": new(link.get("by"))} if isinstance(link, dict) else link)
+                                   for slot, link in out["superseded_slots"].items()}
+    if "superseded_by" in out:
+        out["superseded_by"] = new(out["superseded_by"])
+    if isinstance(out.get("supersedes"), list):
+        out["supersedes"] = [new(u) for u in out["supersedes"]]
+    if isinstance(out.get("conflict"), dict) and "with" in out["conflict"]:
+        out["conflict"] = {**out["conflict"], "with": new(out["conflict"]["with"])}
+    return out

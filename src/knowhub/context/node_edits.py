@@ -19,7 +19,7 @@ from knowhub.context.core.enums import OutboxEventType
 from knowhub.context.core.objects import ContextNode, utc_now_iso
 from knowhub.context.core.outbox import make_event
 from knowhub.context.core.uri import check_access
-from knowhub.context.delete_links import forget_deleted
+from knowhub.context.delete_links import forget_deleted, retarget_moved
 from knowhub.context.fs import ContextFS
 from knowhub.errors import InvalidInputError, KnowhubError, VersionConflictError
 
@@ -181,7 +181,8 @@ class NodeEditsMixin:
     def move_node(self, ctx: Any, from_uri: str, to_uri: str) -> None:
         """Move a node and its subtree to a new URI of the caller's; the index follows
         (``MOVE_CONTEXT``: records re-keyed, the moved nodes re-projected) and so do the
-        edges that pointed at the old URIs (``UPSERT_RELATION`` for each node rewritten).
+        edges that pointed at the old URIs (``UPSERT_RELATION`` for each node rewritten) and
+        the timeline links that named them (:func:`~knowhub.context.delete_links.retarget_moved`).
 
         Raises:
             NotFoundError / InvalidInputError / PermissionDeniedError: as ContextFS.move_node.
@@ -192,4 +193,7 @@ class NodeEditsMixin:
             events = [make_event(OutboxEventType.MOVE_CONTEXT, src, ctx, {"from_uri": src, "to_uri": dst})]
             # nodes whose edges now point at the new URIs: their graph copies follow
             events.extend(make_event(OutboxEventType.UPSERT_RELATION, uri, ctx, {}) for uri in retargeted)
+            # and the timeline links that named the old URIs (their index copies follow)
+            events.extend(make_event(OutboxEventType.UPSERT_CONTEXT, uri, ctx, {})
+                          for uri in retarget_moved(self.fs, ctx, src, dst))
             self.outbox.append_batch(events)
