@@ -236,3 +236,26 @@ def test_a_rename_into_a_siblings_name_or_alias_is_refused(tree: KeywordTree) ->
     tree.create_keyword("Chart", parent_id=elsewhere.id, llm_auto_place=False)
     tree.update_keyword(helm.id, {"name": "Chart"})
     assert tree.get_keyword(helm.id).name == "Chart"
+
+
+def test_a_merge_never_leaves_two_children_called_the_same(tree: KeywordTree) -> None:
+    a = tree.create_keyword("A", llm_auto_place=False)
+    b = tree.create_keyword("B", llm_auto_place=False)
+    tree.create_keyword("Child", parent_id=a.id, llm_auto_place=False)
+    tree.create_keyword("Kid", parent_id=b.id, aliases=["child"], llm_auto_place=False)
+    before = len(tree.history(1000))
+    with pytest.raises(AliasConflictError):
+        tree.merge_keywords(a.id, b.id)
+    with pytest.raises(AliasConflictError):
+        tree.merge_keywords(a.id, b.id, children_policy="flatten")
+    assert len(tree.history(1000)) == before and tree.get_keyword(a.id).name == "A"
+    # src's name becomes dst's alias: it must not name a sibling of dst either
+    parent = tree.create_keyword("P", llm_auto_place=False)
+    x = tree.create_keyword("X", parent_id=parent.id, llm_auto_place=False)
+    y = tree.create_keyword("Y", parent_id=parent.id, llm_auto_place=False)
+    tree.create_keyword("Z", parent_id=parent.id, llm_auto_place=False)
+    z_elsewhere = tree.create_keyword("Z", parent_id=a.id, dedup=False, llm_auto_place=False)
+    with pytest.raises(AliasConflictError):
+        tree.merge_keywords(z_elsewhere.id, y.id)  # Y would be called "Z" beside the "Z" under P
+    merged = tree.merge_keywords(x.id, y.id)  # siblings merge as before
+    assert "X" in tree.get_keyword(y.id).aliases and merged.shared_aliases == []

@@ -440,9 +440,38 @@ class KeywordWritesMixin(ReadsMixin):
             txn = Txn(self.state)
             src = self._node_row(txn, src_id)
             dst = self._node_row(txn, dst_id)
+            shared = self._merge_collisions(txn, src, dst, children_policy)
             self._stage_merge(txn, src_id, dst_id, children_policy)
-            op = self._commit(txn, "merge_keywords", f"merge '{src['name']}' into '{dst['name']}' ({children_policy})")
-            return WriteResult(op, self.state.nodes[dst_id].version, [dst_id, src_id])
+            op = self._commit(txn, "merge_keywords",
+                              f"merge '{src['name']}' into '{dst['name']}' ({children_policy}){self._shared_note(shared)}")
+            return WriteResult(op, self.state.nodes[dst_id].version, [dst_id, src_id], shared)
+
+    def _merge_collisions(self, txn: Txn, src: dict[str, Any], dst: dict[str, Any], children_policy: str) -> list[dict[str, Any]]:
+        """Decide a merge's collisions by the parent path, before anything is staged: the
+        keywords that come under ``dst`` must not be called like its children (or like each
+        other), and ``src``'s names, which become ``dst``'s aliases, must not name a sibling
+        of ``dst`` (:class:`AliasConflictError`). Returns the aliases shared elsewhere."""
+        if children_policy not in CHILDREN_POLICIES or src["id"] == dst["id"] or dst["id"] in txn.subtree(src["id"]):
+            return []  # _stage_merge refuses these with its own message
+        moving = txn.children(src["id"]) if children_policy == "reparent" else txn.subtree(src["id"])[1:]
+        taken = {key: holder for holder in txn.children(dst["id"]) if holder != src["id"]
+                 for key in self._names_of(self._node_row(txn, holder))}
+        for node_id in moving:
+            row = self._node_row(txn, node_id)
+            for key in self._names_of(row):
+                if key in taken:
+                    other = self._node_row(txn, taken[key])
+                    raise AliasConflictError(
+                        f"merging would put {row['name']!r} under {dst['name']!r}, which already has "
+                        f"{other['name']!r} called the same; rename or merge those first",
+                        alias=row["name"], keyword_id=other["id"], name=other["name"], parent_id=dst["id"])
+            taken.update((key, node_id) for key in self._names_of(row))
+        added = self._merge_aliases(dst, [src["name"], *src["aliases"]])[len(dst["aliases"]):]
+        return self._shared_aliases(added, dst["parent_id"], {dst["id"], src["id"], *moving})
+
+    def _names_of(self, row: dict[str, Any]) -> set[str]:
+        """The direct lookup keys of a keyword's name and aliases."""
+        return {self._direct_key(text) for text in (row["name"], *row["aliases"])} - {""}
 
     def delete_keyword(self, id: str, cascade: bool = False, info_policy: str = "reattach") -> WriteResult:
         """Soft-delete a keyword (and with ``cascade`` its subtree).
