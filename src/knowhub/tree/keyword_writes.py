@@ -119,7 +119,9 @@ class KeywordWritesMixin(ReadsMixin):
                     where = self._full_path(parent_id) if parent_id else ""
                     raise AliasConflictError(
                         f"{what} {alias!r} already names keyword {node.name!r} under the same parent "
-                        f"({where or 'root'}); choose another alias, or add it to that keyword",
+                        f"({where or 'root'}); "
+                        + ("choose another alias, or add it to that keyword" if what == "alias"
+                           else "choose another name, or merge the two keywords"),
                         alias=alias,
                         keyword_id=holder,
                         name=node.name,
