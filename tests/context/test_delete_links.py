@@ -134,3 +134,47 @@ def test_a_move_points_every_link_at_the_new_uri(svc: ContextEngineService) -> N
     blocks = svc.search_memory(CTX, "which database do we use", top_k=10).blocks
     found = {b.uri: b for b in blocks}
     assert found[old].metadata["superseded_by"] == moved and found[old].metadata["superseded"] is True
+
+
+def test_over_http_a_delete_leaves_no_link_to_a_404(tmp_path: Path) -> None:
+    """The finding as a user met it: DELETE /api/context/node, then every link a search or
+    a node read answers resolves (no ``superseded_by`` to a 404), and the profile forgets."""
+    from fastapi.testclient import TestClient
+
+    from knowhub.config import Settings
+    from knowhub.server import create_app
+    from knowhub.server.routers.context import CONTEXT_ENGINE
+
+    key = "key-alice-0123456789"
+    svc = ContextEngineService(tmp_path / "ctx", durable=False)
+    settings = Settings.load(None, data_dir=tmp_path, auth={"keys": [{"key": key, "principal": "user:alice"}]})
+    auth = {"Authorization": f"Bearer {key}"}
+    mem = "ctx://default/users/alice/memories"
+    try:
+        with TestClient(create_app(settings, engines={CONTEXT_ENGINE: svc})) as http:
+            for session, day, texts in (("s1", "2026-01-05", ["Our database is PostgreSQL.", "I live in Berlin."]),
+                                        ("s2", "2026-03-05", ["We switched our database to MySQL.",
+                                                              "I moved to Lisbon last month."])):
+                messages = [{"role": "user", "content": t, "timestamp": f"{day}T10:0{i}:00Z"} for i, t in enumerate(texts)]
+                assert http.post("/api/context/commit", json={"session_id": session, "messages": messages},
+                                 headers=auth).status_code == 201
+            kids = http.get("/api/context/children", params={"uri": mem, "recursive": True, "depth": 3},
+                            headers=auth).json()["results"]
+            doomed = [k["uri"] for k in kids if "/events/s2-" in k["uri"] or k["uri"].endswith(("/entities/mysql",
+                      "/entities/lisbon", "/profile/user-residence-lisbon"))]
+            assert len(doomed) == 5, doomed
+            for uri in doomed:
+                assert http.delete("/api/context/node", params={"uri": uri}, headers=auth).status_code == 200
+            svc.flush_index()
+            for question in ("which database do we use", "where does the user live"):
+                blocks = http.get("/api/context/search", params={"q": question}, headers=auth).json()["blocks"]
+                assert blocks
+                for block in blocks:
+                    linked = [block["metadata"].get("superseded_by"), *(block["metadata"].get("supersedes") or [])]
+                    for uri in filter(None, linked):
+                        assert http.get("/api/context/node", params={"uri": uri}, headers=auth).status_code == 200, uri
+                    assert not block["metadata"].get("superseded"), block
+            profile = http.get("/api/context/node", params={"uri": f"{mem}/profile"}, headers=auth).json()
+            assert "Lisbon" not in str(profile) and "Berlin" in profile["abstract"]
+    finally:
+        svc.close()
