@@ -98,3 +98,17 @@ def test_a_read_only_tree_key_reads_but_cannot_write(tmp_path: Path) -> None:
         assert reader.get(f"/api/tree/infos/{info['id']}").status_code == 200
         assert reader.get("/api/tree/keywords", params={"name": "缓存"}).json()["count"] == 0
         assert writer.get(f"/api/tree/keywords/{kid}").json()["aliases"] == []
+
+
+def test_an_item_as_read_saves_again_with_its_histories_ignored(api: Api) -> None:
+    """The docs promise the histories of a save's ``eval`` are ignored, like the counts: a
+    seed 002 item as GET answers it (histories included) must save, not fail with 422."""
+    forged_case = {"task": "t", "outcome": "worked", "timestamp": "2026-03-05T12:00:00Z"}
+    body = knowledge_body(eval={"score": 4, "helpful": 7, "harmful": 0, "confidence": 0.9,
+                                "helpful_history": [forged_case] * 7, "harmful_history": []})
+    saved = api.as_("pat").post("/api/knowledge", json=body)
+    assert saved.status_code == 201, saved.text
+    assert saved.json()["eval"] == {"score": 4, "helpful": 0, "harmful": 0, "confidence": 0.5,
+                                    "helpful_history": [], "harmful_history": []}
+    too_many = knowledge_body(eval={"helpful_history": [forged_case] * 101})
+    assert api.as_("pat").post("/api/knowledge", json=too_many).status_code == 422

@@ -197,3 +197,65 @@ def test_http_answers_409_and_reports_shared_aliases(tmp_path: Path) -> None:
         assert refused.status_code == 409 and refused.json()["error"] == "alias_conflict"
         # a remote client raises the engine's exception for it
         assert isinstance(error_from_response(409, refused.json()), AliasConflictError)
+
+
+def test_a_move_meets_the_new_siblings_like_a_create_and_never_collides_silently(tree: KeywordTree) -> None:
+    ops = tree.create_keyword("Ops", llm_auto_place=False)
+    mcp = tree.create_keyword("MCP", llm_auto_place=False)
+    stdio = tree.create_keyword("Kubernetes-stdio", parent_id=ops.id, aliases=["k8s"], llm_auto_place=False)
+    http = tree.create_keyword("Kubernetes-http", parent_id=mcp.id, aliases=["k8s"], llm_auto_place=False)
+    twin = tree.create_keyword("Kubernetes-stdio", parent_id=mcp.id, dedup=False, llm_auto_place=False)
+    before = len(tree.history(1000))
+    with pytest.raises(AliasConflictError) as err:  # its alias names a keyword there
+        tree.move_keyword(http.id, ops.id)
+    assert err.value.to_dict()["detail"]["keyword_id"] == stdio.id
+    with pytest.raises(AliasConflictError) as err:  # its name does
+        tree.move_keyword(twin.id, ops.id)
+    assert "name 'Kubernetes-stdio'" in str(err.value)
+    assert len(tree.history(1000)) == before
+    assert tree.get_keyword(http.id).parent_id == mcp.id and tree.get_keyword(twin.id).parent_id == mcp.id
+    # elsewhere a shared alias is kept and reported
+    other = tree.create_keyword("Other", llm_auto_place=False)
+    moved = tree.move_keyword(http.id, other.id)
+    assert tree.get_keyword(http.id).parent_id == other.id
+    assert [s["id"] for s in moved.shared_aliases] == [stdio.id]
+    assert "shared with" in tree.history(1)[0]["summary"]
+
+
+def test_a_rename_into_a_siblings_name_or_alias_is_refused(tree: KeywordTree) -> None:
+    ops = tree.create_keyword("Ops", llm_auto_place=False)
+    tree.create_keyword("Kubernetes-stdio", parent_id=ops.id, aliases=["k8s"], llm_auto_place=False)
+    helm = tree.create_keyword("Helm", parent_id=ops.id, aliases=["helm3"], llm_auto_place=False)
+    for name in ("kubernetes-STDIO", "K8S"):
+        with pytest.raises(AliasConflictError):
+            tree.update_keyword(helm.id, {"name": name})
+    assert tree.get_keyword(helm.id).name == "Helm"
+    # its own alias, or a name used only under another parent, is fine
+    assert tree.update_keyword(helm.id, {"name": "helm3"}).ids == [helm.id]
+    elsewhere = tree.create_keyword("Elsewhere", llm_auto_place=False)
+    tree.create_keyword("Chart", parent_id=elsewhere.id, llm_auto_place=False)
+    tree.update_keyword(helm.id, {"name": "Chart"})
+    assert tree.get_keyword(helm.id).name == "Chart"
+
+
+def test_a_merge_never_leaves_two_children_called_the_same(tree: KeywordTree) -> None:
+    a = tree.create_keyword("A", llm_auto_place=False)
+    b = tree.create_keyword("B", llm_auto_place=False)
+    tree.create_keyword("Child", parent_id=a.id, llm_auto_place=False)
+    tree.create_keyword("Kid", parent_id=b.id, aliases=["child"], llm_auto_place=False)
+    before = len(tree.history(1000))
+    with pytest.raises(AliasConflictError):
+        tree.merge_keywords(a.id, b.id)
+    with pytest.raises(AliasConflictError):
+        tree.merge_keywords(a.id, b.id, children_policy="flatten")
+    assert len(tree.history(1000)) == before and tree.get_keyword(a.id).name == "A"
+    # src's name becomes dst's alias: it must not name a sibling of dst either
+    parent = tree.create_keyword("P", llm_auto_place=False)
+    x = tree.create_keyword("X", parent_id=parent.id, llm_auto_place=False)
+    y = tree.create_keyword("Y", parent_id=parent.id, llm_auto_place=False)
+    tree.create_keyword("Z", parent_id=parent.id, llm_auto_place=False)
+    z_elsewhere = tree.create_keyword("Z", parent_id=a.id, dedup=False, llm_auto_place=False)
+    with pytest.raises(AliasConflictError):
+        tree.merge_keywords(z_elsewhere.id, y.id)  # Y would be called "Z" beside the "Z" under P
+    merged = tree.merge_keywords(x.id, y.id)  # siblings merge as before
+    assert "X" in tree.get_keyword(y.id).aliases and merged.shared_aliases == []

@@ -19,8 +19,9 @@ from knowhub.context.core.enums import OutboxEventType
 from knowhub.context.core.objects import ContextNode, utc_now_iso
 from knowhub.context.core.outbox import make_event
 from knowhub.context.core.uri import check_access
+from knowhub.context.delete_links import forget_deleted, retarget_moved
 from knowhub.context.fs import ContextFS
-from knowhub.errors import InvalidInputError, VersionConflictError
+from knowhub.errors import InvalidInputError, KnowhubError, VersionConflictError
 
 __all__ = ["LEVEL_LIMITS", "NodeEditsMixin", "apply_edit", "drop_edges_to"]
 
@@ -126,19 +127,28 @@ class NodeEditsMixin:
 
         The primary store changes first; a ``DELETE_CONTEXT`` event then removes the index
         records (a crash in between is repaired when the index is next reconciled), and the
-        edges of the owner space's other nodes that pointed at it are dropped. The engine
-        keeps no copy: a delete cannot be undone.
+        edges of the owner space's other nodes that pointed at it are dropped, as are the
+        timeline links and profile facts that name or repeat it
+        (:mod:`knowhub.context.delete_links`). The engine keeps no copy: a delete cannot be
+        undone.
 
         Raises:
             NotFoundError / InvalidInputError / PermissionDeniedError: as ContextFS.delete_node.
         """
         canonical = check_access(ctx, uri).uri
         with self._node_change(ctx):  # one unit of work: on PostgreSQL the events commit with the delete
+            try:
+                own = self.fs.read_metadata(ctx, canonical)
+            except KnowhubError:  # a directory (or nothing: the delete below says so)
+                own = {}
             self.fs.delete_node(ctx, canonical, recursive=recursive)
             events = [make_event(OutboxEventType.DELETE_CONTEXT, canonical, ctx, {"recursive": recursive})]
             # neighbours' edges to it go too (their graph copies follow), so nothing names it
             events.extend(make_event(OutboxEventType.UPSERT_RELATION, uri, ctx, {})
                           for uri in drop_edges_to(self.fs, ctx, canonical))
+            # and so do timeline links and profile facts (their index copies follow)
+            events.extend(make_event(OutboxEventType.UPSERT_CONTEXT, uri, ctx, {})
+                          for uri in forget_deleted(self.fs, ctx, canonical, own))
             self.outbox.append_batch(events)
 
     def edit_node(
@@ -171,7 +181,8 @@ class NodeEditsMixin:
     def move_node(self, ctx: Any, from_uri: str, to_uri: str) -> None:
         """Move a node and its subtree to a new URI of the caller's; the index follows
         (``MOVE_CONTEXT``: records re-keyed, the moved nodes re-projected) and so do the
-        edges that pointed at the old URIs (``UPSERT_RELATION`` for each node rewritten).
+        edges that pointed at the old URIs (``UPSERT_RELATION`` for each node rewritten) and
+        the timeline links that named them (:func:`~knowhub.context.delete_links.retarget_moved`).
 
         Raises:
             NotFoundError / InvalidInputError / PermissionDeniedError: as ContextFS.move_node.
@@ -182,4 +193,7 @@ class NodeEditsMixin:
             events = [make_event(OutboxEventType.MOVE_CONTEXT, src, ctx, {"from_uri": src, "to_uri": dst})]
             # nodes whose edges now point at the new URIs: their graph copies follow
             events.extend(make_event(OutboxEventType.UPSERT_RELATION, uri, ctx, {}) for uri in retargeted)
+            # and the timeline links that named the old URIs (their index copies follow)
+            events.extend(make_event(OutboxEventType.UPSERT_CONTEXT, uri, ctx, {})
+                          for uri in retarget_moved(self.fs, ctx, src, dst))
             self.outbox.append_batch(events)

@@ -14,6 +14,9 @@ The rule, one for knowledge items and resources alike:
   stored version. Nobody owns an anonymized item afterwards, so only an admin of one of
   its scopes may change or delete it. An operator who judges the text itself to be personal
   data deletes the item (as its scope admin) before or after.
+* **items it saved but does not own** (a team-owned item it submitted, or one its
+  duplicate save was merged into: ``source.submitted_by``, ``source.saves[].by``) →
+  *anonymized* the same way; owner and scopes stay.
 * **what it wrote on other principals' items** → its feedback cases are taken out of the
   item and of the versions after them (its helpful/harmful counts with them), and the
   version records of its changes name :data:`FORGOTTEN` instead of it.
@@ -172,7 +175,11 @@ class _Forget:
         owned = [r.id for r in conn.execute(select(knowledge.c.id).where(knowledge.c.owner == self.pid))]
         scoped = [r.knowledge_id for r in conn.execute(
             select(knowledge_scopes.c.knowledge_id).where(knowledge_scopes.c.scope == self.pid))]
-        ids = sorted(set(owned) | set(scoped))
+        # items it saved but does not own: their submitter, or a duplicate save merged in
+        # (``source.saves``), names it — a JSON string equal to its id
+        named = [r.id for r in conn.execute(
+            select(knowledge.c.id).where(knowledge.c.doc.contains(_dumps(self.pid), autoescape=True)))]
+        ids = sorted(set(owned) | set(scoped) | set(named))
         scopes = _scopes_of(conn, knowledge_scopes, "knowledge_id", ids)
         rows = {r.id: r for r in conn.execute(select(knowledge).where(knowledge.c.id.in_(ids)))} if ids else {}
         erased: list[str] = []

@@ -170,14 +170,16 @@ class SourceIn(RequestBody):
 
 
 class EvalIn(RequestBody):
-    """Seed 002's ``eval`` on save: only ``score`` is used. ``helpful``, ``harmful`` and
-    ``confidence`` are accepted for compatibility and ignored: they come from feedback and
-    extraction only."""
+    """Seed 002's ``eval`` on save: only ``score`` is used. ``helpful``, ``harmful``,
+    ``confidence`` and the two case histories are accepted for compatibility (an item as
+    read, saved again) and ignored: they come from feedback and extraction only."""
 
     score: Annotated[int, Field(ge=1, le=5), JSON_INT] | None = None
     helpful: Annotated[int, Field(ge=0), JSON_INT] | None = None
     harmful: Annotated[int, Field(ge=0), JSON_INT] | None = None
     confidence: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
+    helpful_history: Annotated[list[dict[str, Any]], Field(max_length=MAX_LIST_ITEMS)] | None = None
+    harmful_history: Annotated[list[dict[str, Any]], Field(max_length=MAX_LIST_ITEMS)] | None = None
 
 
 class KnowledgeCreate(RequestBody):

@@ -100,7 +100,9 @@ class KeywordWritesMixin(ReadsMixin):
                     found[node_id] = None
         return list(found)
 
-    def _shared_aliases(self, aliases: list[str], parent_id: str | None, exclude: set[str]) -> list[dict[str, Any]]:
+    def _shared_aliases(
+        self, aliases: list[str], parent_id: str | None, exclude: set[str], what: str = "alias"
+    ) -> list[dict[str, Any]]:
         """Decide the collisions of ``aliases`` (given to a keyword under ``parent_id``) by
         the parent path: ``[{alias, id, name, path}]`` of keywords elsewhere that carry the
         same name or alias (both keep it; a search for it is ambiguous). Raises
@@ -116,8 +118,10 @@ class KeywordWritesMixin(ReadsMixin):
                 if node.parent_id == parent_id:
                     where = self._full_path(parent_id) if parent_id else ""
                     raise AliasConflictError(
-                        f"alias {alias!r} already names keyword {node.name!r} under the same parent "
-                        f"({where or 'root'}); choose another alias, or add it to that keyword",
+                        f"{what} {alias!r} already names keyword {node.name!r} under the same parent "
+                        f"({where or 'root'}); "
+                        + ("choose another alias, or add it to that keyword" if what == "alias"
+                           else "choose another name, or merge the two keywords"),
                         alias=alias,
                         keyword_id=holder,
                         name=node.name,
@@ -396,6 +400,9 @@ class KeywordWritesMixin(ReadsMixin):
             elif "name" in patch:
                 new["aliases"] = self._clean_aliases(new["aliases"], new["name"])
             old_keys = {self._direct_key(a) for a in row["aliases"]}
+            if self._direct_key(new["name"]) not in {self._direct_key(row["name"]), *old_keys}:
+                # a sibling called so (by name or alias) could not be told apart from it
+                self._shared_aliases([new["name"]], row["parent_id"], {id}, what="name")
             added = [a for a in new["aliases"] if self._direct_key(a) not in old_keys]
             shared = self._shared_aliases(added, row["parent_id"], {id})
             if "description" in patch:
@@ -410,14 +417,23 @@ class KeywordWritesMixin(ReadsMixin):
             return WriteResult(op, staged["version"], [id], shared)
 
     def move_keyword(self, id: str, new_parent_id: str, version: int | None = None) -> WriteResult:
-        """Re-parent a keyword; refuses cycles and the root; recomputes subtree levels."""
+        """Re-parent a keyword; refuses cycles and the root; recomputes subtree levels.
+
+        Its name and aliases meet the new siblings as a create's would: one that already
+        names a keyword under the new parent is an :class:`AliasConflictError` (nothing
+        moves), aliases shared with keywords elsewhere are reported."""
         with self._writing():
             txn = Txn(self.state)
             row = self._node_row(txn, id)
             self._check_version(row, version, id)
+            shared: list[dict[str, Any]] = []
+            if row["parent_id"] != new_parent_id and txn.node(new_parent_id) is not None:
+                self._shared_aliases([row["name"]], new_parent_id, {id}, what="name")
+                shared = self._shared_aliases(list(row["aliases"]), new_parent_id, {id})
             self._stage_move(txn, id, new_parent_id)
-            op = self._commit(txn, "move_keyword", f"move '{row['name']}' under {self._full_path(new_parent_id) or 'root'}")
-            return WriteResult(op, self.state.nodes[id].version, [id])
+            where = self._full_path(new_parent_id) or "root"
+            op = self._commit(txn, "move_keyword", f"move '{row['name']}' under {where}{self._shared_note(shared)}")
+            return WriteResult(op, self.state.nodes[id].version, [id], shared)
 
     def merge_keywords(self, src_id: str, dst_id: str, children_policy: str = "reparent") -> WriteResult:
         """Merge ``src`` into ``dst``: names become aliases, links move (deduplicated),
@@ -426,9 +442,38 @@ class KeywordWritesMixin(ReadsMixin):
             txn = Txn(self.state)
             src = self._node_row(txn, src_id)
             dst = self._node_row(txn, dst_id)
+            shared = self._merge_collisions(txn, src, dst, children_policy)
             self._stage_merge(txn, src_id, dst_id, children_policy)
-            op = self._commit(txn, "merge_keywords", f"merge '{src['name']}' into '{dst['name']}' ({children_policy})")
-            return WriteResult(op, self.state.nodes[dst_id].version, [dst_id, src_id])
+            op = self._commit(txn, "merge_keywords",
+                              f"merge '{src['name']}' into '{dst['name']}' ({children_policy}){self._shared_note(shared)}")
+            return WriteResult(op, self.state.nodes[dst_id].version, [dst_id, src_id], shared)
+
+    def _merge_collisions(self, txn: Txn, src: dict[str, Any], dst: dict[str, Any], children_policy: str) -> list[dict[str, Any]]:
+        """Decide a merge's collisions by the parent path, before anything is staged: the
+        keywords that come under ``dst`` must not be called like its children (or like each
+        other), and ``src``'s names, which become ``dst``'s aliases, must not name a sibling
+        of ``dst`` (:class:`AliasConflictError`). Returns the aliases shared elsewhere."""
+        if children_policy not in CHILDREN_POLICIES or src["id"] == dst["id"] or dst["id"] in txn.subtree(src["id"]):
+            return []  # _stage_merge refuses these with its own message
+        moving = txn.children(src["id"]) if children_policy == "reparent" else txn.subtree(src["id"])[1:]
+        taken = {key: holder for holder in txn.children(dst["id"]) if holder != src["id"]
+                 for key in self._names_of(self._node_row(txn, holder))}
+        for node_id in moving:
+            row = self._node_row(txn, node_id)
+            for key in self._names_of(row):
+                if key in taken:
+                    other = self._node_row(txn, taken[key])
+                    raise AliasConflictError(
+                        f"merging would put {row['name']!r} under {dst['name']!r}, which already has "
+                        f"{other['name']!r} called the same; rename or merge those first",
+                        alias=row["name"], keyword_id=other["id"], name=other["name"], parent_id=dst["id"])
+            taken.update((key, node_id) for key in self._names_of(row))
+        added = self._merge_aliases(dst, [src["name"], *src["aliases"]])[len(dst["aliases"]):]
+        return self._shared_aliases(added, dst["parent_id"], {dst["id"], src["id"], *moving})
+
+    def _names_of(self, row: dict[str, Any]) -> set[str]:
+        """The direct lookup keys of a keyword's name and aliases."""
+        return {self._direct_key(text) for text in (row["name"], *row["aliases"])} - {""}
 
     def delete_keyword(self, id: str, cascade: bool = False, info_policy: str = "reattach") -> WriteResult:
         """Soft-delete a keyword (and with ``cascade`` its subtree).

@@ -10,6 +10,7 @@ read-only and change the tree through its methods (every write creates a new obj
 from __future__ import annotations
 
 import copy
+import re
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -492,7 +493,15 @@ def check_keyword_name(name: Any, what: str = "name") -> str:
         raise InvalidInputError(f"keyword {what} must be valid Unicode (no lone surrogates)") from exc
     if len(name) > MAX_NAME_CHARS:
         raise InvalidInputError(f"keyword {what} is longer than {MAX_NAME_CHARS} characters", length=len(name))
+    if _BIDI_CONTROLS.search(name):
+        raise InvalidInputError(f"keyword {what} must not contain bidirectional control characters "
+                                "(they make a name display as another)")
     return name
+
+
+#: Bidi embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069): they reorder how
+#: a name is shown in the console and the agent's prompt while lookups ignore them.
+_BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
 
 
 def check_keyword_id(node_id: Any) -> str:
