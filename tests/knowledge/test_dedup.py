@@ -181,3 +181,16 @@ def test_a_swapped_flag_never_merges_on_wording_either(hub: KnowledgeHub, alice)
                           min_content=0.8) is None
     first, second = hub.save(alice, soft), hub.save(alice, hard)
     assert second.id != first.id and second.merged is None
+
+
+def test_a_client_label_cannot_raise_confidence_again_and_again(hub: KnowledgeHub, alice) -> None:
+    """``source.submitted_by`` is the client's label: only another *principal* saving the
+    same thing is new evidence (review: 15 relabelled saves took an item from 0.50 to 0.89)."""
+    first = hub.save(alice, {**NGINX, "message_id": "m1"})
+    item = first
+    for n in range(6):
+        item = hub.save(alice, {**NGINX, "message_id": "m1", "source": {"submitted_by": f"agent-{n}"}})
+        assert item.id == first.id and item.merged is not None
+    assert item.confidence == first.confidence  # same principal, same message: nothing new
+    assert {s["principal"] for s in item.source["saves"]} == {alice.id}
+    assert [s["by"] for s in item.source["saves"]] == [f"agent-{n}" for n in range(6)]

@@ -264,21 +264,28 @@ def _target(
     return None
 
 
-def merged_version(existing: Knowledge, new: Knowledge, *, now: str) -> Knowledge:
-    """``existing`` after the save ``new`` was merged into it (module doc)."""
+def merged_version(existing: Knowledge, new: Knowledge, *, now: str, principal_id: str = "") -> Knowledge:
+    """``existing`` after the save ``new``, made by the authenticated ``principal_id``, was
+    merged into it (module doc). Another saver raises confidence one step only when it is
+    a principal no earlier save was made by: ``source.submitted_by`` is the client's label,
+    so counting labels would let one client raise the item at will (each save is recorded
+    with both, ``by`` and ``principal``)."""
     ids = [i for i in [new.message_id, *(new.source.get("message_ids") or [])] if i]
     base = Knowledge.from_dict(copy.deepcopy(existing.to_dict()))
     first = [i for i in [existing.message_id] if i]  # the first save's message is evidence too
     base.source["message_ids"] = list(dict.fromkeys([*first, *(base.source.get("message_ids") or [])]))
     merged = add_evidence(base, ids, now=now) or base
     saves = list(existing.source.get("saves") or [])
-    submitters = {existing.source.get("submitted_by")} | {s.get("by") for s in saves}
+    # the first save's principal was not recorded: its label stands for it
+    savers = {s.get("principal") or s.get("by") for s in saves} | {existing.source.get("submitted_by")}
     submitter = new.source.get("submitted_by")
-    if merged.confidence == existing.confidence and submitter not in submitters:
-        # another principal or agent saying the same thing is evidence too
+    saver = principal_id or submitter
+    if merged.confidence == existing.confidence and saver not in savers:
+        # another principal saying the same thing is evidence too
         merged.eval["confidence"] = raise_confidence(existing.confidence)
     record = {
         "by": submitter or "",
+        "principal": principal_id,
         "agent_id": new.source.get("agent_id") or "",
         "at": now,
         "message_id": new.message_id,
@@ -321,7 +328,7 @@ def save(hub: KnowledgeHub, principal: Principal, body: Any, *, enabled: bool) -
                 change_id=change_id,
                 principal=principal,
                 previous=existing,
-                new=merged_version(existing, item, now=now),
+                new=merged_version(existing, item, now=now, principal_id=principal.id),
                 kind="merge",
                 now=now,
                 reason=f"save merged as a duplicate ({why})",
