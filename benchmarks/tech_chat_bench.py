@@ -180,7 +180,7 @@ def parse_whatif(spec: str) -> dict[str, Any]:
 
 
 def run_chat(chat: dict[str, Any], root: Path, budget: int, top_k: int, embedder: Any,
-             trace: bool = False, whatif: list[str] | None = None, pair_split: bool = False) -> dict[str, Any]:
+             trace: bool = False, whatif: list[str] | None = None, pair_split: bool | None = None) -> dict[str, Any]:
     """Commit one chat, answer its questions; per-question recall of the service and BM25.
 
     ``whatif``: diagnosis only — the same committed chat is also searched with each listed
@@ -188,7 +188,8 @@ def run_chat(chat: dict[str, Any], root: Path, budget: int, top_k: int, embedder
     question's recall under it lands in ``row["whatif"]``."""
     ctx = RequestContext("bench", f"u-{chat['id']}", agent_id=f"a-{chat['id']}")
     svc = ContextEngineService(root / chat["id"], durable=False, embedder=embedder)
-    svc.pair_split = pair_split
+    if pair_split is not None:  # None: the service's default
+        svc.pair_split = pair_split
     messages: dict[str, dict[str, Any]] = {}
     started = time.perf_counter()
     for session in chat["sessions"]:
@@ -372,9 +373,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--whatif", action="append", default=[], metavar="KNOB=VALUE[,KNOB=VALUE]",
                         help="diagnosis only: also search with these RetrieverConfig overrides "
                              "(e.g. max_df_ratio=none or vector_weight=1.0); repeatable")
-    parser.add_argument("--pair-split", action="store_true",
-                        help="what-if: search two-part questions half by half "
-                             "(knowhub.context.retrieval.pair_questions; off in the service)")
+    parser.add_argument("--no-pair-split", dest="pair_split", action="store_const", const=False, default=None,
+                        help="what-if: search two-part questions whole "
+                             "(knowhub.context.retrieval.pair_questions is on in the service)")
     parser.add_argument("--distractors", default=None, metavar="DATA",
                         help="with --one-user: the chats of this data set (e.g. tech_chats; several: "
                              "tech_chats,tech_chats_fresh) join each user's history without their questions "

@@ -52,8 +52,7 @@ def test_service_answers_both_halves_first(tmp_path: Path) -> None:
     }
     question = "Which came first: the PostgreSQL database migration or the switch of the payment provider to Adyen?"
     with ContextEngineService(tmp_path / "svc", durable=False) as svc:
-        assert svc.pair_split is False  # off by default: not confirmed beyond the data it was chosen on
-        svc.pair_split = True
+        assert svc.pair_split is True  # on by default: confirmed on held-out chats (docs/context.md)
         for day, (sid, texts) in enumerate(sessions.items(), start=1):
             msgs = [{"id": f"{sid}-{i}", "role": "user", "content": t, "timestamp": f"2026-03-0{day}"}
                     for i, t in enumerate(texts)]
