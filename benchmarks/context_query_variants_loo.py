@@ -17,7 +17,16 @@ Variants:
   ("What activities does Ana do?" → "What activities I do") embedded too and added to the
   query vector with weight ``w`` (``only``: used alone);
 * ``cohesion-list g``: session cohesion with gain ``g`` for list questions only (0: off),
-  the default gain for the others.
+  the default gain for the others;
+* ``sentences``: the dense list ranked by each node's best *sentence* — E5 vectors of every
+  sentence of the messages a node cites (nodes citing at most two), ``sent``: that cosine
+  alone, ``max``: the larger of it and the node's own cosine (``--sentences DIR`` caches the
+  vectors; a buried clause such as "… I'm also trying out yoga …" in a long greeting);
+* ``speaker_search``: a per-speaker sub-search for a question naming one speaker — the
+  dense list searched 5,000 deep and the lexical lists 2,000 deep, filtered to that
+  speaker's nodes (``filter``; ``noaddr``: also without the turns that address the other
+  person), or the speaker's deep dense hits merged into the usual dense list (``union``);
+* ``gate: list``: the variant only for list questions ("What activities …").
 
 Second hop (``--hops FILE``, seventh session): each question is searched once as asked, then
 once more with a second query: the question plus the ``words`` most telling words
@@ -66,6 +75,8 @@ import knowhub.context.service as service_module
 from knowhub.context.core.query import TypedQuery
 from knowhub.context.retrieval import l0_retriever
 from knowhub.context.retrieval.session_cohesion import session_of
+from knowhub.context.retrieval.speaker_focus import addresses_other
+from knowhub.index.protocol import IndexHit
 from knowhub.providers.embedding import embed_queries
 from knowhub.text import tokenize
 from knowhub.text.query_stopwords import stop_tokens
@@ -91,21 +102,126 @@ def first_person(text: str, names: list[str]) -> str | None:
     return re.sub(rf"\b{name}\b", "I", out).rstrip("?").strip()
 
 
+_SENTENCE = re.compile(r"[^.!?]+[.!?]*")
+
+
+class SentenceVectors:
+    """E5 vectors of every sentence of every dev message ("Speaker: sentence"; an image
+    caption as one more sentence), cached under ``folder``; nodes' cited messages per store."""
+
+    def __init__(self, convs: list[dict[str, Any]], folder: Path) -> None:
+        keys, texts = [], []
+        for conv in convs:
+            for session in conv["sessions"]:
+                for turn in session["turns"]:
+                    parts = [p.strip() for p in _SENTENCE.findall(turn["text"]) if len(p.split()) >= 2] or [turn["text"]]
+                    if turn.get("blip_caption"):
+                        parts.append(f"shared a photo: {turn['blip_caption']}")
+                    for part in parts:
+                        keys.append((conv["sample_id"], turn["dia_id"]))
+                        texts.append(f"{turn['speaker']}: {part}")
+        if (folder / "sentences.npy").exists():
+            self.matrix = np.load(folder / "sentences.npy")
+        else:
+            from knowhub.providers.embedding import default_embedder
+            self.matrix = np.asarray(default_embedder().embed_matrix(texts), dtype=np.float32)
+            folder.mkdir(parents=True, exist_ok=True)
+            np.save(folder / "sentences.npy", self.matrix)
+        assert len(self.matrix) == len(keys), "sentence cache of another split"
+        self.rows: dict[tuple[str, str], list[int]] = {}
+        for i, key in enumerate(keys):
+            self.rows.setdefault(key, []).append(i)
+        self.nodes: dict[str, list[tuple[str, list[str]]]] = {}
+
+    def node_refs(self, conv: str, index: Any) -> list[tuple[str, list[str]]]:
+        if conv not in self.nodes:
+            payloads = index.payloads(index.ids({"level": "0"}))
+            self.nodes[conv] = [(i, [str(r) for r in (p.get("metadata") or {}).get("source_refs") or []])
+                                for i, p in payloads.items() if p.get("context_type") == "memory"]
+        return self.nodes[conv]
+
+
 class Variants:
     """Patches of the retriever and of the service's cohesion step, switched per variant."""
 
     def __init__(self) -> None:
         self.names: list[str] = []
+        self.conv = ""
         self.query = ""
         self.variant: dict[str, Any] = {}
         self.lexical_text: str | None = None  # a second hop's lexical query (None: the text searched)
+        self.sentences: SentenceVectors | None = None
+
+    def gated(self) -> bool:
+        return self.variant.get("gate") != "list" or is_list_question(self.query)
+
+    def sentence_dense(self, retriever: Any, typed: TypedQuery, ctx: Any, filters: dict[str, Any],
+                       pool: int) -> list[IndexHit]:
+        """The dense list by each node's best sentence (``sent``) or the better of that and the
+        node's own cosine (``max``)."""
+        assert self.sentences is not None, "--sentences DIR is needed"
+        vector = retriever.query_vector(typed)
+        unit = vector / (np.linalg.norm(vector) or 1.0)
+        hits = retriever.index.search(vector=vector, filters=retriever._index_filters(filters), top_k=0, vector_k=5000,
+                                      partitions=l0_retriever.visible_partitions(ctx, list(l0_retriever.DEFAULT_CONTEXT_TYPES)))
+        own = {h.id: h.vector_score for h in hits if h.vector_score is not None}
+        scores: dict[str, float] = {}
+        for doc, refs in self.sentences.node_refs(self.conv, retriever.index):
+            rows = [r for ref in refs for r in self.sentences.rows.get((self.conv, ref), [])] if len(refs) <= 2 else []
+            best = float((self.sentences.matrix[rows] @ unit).max()) if rows else None
+            values = [x for x in (best, own.get(doc)) if x is not None]
+            if values:
+                scores[doc] = (best if best is not None else values[0]) if self.variant["sentences"] == "sent" else max(values)
+        top = sorted(scores, key=lambda d: -scores[d])[: min(pool, retriever.config.dense_pool)]
+        return [IndexHit(id=d, vector_score=scores[d], vector_rank=i) for i, d in enumerate(top, start=1)]
+
+    def speaker_lists(self, retriever: Any, rank: Any, typed: TypedQuery, ctx: Any, filters: dict[str, Any],
+                      pool: int) -> tuple[list[IndexHit], list[IndexHit], list[IndexHit]] | None:
+        """The per-speaker sub-search (module doc), or None when the question names not one speaker."""
+        named = [n for n in self.names if re.search(rf"\b{re.escape(n.split()[0])}\b", typed.text)]
+        if len(named) != 1:
+            return None
+        cfg, depth = retriever.config, retriever.config.dense_pool
+        cfg.dense_pool = 5000
+        try:
+            dense, lexical, feedback = rank(retriever, typed, ctx, filters, 2000)
+        finally:
+            cfg.dense_pool = depth
+        payloads = retriever.index.payloads({h.id for h in (*dense, *lexical, *feedback)})
+        mode = self.variant["speaker_search"]
+
+        def own(hit: IndexHit) -> bool:
+            payload = payloads.get(hit.id) or {}
+            if named[0] not in ((payload.get("metadata") or {}).get("speakers") or []):
+                return False
+            return mode != "noaddr" or not addresses_other(str(payload.get("text") or ""))
+        if mode in ("filter", "noaddr"):
+            return ([h for h in dense if own(h)][:depth], [h for h in lexical if own(h)][:pool],
+                    [h for h in feedback if own(h)][:pool])
+        merged: dict[str, IndexHit] = {}
+        for hit in sorted([*dense[:depth], *(h for h in dense if own(h))[:depth]], key=lambda h: -(h.vector_score or 0.0)):
+            merged.setdefault(hit.id, hit)
+        union = [IndexHit(id=h.id, vector_score=h.vector_score, vector_rank=i) for i, h in enumerate(merged.values(), 1)]
+        return union, lexical[:pool], feedback[:pool]
 
     @contextmanager
     def installed(self):
         retriever = l0_retriever.L0Retriever
         orig_vector, orig_tokens = retriever.query_vector, retriever._query_tokens
         orig_search, orig_cohere = service_module.ContextEngineService.search_memory, service_module.cohere_sessions
+        orig_rank = retriever._rank
         state = self
+
+        def rank(self: Any, typed: TypedQuery, ctx: Any, filters: dict[str, Any], pool: int) -> Any:
+            v = state.variant
+            if "speaker_search" in v and state.gated():
+                lists = state.speaker_lists(self, orig_rank, typed, ctx, filters, pool)
+                if lists is not None:
+                    return lists
+            dense, lexical, feedback = orig_rank(self, typed, ctx, filters, pool)
+            if "sentences" in v and state.gated():
+                dense = state.sentence_dense(self, typed, ctx, filters, pool)
+            return dense, lexical, feedback
 
         def query_vector(self: Any, typed: TypedQuery) -> np.ndarray:
             v = state.variant
@@ -134,12 +250,12 @@ class Variants:
                 kwargs["gain"] = float(state.variant["cohesion_list"])
             return orig_cohere(blocks, graph, **kwargs)
 
-        retriever.query_vector, retriever._query_tokens = query_vector, query_tokens
+        retriever.query_vector, retriever._query_tokens, retriever._rank = query_vector, query_tokens, rank
         service_module.ContextEngineService.search_memory, service_module.cohere_sessions = search_memory, cohere
         try:
             yield self
         finally:
-            retriever.query_vector, retriever._query_tokens = orig_vector, orig_tokens
+            retriever.query_vector, retriever._query_tokens, retriever._rank = orig_vector, orig_tokens, orig_rank
             service_module.ContextEngineService.search_memory = orig_search
             service_module.cohere_sessions = orig_cohere
 
@@ -304,6 +420,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--stores", type=Path, required=True, help="context_budget_loo.py --stores DIR (built there)")
     parser.add_argument("--hops", type=Path, default=None,
                         help="write the first and second-hop lists here (reused when it exists) and replay their fusion")
+    parser.add_argument("--variants", default=None, help="JSON list of variants (default: VARIANTS; {} first)")
+    parser.add_argument("--sentences", type=Path, default=None, help="folder caching the sentence vectors")
     parser.add_argument("--out-json", type=Path, default=None)
     args = parser.parse_args(argv)
     convs = load_locomo(args.bench_dir / LOCOMO_FILE)
@@ -325,15 +443,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(json.dumps(report["absent_gold"], indent=1))
         return finish_report(report, load, started, cpu, args.out_json)
     stores = {c["sample_id"]: build(c, args.stores / c["sample_id"], reuse=True) for c in convs}
-    names = [json.dumps(v, sort_keys=True) for v in VARIANTS]
+    chosen: list[dict[str, Any]] = json.loads(args.variants) if args.variants else VARIANTS
+    names = [json.dumps(v, sort_keys=True) for v in chosen]
     per: dict[str, dict[str, Any]] = {n: {} for n in names}
-    load, started, cpu = [round(x, 2) for x in os.getloadavg()], time.perf_counter(), time.process_time()
     variants = Variants()
+    if any("sentences" in v for v in chosen):
+        variants.sentences = SentenceVectors(convs, args.sentences or Path("/tmp/locomo-sentences"))
+    load, started, cpu = [round(x, 2) for x in os.getloadavg()], time.perf_counter(), time.process_time()
     with variants.installed():
-        for name, variant in zip(names, VARIANTS, strict=True):
+        for name, variant in zip(names, chosen, strict=True):
             variants.variant = variant
             for conv in convs:
-                variants.names = list(conv["speakers"])
+                variants.names, variants.conv = list(conv["speakers"]), conv["sample_id"]
                 per[name][conv["sample_id"]] = score(stores[conv["sample_id"]], conv, [10, 25])
             print(name, round(sum(r[10] for c in per[name].values() for _, r in c) /
                               sum(len(c) for c in per[name].values()), 4), flush=True)

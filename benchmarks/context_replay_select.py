@@ -258,6 +258,32 @@ class SelectReplay(Replay):
             return blocks[:1] + sorted(blocks[1:], key=lambda b: (bool(b.get("redundant")), -b["score"]))
         return rule
 
+    def neighbours(self, gain: float, top: int, lists_only: bool) -> Rule:
+        """Evidence that agrees: each block's score times ``1 + gain · c``, ``c`` the mean E5
+        cosine of its message to the messages of the first ``top`` blocks (``top`` 0: to every
+        other block of the first 20, weighted by score — centrality), min-max scaled per list."""
+        def rule(item: Item, blocks: list[Block]) -> list[Block]:
+            if lists_only and not is_list_question(item["q"]):
+                return blocks
+            vecs = [self.vec(item, b) for b in blocks]
+            ref = [(v, b["score"]) for v, b in zip(vecs[: top or 20], blocks, strict=False) if v is not None]
+            if not ref:
+                return blocks
+            raw = []
+            for v in vecs:
+                if v is None:
+                    raw.append(None)
+                    continue
+                pairs = [(float(v @ w), s) for w, s in ref if w is not v]
+                raw.append(sum(c * s for c, s in pairs) / (sum(s for _, s in pairs) or 1.0) if pairs else None)
+            vals = [x for x in raw if x is not None]
+            lo, hi = min(vals), max(vals)
+            for block, x in zip(blocks, raw, strict=True):
+                if x is not None and hi > lo:
+                    block["score"] *= 1 + gain * (x - lo) / (hi - lo)
+            return blocks[:1] + sorted(blocks[1:], key=lambda b: (bool(b.get("redundant")), -b["score"]))
+        return rule
+
     def features(self, item: Item, rank: int, block: Block) -> list[float]:
         text = self.block_text(item, block)
         turn = int(block["refs"][0].split(":")[-1]) if block["refs"] and ":" in block["refs"][0] else 99
@@ -354,6 +380,10 @@ class SelectReplay(Replay):
                 out.append((f"session g={g} depth={depth}", self.session_prior(g, depth, False, False)))
                 out.append((f"session-speaker g={g} depth={depth}", self.session_prior(g, depth, True, False)))
                 out.append((f"session-list g={g} depth={depth}", self.session_prior(g, depth, False, True)))
+        for g in (0.05, 0.1, 0.2, 0.4):
+            for top in (0, 1, 3):
+                out.append((f"agree g={g} top={top}", self.neighbours(g, top, False)))
+                out.append((f"agree-list g={g} top={top}", self.neighbours(g, top, True)))
         return out
 
 
@@ -373,7 +403,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     learned, learned_loo = replay.prior_results() if only is None else ([], {})
     report: dict[str, Any] = {"variants": {name: summary(per) for name, per in results + learned}}
     families = ["e5-msg", "lex-msg", "mmr ", "mmr-list", "dup", "date", "length ", "length-list", "answer", "session ",
-                "session-speaker", "session-list"]
+                "session-speaker", "session-list", "agree ", "agree-list"]
     families = [f for f in families if only is None or f"{f.strip()} " in only]
     report["loo"] = {fam.strip(): loo(results, fam) for fam in families} | learned_loo
     return emit_report(report, args.out_json, name_width=24, family_width=10)
