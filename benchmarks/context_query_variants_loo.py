@@ -199,7 +199,7 @@ class Variants:
             return ([h for h in dense if own(h)][:depth], [h for h in lexical if own(h)][:pool],
                     [h for h in feedback if own(h)][:pool])
         merged: dict[str, IndexHit] = {}
-        for hit in sorted([*dense[:depth], *(h for h in dense if own(h))[:depth]], key=lambda h: -(h.vector_score or 0.0)):
+        for hit in sorted([*dense[:depth], *[h for h in dense if own(h)][:depth]], key=lambda h: -(h.vector_score or 0.0)):
             merged.setdefault(hit.id, hit)
         union = [IndexHit(id=h.id, vector_score=h.vector_score, vector_rank=i) for i, h in enumerate(merged.values(), 1)]
         return union, lexical[:pool], feedback[:pool]

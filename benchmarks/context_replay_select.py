@@ -33,10 +33,17 @@ Variants:
   "yesterday"/"last week", "I just", share of questions, a first-person action, addressed to
   the other person, an image, length, opening turn of a session) and its rank, **fitted on
   the other four conversations in each fold**; the block's score is multiplied by
-  ``exp(b · feature part of the logit)``.
+  ``exp(b · feature part of the logit)``;
+* ``session g depth`` / ``session-speaker`` / ``session-list`` (seventh session): session
+  evidence — a session's mass is the summed score of its blocks among the first ``depth``;
+  every block gets ``score · (1 + g · mass / max mass)`` (per session, per session and
+  speaker, or for list questions only);
+* ``agree g top`` / ``agree-list``: agreement among the leading blocks — ``score · (1 + g ·
+  c)``, ``c`` the min-max scaled mean E5 cosine of the block's message to those of the first
+  ``top`` blocks (0: score-weighted centrality among the first 20).
 
     python benchmarks/context_budget_loo.py --settings '[{}]' --dump /tmp/dump.json
-    python benchmarks/context_replay_select.py --dump /tmp/dump.json [--out-json F]
+    python benchmarks/context_replay_select.py --dump /tmp/dump.json [--out-json F] [--only session,agree-list]
 
 Message texts and speakers are read from ``../shared/bench/locomo-dev.json`` at run time
 (never stored here); the E5 vectors of the 2,760 dev messages take ~3 CPU minutes
