@@ -20,7 +20,8 @@ Variants:
   the default gain for the others;
 * ``sentences``: the dense list ranked by each node's best *sentence* — E5 vectors of every
   sentence of the messages a node cites (nodes citing at most two), ``sent``: that cosine
-  alone, ``max``: the larger of it and the node's own cosine (``--sentences DIR`` caches the
+  alone, ``max``: the larger of it and the node's own cosine, ``add``: the sentence list as a
+  fourth ranker in the fusion at ``weight`` (``--sentences DIR`` caches the
   vectors; a buried clause such as "… I'm also trying out yoga …" in a long greeting);
 * ``speaker_search``: a per-speaker sub-search for a question naming one speaker — the
   dense list searched 5,000 deep and the lexical lists 2,000 deep, filtered to that
@@ -151,6 +152,7 @@ class Variants:
         self.variant: dict[str, Any] = {}
         self.lexical_text: str | None = None  # a second hop's lexical query (None: the text searched)
         self.sentences: SentenceVectors | None = None
+        self.extra: list[IndexHit] = []  # the sentence list of the search in progress (``add``)
 
     def gated(self) -> bool:
         return self.variant.get("gate") != "list" or is_list_question(self.query)
@@ -171,7 +173,7 @@ class Variants:
             best = float((self.sentences.matrix[rows] @ unit).max()) if rows else None
             values = [x for x in (best, own.get(doc)) if x is not None]
             if values:
-                scores[doc] = (best if best is not None else values[0]) if self.variant["sentences"] == "sent" else max(values)
+                scores[doc] = (best if best is not None else values[0]) if self.variant["sentences"] != "max" else max(values)
         top = sorted(scores, key=lambda d: -scores[d])[: min(pool, retriever.config.dense_pool)]
         return [IndexHit(id=d, vector_score=scores[d], vector_rank=i) for i, d in enumerate(top, start=1)]
 
@@ -209,7 +211,7 @@ class Variants:
         retriever = l0_retriever.L0Retriever
         orig_vector, orig_tokens = retriever.query_vector, retriever._query_tokens
         orig_search, orig_cohere = service_module.ContextEngineService.search_memory, service_module.cohere_sessions
-        orig_rank = retriever._rank
+        orig_rank, orig_scores = retriever._rank, retriever._scores
         state = self
 
         def rank(self: Any, typed: TypedQuery, ctx: Any, filters: dict[str, Any], pool: int) -> Any:
@@ -220,8 +222,24 @@ class Variants:
                     return lists
             dense, lexical, feedback = orig_rank(self, typed, ctx, filters, pool)
             if "sentences" in v and state.gated():
-                dense = state.sentence_dense(self, typed, ctx, filters, pool)
+                if v["sentences"] == "add":
+                    state.extra = state.sentence_dense(self, typed, ctx, filters, pool)
+                else:
+                    dense = state.sentence_dense(self, typed, ctx, filters, pool)
             return dense, lexical, feedback
+
+        def scores(self: Any, dense: Any, lexical: Any, feedback: Any = None) -> Any:
+            out, info = orig_scores(self, dense, lexical, feedback)
+            extra, state.extra = state.extra, []
+            if extra:  # the sentence list as a fourth ranker, weight ``weight`` (rrf, as the others)
+                cfg = self.config
+                best = (cfg.vector_weight + cfg.lexical_weight + (cfg.prf_weight if feedback else 0.0)) / (cfg.rrf_k + 1.0)
+                payloads = self.index.payloads([h.id for h in extra])
+                for rank_no, hit in enumerate((h for h in extra if h.id in payloads), start=1):
+                    uri = str(payloads[hit.id]["uri"])
+                    out[uri] = out.get(uri, 0.0) + float(state.variant.get("weight", 0.5)) / (cfg.rrf_k + rank_no) / best
+                    info.setdefault(uri, {"payload": payloads[hit.id]})
+            return out, info
 
         def query_vector(self: Any, typed: TypedQuery) -> np.ndarray:
             v = state.variant
@@ -251,11 +269,13 @@ class Variants:
             return orig_cohere(blocks, graph, **kwargs)
 
         retriever.query_vector, retriever._query_tokens, retriever._rank = query_vector, query_tokens, rank
+        retriever._scores = scores
         service_module.ContextEngineService.search_memory, service_module.cohere_sessions = search_memory, cohere
         try:
             yield self
         finally:
             retriever.query_vector, retriever._query_tokens, retriever._rank = orig_vector, orig_tokens, orig_rank
+            retriever._scores = orig_scores
             service_module.ContextEngineService.search_memory = orig_search
             service_module.cohere_sessions = orig_cohere
 
