@@ -22,7 +22,7 @@ Variants:
   sentence of the messages a node cites (nodes citing at most two), ``sent``: that cosine
   alone, ``max``: the larger of it and the node's own cosine, ``add``: the sentence list as a
   fourth ranker in the fusion at ``weight`` (``--sentences DIR`` caches the
-  vectors; a buried clause such as "… I'm also trying out yoga …" in a long greeting);
+  vectors: the clause that answers can be one of several in a long turn);
 * ``speaker_search``: a per-speaker sub-search for a question naming one speaker — the
   dense list searched 5,000 deep and the lexical lists 2,000 deep, filtered to that
   speaker's nodes (``filter``; ``noaddr``: also without the turns that address the other
