@@ -33,10 +33,17 @@ Variants:
   "yesterday"/"last week", "I just", share of questions, a first-person action, addressed to
   the other person, an image, length, opening turn of a session) and its rank, **fitted on
   the other four conversations in each fold**; the block's score is multiplied by
-  ``exp(b · feature part of the logit)``.
+  ``exp(b · feature part of the logit)``;
+* ``session g depth`` / ``session-speaker`` / ``session-list`` (seventh session): session
+  evidence — a session's mass is the summed score of its blocks among the first ``depth``;
+  every block gets ``score · (1 + g · mass / max mass)`` (per session, per session and
+  speaker, or for list questions only);
+* ``agree g top`` / ``agree-list``: agreement among the leading blocks — ``score · (1 + g ·
+  c)``, ``c`` the min-max scaled mean E5 cosine of the block's message to those of the first
+  ``top`` blocks (0: score-weighted centrality among the first 20).
 
     python benchmarks/context_budget_loo.py --settings '[{}]' --dump /tmp/dump.json
-    python benchmarks/context_replay_select.py --dump /tmp/dump.json [--out-json F]
+    python benchmarks/context_replay_select.py --dump /tmp/dump.json [--out-json F] [--only session,agree-list]
 
 Message texts and speakers are read from ``../shared/bench/locomo-dev.json`` at run time
 (never stored here); the E5 vectors of the 2,760 dev messages take ~3 CPU minutes
@@ -233,6 +240,57 @@ class SelectReplay(Replay):
             return [b for b in out if not (tuple(b["refs"]) in seen or seen.add(tuple(b["refs"])))]
         return rule
 
+    def session_prior(self, gain: float, depth: int, per_speaker: bool, lists_only: bool) -> Rule:
+        """Session evidence: each block's score times ``1 + gain · mass(s) / max mass``, where a
+        session's (or a session and speaker's) mass is the summed score of its blocks among
+        the first ``depth`` (evidence of one person and topic told over a whole session)."""
+        def key(item: Item, block: Block) -> Any:
+            sess = block.get("sess")
+            if sess is None:
+                return None
+            return (sess, self.speaker(item, block)) if per_speaker else sess
+
+        def rule(item: Item, blocks: list[Block]) -> list[Block]:
+            if lists_only and not is_list_question(item["q"]):
+                return blocks
+            mass: dict[Any, float] = defaultdict(float)
+            for block in blocks[:depth]:
+                if (k := key(item, block)) is not None:
+                    mass[k] += block["score"]
+            top = max(mass.values(), default=0.0) or 1.0
+            for block in blocks:
+                k = key(item, block)
+                if k is not None:
+                    block["score"] *= 1 + gain * mass.get(k, 0.0) / top
+            return blocks[:1] + sorted(blocks[1:], key=lambda b: (bool(b.get("redundant")), -b["score"]))
+        return rule
+
+    def neighbours(self, gain: float, top: int, lists_only: bool) -> Rule:
+        """Evidence that agrees: each block's score times ``1 + gain · c``, ``c`` the mean E5
+        cosine of its message to the messages of the first ``top`` blocks (``top`` 0: to every
+        other block of the first 20, weighted by score — centrality), min-max scaled per list."""
+        def rule(item: Item, blocks: list[Block]) -> list[Block]:
+            if lists_only and not is_list_question(item["q"]):
+                return blocks
+            vecs = [self.vec(item, b) for b in blocks]
+            ref = [(v, b["score"]) for v, b in zip(vecs[: top or 20], blocks, strict=False) if v is not None]
+            if not ref:
+                return blocks
+            raw = []
+            for v in vecs:
+                if v is None:
+                    raw.append(None)
+                    continue
+                pairs = [(float(v @ w), s) for w, s in ref if w is not v]
+                raw.append(sum(c * s for c, s in pairs) / (sum(s for _, s in pairs) or 1.0) if pairs else None)
+            vals = [x for x in raw if x is not None]
+            lo, hi = min(vals), max(vals)
+            for block, x in zip(blocks, raw, strict=True):
+                if x is not None and hi > lo:
+                    block["score"] *= 1 + gain * (x - lo) / (hi - lo)
+            return blocks[:1] + sorted(blocks[1:], key=lambda b: (bool(b.get("redundant")), -b["score"]))
+        return rule
+
     def features(self, item: Item, rank: int, block: Block) -> list[float]:
         text = self.block_text(item, block)
         turn = int(block["refs"][0].split(":")[-1]) if block["refs"] and ":" in block["refs"][0] else 99
@@ -324,6 +382,15 @@ class SelectReplay(Replay):
                                                             lambda i: is_list_question(i["q"]))))
         for top in (5, 10, 20):
             out.append((f"answer top={top}", self.answer_after(top)))
+        for g in (0.05, 0.1, 0.2, 0.4):
+            for depth in (10, 40):
+                out.append((f"session g={g} depth={depth}", self.session_prior(g, depth, False, False)))
+                out.append((f"session-speaker g={g} depth={depth}", self.session_prior(g, depth, True, False)))
+                out.append((f"session-list g={g} depth={depth}", self.session_prior(g, depth, False, True)))
+        for g in (0.05, 0.1, 0.2, 0.4):
+            for top in (0, 1, 3):
+                out.append((f"agree g={g} top={top}", self.neighbours(g, top, False)))
+                out.append((f"agree-list g={g} top={top}", self.neighbours(g, top, True)))
         return out
 
 
@@ -332,14 +399,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--dump", type=Path, required=True, help="context_budget_loo.py --dump output")
     parser.add_argument("--bench-dir", type=Path, default=BENCH_DIR)
     parser.add_argument("--vectors", type=Path, default=None, help="folder caching the messages' E5 vectors")
+    parser.add_argument("--only", default=None, help="comma-separated family prefixes to replay (default: all)")
     parser.add_argument("--out-json", type=Path, default=None)
     args = parser.parse_args(argv)
     replay = SelectReplay(json.loads(args.dump.read_text(encoding="utf-8")), load_locomo(args.bench_dir / LOCOMO_FILE))
     replay.load_vectors(args.vectors)
-    results = [(name, replay.evaluate(rule)) for name, rule in replay.select_variants()]
-    learned, learned_loo = replay.prior_results()
+    only = tuple(f"{p} " for p in args.only.split(",")) if args.only else None
+    variants = [(n, r) for n, r in replay.select_variants() if only is None or n == "base" or n.startswith(only)]
+    results = [(name, replay.evaluate(rule)) for name, rule in variants]
+    learned, learned_loo = replay.prior_results() if only is None else ([], {})
     report: dict[str, Any] = {"variants": {name: summary(per) for name, per in results + learned}}
-    families = ["e5-msg", "lex-msg", "mmr ", "mmr-list", "dup", "date", "length ", "length-list", "answer"]
+    families = ["e5-msg", "lex-msg", "mmr ", "mmr-list", "dup", "date", "length ", "length-list", "answer", "session ",
+                "session-speaker", "session-list", "agree ", "agree-list"]
+    families = [f for f in families if only is None or f"{f.strip()} " in only]
     report["loo"] = {fam.strip(): loo(results, fam) for fam in families} | learned_loo
     return emit_report(report, args.out_json, name_width=24, family_width=10)
 

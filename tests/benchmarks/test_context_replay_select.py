@@ -71,3 +71,34 @@ def test_query_variants_rewrite_only_the_named_speaker() -> None:
     assert module.first_person("What activities does Ben do?", names) == "What activities I do"
     assert module.first_person("What does Ben think of Ana's plan?", names) is None  # two people named
     assert module.first_person("What did Ben's sister bake?", names) == "What did my sister bake"
+
+
+def test_session_prior_raises_the_session_that_holds_the_leading_mass() -> None:
+    bench = _load()
+    convs = [_conversation("c1")]
+    replay = bench.SelectReplay([_dump("c1")], convs)
+    blocks = [{"uri": f"u{i}", "score": s, "refs": [f"D1:{i}"], "sess": sess, "redundant": False}
+              for i, (s, sess) in enumerate([(1.0, "s1"), (0.9, "s2"), (0.8, "s1"), (0.85, "s3")], start=1)]
+    item = {"conv": "c1", "q": "What does Ana do?", "ev": []}
+    out = replay.session_prior(0.4, 10, False, False)(item, [dict(b) for b in blocks])
+    assert [b["uri"] for b in out] == ["u1", "u3", "u2", "u4"]  # s1 holds 1.8 of the mass: its second block passes
+    listed = replay.session_prior(0.4, 10, False, True)(item, [dict(b) for b in blocks])
+    assert [b["uri"] for b in listed] == ["u1", "u2", "u3", "u4"]  # not a list question: untouched
+
+
+def test_second_hop_fusion_keeps_the_first_block_and_admits_new_ones() -> None:
+    module = load_benchmark("context_query_variants_loo.py")
+    first = [{"refs": [f"D1:{i}"]} for i in range(1, 13)]
+    second = [{"refs": ["D1:30"]}, {"refs": ["D1:2"]}, {"refs": ["D1:31"]}]
+    fused = module.fuse_hop(first, second, 1.0)
+    assert fused[0] == ["D1:1"] and fused[1] == ["D1:2"]  # in both lists: first behind the kept head
+    assert fused.index(["D1:30"]) < fused.index(["D1:5"])  # a new block ranked first by the hop enters the top ten
+    assert module.fuse_hop(first, second, 0.0)[:12] == [b["refs"] for b in first]
+    rows = [{"conv": c, "cat": 1, "ev": ["D1:30"], "q": q, "cpu_ms": {"hop x": 5.0},
+             "lists": {"base": first, "hop x": second}} for c, q in (("c1", "What hobbies does Ana have?"),
+                                                                     ("c2", "What did Ana say?"))]
+    report = module.hop_replay(rows, [{"sample_id": c, "speakers": ["Ana", "Ben"]} for c in ("c1", "c2")])
+    assert report["variants"]["base"]["all"] == 0.0
+    assert report["variants"]["hop x gate=list w=1.0"]["c1"] == 1.0  # a list question: fused
+    assert report["variants"]["hop x gate=list w=1.0"]["c2"] == 0.0  # not one: the first list stays
+    assert report["absent_gold"]["hop x"]["in_hop_40"] == 2 and report["absent_gold"]["hop x"]["in_fused_top10_w1"] == 2
