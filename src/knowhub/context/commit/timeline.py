@@ -37,6 +37,7 @@ from typing import Any
 
 import orjson
 
+from knowhub.context.commit.quantities import SAME_SESSION
 from knowhub.context.commit.slots import (
     Claim,
     claims_in_text,
@@ -79,6 +80,10 @@ class ClaimedMemory:
     #: Sentences of the source message: a quantity changed in a long, many-topic message
     #: (a design, a config walk-through) replaces that value, not the whole memory.
     sentences: int = 1
+    #: Said by a person (the user, a named speaker). An unnamed assistant's values are
+    #: recorded (a later change of the person replaces them) but never replace or contradict
+    #: a value themselves: the assistant mentions, proposes and recaps; the person decides.
+    person: bool = True
 
 
 def _later(new: dict[str, Any], old: dict[str, Any]) -> bool:
@@ -175,6 +180,7 @@ class Timeline:
                 group = statements.setdefault((claim.slot, claim.key, memory.at, memory.index, memory.session_id, claim.topic),
                                               {"claim": claim, "uris": {}, "memory": memory})
                 group["sentences"] = max(group.get("sentences", 1), memory.sentences)
+                group["person"] = group.get("person", False) or memory.person
                 group["uris"].setdefault(memory.category, memory.uri)
                 if claim.cue and not group["claim"].cue:
                     group["claim"] = claim
@@ -183,11 +189,15 @@ class Timeline:
             entries = slots.setdefault(slot, [])
             if all(any(uri in e.get("uris", {}).values() and e.get("key") == key for e in entries) for uri in uris.values()):
                 continue  # recorded already (a retried commit)
+            person = group.get("person", True)
             active = [e for e in entries if not e.get("superseded_by")]
-            if claim.topic:  # a quantity: only values of the same thing ("batch" rows, not "page" rows)
-                active = [e for e in active if topics_overlap(e.get("topic") or (), claim.topic)]
-            same = next((e for e in active if e.get("key") == key), None)
-            if same is not None:  # a restatement of the current value
+            if claim.topic:  # a quantity: only values of the same thing ("batch" rows, not "page" rows),
+                was = value_key(claim.was) if claim.was else ""  # or the value the statement says it leaves
+                bare = claim.topic == (SAME_SESSION,)  # a change naming no topic: this session's value of the unit
+                active = [e for e in active if topics_overlap(e.get("topic") or (), claim.topic) or (was and e.get("key") == was)
+                          or (bare and e.get("session") == session)]
+            same = next((e for e in active if e.get("key") == key and (not person or not e.get("weak"))), None)
+            if same is not None and not (person and claim.cue):  # a restatement of the current value
                 for category, uri in uris.items():
                     same.setdefault("uris", {}).setdefault(category, uri)
                 continue
@@ -195,9 +205,12 @@ class Timeline:
                    "index": index, "cue": claim.cue, "sentences": group.get("sentences", 1)}
             if claim.topic:
                 new["topic"] = list(claim.topic)
-            if claim.exclusive and (claim.cue or not claim.topic):  # a quantity changes only with change wording
-                for old in active:
-                    self._relate(old, new, claim, patch)
+            if not person:
+                new["weak"] = True
+            elif claim.exclusive and (claim.cue or not claim.topic):  # a quantity changes only with change wording
+                for old in active:  # a change restating the current value still ends the others ("统一用 X")
+                    if old.get("key") != key:
+                        self._relate(old, new, claim, patch)
             entries.append(new)
             del entries[:-_MAX_ENTRIES]
         if len(slots) > _MAX_SLOTS:  # keep the most recently used slots
@@ -213,6 +226,8 @@ class Timeline:
         if set(old["uris"].values()) & set(new["uris"].values()):
             return  # one message states both ("500 rows is too few; make it 1,000"): no self-link
         same_session = old.get("session") == new.get("session")
+        if same_session and not claim.cue and old.get("weak"):
+            return  # the person picks another value than the assistant just named: no contradiction
         if same_session and not claim.cue and not old.get("cue"):
             reason = "two values in one session with no cue which one holds"
             for a, b in ((old, new), (new, old)):
@@ -301,6 +316,8 @@ def claimed_memories(applied: Sequence[tuple[Any, Any]], messages: Sequence[dict
             continue
         when = parse_when(message.get("timestamp")) or parse_when(candidate.metadata.get("session_time"))
         sentences = len(split_sentences(str(message.get("content") or "")))
+        person = category == "profile" or message.get("role") != "assistant" or bool(
+            isinstance(message.get("name"), str) and message["name"].strip())
         out.append(ClaimedMemory(result.uri, category, claims, when.isoformat() if when else "",
-                                 str(candidate.metadata.get("session_id") or ""), index, max(1, sentences)))
+                                 str(candidate.metadata.get("session_id") or ""), index, max(1, sentences), person))
     return out
