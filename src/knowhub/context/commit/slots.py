@@ -86,7 +86,7 @@ VALUE_CLASSES: dict[str, str] = {
     "kubernetes packaging": "Helm|Kustomize|Jsonnet|cdk8s",
     "gitops": "Argo CD=ArgoCD|Flux=FluxCD",
     "infrastructure as code": "Terraform|Pulumi|CloudFormation|OpenTofu",
-    "login method": "magic link=magic links|SMS code=SMS codes=短信验证码|passkey=passkeys|one-time password=OTP|"
+    "login method": "magic link=magic links|SMS code=SMS codes=code by SMS=codes by SMS=code via SMS=text message code=短信验证码|passkey=passkeys|one-time password=OTP|"
                     "password=passwords|密码登录|扫码登录",
 }
 

@@ -28,7 +28,9 @@ from knowhub.providers.llm.local_context_code import (
 from knowhub.providers.llm.local_context_instructions import (
     instruction_topic,
     is_instruction,
+    is_listed_rule,
     preference_phrases,
+    rules_follow,
 )
 from knowhub.providers.llm.local_context_profile import NAME_PATTERNS, profile_facts
 from knowhub.providers.llm.local_context_text import (
@@ -165,6 +167,7 @@ def extract_preferences(payload: dict[str, Any]) -> list[dict[str, Any]]:
     for turn in turns_from_payload(payload):
         if not (turn.is_person or (turn.role == "assistant" and payload.get("include_assistant"))):
             continue
+        listed = False  # the message announced a list of rules: its enumerated items are rules
         for sentence in _statements(turn.text):
             found: list[tuple[str, str]] = []
             for match in _PREF_EN.finditer(sentence):
@@ -185,7 +188,8 @@ def extract_preferences(payload: dict[str, Any]) -> list[dict[str, Any]]:
                 if obj and not (favourite and obj.startswith("的")):
                     found.append((match.group(1), obj))
             if turn.is_person:
-                rule = is_instruction(sentence, has_cjk(sentence))
+                rule = is_instruction(sentence, has_cjk(sentence)) or (listed and is_listed_rule(sentence))
+                listed = listed or rules_follow(sentence)
                 for verb, obj in [] if rule else preference_phrases(sentence):  # a rule is memory enough
                     obj = _clean_phrase(obj, 10)
                     if obj and not any(obj.casefold() in o.casefold() or o.casefold() in obj.casefold() for _, o in found):
