@@ -108,9 +108,10 @@ def _stem(word: str) -> str:
     return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
 
 
-def _topic(before: str, cjk: bool, after: str = "") -> tuple[str, ...]:
+def _topic(before: str, cjk: bool, after: str = "", measure: bool = False) -> tuple[str, ...]:
     """Content words of the clause just before a quantity ("the writer's batch size" →
-    writer, batch, size; "借期" → 借, 期) and a Chinese measure word's noun after it."""
+    writer, batch, size; "借期" → 借, 期); for a Chinese ``measure`` word, also the noun after
+    it ("18 家门店") and the clause's first word ("门店总数变成 24 家")."""
     clause = re.split(r"[，,。；;：:、!?！？()（）]", before)[-1]
     if cjk:
         tail = clause[-8:]
@@ -119,6 +120,9 @@ def _topic(before: str, cjk: bool, after: str = "") -> tuple[str, ...]:
         words = [_stem(w) for w in re.findall(r"[A-Za-z][\w\-]+", clause[-30:])]
         noun = re.match(r"[\u4e00-\u9fff]{2,4}", after)
         extra = [] if not noun else [noun.group(0)[:2]]
+        head = re.match(r"\s*([\u4e00-\u9fff]{2})", clause)  # a count's subject: "分店总数变成 15 家"
+        if measure:
+            extra += [head.group(1)] if head and not set(head.group(1)) & _GENERIC_CN else []
         return tuple(dict.fromkeys(chars[-4:] + pairs[-3:] + words[-2:] + extra))
     words = [_stem(w) for w in re.findall(r"[A-Za-z][\w\-']+", clause[-60:])]
     return tuple(dict.fromkeys(w for w in words[-4:] if len(w) > 1 and w not in _QTY_STOP_EN))
@@ -209,9 +213,9 @@ def quantities(sentence: str, cjk: bool) -> list[Quantity]:
             was = next((v for s, _e, v in of_unit if v != value and s < start), "")
         first, first_end, _v = of_unit[0]
         noun = cjk and unit in _MEASURE_UNITS
-        topic = _topic(sentence[:first], cjk, sentence[first_end:] if noun else "")
+        topic = _topic(sentence[:first], cjk, sentence[first_end:] if noun else "", noun)
         if start != first:  # "6 家门店……门店总数变成 24 家": the words of the value said, too
-            topic = tuple(dict.fromkeys(topic + _topic(sentence[:start], cjk, sentence[end:] if noun else "")))
+            topic = tuple(dict.fromkeys(topic + _topic(sentence[:start], cjk, sentence[end:] if noun else "", noun)))
         if not topic and not change:
             continue
         out.append(Quantity(unit, value, bool(change), topic or (SAME_SESSION,), was))
