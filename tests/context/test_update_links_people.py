@@ -157,3 +157,27 @@ def test_a_change_that_names_no_topic_replaces_this_sessions_value(svc: ContextE
     _commit(svc, "s1", "2026-01-05", ("user", "容器的内存上限是 1Gi，昨晚又被杀了。"),
             ("assistant", "把上限调大一些，再观察非堆内存。"), ("user", "改成 2Gi 之后稳定了。"))
     assert ("s1-0", "s1-2") in _links(svc)
+
+
+# ---------------------------------------------------------------------- the answer that carries a change out
+
+def test_the_assistants_answer_that_carries_out_a_change_is_shown_with_it(svc: ContextEngineService) -> None:
+    _commit(svc, "s1", "2026-01-05", ("user", "We take card payments with PayPal."))
+    _commit(svc, "s2", "2026-02-10", ("user", "Card payments move from PayPal to Mollie."),
+            ("assistant", "Done: the checkout now calls Mollie's payments API, and I removed the PayPal adapter."))
+    nodes = {(n.metadata.get("source_refs") or ["?"])[0]: n
+             for n in (svc.get_node(CTX, c.uri) for c in svc.list_children(CTX, f"{MEM}/events", recursive=True) if c.is_node)}
+    assert nodes["s2-0"].metadata.get("confirmed_by") == [nodes["s2-1"].uri]
+    assert ("s1-0", "s2-0") in _links(svc)
+    svc.flush_index()
+    refs = [b.metadata.get("source_refs") for b in svc.search_memory(CTX, "Which provider takes card payments?", top_k=5).blocks]
+    assert ["s2-0"] in refs and ["s2-1"] in refs
+    assert refs.index(["s2-0"]) < refs.index(["s2-1"])
+
+
+def test_an_unrelated_assistant_answer_confirms_nothing(svc: ContextEngineService) -> None:
+    _commit(svc, "s1", "2026-01-05", ("user", "We take card payments with PayPal."))
+    _commit(svc, "s2", "2026-02-10", ("user", "Card payments move from PayPal to Mollie."),
+            ("assistant", "Here is the refund flow for the admin page."))
+    nodes = [svc.get_node(CTX, c.uri) for c in svc.list_children(CTX, f"{MEM}/events", recursive=True) if c.is_node]
+    assert not [n for n in nodes if n.metadata.get("confirmed_by")]

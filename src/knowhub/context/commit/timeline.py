@@ -61,6 +61,8 @@ _MAX_SLOTS = 5000
 #: A quantity stated in a message of more sentences than this is replaced only in part
 #: (``superseded_slots[slot].partial``; no ``superseded_by``): see :class:`ClaimedMemory`.
 PARTIAL_SENTENCES = 2
+#: At most this many assistant answers confirm one change (``confirmed_by``).
+_MAX_CONFIRMATIONS = 1
 
 
 @dataclass
@@ -200,6 +202,8 @@ class Timeline:
             if same is not None and not (person and claim.cue):  # a restatement of the current value
                 for category, uri in uris.items():
                     same.setdefault("uris", {}).setdefault(category, uri)
+                if not person and same.get("replaced") and same.get("session") == session and not same.get("weak"):
+                    self._confirm(same, uris, patch)
                 continue
             new = {"value": claim.value, "key": key, "uris": dict(uris), "at": at, "session": session, "seq": seq,
                    "index": index, "cue": claim.cue, "sentences": group.get("sentences", 1)}
@@ -221,6 +225,18 @@ class Timeline:
         return versions
 
     @staticmethod
+    def _confirm(change: dict[str, Any], uris: dict[str, str], patch: Any) -> None:
+        """The assistant's answer in the session of a person's change restates the new value
+        (it carries the change out: "Done — the hold is 20 minutes"): the change's memory
+        names it ``confirmed_by``, so that search shows it with the change."""
+        target = _pick(change["uris"], "events")
+        done = change.setdefault("confirmed", [])
+        for uri in uris.values():
+            if uri not in change["uris"].values() and uri not in done and len(done) < _MAX_CONFIRMATIONS:
+                done.append(uri)
+                patch(target).setdefault("confirmed_by", []).append(uri)
+
+    @staticmethod
     def _relate(old: dict[str, Any], new: dict[str, Any], claim: Claim, patch: Any) -> None:
         """Update, late older statement, or contradiction between two values of one slot."""
         if set(old["uris"].values()) & set(new["uris"].values()):
@@ -239,6 +255,7 @@ class Timeline:
             return
         later, earlier = (new, old) if _later(new, old) else (old, new)
         earlier["superseded_by"] = next(iter(later["uris"].values()))
+        later["replaced"] = True
         # a quantity of a long many-topic message: the value is replaced, the memory stays current
         partial = bool(claim.topic) and int(earlier.get("sentences") or 1) > PARTIAL_SENTENCES
         for cat, uri in earlier["uris"].items():
@@ -259,7 +276,7 @@ class Timeline:
                 continue
             merged = dict(meta)
             for key, value in fields.items():
-                if key == "supersedes":
+                if key in ("supersedes", "confirmed_by"):
                     merged[key] = list(dict.fromkeys([*(meta.get(key) or []), *value]))
                 elif key == "slots":
                     known = {(s.get("slot"), s.get("value")) for s in meta.get(key) or [] if isinstance(s, dict)}
