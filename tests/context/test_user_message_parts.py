@@ -29,7 +29,8 @@ LONG_ZH = ("先说个题外话，我下个月要搬到苏州了，以后每周�
 
 
 @pytest.fixture()
-def svc(tmp_path: Path):
+def svc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setitem(rules.SWITCHES, "user_parts", True)  # off in the service (LoCoMo); a what-if here
     service = ContextEngineService(tmp_path / "ctx", durable=False)
     yield service
     service.close()

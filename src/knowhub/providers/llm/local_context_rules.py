@@ -66,8 +66,9 @@ _QUESTION_END = ("?", "？")
 #: overviews; ``follow_up_quote`` quotes the turn two back when a reply answers a question;
 #: ``user_parts`` gives the statements a long person's turn leaves out of its summary (a
 #: second topic: "I'm at home on the island …" inside a request about the job queue) event
-#: nodes of their own, citing the turn.
-SWITCHES: dict[str, bool] = {"lexicon_tags": True, "follow_up_quote": True, "user_parts": True}
+#: nodes of their own, citing the turn: off — on the long technical chats +0.2 points, on the
+#: dev and fresh chats ±0, on LoCoMo dev −0.5 (docs/benchmarks.md, seventh session).
+SWITCHES: dict[str, bool] = {"lexicon_tags": True, "follow_up_quote": True, "user_parts": False}
 #: A part node packs consecutive left-out statements up to this many characters.
 PART_CHARS = 240
 
