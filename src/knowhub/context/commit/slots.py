@@ -10,13 +10,18 @@ and contradictions. Claims come from:
 * the statements of a person's message that pick one member of a *value class* — a
   general list of interchangeable choices (databases, web and front-end frameworks,
   programming languages, clouds, editors, operating systems, package managers, CI systems,
-  message queues, ORMs, test frameworks, CSS frameworks, build tools, indentation,
-  colour theme): "we use PostgreSQL", "let's go with FastAPI", "我们改用 Vue 了";
+  message queues, job queues, payment providers, chat apps, ORMs, test frameworks, CSS
+  frameworks, build tools, indentation, colour theme): "we use PostgreSQL", "let's go with
+  FastAPI", "我们改用 Vue 了" — a preposition or copula names the value only right before it,
+  and a value kept small, removed, past or only qualifying a person ("as little JavaScript
+  as", "delete the Stripe code", "原来用钉钉", "a Django dev") is no choice;
 * the residence / work-location / employer / job facts of the same statements (a person's
   message only: an unnamed assistant's "I'm a …" is not the user);
-* quantities — a number with a unit ("batches of 500 rows", "借期 30 天") on ``user|qty|unit``
-  with the words before it as :attr:`Claim.topic`: only a statement with change wording
-  replaces one, and only one whose topic overlaps (:func:`topics_overlap`);
+* quantities (:mod:`.quantities`) — a number with a unit or a time of day ("batches of 500
+  rows", "借期 30 天", "cut-off at 15:30") on ``user|qty|unit`` with the words before it as
+  :attr:`Claim.topic`: only a statement with change wording replaces one, and only one whose
+  topic overlaps (:func:`topics_overlap`) or whose value the change says it leaves
+  (:attr:`Claim.was`: "instead of 15", "six characters … can we go to five?");
 * names of a project or product ("the app is called X", "rename the app to Y", "项目改名为 Z").
 
 A statement that only asks, plans or hedges ("should we use MongoDB?", "maybe Redis",

@@ -15,6 +15,11 @@ After a commit has written its memories, :meth:`Timeline.link` compares the *cla
   engine cannot settle: both memories get ``conflict: {with, slot, values, reason}`` and
   neither is superseded, so that search shows both and the agent can ask the user.
 
+Only a person's statement (the user, a named speaker) replaces or contradicts a value; an
+unnamed assistant's values are recorded (``weak``) so that the person's later change replaces
+them. The assistant's answer in the session of a person's change that restates the new value
+(it carried the change out) becomes ``confirmed_by`` of the change's memory.
+
 Every memory with a claim gets ``valid_from`` (the message time of the statement) and
 ``slots`` (``[{slot, value}]``). The nodes' metadata is the truth; the per-user registry
 ``accounts/{a}/users/{u}/.timeline.json`` (a dot file: no node, never indexed) is a
