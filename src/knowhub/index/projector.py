@@ -200,7 +200,8 @@ class IndexProjector:
                     "updated_at": getattr(node, "updated_at", None),
                 })
                 for key in ("event_time", "session_time", "routing_key", "speakers",
-                            "valid_from", "superseded_by", "superseded_at", "supersedes", "conflict"):  # the timeline's links
+                            "valid_from", "superseded_by", "superseded_at", "supersedes", "conflict",
+                            "confirmed_by"):  # the timeline's links
                     if meta.get(key) not in (None, "", []):
                         metadata[key] = meta[key]
             records.append(IndexRecord(

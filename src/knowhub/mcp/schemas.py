@@ -240,7 +240,8 @@ class MemoryBlock(_Open):
     metadata: dict[str, Any] = Field(default_factory=dict, description=(
         "source_refs (cited message ids); valid_from (time of the statement); superseded_by (the memory "
         "that replaced this value: prefer it) and superseded; conflict {with, slot, values, reason}: two "
-        "values the engine cannot order, ask the user which holds."))
+        "values the engine cannot order, ask the user which holds; confirmed_by (the assistant's answer "
+        "that carried this change out)."))
 
 
 class ContextSearchOutput(_Open):

@@ -10,13 +10,18 @@ and contradictions. Claims come from:
 * the statements of a person's message that pick one member of a *value class* — a
   general list of interchangeable choices (databases, web and front-end frameworks,
   programming languages, clouds, editors, operating systems, package managers, CI systems,
-  message queues, ORMs, test frameworks, CSS frameworks, build tools, indentation,
-  colour theme): "we use PostgreSQL", "let's go with FastAPI", "我们改用 Vue 了";
+  message queues, job queues, payment providers, chat apps, ORMs, test frameworks, CSS
+  frameworks, build tools, indentation, colour theme): "we use PostgreSQL", "let's go with
+  FastAPI", "我们改用 Vue 了" — a preposition or copula names the value only right before it,
+  and a value kept small, removed, past or only qualifying a person ("as little JavaScript
+  as", "delete the Stripe code", "原来用钉钉", "a Django dev") is no choice;
 * the residence / work-location / employer / job facts of the same statements (a person's
   message only: an unnamed assistant's "I'm a …" is not the user);
-* quantities — a number with a unit ("batches of 500 rows", "借期 30 天") on ``user|qty|unit``
-  with the words before it as :attr:`Claim.topic`: only a statement with change wording
-  replaces one, and only one whose topic overlaps (:func:`topics_overlap`);
+* quantities (:mod:`.quantities`) — a number with a unit or a time of day ("batches of 500
+  rows", "借期 30 天", "cut-off at 15:30") on ``user|qty|unit`` with the words before it as
+  :attr:`Claim.topic`: only a statement with change wording replaces one, and only one whose
+  topic overlaps (:func:`topics_overlap`) or whose value the change says it leaves
+  (:attr:`Claim.was`: "instead of 15", "six characters … can we go to five?");
 * names of a project or product ("the app is called X", "rename the app to Y", "项目改名为 Z").
 
 A statement that only asks, plans or hedges ("should we use MongoDB?", "maybe Redis",
@@ -32,11 +37,12 @@ Word lists are general technical and everyday vocabulary, not benchmark text.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import itertools
 import re
 from dataclasses import dataclass
 
+from knowhub.context.commit.quantities import quantities, topics_overlap
 from knowhub.providers.llm.local_context_profile import profile_facts
 from knowhub.providers.llm.local_context_text import has_cjk, split_sentences
 
@@ -63,7 +69,12 @@ VALUE_CLASSES: dict[str, str] = {
     "js package manager": "npm|yarn|pnpm|bun",
     "python package manager": "pip|poetry|uv|conda|pipenv|pdm",
     "ci": "GitHub Actions|GitLab CI|Jenkins|CircleCI|Travis CI=Travis|Buildkite|Drone CI",
-    "message queue": "Kafka|RabbitMQ|NATS|SQS|Pulsar|ActiveMQ|Celery",
+    "message queue": "Kafka|RabbitMQ|RocketMQ|NATS|SQS|Pulsar|ActiveMQ|Kinesis|Google Pub/Sub=Pub/Sub|ZeroMQ|"
+                     "transactional outbox=outbox",
+    "job queue": "Celery|RQ|Dramatiq|Huey|procrastinate|Sidekiq|Resque|BullMQ|Hangfire|Faktory|APScheduler|XXL-JOB|"
+                 "Quartz|Temporal",
+    "payment provider": "Stripe|Adyen|PayPal|Braintree|Square|Mollie|Paddle|Razorpay|GoCardless|Worldpay|Checkout.com|"
+                        "Lemon Squeezy|支付宝=Alipay|微信支付=WeChat Pay|银联=UnionPay",
     "orchestration": "Kubernetes=k8s|Docker Swarm|Nomad|ECS",
     "orm": "SQLAlchemy|Prisma|Django ORM|TypeORM|Sequelize|Drizzle|Hibernate|GORM|Diesel|Peewee",
     "test framework": "pytest|unittest|Jest|Vitest|Mocha|JUnit",
@@ -76,11 +87,11 @@ VALUE_CLASSES: dict[str, str] = {
     "indentation": "tabs=tab|spaces=space|2 spaces=two spaces|4 spaces=four spaces",
     "theme": "dark mode=dark theme=深色模式|light mode=light theme=浅色模式",
     "chat and alerting": "Slack|Microsoft Teams=MS Teams|PagerDuty|Opsgenie|Discord|Mattermost|Telegram|钉钉=DingTalk|"
-                         "飞书=Feishu=Lark|企业微信=WeCom",
+                         "飞书=Feishu=Lark|企业微信=WeCom|微信=WeChat|WhatsApp|Google Chat|Zulip",
     "kubernetes packaging": "Helm|Kustomize|Jsonnet|cdk8s",
     "gitops": "Argo CD=ArgoCD|Flux=FluxCD",
     "infrastructure as code": "Terraform|Pulumi|CloudFormation|OpenTofu",
-    "login method": "magic link=magic links|SMS code=SMS codes=短信验证码|passkey=passkeys|one-time password=OTP|"
+    "login method": "magic link=magic links|SMS code=SMS codes=code by SMS=codes by SMS=code via SMS=text message code=短信验证码|passkey=passkeys|one-time password=OTP|"
                     "password=passwords|密码登录|扫码登录",
 }
 
@@ -88,6 +99,20 @@ VALUE_CLASSES: dict[str, str] = {
 def value_key(value: str) -> str:
     """Comparison key of a value: case-folded letters and digits (and CJK)."""
     return re.sub(r"[\W_]+", "", value.casefold())
+
+
+#: Names that are also everyday English words ("spring tides", "a slow render", "the cursor",
+#: "express delivery", "square meters"): they name the tool only as written, capitalized.
+EVERYDAY_NAMES = frozenset(
+    """Spring Render Cursor Echo Fiber Rocket Express Remix Astro Railway Flux Helm Zed Helix Gin Phoenix Jest Mocha
+    Parcel Diesel Ember Pulsar Rollup Nomad Chakra Rails Oracle Snowflake Windows Teams Discord Telegram Slack Flask
+    Square Huey Temporal Quartz Lark Paddle Bootstrap Drizzle Solr Tornado Rocket""".split())  # noqa: SIM905
+
+
+#: A name stands alone among Latin letters and digits; next to a Chinese character it may be
+#: written without a space ("用Redis", "统一企业微信"), so only ASCII word characters bound it.
+_LEFT = r"(?<![A-Za-z0-9_.#+-])"
+_RIGHT = r"(?![A-Za-z0-9_#+-]|\.[A-Za-z0-9_])"
 
 
 def _build_members() -> list[tuple[str, str, re.Pattern[str], tuple[str, ...] | None]]:
@@ -99,11 +124,11 @@ def _build_members() -> list[tuple[str, str, re.Pattern[str], tuple[str, ...] | 
         for group in spec.split("|"):
             names = group.split("=")
             canonical = names[0].replace("\\+", "+")
-            alternation = "|".join(sorted(names, key=len, reverse=True))
+            alternation = "|".join(f"(?-i:{n})" if n in EVERYDAY_NAMES else n for n in sorted(names, key=len, reverse=True))
             flags = 0 if cls in ("programming language",) else re.I  # "go" / "Go", "swift"
             plain = [n.replace("\\+", "+") for n in names]
             literals = None if any(re.search(r"[.\\^$*?{}\[\]()|]", n) for n in plain) else tuple(n.casefold() for n in plain)
-            out.append((cls, canonical, re.compile(rf"(?<![\w.#+-])(?:{alternation})(?![\w#+-]|\.\w)", flags), literals))
+            out.append((cls, canonical, re.compile(rf"{_LEFT}(?:{alternation}){_RIGHT}", flags), literals))
     return out
 
 
@@ -111,8 +136,8 @@ _MEMBERS = _build_members()
 #: Any member at all (case-insensitive, so a superset of every member pattern's matches): a
 #: sentence it does not match names no value, and the ~200 member patterns are not run.
 _ANY_MEMBER = re.compile(
-    r"(?<![\w.#+-])(?:" + "|".join(sorted((n for spec in VALUE_CLASSES.values() for g in spec.split("|") for n in g.split("=")),
-                                           key=len, reverse=True)) + r")(?![\w#+-]|\.\w)", re.I)
+    _LEFT + "(?:" + "|".join(sorted((n for spec in VALUE_CLASSES.values() for g in spec.split("|") for n in g.split("=")),
+                                           key=len, reverse=True)) + ")" + _RIGHT, re.I)
 
 _ASK_EN = re.compile(
     r"\b(?:should (?:we|i)|could (?:we|i)|shall we|what about|how about|considering|consider|thinking (?:of|about)|"
@@ -120,16 +145,21 @@ _ASK_EN = re.compile(
     r"if (?:we|i)|whether|recommend|suggest|not sure)\b", re.I)
 _ASK_CN = re.compile(r"(?:吗|要不要|是否|考虑|可能|或者|还是|如果|假如|对比|比较|哪个好|建议|推荐|不确定|纠结)")
 #: A value being refused or stopped: "don't use X", "no longer on X" (up to two words between).
-_NEG_EN = re.compile(r"\b(?:don't|do not|won't|will not|never|no longer|not|stopped|stop|quit|dropped|ditched|avoid)"
-                     r"\s+(?:\w+\s+){0,2}$|"
+_NEG_EN = re.compile(r"\b(?:don't|do not|won't|will not|never|no longer|not|stopped|stop|quit|dropped|ditched|avoid|"
+                     r"drop|remove[sd]?|removing|delete[sd]?|deleting|get rid of|rip out|used to (?:use|run on|be on)|"
+                     r"previously used|formerly)\s+(?:\w+\s+){0,2}$|"
+                     # a value kept small or absent: "as little JavaScript as", "without Redis", "no Redux"
+                     r"\b(?:as little|less|fewer|minimal|without|no)\s+$|"
                      # a value being left: "from X", "instead of X", "replace X"
                      r"\b(?:from|instead of|rather than|away from|replace|replaced|replacing|over)\s+(?:the\s+)?$", re.I)
-_NEG_CN = re.compile(r"(?:不用|不再用|不要用|别用|放弃|弃用|替换掉?|从|不是|而不是|代替)\s*$")
+_NEG_CN = re.compile(r"(?:不用|不再用|不要用|别用|放弃|弃用|替换掉?|从|不是|而不是|代替|撤掉|撤|去掉|删掉|删除|拿掉|停用|下线|"
+                     r"废弃|(?:原来|以前|之前|过去|曾经)(?:都|也|一直)?(?:用|是|在用))\s*$")
 _CHANGE_EN = re.compile(
     r"\b(?:switch(?:ed|ing)?|migrat(?:e|ed|ing)|mov(?:e|ed|ing)|chang(?:e|ed|ing)|convert(?:ed|ing)?|port(?:ed|ing)?|"
     r"rewr(?:ite|ote|iting)|replac(?:e|ed|ing)|instead|no longer|anymore|any more|from now on|now (?:we|i) use|"
     r"went back|switched back|ditched|dropped|gave up on|changed my mind|these days|nowadays)\b", re.I)
-_CHANGE_CN = re.compile(r"(?:改用|改成|换成|换用|换到|切换到|切到|迁移到|迁到|转到|搬到|不再|不用.{0,8}了|现在用|以后用|改为|弃用|替换)")
+_CHANGE_CN = re.compile(r"(?:改用|改成|换成|换用|换到|切换到|切到|迁移到|迁到|转到|搬到|不再|不用.{0,8}了|现在用|以后用|改为|弃用|替换|"
+                        r"统一(?![的，,。；;、])|(?:^|[，,；;：:\s])换\s*(?=[A-Za-z\u4e00-\u9fff]))")
 _CORRECT_EN = re.compile(r"\b(?:actually|correction|i meant|sorry,? i meant|i was wrong|to correct|my mistake|"
                          r"not \w+ but|scratch that)\b", re.I)
 _CORRECT_CN = re.compile(r"(?:其实|更正|纠正|说错了|我是说|搞错了|不对，|不是.{1,12}而是)")
@@ -146,21 +176,37 @@ CHOICE_WINDOW = 5
 #: Quantity claims on (:func:`_qty_claims`); a switch so that the benchmark compares both.
 QUANTITIES = True
 _CHOICE_EN_TEXT = (
-    r"\b(?:use[sd]?|using|run(?:s|ning)?|ran|on|with|via|through|chose|choose|chosen|pick(?:ed)?|go(?:ing)? with|went with|"
+    r"\b(?:use[sd]?|using|run(?:s|ning)?|ran|chose|choose|chosen|pick(?:ed)?|go(?:ing)? with|went with|"
     r"decided (?:on|to use|to go with)|settled on|stick(?:ing)? with|stuck with|switch(?:ed|ing)? (?:over )?to|"
     r"migrat(?:e|ed|ing) to|mov(?:e|ed|ing) (?:over )?to|chang(?:e|ed|ing) to|port(?:ed|ing)? to|adopt(?:ed|ing)?|"
     r"built|build(?:ing)?|written in|writ(?:e|ing) (?:it |this |everything )?in|rewr(?:ite|ote|iting) (?:it |this )?in|"
-    r"deploy(?:ed|ing)? (?:to|on)|host(?:ed|ing)? on|stor(?:e|ed|ing)|prefer(?:s|red)?|favou?r|is|are|'s|"
-    r"instead|now|in|switch(?:ed|ing)?|migrat(?:e|ed|ing)|mov(?:e|ed|ing)|replac(?:e|ed|ing)|writ(?:e|es|ing)|wrote|"
-    r"cod(?:e|es|ing) in|learn(?:ed|ing)?|develop(?:ed|ing)? (?:in|with)|work(?:s|ed|ing)? (?:in|with))\b(?:\s+[^\s.;!?]+){0,%d}\s*$")
+    r"deploy(?:ed|ing)? (?:to|on)|host(?:ed|ing)? on|stor(?:e|ed|ing)|prefer(?:s|red)?|favou?r|standardi[sz]e on|"
+    r"switch(?:ed|ing)?|migrat(?:e|ed|ing)|mov(?:e|ed|ing)|replac(?:e|ed|ing)|writ(?:e|es|ing)|wrote|"
+    r"cod(?:e|es|ing) in|learn(?:ed|ing)?|develop(?:ed|ing)? (?:in|with)|work(?:s|ed|ing)? (?:in|with))\b(?:\s+[^\s.;!?]+){0,%d}\s*$|"
+    # a preposition or copula names the value only right before it ("on Netlify", "is Django"):
+    # further away it belongs to another phrase ("with seats and car spaces")
+    r"\b(?:on|with|via|through|is|are|'s|in|instead|now)(?:\s+[^\s.;!?]+){0,%d}\s*$")
 _CHOICE_CN_TEXT = (r"(?:用|使用|采用|选|选择|选了|定了|基于|改用|换成|换用|换到|切换到|迁移到|迁到|部署在|部署到|跑在|"
-                        r"写|是|为|上|偏好|喜欢用|习惯用)[^，。；！？]{0,%d}$")
+                   r"写|偏好|喜欢用|习惯用|统一|换)[^，。；！？]{0,%d}$|(?:是|为|上)[^，。；！？]{0,%d}$")
+#: Classes a preposition or copula alone does not choose ("with space left", "there's still space").
+_VERB_ONLY_CLASSES = frozenset({"indentation", "theme"})
+_INDENT_WORDS = re.compile(r"\b(?:indent\w*|tab width|tab size|tabs|formatt\w*|style guide|editorconfig)\b|缩进|制表", re.I)
+#: A value that only qualifies a person or a way of learning ("a strong Django dev", "the React docs").
+_MENTION_AFTER = re.compile(
+    r"\s*(?:dev|devs|developers?|engineers?|experts?|fans?|programmers?|consultants?|community|docs|documentation|"
+    r"books?|courses?|tutorials?|conferences?|meetups?|certification|certified|training|background|experience)\b", re.I)
 
 
 @functools.lru_cache(maxsize=16)
-def _choice(cjk: bool, window: int) -> re.Pattern[str]:
-    """The choice wording that must come at most ``window`` words before a value."""
-    return re.compile(_CHOICE_CN_TEXT % (window * 4), re.I) if cjk else re.compile(_CHOICE_EN_TEXT % window, re.I)
+def _choice(cjk: bool, window: int, verbs_only: bool = False) -> re.Pattern[str]:
+    """The choice wording that must come at most ``window`` words before a value (a
+    preposition or copula at most two; none with ``verbs_only``)."""
+    weak = -1 if verbs_only else min(window, 2)
+    if cjk:
+        text = _CHOICE_CN_TEXT % (window * 4, max(weak, 0) * 4)
+        return re.compile(text.rsplit("|(?:是|为|上)", 1)[0] if weak < 0 else text, re.I)
+    text = _CHOICE_EN_TEXT % (window, max(weak, 0))
+    return re.compile(text.rsplit("|\\b(?:on|with|", 1)[0] if weak < 0 else text, re.I)
 _QUALIFIER_CN = re.compile(r"(?:在|给|为|对)?([\u4e00-\u9fff]{1,6}(?:项目|应用|服务|后端|前端|网站|博客|脚本|课程|作业|公司))(?:里|中|上|的)")
 _AT_WORK = re.compile(r"\b(?:at work|at my job|at the office|at home|personally|for fun|on the side)\b|(?:公司里|在家里|业余)", re.I)
 
@@ -177,6 +223,9 @@ class Claim:
     #: Words of what a quantity measures ("batch", "借期"): a ``…|qty|unit`` slot is shared by
     #: every quantity of that unit, so only claims whose topics overlap are compared.
     topic: tuple[str, ...] = ()
+    #: The value a change says it leaves ("instead of 15", "six … go to five"): the earlier
+    #: claim of that value is replaced even when its topic words differ.
+    was: str = ""
 
     @property
     def key(self) -> str:
@@ -208,20 +257,30 @@ def _class_claims(sentence: str, subject: str, cjk: bool) -> list[Claim]:
         return []
     cue = _cue(sentence, cjk)
     qualifier = _qualifier(sentence, cjk)
-    found: dict[str, list[str]] = {}
-    folded = sentence.casefold()
+    # a command in backticks ("`manage.py migrate procrastinate zero`") states nothing
+    text = re.sub(r"`[^`]*\s[^`]*`", lambda m: " " * len(m.group(0)), sentence)
+    folded = text.casefold()
+    spans: list[tuple[int, int, str, str]] = []
     for cls, canonical, pattern, literals in _MEMBERS:
         if literals is not None and not any(lit in folded for lit in literals):
             continue
-        for match in pattern.finditer(sentence):
-            before = sentence[: match.start()]
-            if (_NEG_CN if cjk else _NEG_EN).search(before[-40:]):
-                continue  # the value being left or refused ("from MySQL", "instead of Flask", "不用X")
-            if CHOICE_WINDOW >= 0 and not _choice(cjk, CHOICE_WINDOW).search(before[-80:]) and not re.match(
-                    r"\s*(?:is|are|was|will be|it is|for)\b|\s*(?:是|作为|当|做)", sentence[match.end():], re.I):
-                continue  # a mention, not a choice ("I read about MongoDB", "MongoDB's docs")
-            if canonical not in found.setdefault(cls, []):
-                found[cls].append(canonical)
+        spans.extend((m.start(), m.end(), cls, canonical) for m in pattern.finditer(text))
+    found: dict[str, list[str]] = {}
+    for start, end, cls, canonical in spans:
+        if any(s <= start and end <= e and (s, e) != (start, end) for s, e, _c, _v in spans):
+            continue  # inside a longer name ("微信" in "企业微信")
+        before, after = text[:start], text[end:]
+        if (_NEG_CN if cjk else _NEG_EN).search(before[-40:]):
+            continue  # the value being left or refused ("from MySQL", "instead of Flask", "不用X")
+        if CHOICE_WINDOW >= 0 and not _choice(cjk, CHOICE_WINDOW, cls in _VERB_ONLY_CLASSES).search(before[-80:]) \
+                and not re.match(r"\s*(?:is|are|was|will be|it is|for)\b|\s*(?:是|作为|当|做)", after, re.I):
+            continue  # a mention, not a choice ("I read about MongoDB", "MongoDB's docs")
+        if not cjk and _MENTION_AFTER.match(after):
+            continue  # "a strong Django dev", "the React docs"
+        if cls == "indentation" and text[start:end].casefold() in ("space", "tab") and not _INDENT_WORDS.search(text):
+            continue  # "a sailing with space left": a singular space or tab is indentation only when said
+        if canonical not in found.setdefault(cls, []):
+            found[cls].append(canonical)
     out = []
     for cls, values in found.items():
         if len(values) != 1:
@@ -233,97 +292,14 @@ def _class_claims(sentence: str, subject: str, cjk: bool) -> list[Claim]:
 
 # ---------------------------------------------------------------------- quantities
 
-#: Units of a setting's value (general measurement and counting words, English and Chinese).
-_UNITS_EN = {
-    "ms": "ms", "millisecond": "ms", "milliseconds": "ms", "s": "s", "sec": "s", "secs": "s", "second": "s",
-    "seconds": "s", "min": "min", "mins": "min", "minute": "min", "minutes": "min", "h": "h", "hr": "h", "hrs": "h",
-    "hour": "h", "hours": "h", "day": "day", "days": "day", "week": "week", "weeks": "week", "month": "month",
-    "months": "month", "year": "year", "years": "year", "kb": "kb", "mb": "mb", "gb": "gb", "tb": "tb", "kib": "kb",
-    "mib": "mb", "gib": "gb", "tib": "tb", "mi": "mb", "gi": "gb", "%": "%", "percent": "%", "rows": "row",
-    "row": "row", "records": "row", "items": "item", "item": "item", "messages": "msg", "lines": "line",
-    "requests": "req", "connections": "conn", "workers": "worker", "threads": "thread", "replicas": "replica",
-    "retries": "retry", "attempts": "retry", "nodes": "node", "instances": "instance", "cores": "core",
-    "vcpus": "core", "cpus": "core", "users": "user", "seats": "seat", "courts": "court", "books": "book",
-    "characters": "char", "chars": "char", "pages": "page", "port": "port",
-}
-_UNITS_CN = {"毫秒": "ms", "秒": "s", "秒钟": "s", "分钟": "min", "小时": "h", "天": "day", "周": "week", "个月": "month",
-             "年": "year", "条": "row", "行": "row", "台": "instance", "本": "book", "核": "core", "%": "%",
-             "G": "gb", "Gi": "gb", "GB": "gb", "M": "mb", "Mi": "mb", "MB": "mb", "块场地": "court", "片场地": "court"}
-_NUM = r"\d+(?:[.,]\d+)*"
-_QTY_EN = re.compile(rf"(?<![\w.])({_NUM})\s*-?\s*({'|'.join(sorted(map(re.escape, _UNITS_EN), key=len, reverse=True))})\b"
-                     rf"|\bport\s+({_NUM})\b", re.I)
-_QTY_CN = re.compile(rf"({_NUM})\s*({'|'.join(sorted(map(re.escape, _UNITS_CN), key=len, reverse=True))})")
-#: A change of a setting's value: "increase the batch to 2,000 rows", "8080 instead of 8000", "借期改成 21 天".
-_QTY_CHANGE_EN = re.compile(
-    r"\b(?:increas|rais|bump|reduc|lower|decreas|extend|shorten|cut|chang|switch|mov|set|mak|updat|adjust|doubl|halv|"
-    r"tun|limit|cap)\w*\b[^.;!?]{0,60}?\bto\b|\binstead of\b|\bfrom\s+\S+\s+(?:\S+\s+)?to\b|→|->|\bnow\b|\bnew\b", re.I)
-_QTY_CHANGE_CN = re.compile(r"改成|改为|改到|调到|调成|调整为|调整到|提高到|提升到|降到|降低到|减到|减少到|增加到|加到|扩到|扩大到|"
-                            r"延长到|缩短到|放宽到|变成|变为|换成|从.{0,12}?(?:到|改|调|提|降|变|增|减|扩|缩)|→|->|现在是|以后是")
-_GENERIC_CN = frozenset("个的在从到为改成提高降低调整设置是了就把让由和与或及都也再还并且可以要会能这那其一各等将按于以")
-
-
-def _stem(word: str) -> str:
-    word = word.lower().removesuffix("'s")
-    if word.endswith(("ches", "shes", "sses", "xes")):
-        return word[:-2]
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
-
-
-_QTY_STOP_EN = frozenset(
-    """to from the a an of at is are be it we i our my and or every each per with for in on by now new old instead
-    increase raise bump reduce lower change set make move switch up down let please can you should will would than
-    that this about around only just max min maximum minimum most least after before run runs use keep""".split())  # noqa: SIM905
-
-
-def _qty_topic(before: str, cjk: bool) -> tuple[str, ...]:
-    """Content words of the clause just before a quantity ("the writer's batch size" →
-    writer, batch, size; "借期" → 借, 期)."""
-    clause = re.split(r"[，,。；;：:、!?！？()（）]", before)[-1]
-    if cjk:
-        tail = clause[-8:]
-        chars = [c for c in tail if "\u3400" <= c <= "\u9fff" and c not in _GENERIC_CN]
-        pairs = [a + b for a, b in itertools.pairwise(tail) if a in chars and b in chars]
-        words = [_stem(w) for w in re.findall(r"[A-Za-z][\w\-]+", clause[-30:])]
-        return tuple(dict.fromkeys(chars[-4:] + pairs[-3:] + words[-2:]))
-    words = [_stem(w) for w in re.findall(r"[A-Za-z][\w\-']+", clause[-60:])]
-    return tuple(dict.fromkeys(w for w in words[-4:] if len(w) > 1 and w not in _QTY_STOP_EN))
-
-
 def _qty_claims(sentence: str, subject: str, cjk: bool) -> list[Claim]:
-    """Quantity claims: the value a sentence gives a setting ("batch of 500 rows", "借期 30 天").
-
-    A quantity is recorded with the words before it; only a sentence with change wording
-    (:data:`_QTY_CHANGE_EN`) replaces an earlier quantity of the same unit and an
-    overlapping topic (see :meth:`~.timeline.Timeline.link`), and only its last quantity
-    (the new value: "from 500 to 2,000 rows") claims."""
-    matches = list((_QTY_CN if cjk else _QTY_EN).finditer(sentence))
-    if not matches or len(sentence) > 300:
-        return []
-    changed = bool((_QTY_CHANGE_CN if cjk else _QTY_CHANGE_EN).search(sentence))
-    units = _UNITS_CN if cjk else _UNITS_EN
-    out: list[Claim] = []
-    first_of_unit: dict[str, int] = {}
-    for match in matches:
-        if match.group(1) is None and not cjk:  # "port 8080"
-            number, unit = match.group(3), "port"
-        else:
-            raw = match.group(2)
-            number, unit = match.group(1), units.get(raw.lower(), units.get(raw, ""))
-        if not unit or unit in {c.slot.rsplit("|", 1)[-1] for c in out}:
-            continue  # one value per unit and sentence: the first that is not being left
-        before = sentence[: match.start()]
-        first_of_unit.setdefault(unit, match.start())
-        if changed and re.search(r"(?:\b(?:from|instead of|rather than|not|was|were)\s*$|(?:从|不是|而不是|原来是?)\s*$)",
-                                 before, re.I):
-            continue  # the value being left ("from 500", "从 3 本")
-        topic = _qty_topic(sentence[: first_of_unit[unit]], cjk)  # "每人最多从 3 本提高到 5 本": 每人最多
-        if not topic:
-            continue
-        value = f"{number.replace(',', '')} {unit}"
-        out.append(Claim(f"{subject}|qty|{unit}", value, True, "change" if changed else "", sentence, topic))
-    return out
+    """Quantity claims (:func:`.quantities.quantities`): the value a sentence gives a setting
+    ("batch of 500 rows", "借期 30 天", "cut-off at 15:30") on ``…|qty|unit`` with its topic;
+    only a sentence with change wording replaces an earlier value (see
+    :meth:`~.timeline.Timeline.link`)."""
+    return [Claim(f"{subject}|qty|{q.unit}", f"{q.value} {q.unit}", True, "change" if q.changed else "", sentence,
+                  q.topic, f"{q.was} {q.unit}" if q.was else "")
+            for q in quantities(sentence, cjk)]
 
 
 # ---------------------------------------------------------------------- names
@@ -363,14 +339,6 @@ def _name_claims(sentence: str, subject: str, cjk: bool) -> list[Claim]:
     return [Claim(f"{subject}|name of {part}", value, True, cue, sentence)]
 
 
-def topics_overlap(a: tuple[str, ...] | list[str], b: tuple[str, ...] | list[str]) -> bool:
-    """Whether two quantity topics name the same thing: a shared word or Chinese two-character
-    word ("借期"), or two shared Chinese characters — one shared character ("保留" / "保持")
-    is not enough."""
-    shared = set(a) & set(b)
-    return any(len(w) > 1 for w in shared) or len(shared) >= 2
-
-
 def claims_in_text(text: str, subject: str = "user", profile: bool = True) -> list[Claim]:
     """The claims of one message (class choices, quantities, names and, with ``profile``,
     exclusive profile facts: an unnamed assistant's "I'm a …" says nothing about the user)."""
@@ -395,10 +363,37 @@ def _claims_in_text(text: str, subject: str, window: int, quantities: bool = Tru
         for attribute, value, multi in profile_facts(sentence, cjk) if profile else ():
             if not multi and attribute in EXCLUSIVE_ATTRIBUTES:
                 out.append(Claim(f"{subject}|{attribute}", value, True, cue, sentence))
+    out = _left_in_message(out)
     unique: dict[tuple[str, str, tuple[str, ...]], Claim] = {}
     for claim in out:
         unique.setdefault((claim.slot, claim.key, claim.topic), claim)
     return tuple(unique.values())
+
+
+def _left_in_message(claims: list[Claim]) -> list[Claim]:
+    """A change of a quantity leaves the value of that unit said before it in the message
+    ("14:00 is too early. Change the cut-off to 15:30."): it becomes the change's ``was``
+    and claims nothing itself."""
+    if not any(c.topic and c.cue == "change" for c in claims):
+        return claims
+    out: list[Claim] = []
+    earlier: dict[str, set[str]] = {}  # slot → values said before, with no change wording
+    for claim in claims:
+        if not claim.topic:
+            out.append(claim)
+            continue
+        values = earlier.setdefault(claim.slot, set())
+        if claim.cue != "change":
+            values.add(claim.value)
+            out.append(claim)
+            continue
+        others = {v for v in values if value_key(v) != claim.key}
+        if not claim.was and len(others) == 1:
+            claim = dataclasses.replace(claim, was=others.pop())
+        if claim.was:  # the old value said beside its change claims nothing
+            out = [c for c in out if not (c.slot == claim.slot and c.key == value_key(claim.was) and not c.cue)]
+        out.append(claim)
+    return out
 
 
 def fact_claims(facts: list[dict[str, object]], cue_text: str = "") -> list[Claim]:

@@ -15,6 +15,11 @@ After a commit has written its memories, :meth:`Timeline.link` compares the *cla
   engine cannot settle: both memories get ``conflict: {with, slot, values, reason}`` and
   neither is superseded, so that search shows both and the agent can ask the user.
 
+Only a person's statement (the user, a named speaker) replaces or contradicts a value; an
+unnamed assistant's values are recorded (``weak``) so that the person's later change replaces
+them. The assistant's answer in the session of a person's change that restates the new value
+(it carried the change out) becomes ``confirmed_by`` of the change's memory.
+
 Every memory with a claim gets ``valid_from`` (the message time of the statement) and
 ``slots`` (``[{slot, value}]``). The nodes' metadata is the truth; the per-user registry
 ``accounts/{a}/users/{u}/.timeline.json`` (a dot file: no node, never indexed) is a
@@ -37,6 +42,7 @@ from typing import Any
 
 import orjson
 
+from knowhub.context.commit.quantities import SAME_SESSION
 from knowhub.context.commit.slots import (
     Claim,
     claims_in_text,
@@ -60,6 +66,8 @@ _MAX_SLOTS = 5000
 #: A quantity stated in a message of more sentences than this is replaced only in part
 #: (``superseded_slots[slot].partial``; no ``superseded_by``): see :class:`ClaimedMemory`.
 PARTIAL_SENTENCES = 2
+#: At most this many assistant answers confirm one change (``confirmed_by``).
+_MAX_CONFIRMATIONS = 1
 
 
 @dataclass
@@ -79,6 +87,10 @@ class ClaimedMemory:
     #: Sentences of the source message: a quantity changed in a long, many-topic message
     #: (a design, a config walk-through) replaces that value, not the whole memory.
     sentences: int = 1
+    #: Said by a person (the user, a named speaker). An unnamed assistant's values are
+    #: recorded (a later change of the person replaces them) but never replace or contradict
+    #: a value themselves: the assistant mentions, proposes and recaps; the person decides.
+    person: bool = True
 
 
 def _later(new: dict[str, Any], old: dict[str, Any]) -> bool:
@@ -175,6 +187,7 @@ class Timeline:
                 group = statements.setdefault((claim.slot, claim.key, memory.at, memory.index, memory.session_id, claim.topic),
                                               {"claim": claim, "uris": {}, "memory": memory})
                 group["sentences"] = max(group.get("sentences", 1), memory.sentences)
+                group["person"] = group.get("person", False) or memory.person
                 group["uris"].setdefault(memory.category, memory.uri)
                 if claim.cue and not group["claim"].cue:
                     group["claim"] = claim
@@ -183,21 +196,30 @@ class Timeline:
             entries = slots.setdefault(slot, [])
             if all(any(uri in e.get("uris", {}).values() and e.get("key") == key for e in entries) for uri in uris.values()):
                 continue  # recorded already (a retried commit)
+            person = group.get("person", True)
             active = [e for e in entries if not e.get("superseded_by")]
-            if claim.topic:  # a quantity: only values of the same thing ("batch" rows, not "page" rows)
-                active = [e for e in active if topics_overlap(e.get("topic") or (), claim.topic)]
-            same = next((e for e in active if e.get("key") == key), None)
-            if same is not None:  # a restatement of the current value
+            if claim.topic:  # a quantity: only values of the same thing ("batch" rows, not "page" rows),
+                was = value_key(claim.was) if claim.was else ""  # or the value the statement says it leaves
+                bare = claim.topic == (SAME_SESSION,)  # a change naming no topic: this session's value of the unit
+                active = [e for e in active if topics_overlap(e.get("topic") or (), claim.topic) or (was and e.get("key") == was)
+                          or (bare and e.get("session") == session)]
+            same = next((e for e in active if e.get("key") == key and (not person or not e.get("weak"))), None)
+            if same is not None and not (person and claim.cue):  # a restatement of the current value
                 for category, uri in uris.items():
                     same.setdefault("uris", {}).setdefault(category, uri)
+                if not person and same.get("replaced") and same.get("session") == session and not same.get("weak"):
+                    self._confirm(same, uris, patch)
                 continue
             new = {"value": claim.value, "key": key, "uris": dict(uris), "at": at, "session": session, "seq": seq,
                    "index": index, "cue": claim.cue, "sentences": group.get("sentences", 1)}
             if claim.topic:
                 new["topic"] = list(claim.topic)
-            if claim.exclusive and (claim.cue or not claim.topic):  # a quantity changes only with change wording
-                for old in active:
-                    self._relate(old, new, claim, patch)
+            if not person:
+                new["weak"] = True
+            elif claim.exclusive and (claim.cue or not claim.topic):  # a quantity changes only with change wording
+                for old in active:  # a change restating the current value still ends the others ("统一用 X")
+                    if old.get("key") != key:
+                        self._relate(old, new, claim, patch)
             entries.append(new)
             del entries[:-_MAX_ENTRIES]
         if len(slots) > _MAX_SLOTS:  # keep the most recently used slots
@@ -208,11 +230,25 @@ class Timeline:
         return versions
 
     @staticmethod
+    def _confirm(change: dict[str, Any], uris: dict[str, str], patch: Any) -> None:
+        """The assistant's answer in the session of a person's change restates the new value
+        (it carries the change out: "Done — the hold is 20 minutes"): the change's memory
+        names it ``confirmed_by``, so that search shows it with the change."""
+        target = _pick(change["uris"], "events")
+        done = change.setdefault("confirmed", [])
+        for uri in uris.values():
+            if uri not in change["uris"].values() and uri not in done and len(done) < _MAX_CONFIRMATIONS:
+                done.append(uri)
+                patch(target).setdefault("confirmed_by", []).append(uri)
+
+    @staticmethod
     def _relate(old: dict[str, Any], new: dict[str, Any], claim: Claim, patch: Any) -> None:
         """Update, late older statement, or contradiction between two values of one slot."""
         if set(old["uris"].values()) & set(new["uris"].values()):
             return  # one message states both ("500 rows is too few; make it 1,000"): no self-link
         same_session = old.get("session") == new.get("session")
+        if same_session and not claim.cue and old.get("weak"):
+            return  # the person picks another value than the assistant just named: no contradiction
         if same_session and not claim.cue and not old.get("cue"):
             reason = "two values in one session with no cue which one holds"
             for a, b in ((old, new), (new, old)):
@@ -224,6 +260,7 @@ class Timeline:
             return
         later, earlier = (new, old) if _later(new, old) else (old, new)
         earlier["superseded_by"] = next(iter(later["uris"].values()))
+        later["replaced"] = True
         # a quantity of a long many-topic message: the value is replaced, the memory stays current
         partial = bool(claim.topic) and int(earlier.get("sentences") or 1) > PARTIAL_SENTENCES
         for cat, uri in earlier["uris"].items():
@@ -244,7 +281,7 @@ class Timeline:
                 continue
             merged = dict(meta)
             for key, value in fields.items():
-                if key == "supersedes":
+                if key in ("supersedes", "confirmed_by"):
                     merged[key] = list(dict.fromkeys([*(meta.get(key) or []), *value]))
                 elif key == "slots":
                     known = {(s.get("slot"), s.get("value")) for s in meta.get(key) or [] if isinstance(s, dict)}
@@ -301,6 +338,8 @@ def claimed_memories(applied: Sequence[tuple[Any, Any]], messages: Sequence[dict
             continue
         when = parse_when(message.get("timestamp")) or parse_when(candidate.metadata.get("session_time"))
         sentences = len(split_sentences(str(message.get("content") or "")))
+        person = category == "profile" or message.get("role") != "assistant" or bool(
+            isinstance(message.get("name"), str) and message["name"].strip())
         out.append(ClaimedMemory(result.uri, category, claims, when.isoformat() if when else "",
-                                 str(candidate.metadata.get("session_id") or ""), index, max(1, sentences)))
+                                 str(candidate.metadata.get("session_id") or ""), index, max(1, sentences), person))
     return out

@@ -25,7 +25,7 @@ __all__ = ["LINK_KEYS", "MemoryReadService", "excerpt", "link_metadata"]
 _DEFAULT_RELATIONS = 20
 
 #: Node metadata keys that carry the timeline's links (:mod:`knowhub.context.commit.timeline`) onto blocks.
-LINK_KEYS = ("valid_from", "superseded_by", "superseded_at", "supersedes", "conflict")
+LINK_KEYS = ("valid_from", "superseded_by", "superseded_at", "supersedes", "conflict", "confirmed_by")
 
 
 def link_metadata(metadata: dict[str, Any]) -> dict[str, Any]:

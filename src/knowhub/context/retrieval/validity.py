@@ -7,6 +7,8 @@ After assembly, :func:`follow_timeline` walks the blocks best first:
   four links) is put right before it — moved up when it is already among the blocks and,
   with ``add_missing``, read from the primary store and added when it is not
   (``match_reason`` "replaces …");
+  The assistant's answer that carried the change out (``confirmed_by`` of the
+  replacement) follows the replacement;
 * a block with an unsettled **contradiction** (``conflict``) keeps ``metadata.conflict``
   ``{with, slot, values, reason}`` and the other side (found, or added with
   ``add_missing``) is put right after it, so the agent sees both and can ask the user.
@@ -27,6 +29,9 @@ from knowhub.errors import KnowhubError
 __all__ = ["LINK_KEYS", "follow_timeline", "link_metadata"]
 
 _MAX_CHAIN = 4
+#: Place a replacement's ``confirmed_by`` (the assistant's answer that carried the change
+#: out) right after it.
+CONFIRMATIONS = True
 
 def _block_of(fs: ContextFS, ctx: Any, uri: str, score: float, reason: str) -> RetrievedBlock | None:
     try:
@@ -72,9 +77,14 @@ def follow_timeline(blocks: list[RetrievedBlock], fs: ContextFS, ctx: Any, top_k
                 by_uri.setdefault(newer.uri, newer)
                 chain.append(newer)
                 target = newer.metadata.get("superseded_by")
-            for newer in reversed(chain):  # the newest value first
+            for newer in reversed(chain):  # the newest value first, with the answer that carried it out
                 newer.score = max(newer.score, block.score)
                 place(newer)
+                for uri in (newer.metadata.get("confirmed_by") or [])[:1] if CONFIRMATIONS else []:
+                    confirming = by_uri.get(uri) or (_block_of(fs, ctx, uri, block.score, f"carries out {newer.uri}")
+                                                     if add_missing else None)
+                    if confirming is not None:
+                        place(confirming)
         place(block)
         conflict = block.metadata.get("conflict")
         other = conflict.get("with") if isinstance(conflict, dict) else None

@@ -27,7 +27,7 @@ import re
 
 from knowhub.providers.llm.local_context_text import has_cjk
 
-__all__ = ["instruction_topic", "is_instruction", "preference_phrases"]
+__all__ = ["instruction_topic", "is_instruction", "is_listed_rule", "preference_phrases", "rules_follow"]
 
 #: Verbs of a rule on work or writing (base forms): what "always"/"never" is followed by.
 _RULE_VERBS = (
@@ -49,7 +49,9 @@ _IMPERATIVE_EN = re.compile(
     r"(?:answers?|comments?|code|docs?|commit messages?|replies|responses?) in|"
     r"please (?:use|write|keep|give|answer|reply|respond|stick|avoid|format|name|comment|put|no)|no more)\b", re.I)
 _NOT_RULE_EN = re.compile(r"\b(?:don't|do not|dont) (?:worry|know|think|see|understand|mind|care|get|have|remember|"
-                          r"recall|believe|need|want)\b|\bmake sure (?:i|it is|it's)\b", re.I)
+                          r"recall|believe|need|want)\b|\bmake sure (?:i|it is|it's)\b|"
+                          # a purpose or result, not a rule: "… the hosted page so we never touch card numbers"
+                          r"\bso (?:that )?(?:we|they|it|he|she|you|i|customers?|users?) (?:never|always)\b", re.I)
 _OBLIGATION_EN = re.compile(
     r"\b(?:all|every|each|any)\b[^.;!?]{0,40}\b(?:must|should always|should never|has to|have to|needs? to)\b|"
     r"\b(?:you|we|the code|code)\s+(?:must|should) (?:always|never|not ever)\b|\bmust (?:always|never)\b", re.I)
@@ -60,15 +62,17 @@ _NO_THING_EN = re.compile(r"(?:^|[,;:]\s*)(?:please\s+|(?:definitely|absolutely|
 _QUESTION_CN = re.compile(r"(?:吗|么|呢)\s*[？?]?$|[？?]\s*$")
 _SCOPE_CN = re.compile(
     r"(?:^|[，,：:；\s])(?:以后|今后|往后|之后)(?:都|所有|每|一律|请|要|也|统一|就|全|不要|别)|从现在(?:起|开始)|从今(?:以后|往后)|"
-    r"一律|务必|始终|每次[^，。]{0,8}都|总是要|永远不要|都必须|必须都|统一(?:用|使用|成|为|写|改成)|全部(?:用|使用)|"
+    r"(?:^|[，,：:；\s])(?:以后|今后|往后)(?:你|您|我们)[^。；！？]{0,40}?(?:都要|都得|都必须|一律|必须)|"
+    r"^(?:[一二两三四五六七八九几]|\d+)\s*(?:条|个|项|点)新?(?:规矩|规则|要求|原则)[：:，,]|新规矩[：:]|"
+    r"一律|务必|始终|每次[^，。]{0,8}都(?!是)|总是要|永远不要|都必须|必须都|统一(?:用|使用|成|为|写|改成)|全部(?:用|使用)|"
     r"不准|禁止|不许|千万(?:别|不要)")
 _IMPERATIVE_CN = re.compile(
     r"^(?:另外|还有|对了|补充一点|顺便说一下|顺便|最后)?[，,：:\s]*(?:请(?:你)?)?(?:不要|别(?:用|再|加|写|给|把|引入|上)|"
-    r"不能|一定要|记得|记住)|[，,；;](?:必须|不能|不要|千万)|"
+    r"不能|一定要|记得|记住)|[，,；;](?:必须|不要|千万|不能(?:用|写|再|直接|随便|把|提交|引入|硬编码|写死|省略|跳过))|"
     r"请(?:你)?(?:都|一律|统一|务必|始终|总是|不要|别|先|保持|尽量|按照?|以)")
 #: A rule on what the assistant writes: "回答用中文", "注释请用中文", "SQL 关键字都用小写".
 _STYLE_CN = re.compile(
-    r"(?:回答|回复|答复|注释|代码|变量名|函数名|命名|提交信息|commit|错误信息|报错|日志|文档|说明|关键字|缩进|接口)"
+    r"(?:回答|回复|答复|注释(?!掉)|代码|变量名|函数名|命名|提交信息|commit|错误信息|报错|日志|文档|说明|关键字|缩进|接口)"
     r"[^，。；！？]{0,8}?(?:请|都|要|必须|一律|统一|全)*(?:用|使用|写成|保持|采用)")
 _OBLIGATION_CN = re.compile(r"(?:所有|每个|每一个|每次|任何|全部)[^。；！？]{0,24}(?:都(?:要|必须|得|用|不|写|带)|必须|一定要|不能|不要|不许|不准)")
 
@@ -79,7 +83,8 @@ def is_instruction(sentence: str, cjk: bool) -> bool:
     if not text or len(text) > 400:
         return False
     if cjk:
-        if _QUESTION_CN.search(text) or re.search(r"(?:要不要|是否|能不能|可不可以|怎么|如何|为什么|哪)", text):
+        if _QUESTION_CN.search(text) or (re.search(r"(?:要不要|是否|能不能|可不可以|怎么|如何|为什么|哪)", text)
+                                         and not _SCOPE_CN.search(text)):  # "讲清楚为什么" inside a rule
             return False
         return bool(_SCOPE_CN.search(text) or _IMPERATIVE_CN.search(text) or _STYLE_CN.search(text)
                     or _OBLIGATION_CN.search(text))
@@ -90,6 +95,30 @@ def is_instruction(sentence: str, cjk: bool) -> bool:
         return False
     return bool(_ALWAYS_VERB.search(text) or _SCOPE_EN.search(text) or _IMPERATIVE_EN.search(text)
                 or _OBLIGATION_EN.search(text) or _NO_THING_EN.search(text))
+
+
+#: A sentence that announces a list of rules ("A few standing rules for this project:",
+#: "先定几条规矩"): the enumerated items after it ("One: …", "Two: …", "1. …", "一，…") are rules.
+_RULES_INTRO = re.compile(
+    r"\b(?:standing|ground|house|some|a few|few|two|three|four|five|my|our) (?:\w+ )?"
+    r"(?:rules|instructions|conventions|guidelines)\b(?! (?:of|about|in|on|engine|say|says|said)\b)|"
+    r"(?:[一二两三四五六七八九几]|\d+)\s*(?:条|个|项|点)新?(?:规矩|规则|要求|原则)|规矩[：:]", re.I)
+_ENUM_ITEM = re.compile(
+    r"^\s*(?:(?:one|two|three|four|five|six|first|second|third|fourth|fifth|sixth|lastly|finally)\s*[:,.)—-]|"
+    r"\d{1,2}\s*[.):、]|[-*•]\s|[一二三四五六七八九十][，,、：:.]|第[一二三四五六七八九十]\s*(?:条|点|个)?[，,、：:])", re.I)
+
+
+def rules_follow(sentence: str) -> bool:
+    """True when the sentence announces a list of standing rules."""
+    text = sentence.strip()
+    return bool(_RULES_INTRO.search(text)) and not _QUESTION_CN.search(text) and not text.endswith("?")
+
+
+def is_listed_rule(sentence: str) -> bool:
+    """True for an enumerated item ("Two: all customer-facing text in British English",
+    "二，不要随便引入新的中间件") — a rule when the message announced a list of rules."""
+    text = sentence.strip()
+    return bool(_ENUM_ITEM.match(text)) and len(text) <= 400 and not text.rstrip("\"'”’) ").endswith(("?", "？"))
 
 
 _CUE_WORDS = frozenset(

@@ -28,7 +28,9 @@ from knowhub.providers.llm.local_context_code import (
 from knowhub.providers.llm.local_context_instructions import (
     instruction_topic,
     is_instruction,
+    is_listed_rule,
     preference_phrases,
+    rules_follow,
 )
 from knowhub.providers.llm.local_context_profile import NAME_PATTERNS, profile_facts
 from knowhub.providers.llm.local_context_text import (
@@ -61,8 +63,14 @@ _QUESTION_END = ("?", "？")
 #: The extractors' data-chosen rules, each one switchable so that the benchmark can
 #: validate it leave-one-conversation-out (benchmarks/_context_loo.py): ``lexicon_tags``
 #: writes the topics/keywords/base verbs of :mod:`.local_context_topics` into event
-#: overviews; ``follow_up_quote`` quotes the turn two back when a reply answers a question.
-SWITCHES: dict[str, bool] = {"lexicon_tags": True, "follow_up_quote": True}
+#: overviews; ``follow_up_quote`` quotes the turn two back when a reply answers a question;
+#: ``user_parts`` gives the statements a long person's turn leaves out of its summary (a
+#: second topic: "I'm at home on the island …" inside a request about the job queue) event
+#: nodes of their own, citing the turn: off — on the long technical chats +0.2 points, on the
+#: dev and fresh chats ±0, on LoCoMo dev −0.5 (docs/benchmarks.md, seventh session).
+SWITCHES: dict[str, bool] = {"lexicon_tags": True, "follow_up_quote": True, "user_parts": False}
+#: A part node packs consecutive left-out statements up to this many characters.
+PART_CHARS = 240
 
 
 def _candidate(category: str, routing_key: str, abstract: str, overview: str, content: str,
@@ -165,6 +173,7 @@ def extract_preferences(payload: dict[str, Any]) -> list[dict[str, Any]]:
     for turn in turns_from_payload(payload):
         if not (turn.is_person or (turn.role == "assistant" and payload.get("include_assistant"))):
             continue
+        listed = False  # the message announced a list of rules: its enumerated items are rules
         for sentence in _statements(turn.text):
             found: list[tuple[str, str]] = []
             for match in _PREF_EN.finditer(sentence):
@@ -185,7 +194,8 @@ def extract_preferences(payload: dict[str, Any]) -> list[dict[str, Any]]:
                 if obj and not (favourite and obj.startswith("的")):
                     found.append((match.group(1), obj))
             if turn.is_person:
-                rule = is_instruction(sentence, has_cjk(sentence))
+                rule = is_instruction(sentence, has_cjk(sentence)) or (listed and is_listed_rule(sentence))
+                listed = listed or rules_follow(sentence)
                 for verb, obj in [] if rule else preference_phrases(sentence):  # a rule is memory enough
                     obj = _clean_phrase(obj, 10)
                     if obj and not any(obj.casefold() in o.casefold() or o.casefold() in obj.casefold() for _, o in found):
@@ -349,6 +359,28 @@ def _entities_in(sentence: str, speakers: set[str], capitalized_elsewhere: set[s
     return found
 
 
+def _left_out(turn: Turn, kept: str) -> list[str]:
+    """The statements of a person's turn its summary ``kept`` leaves out, packed into parts of
+    consecutive sentences (at most :data:`PART_CHARS` each; code and logs are no statements)."""
+    parts: list[str] = []
+    current = ""
+    for sentence in split_sentences(strip_code(str(turn.extra.get("raw") or turn.text))):
+        sentence = " ".join(sentence.split())
+        said = len(content_words(sentence)) >= 3 or sum(1 for ch in sentence if "\u3400" <= ch <= "\u9fff") >= 6
+        if not said or sentence in kept or " ".join(sentence.split()[:6]) in kept:
+            if current:
+                parts.append(current)
+            current = ""
+            continue
+        if current and len(current) + len(sentence) + 1 > PART_CHARS:
+            parts.append(current)
+            current = ""
+        current = f"{current} {sentence}".strip()
+    if current:
+        parts.append(current)
+    return parts
+
+
 def _event_text(turn: Turn) -> tuple[str, list[dict[str, str]], str]:
     """(L0 text: the most informative sentences within budget, time cues, full annotated text)."""
     statements = split_sentences(turn.text)
@@ -452,6 +484,16 @@ def extract_entities_events(payload: dict[str, Any]) -> list[dict[str, Any]]:
                 speaker=turn.speaker, session_time=turn.when_text, event_time=resolved[0] if resolved else turn.date,
                 time_cues=cues, kind="turn", topics=topics, keywords=keywords,
             ))
+            if SWITCHES["user_parts"] and turn.is_person and len(full_text) > len(text):
+                for n, part in enumerate(_left_out(turn, text), 1):
+                    annotated, part_cues = annotate_time_cues(part, turn.when)
+                    head = f"{turn.speaker} ({turn.date})" if turn.date else turn.speaker
+                    out.append(_candidate(
+                        "events", f"{turn.id}-p{n}", f"{head}: {annotated}",
+                        f"- {turn.speaker} said on {turn.date or 'an unknown date'} (part of a longer message): {annotated}",
+                        turn.cite(), 0.55, [turn.id], speaker=turn.speaker, session_time=turn.when_text,
+                        event_time=turn.date, time_cues=part_cues, kind="turn part", event_id=f"{turn.id}-p{n}",
+                    ))
         out.extend(_entity_candidates(turn, speakers, capitalized_elsewhere))
         previous = turn
     if not include_assistant:  # an unnamed assistant's decisions, code and fixes (local_context_assistant)

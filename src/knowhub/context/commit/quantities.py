@@ -1,0 +1,222 @@
+"""Quantities a sentence gives a setting: "batches of 500 rows", "借期 30 天", "cut-off at 15:30".
+
+:func:`quantities` finds, per unit, the value a sentence states and, when the sentence has
+change wording, the value it leaves:
+
+* a number with a unit (rows, days, GB, ms …, 条/天/小时/家/人 …), an English number word
+  with a unit ("six characters"), or a time of day (``14:00``, ``3:30 pm``, ``下午 3 点半``:
+  unit ``clock``);
+* change wording — "increase … to", "instead of", "from … to", a request to move a value
+  ("can we go to five?", "make it 20"), 改成/改到/调到/变成/从…到 — marks the statement as a
+  change; a bare number after it ("go to five", "改到 5") takes the unit of the sentence's
+  other quantity;
+* the value being left: the one after from / instead of / rather than / 从 / 原来, else the
+  other value of the same unit in a change sentence ("six characters is one too many, can we
+  go to five?": was 6).
+
+:attr:`Quantity.topic` holds the content words before the value (and, in Chinese, the noun
+right after a measure word: "18 家门店" → 门店), so that only quantities of one thing are
+compared (:func:`topics_overlap`). Word lists are general measurement and counting words.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+
+__all__ = ["SAME_SESSION", "Quantity", "quantities", "topics_overlap"]
+
+#: The topic of a change that names no topic ("改成 2Gi 之后压测通过了", "make it 20"): it
+#: replaces the value of that unit said earlier in the same session.
+SAME_SESSION = "*"
+
+#: Units of a setting's value (general measurement and counting words, English and Chinese).
+_UNITS_EN = {
+    "ms": "ms", "millisecond": "ms", "milliseconds": "ms", "s": "s", "sec": "s", "secs": "s", "second": "s",
+    "seconds": "s", "min": "min", "mins": "min", "minute": "min", "minutes": "min", "h": "h", "hr": "h", "hrs": "h",
+    "hour": "h", "hours": "h", "day": "day", "days": "day", "week": "week", "weeks": "week", "month": "month",
+    "months": "month", "year": "year", "years": "year", "kb": "kb", "mb": "mb", "gb": "gb", "tb": "tb", "kib": "kb",
+    "mib": "mb", "gib": "gb", "tib": "tb", "mi": "mb", "gi": "gb", "%": "%", "percent": "%", "rows": "row",
+    "row": "row", "records": "row", "items": "item", "item": "item", "messages": "msg", "lines": "line",
+    "requests": "req", "connections": "conn", "workers": "worker", "threads": "thread", "replicas": "replica",
+    "retries": "retry", "attempts": "retry", "nodes": "node", "instances": "instance", "cores": "core",
+    "vcpus": "core", "cpus": "core", "users": "user", "seats": "seat", "courts": "court", "books": "book",
+    "characters": "char", "chars": "char", "pages": "page", "port": "port", "stores": "outlet", "shops": "outlet",
+    "branches": "outlet", "outlets": "outlet", "locations": "outlet", "people": "person", "employees": "person",
+    "members": "person", "staff": "person", "digits": "digit", "times": "times",
+}
+_UNITS_CN = {"毫秒": "ms", "秒": "s", "秒钟": "s", "分钟": "min", "小时": "h", "天": "day", "周": "week", "个月": "month",
+             "年": "year", "条": "row", "行": "row", "台": "instance", "本": "book", "核": "core", "%": "%",
+             "G": "gb", "Gi": "gb", "GB": "gb", "M": "mb", "Mi": "mb", "MB": "mb", "块场地": "court", "片场地": "court",
+             "家": "outlet", "个人": "person", "人": "person", "名": "person", "次": "times"}
+#: Units of Chinese measure words whose noun follows them ("18 家门店", "20 条记录"): the noun is
+#: part of the topic.
+_MEASURE_UNITS = frozenset({"outlet", "row", "instance", "book", "person", "times"})
+_NUMBER_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+                 "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
+                 "sixty": 60, "ninety": 90, "hundred": 100}
+_NUM = r"\d+(?:[.,]\d+)*"
+_WORDNUM = "|".join(_NUMBER_WORDS)
+_UNIT_EN_RE = "|".join(sorted(map(re.escape, _UNITS_EN), key=len, reverse=True))
+_QTY_EN = re.compile(rf"(?<![\w.:])({_NUM}|(?i:{_WORDNUM}))\s*-?\s*({_UNIT_EN_RE})\b|\bport\s+({_NUM})\b", re.I)
+_QTY_CN = re.compile(rf"({_NUM})\s*({'|'.join(sorted(map(re.escape, _UNITS_CN), key=len, reverse=True))})")
+#: A time of day: 14:00, 9:30 am, 3 pm, 下午 3 点(半) — never a log timestamp (14:00:07).
+_CLOCK = re.compile(r"(?<![\d:.])([01]?\d|2[0-3])[:：]([0-5]\d)(?![:：]?\d)\s*(am|pm|a\.m\.|p\.m\.)?|"
+                    r"(?<![\d:.])(1[0-2]|0?[1-9])\s*(am|pm|a\.m\.|p\.m\.)(?!\w)|"
+                    r"(上午|早上|凌晨|中午|下午|傍晚|晚上)?\s*(\d{1,2})\s*点(半|\s*\d{1,2}\s*分)?", re.I)
+#: A change of a setting's value: "increase the batch to 2,000 rows", "8080 instead of 8000", "借期改成 21 天".
+_QTY_CHANGE_EN = re.compile(
+    r"\b(?:increas|rais|bump|reduc|lower|decreas|extend|shorten|cut|chang|switch|mov|set|mak|updat|adjust|doubl|halv|"
+    r"tun|limit|cap|push|pull|bring|drop)\w*\b[^.;!?]{0,60}?\bto\b|\binstead of\b|\brather than\b|"
+    rf"\b(?:go|get|come) (?:up |down |back )?to\s+(?:{_NUM}|{_WORDNUM})\b|"
+    r"\bfrom\s+\S+\s+(?:\S+\s+)?to\b|→|->|\bnow\b|\bnew\b", re.I)
+_QTY_CHANGE_CN = re.compile(r"改成|改为|改到|调到|调成|调整为|调整到|提高到|提升到|降到|降低到|减到|减少到|增加到|加到|扩到|扩大到|"
+                            r"延长到|缩短到|放宽到|推迟到|提前到|挪到|变成|变为|换成|从.{0,12}?(?:到|改|调|提|降|变|增|减|扩|缩)|"
+                            r"→|->|现在是|以后是")
+#: A bare number a change moves a value to ("can we go to five?", "make it 20", "改到 5"): it
+#: takes the unit of the sentence's other quantity.
+_BARE_TO_EN = re.compile(rf"\b(?:to|make it|instead of|rather than|from)\s+({_NUM}|(?i:{_WORDNUM}))\b(?!\s*(?:[-:.]\d|%|{_UNIT_EN_RE})\b)",
+                         re.I)
+_BARE_TO_CN = re.compile(rf"(?:改成|改为|改到|调到|调成|降到|减到|加到|提高到|增加到|变成|变为|从|原来是?)\s*({_NUM})(?![\d.:：]|\s*[^\d\s，。；！？,.;!?])")
+_LEAVING = re.compile(r"(?:\b(?:from|instead of|rather than|not|was|were|before)\s*$|(?:从|不是|而不是|原来是?|之前是?)\s*$)", re.I)
+_GENERIC_CN = frozenset("个的在从到为改成提高降低调整设置是了就把让由和与或及都也再还并且可以要会能这那其一各等将按于以")
+_QTY_STOP_EN = frozenset(
+    """to from the a an of at is are be it we i our my and or every each per with for in on by now new old instead
+    increase raise bump reduce lower change set make move switch up down let please can you should will would than
+    that this about around only just max min maximum minimum most least after before run runs use keep""".split())  # noqa: SIM905
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """The value a sentence gives one unit of a setting (see the module doc)."""
+
+    unit: str
+    value: str
+    changed: bool
+    topic: tuple[str, ...]
+    #: The value the change leaves ("" when the sentence names none).
+    was: str = ""
+
+
+def _stem(word: str) -> str:
+    word = word.lower().removesuffix("'s")
+    if word.endswith(("ches", "shes", "sses", "xes")):
+        return word[:-2]
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+
+
+def _topic(before: str, cjk: bool, after: str = "", measure: bool = False) -> tuple[str, ...]:
+    """Content words of the clause just before a quantity ("the writer's batch size" →
+    writer, batch, size; "借期" → 借, 期); for a Chinese ``measure`` word, also the noun after
+    it ("18 家门店") and the clause's first word ("门店总数变成 24 家")."""
+    clause = re.split(r"[，,。；;：:、!?！？()（）]", before)[-1]
+    if cjk:
+        tail = clause[-8:]
+        chars = [c for c in tail if "\u3400" <= c <= "\u9fff" and c not in _GENERIC_CN]
+        pairs = [a + b for a, b in itertools.pairwise(tail) if a in chars and b in chars]
+        words = [_stem(w) for w in re.findall(r"[A-Za-z][\w\-]+", clause[-30:])]
+        noun = re.match(r"[\u4e00-\u9fff]{2,4}", after)
+        extra = [] if not noun else [noun.group(0)[:2]]
+        head = re.match(r"\s*([\u4e00-\u9fff]{2})", clause)  # a count's subject: "分店总数变成 15 家"
+        if measure:
+            extra += [head.group(1)] if head and not set(head.group(1)) & _GENERIC_CN else []
+        return tuple(dict.fromkeys(chars[-4:] + pairs[-3:] + words[-2:] + extra))
+    words = [_stem(w) for w in re.findall(r"[A-Za-z][\w\-']+", clause[-60:])]
+    return tuple(dict.fromkeys(w for w in words[-4:] if len(w) > 1 and w not in _QTY_STOP_EN))
+
+
+def topics_overlap(a: tuple[str, ...] | list[str], b: tuple[str, ...] | list[str]) -> bool:
+    """Whether two quantity topics name the same thing: a shared word or Chinese two-character
+    word ("借期"), or two shared Chinese characters — one shared character ("保留" / "保持")
+    is not enough."""
+    shared = set(a) & set(b) - {SAME_SESSION}
+    return any(len(w) > 1 for w in shared) or len(shared) >= 2
+
+
+def _number(raw: str) -> str:
+    return str(_NUMBER_WORDS.get(raw.lower(), raw.replace(",", "")))
+
+
+def _clock(match: re.Match[str]) -> str:
+    """``HH:MM`` of a time-of-day match."""
+    if match.group(1) is not None:
+        hour, minute, half = int(match.group(1)), int(match.group(2)), (match.group(3) or "").lower()
+    elif match.group(4) is not None:
+        hour, minute, half = int(match.group(4)), 0, match.group(5).lower()
+    else:
+        hour, part, extra = int(match.group(7)), match.group(6) or "", match.group(8) or ""
+        minute = 30 if extra == "半" else int(re.sub(r"\D", "", extra) or 0)
+        half = "pm" if part in ("下午", "傍晚", "晚上") and hour < 12 else ""
+    if half.startswith("p") and hour < 12:
+        hour += 12
+    elif half.startswith("a") and hour == 12:
+        hour = 0
+    return f"{hour:02d}:{minute:02d}" if hour < 24 and minute < 60 else ""
+
+
+def _found(sentence: str, cjk: bool) -> list[tuple[int, int, str, str]]:
+    """``(start, end, unit, value)`` of every quantity and time of day, in order."""
+    units = _UNITS_CN if cjk else _UNITS_EN
+    out: list[tuple[int, int, str, str]] = []
+    for match in (_QTY_CN if cjk else _QTY_EN).finditer(sentence):
+        if match.group(1) is None and not cjk:  # "port 8080"
+            out.append((match.start(), match.end(), "port", match.group(3).replace(",", "")))
+            continue
+        raw = match.group(2)
+        unit = units.get(raw.lower(), units.get(raw, ""))
+        if unit:
+            out.append((match.start(), match.end(), unit, _number(match.group(1))))
+    taken = [(s, e) for s, e, _u, _v in out]
+    for match in _CLOCK.finditer(sentence):
+        value = _clock(match)
+        if value and not any(s < match.end() and match.start() < e for s, e in taken):
+            out.append((match.start(), match.end(), "clock", value))
+    return sorted(out)
+
+
+def quantities(sentence: str, cjk: bool) -> list[Quantity]:
+    """The value a sentence gives each unit (the first that is not being left; after change
+    wording the one it moves to), with the value it leaves (see the module doc)."""
+    if len(sentence) > 300:
+        return []
+    found = _found(sentence, cjk)
+    if not found:
+        return []
+    change = (_QTY_CHANGE_CN if cjk else _QTY_CHANGE_EN).search(sentence)
+    bare: list[tuple[int, int, str]] = []
+    if change:  # "go to five": a bare number after change wording takes the sentence's unit
+        for match in (_BARE_TO_CN if cjk else _BARE_TO_EN).finditer(sentence):
+            start = match.start(1)
+            if any(s <= start < e for s, e, _u, _v in found):
+                continue
+            near = [f for f in found if f[2] != "clock"]
+            if len({u for _s, _e, u, _v in near}) == 1:
+                found.append((start, match.end(1), near[0][2], _number(match.group(1))))
+                bare.append((start, match.end(1), _number(match.group(1))))
+        found.sort()
+    out: list[Quantity] = []
+    for unit in dict.fromkeys(u for _s, _e, u, _v in found):
+        of_unit = [(s, e, v) for s, e, u, v in found if u == unit]
+        left = [(s, e, v) for s, e, v in of_unit if change and _LEAVING.search(sentence[:s])]
+        kept = [q for q in of_unit if q not in left]
+        if not kept:
+            continue
+        start, end, value = kept[0]
+        if change and len(kept) > 1:  # "14:00 is too early, change it to 15:30": the value after the change wording
+            after = [q for q in kept if q[0] >= change.start()]
+            start, end, value = after[0] if after else kept[0]
+        was = next((v for _s, _e, v in left if v != value), "")
+        if change and not was and (start, end, value) in bare:  # "six characters … can we go to five?"
+            was = next((v for s, _e, v in of_unit if v != value and s < start), "")
+        first, first_end, _v = of_unit[0]
+        noun = cjk and unit in _MEASURE_UNITS
+        topic = _topic(sentence[:first], cjk, sentence[first_end:] if noun else "", noun)
+        if start != first:  # "6 家门店……门店总数变成 24 家": the words of the value said, too
+            topic = tuple(dict.fromkeys(topic + _topic(sentence[:start], cjk, sentence[end:] if noun else "", noun)))
+        if not topic and not change:
+            continue
+        out.append(Quantity(unit, value, bool(change), topic or (SAME_SESSION,), was))
+    return out
