@@ -40,6 +40,7 @@ import re
 
 from knowhub.providers.llm.local_context_cn import ORG_HEADS
 from knowhub.providers.llm.local_context_code import is_language
+from knowhub.providers.llm.local_context_tools import is_tool_name
 
 __all__ = ["ATTRIBUTE_WORDS", "NAME_PATTERNS", "PLACES", "is_place", "profile_facts"]
 
@@ -173,10 +174,10 @@ def _cut_cn(value: str, limit: int = 16) -> str:
 
 def _place(value: str) -> str:
     """A place value: ``Berlin``, ``the Bay Area``, ``广州天河区``; empty when it is no place
-    (a language, a common word, a lower-case phrase)."""
+    (a language, a tool — "we moved to MySQL" —, a common word, a lower-case phrase)."""
     cut = _cut(value, 5)
     cut = re.sub(r"^(?:the|a|an)\s+", "", cut, flags=re.I)
-    if not cut or is_language(cut):
+    if not cut or is_language(cut) or (is_tool_name(cut) and not is_place(cut)):
         return ""
     if re.match(r"[\u4e00-\u9fff]", cut):
         return cut
@@ -339,7 +340,7 @@ def _values(kind: str, match: re.Match[str]) -> list[str]:
 
 
 _WISH_CN = re.compile(r"(?:如果|假如|要是|打算|考虑|可能|想要?|会不会|是否|吗)")
-_WISH_EN = re.compile(r"\b(?:if|would|might|may|maybe|should|considering|thinking (?:of|about)|planning to|"
+_WISH_EN = re.compile(r"\b(?:if|would|might|(?-i:may)|maybe|should|considering|thinking (?:of|about)|planning to|"
                       r"want to|wanna|hope to|going to|gonna|will)\b", re.I)
 _PLACE_ATTRIBUTES = frozenset({"residence", "work_location", "employer"})
 
