@@ -42,6 +42,10 @@ SETS = {
            "Very long single-project technical chats for knowhub (issue 19 §7, seventh session): one project "
            "per chat over many sessions, near 100k tokens, written without reading the engine's extraction or "
            "ranking rules. Each question has a type and cites its gold message ids."),
+    "xl2": (HERE / "xl2_chats", "tech_chats_xl2",
+            "A second held-out set of very long single-project technical chats for knowhub (issue 19 §7, "
+            "seventh session): one project per chat over 40+ sessions, near 100k tokens, written without "
+            "reading the engine's rules or the xl set. Each question has a type and cites its gold message ids."),
 }
 
 
