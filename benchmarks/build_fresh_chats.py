@@ -42,6 +42,7 @@ SETS = {
            "Very long single-project technical chats for knowhub (issue 19 §7, seventh session): one project "
            "per chat over many sessions, near 100k tokens, written without reading the engine's extraction or "
            "ranking rules. Each question has a type and cites its gold message ids."),
+    "xl2": (HERE / "xl2_chats", "tech_chats_xl2", "Second very long single-project technical chats for knowhub (issue 19 §7, seventh session): near 100k tokens, written without reading the engine's rules or the first xl chats. Each question has a type and cites its gold message ids."),
 }
 
 
