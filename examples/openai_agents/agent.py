@@ -7,7 +7,12 @@ the user up with the ``search_memory`` tool before answering.
     pip install 'knowhub[openai-agents]'
     python examples/openai_agents/agent.py                      # in-process, temp data dir
     python examples/openai_agents/agent.py --data-dir ./kh      # keep the memory
-    python examples/openai_agents/agent.py --server http://127.0.0.1:8765 --api-key KEY
+    python examples/openai_agents/agent.py --server http://127.0.0.1:8765   # `knowhub serve`, no keys
+    python examples/openai_agents/agent.py --server URL --api-key KEY [--user mei]
+
+With ``--server`` the memory belongs to the key's own principal (``user:local`` on a server
+without keys); ``--user`` names an end user instead, which needs a key whose ``act_for``
+covers that user (docs/http-api.md, "One key for many end users").
 
 The model is a scripted stand-in (scripted_model.py) so that this runs with no API key;
 with a real one, drop ``model=`` from the Agent and set OPENAI_API_KEY.
@@ -27,6 +32,7 @@ from agents import Agent, OpenAIResponsesModel, Runner, set_tracing_disabled
 from openai import AsyncOpenAI
 
 from knowhub.client import KnowhubClient, LocalKnowhub
+from knowhub.errors import KnowhubError
 from knowhub.integrations.openai_agents import KnowhubSession, knowhub_tools
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -38,7 +44,7 @@ INSTRUCTIONS = (
 )
 
 
-async def run(knowhub: Any, model_url: str, user: str) -> None:
+async def run(knowhub: Any, model_url: str, user: str | None) -> None:
     model = OpenAIResponsesModel(model="scripted", openai_client=AsyncOpenAI(base_url=model_url, api_key="offline"))
     agent = Agent(name="support", instructions=INSTRUCTIONS, model=model, tools=knowhub_tools(knowhub, user_id=user))
 
@@ -50,7 +56,7 @@ async def run(knowhub: Any, model_url: str, user: str) -> None:
         print(f"[day 1] committed to memory: {result.archive.archive_uri} ({len(result.write_results)} nodes written)")
 
     # memory search is eventually consistent: the index catches up a moment after a commit
-    me = knowhub.with_user(user) if hasattr(knowhub, "with_user") else knowhub
+    me = knowhub.with_user(user) if user and hasattr(knowhub, "with_user") else knowhub
     deadline = time.monotonic() + 10
     while not me.context.search_memory("laptop ThinkPad").blocks and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -67,17 +73,21 @@ def main() -> None:
     parser.add_argument("--data-dir", help="knowhub data dir for in-process use (default: a temp dir)")
     parser.add_argument("--server", help="URL of a running `knowhub serve` instead of in-process engines")
     parser.add_argument("--api-key", help="API key for --server")
-    parser.add_argument("--user", default="mei", help="end user id (default: mei)")
+    parser.add_argument("--user", help="end user id (default: mei in-process; with --server, the key's own "
+                        "principal: naming a user needs a key allowed to act for it)")
     args = parser.parse_args()
     set_tracing_disabled(True)  # offline: no trace export
     with ScriptedModel() as model:
-        if args.server:
-            with KnowhubClient(args.server, args.api_key) as remote:
-                asyncio.run(run(remote, model.base_url, args.user))
-            return
-        data_dir = args.data_dir or tempfile.mkdtemp(prefix="knowhub-oai-example-")
-        with LocalKnowhub(data_dir) as local:
-            asyncio.run(run(local, model.base_url, args.user))
+        try:
+            if args.server:
+                with KnowhubClient(args.server, args.api_key) as remote:
+                    asyncio.run(run(remote, model.base_url, args.user))  # None: the key's principal
+                return
+            data_dir = args.data_dir or tempfile.mkdtemp(prefix="knowhub-oai-example-")
+            with LocalKnowhub(data_dir) as local:
+                asyncio.run(run(local, model.base_url, args.user or "mei"))
+        except KnowhubError as exc:  # a refused key or user, a server that is down: one line
+            sys.exit(f"error: {exc}")
 
 
 if __name__ == "__main__":

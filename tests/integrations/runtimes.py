@@ -8,8 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 NPM_BIN = Path("/opt/npmtools/node_modules/.bin")
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -28,6 +26,8 @@ def find_binary(name: str, env_var: str) -> str | None:
 
 def require_binary(name: str, env_var: str, package: str) -> str:
     """The binary, or skip the test with one line."""
+    import pytest  # here, not at the top: examples/ import this module without the dev extra
+
     found = find_binary(name, env_var)
     if found is None:
         pytest.skip(f"{name} not installed (npm install {package}, or set {env_var})")

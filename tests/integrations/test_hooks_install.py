@@ -100,3 +100,50 @@ def test_codex_refuses_broken_toml(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError):
         codex.install(home=tmp_path)
     assert (tmp_path / "config.toml").read_text() == "model = \n"
+
+
+def _cli_install(*args: str, cwd: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    from typer.testing import CliRunner
+
+    from knowhub.cli.hooks import app
+
+    for name in ("KNOWHUB_CONFIG", "KNOWHUB_DATA_DIR", "KNOWHUB_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(cwd)
+    done = CliRunner().invoke(app, ["install", *args])
+    assert done.exit_code == 0, done.output
+    return done.output
+
+
+def test_cli_registers_mcp_on_the_servers_data_dir_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runtime starts `knowhub mcp` in the project directory: without an absolute
+    `--data` its tools would open a new, empty `<project>/knowhub-data`, not the store the
+    hooks read through the server (the ids and URIs they inject would be "not found")."""
+    served, project = tmp_path / "served", tmp_path / "webapp"
+    (served / "knowhub-data").mkdir(parents=True)
+    project.mkdir()
+    out = _cli_install("claude-code", "--project", "--dir", str(project), cwd=served, monkeypatch=monkeypatch)
+    args = json.loads((project / ".mcp.json").read_text())["mcpServers"]["knowhub"]["args"]
+    assert args[args.index("--data") + 1] == str((served / "knowhub-data").resolve())
+    assert f"the MCP tools open {(served / 'knowhub-data').resolve()} directly" in out
+    assert "http://127.0.0.1:8765" in out and "does not exist" not in out
+
+    # --data names it explicitly (relative to where install runs); codex gets the same
+    out = _cli_install("codex", "--project", "--dir", str(project), "--data", "../served/knowhub-data",
+                       cwd=project, monkeypatch=monkeypatch)
+    block = tomllib.loads((project / ".codex" / "config.toml").read_text())["mcp_servers"]["knowhub"]
+    assert block["args"][-2:] == ["--data", str((served / "knowhub-data").resolve())]
+
+    # a config file's data_dir is the default; a directory not there yet is said so
+    config = served / "knowhub.toml"
+    config.write_text('data_dir = "elsewhere"\n', encoding="utf-8")
+    out = _cli_install("claude-code", "--project", "--dir", str(project), "--config", str(config),
+                       cwd=served, monkeypatch=monkeypatch)
+    args = json.loads((project / ".mcp.json").read_text())["mcpServers"]["knowhub"]["args"]
+    assert args[3:] == ["--config", str(config.resolve()), "--data", str((served / "elsewhere").resolve())]
+    assert "(it does not exist yet)" in out
+
+    # hooks only: no MCP server, no note
+    out = _cli_install("claude-code", "--project", "--dir", str(tmp_path / "other"), "--no-mcp",
+                       cwd=served, monkeypatch=monkeypatch)
+    assert "MCP tools" not in out and not (tmp_path / "other" / ".mcp.json").exists()

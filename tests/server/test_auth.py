@@ -39,6 +39,24 @@ def test_missing_or_wrong_key_is_401(api: Api) -> None:
             assert response.headers["www-authenticate"] == "Bearer"
 
 
+def test_401_says_what_is_wrong_with_the_header_without_echoing_it(api: Api) -> None:
+    """A header that is there but unusable is not reported as missing (the newcomer who sent
+    `Basic …` or `Bearer $KEY` with KEY unset must see what to change)."""
+    secret = KEYS["alice"][0]
+    for headers, expected in (
+        ({}, "missing API key: send 'Authorization: Bearer <key>'"),
+        ({"Authorization": "  "}, "missing API key: send 'Authorization: Bearer <key>'"),
+        ({"Authorization": "Bearer "}, "empty API key: send 'Authorization: Bearer <key>' with the key after 'Bearer '"),
+        ({"Authorization": "Basic " + secret}, "the Authorization header is not a bearer key: send 'Authorization: Bearer <key>'"),
+        ({"Authorization": secret}, "the Authorization header is not a bearer key: send 'Authorization: Bearer <key>'"),
+        ({"Authorization": "Bearer wrong"}, "invalid API key"),
+    ):
+        answer = api.client.get("/api/knowledge", headers=headers)
+        assert answer.status_code == 401, headers
+        assert answer.json()["message"] == expected, headers
+        assert secret not in answer.text
+
+
 def test_valid_key_maps_to_its_principal(api: Api) -> None:
     saved = api.as_("bob").post("/api/knowledge", json=knowledge_body())
     assert saved.status_code == 201

@@ -43,11 +43,18 @@ class InstallResult:
     notes: list[str] = field(default_factory=list)
 
 
-def mcp_entry(config: Path | None = None, python: str | None = None) -> dict[str, Any]:
-    """The stdio registration of ``knowhub mcp`` (this interpreter, so this knowhub)."""
+def mcp_entry(config: Path | None = None, python: str | None = None, data: Path | None = None) -> dict[str, Any]:
+    """The stdio registration of ``knowhub mcp`` (this interpreter, so this knowhub).
+
+    The runtime starts it in the project directory, so ``data`` (the server's data
+    directory) is written absolute: a relative ``./knowhub-data`` would open a new, empty
+    store there instead of the one the hooks read through the server.
+    """
     args = ["-m", "knowhub.cli.app", "mcp"]
     if config is not None:
         args += ["--config", str(Path(config).resolve())]
+    if data is not None:
+        args += ["--data", str(Path(data).expanduser().resolve())]
     return {"type": "stdio", "command": python or sys.executable, "args": args, "env": {}}
 
 
@@ -63,7 +70,7 @@ def _paths(project: Path | None, home: Path | None) -> tuple[Path, Path]:
 
 
 def install(project: Path | None = None, *, home: Path | None = None, mcp: bool = True,
-            config: Path | None = None, python: str | None = None) -> InstallResult:
+            config: Path | None = None, python: str | None = None, data: Path | None = None) -> InstallResult:
     """Write knowhub's hooks (and MCP server) into Claude Code's settings; idempotent.
 
     Raises:
@@ -78,15 +85,15 @@ def install(project: Path | None = None, *, home: Path | None = None, mcp: bool 
     write_json(settings_path, settings)
     result.files.append(settings_path)
     if mcp:
-        data = load_json(mcp_path)
-        servers = data.setdefault("mcpServers", {})
+        registry = load_json(mcp_path)
+        servers = registry.setdefault("mcpServers", {})
         if not isinstance(servers, dict):
             result.notes.append(f'{mcp_path}: "mcpServers" is not an object; MCP server not registered')
         elif MCP_NAME in servers and not _is_our_mcp(servers[MCP_NAME]):
             result.notes.append(f'{mcp_path}: an MCP server named "{MCP_NAME}" exists and is not ours; left as it is')
         else:
-            servers[MCP_NAME] = mcp_entry(config, python)
-            write_json(mcp_path, data)
+            servers[MCP_NAME] = mcp_entry(config, python, data)
+            write_json(mcp_path, registry)
             result.files.append(mcp_path)
     return result
 

@@ -52,14 +52,14 @@ def _toml_str(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)  # a JSON string is a valid TOML basic string
 
 
-def _mcp_block(config: Path | None, python: str | None) -> str:
-    entry = mcp_entry(config, python)
+def _mcp_block(config: Path | None, python: str | None, data: Path | None) -> str:
+    entry = mcp_entry(config, python, data)
     args = ", ".join(_toml_str(a) for a in entry["args"])
     return f"{BEGIN}\n[mcp_servers.knowhub]\ncommand = {_toml_str(entry['command'])}\nargs = [{args}]\n{END}\n"
 
 
 def install(project: Path | None = None, *, home: Path | None = None, mcp: bool = True,
-            config: Path | None = None, python: str | None = None) -> InstallResult:
+            config: Path | None = None, python: str | None = None, data: Path | None = None) -> InstallResult:
     """Write knowhub's hooks (and MCP server) into Codex's configuration; idempotent.
 
     Raises:
@@ -85,7 +85,7 @@ def install(project: Path | None = None, *, home: Path | None = None, mcp: bool 
             result.notes.append(f"{config_path}: an MCP server named \"knowhub\" exists and is not ours; left as it is")
         else:
             sep = "" if not rest or rest.endswith("\n\n") else ("\n" if rest.endswith("\n") else "\n\n")
-            new = rest + sep + _mcp_block(config, python)
+            new = rest + sep + _mcp_block(config, python, data)
             if new != text:
                 write_text(config_path, new)
             result.files.append(config_path)

@@ -180,7 +180,7 @@ class Authenticator:
             return None
         token = _bearer_token(authorization)
         if token is None:
-            raise AuthenticationError("missing API key: send 'Authorization: Bearer <key>'")
+            raise AuthenticationError(_no_token_message(authorization))
         candidate = _token_bytes(token)
         found: _KeyEntry | None = None
         for entry in self._entries:  # no early exit: constant work whichever key matches
@@ -317,6 +317,16 @@ def _bearer_token(authorization: str | None) -> str | None:
     if scheme.lower() != "bearer" or not token:
         return None
     return token
+
+
+def _no_token_message(authorization: str | None) -> str:
+    """Why a header holds no bearer key, without echoing it (it may be a key)."""
+    value = (authorization or "").strip()
+    if not value:
+        return "missing API key: send 'Authorization: Bearer <key>'"
+    if value.partition(" ")[0].lower() == "bearer":
+        return "empty API key: send 'Authorization: Bearer <key>' with the key after 'Bearer '"
+    return "the Authorization header is not a bearer key: send 'Authorization: Bearer <key>'"
 
 
 def _token_bytes(token: str) -> bytes:
