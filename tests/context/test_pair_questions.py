@@ -15,12 +15,22 @@ from knowhub.scope import RequestContext
 @pytest.mark.parametrize(("question", "halves"), [
     ("Was Celery taken out before or after the weather feature was built?",
      ["Was Celery taken out", "the weather feature was built"]),
+    # the words that only ask for the order go: they match every "first" of a conversation
     ("Which came first: the load test or the first production deploy?",
-     ["Which came first: the load test", "the first production deploy"]),
+     ["the load test", "the first production deploy"]),
     ("先决定用大屏推送 SSE，还是先遇到配方表上传报错？", ["先决定用大屏推送 SSE", "先遇到配方表上传报错"]),
-    ("死锁问题和生产计划翻倍问题，哪个先发生？", ["死锁问题", "生产计划翻倍问题，哪个先发生"]),
-    # a half that names no event ("发现的"), no comparison word, or 和 without "which first"
-    ("凭证税额出错是在试点开始之前还是之后发现的？", []),
+    ("死锁问题和生产计划翻倍问题，哪个先发生？", ["死锁问题", "生产计划翻倍问题"]),
+    ("换短信服务商和把服务器搬到云上，哪个先完成？", ["换短信服务商", "把服务器搬到云上"]),
+    # Chinese puts both events before the comparison: "A 是在 B 之前还是之后"
+    ("凭证税额出错是在试点开始之前还是之后发现的？", ["凭证税额出错", "试点开始"]),
+    ("从 Kafka 换成 NATS 是在加监控之前还是之后？", ["从 Kafka 换成 NATS", "加监控"]),
+    # an order question over a list: item by item
+    ("In what order were these built: offline outbox, exercise screen, SMS login?",
+     ["offline outbox", "exercise screen", "SMS login"]),
+    ("请按时间顺序排列：A 仓试点、全园上线、迁到云上、C 仓启用。", ["A 仓试点", "全园上线", "迁到云上", "C 仓启用"]),
+    ("按时间顺序，灰度上线、核心服务迁移、机房下线分别发生在什么时候？", ["灰度上线", "核心服务迁移", "机房下线"]),
+    ("In what order did the three clinics start taking online bookings?", []),  # no list to split
+    # no comparison word, or 和 without "which first"
     ("Which port does the API listen on?", []),
     ("订单和库存的表结构是什么？", []),
     ("Is it A or B?", []),

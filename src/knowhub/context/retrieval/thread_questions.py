@@ -39,7 +39,7 @@ _EN_FRAME = re.compile(
     r"\b(?:(?:can|could|would) you\s+)?(?:please\s+)?(?:give|tell|show|write)(?: me| us)?"
     r"(?: (?:a|an|the))?(?: (?:short|brief|full|quick|whole|complete))?"
     r" (?:summary|summaries|overview|recap|history|story|timeline|rundown)(?: of)?\b"
-    r"|\bsummar(?:y|ies|i[sz]e[sd]?)(?: of)?\b|\b(?:(?:whole|full|entire) )?(?:overview|recap|history|story|timeline|rundown) of\b"
+    r"|\bsummar(?:y|ies|i[sz]e[sd]?)(?: of)?\b|\b(?:(?:the|a|an) )?(?:(?:whole|full|entire) )?(?:overview|recap|history|story|timeline|rundown) of\b"
     r"|\bchronolog\w*|\b" + _CHANGED +
     r"|\bover (?:time|the (?:(?:whole|entire) )?(?:project|year|years|months|weeks|course of the \w+))\b"
     r"|\b(?:across|throughout|during) the (?:(?:whole|entire) )?(?:project|year|years|months)\b"
