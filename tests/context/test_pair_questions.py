@@ -76,3 +76,35 @@ def test_service_answers_both_halves_first(tmp_path: Path) -> None:
         svc.pair_split = False
         whole = svc.search_memory(ctx, question, top_k=10)
         assert {q.text for q in whole.query_plan} == {question}
+
+
+def test_shapes_off_keeps_the_first_rule() -> None:
+    assert split_pair("凭证税额出错是在试点开始之前还是之后发现的？", shapes=False) == []
+    assert split_pair("In what order were these built: offline outbox, exercise screen, SMS login?", shapes=False) == []
+    assert split_pair("Which came first: the load test or the first production deploy?", shapes=False) == [
+        "Which came first: the load test", "the first production deploy"]
+
+
+def test_service_splits_a_chinese_before_or_after_question(tmp_path: Path) -> None:
+    ctx = RequestContext("acme", "u1", agent_id="a1")
+    migration = [f"数据库迁移第 {i} 步：复制第 {i} 张表，核对第 {i} 张表的行数。" for i in range(10)]
+    sessions = {
+        "s1": migration,
+        "s2": ["支付服务商换了：银行卡支付从旧的服务商换成了新的服务商。"],
+        "s3": ["今天食堂的汤不错。"],
+    }
+    question = "换支付服务商是在数据库迁移之前还是之后？"
+    with ContextEngineService(tmp_path / "svc", durable=False) as svc:
+        assert svc.order_shapes is True
+        for day, (sid, texts) in enumerate(sessions.items(), start=1):
+            msgs = [{"id": f"{sid}-{i}", "role": "user", "content": t, "timestamp": f"2026-03-0{day}"}
+                    for i, t in enumerate(texts)]
+            svc.commit_session(ctx, msgs, options={"session_id": sid})
+        svc.flush_index()
+        result = svc.search_memory(ctx, question, top_k=10)
+        assert {q.text for q in result.query_plan} == {"换支付服务商", "数据库迁移"}
+        refs = [str(r) for b in result.blocks[:2] for r in b.metadata.get("source_refs") or []]
+        assert "s2-0" in refs and any(r.startswith("s1-") for r in refs), refs
+        svc.order_shapes = False
+        whole = svc.search_memory(ctx, question, top_k=10)
+        assert {q.text for q in whole.query_plan} == {question}

@@ -307,7 +307,11 @@ class ContextEngineService(NodeEditsMixin):
         #: the long chats, confirmed on the xl chats written afterwards (3 questions up, none
         #: down), no change on LoCoMo and the dev chats (docs/context.md)
         self.pair_split = True
-        #: history questions searched without their frame words (retrieval/thread_questions.py)
+        #: the order-question shapes of the seventh session (Chinese "A 是在 B 之前还是之后", list
+        #: order questions, order-asking words dropped; retrieval/pair_questions.py) and history
+        #: questions searched without their frame words (retrieval/thread_questions.py): each
+        #: chosen leave one chat out on the own technical chats (docs/benchmarks.md, branch summary7)
+        self.order_shapes = True
         self.thread_topic = True
         self.reader = MemoryReadService(self.fs, self.relations)
         self.assembler = RetrievalAssembler(self.fs, self.relations, assembler_config)
@@ -680,7 +684,7 @@ class ContextEngineService(NodeEditsMixin):
             hints["target_uri"] = check_access(ctx, target_uri).uri
         if categories:
             hints["categories"] = list(categories)
-        halves = split_pair(query) if self.pair_split else []
+        halves = split_pair(query, self.order_shapes) if self.pair_split else []
         if halves:  # two-part question: each half searched alone, the lists taken in turn (pair_questions)
             parts = [self._search(ctx, half, hints, top_k, session_archive) for half in halves]
             blocks = interleave_blocks([p.blocks for p in parts], top_k)

@@ -85,21 +85,26 @@ def _order_list(question: str) -> list[str]:
     return _events(items) if len(items) >= 3 else []
 
 
-def split_pair(question: str) -> list[str]:
-    """The parts of a two-part (or list) order question (module doc), else ``[]``."""
-    items = _order_list(question)
-    if items:
-        return items
-    at = _ZH_AT.search(question)
-    if at and all(_words(p) >= 1 for p in at.groups()):
-        return _events([at.group(1).rstrip(_TRIM).removesuffix("是"), at.group(2)])
+def split_pair(question: str, shapes: bool = True) -> list[str]:
+    """The parts of a two-part (or list) order question (module doc), else ``[]``.
+
+    ``shapes=False``: only the first rule (one comparison word, the parts kept as written),
+    without the Chinese ``在`` split, the list split and the order-word removal."""
+    if shapes:
+        items = _order_list(question)
+        if items:
+            return items
+        at = _ZH_AT.search(question)
+        if at and all(_words(p) >= 1 for p in at.groups()):
+            return _events([at.group(1).rstrip(_TRIM).removesuffix("是"), at.group(2)])
     patterns = [_EN, _ZH]
     if _ZH_WHICH_FIRST.search(question):
         patterns.append(_ZH_AND)
     for pattern in patterns:
         parts = pattern.split(question, maxsplit=1)
         if len(parts) == 2 and all(_words(p) >= 2 for p in parts):
-            return _events([p.strip(_TRIM) for p in parts])
+            halves = [p.strip(_TRIM) for p in parts]
+            return _events(halves) if shapes else halves
     return []
 
 
