@@ -108,3 +108,8 @@ def test_service_splits_a_chinese_before_or_after_question(tmp_path: Path) -> No
         svc.order_shapes = False
         whole = svc.search_memory(ctx, question, top_k=10)
         assert {q.text for q in whole.query_plan} == {question}
+
+
+def test_sorting_is_no_order_question() -> None:
+    assert split_pair("搜索结果怎么排序：按价格、按销量、按评分？") == []
+    assert split_pair("How do I sort the table by price, date and name?") == []

@@ -48,7 +48,7 @@ _TRIM = " \t,，?？。.:：;；、"
 _ZH_AT = re.compile(r"^(.+)在(.+?)(?:之前还是之后|以前还是以后|前还是后)")
 #: an order question over a list (module doc)
 _ORDER = re.compile(r"\b(?:in (?:what|which) order|chronological(?:ly)?|(?:put|list|sort|rank)\b.{0,30}\bin order)\b"
-                    r"|按(?:时间)?(?:先后)?顺序|先后顺序|排(?:个)?序", re.I)
+                    r"|按(?:时间)?(?:先后)?顺序|先后顺序|时间顺序", re.I)  # not 排序: sorting a result is no order of events
 _LIST_SEP = re.compile(r"\s*(?:、|，|,|;|；|\band\b|\bthen\b|以及|和)\s*", re.I)
 #: words that ask only for the order, not for an event
 _ORDER_FRAME = re.compile(
