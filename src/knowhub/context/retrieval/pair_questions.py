@@ -55,7 +55,7 @@ _ORDER_FRAME = re.compile(
     r"\b(?:which|what)(?: one| event| thing)? (?:came|happened|occurred|was) (?:first|earlier|later)\b"
     r"|\b(?:came|happened) first\b|\bcome\b|\bhappen\b"
     r"|(?:是)?哪(?:个|件|一个|一件)?(?:事情?|问题|需求)?(?:更)?[先早](?:完成|发生|出现|提出|开始|上线|做)?(?:的)?"
-    r"|谁先|先后|分别发生在什么时候|分别是什么时候|发生的|提到的|发现的|开发的",
+    r"|谁先|先后|分别发生在什么时候|分别是什么时候",
     re.I)
 
 
