@@ -10,16 +10,17 @@ to 19th.
 Rule: a question that splits at one comparison word — English ``before or after`` / ``or``,
 Chinese ``之前还是之后`` / ``还是``, or ``和`` when the question asks which came first
 (``哪个先``, ``谁先``, ``哪个早``) — into two halves of at least two words each (a Chinese
-character counts half a word, so "…之前还是之后发现的" keeps its question whole: "发现的" names
-no event) is searched half by half, and the two ranked lists are taken in turn (A1, B1, A2,
+character counts half a word, so under this rule "…之前还是之后发现的" keeps its question
+whole: "发现的" names no event) is searched half by half, and the two ranked lists are taken in turn (A1, B1, A2,
 B2, …; a block already taken is skipped). The words are English and Chinese grammar, not
 benchmark text.
 
-Two more shapes of the same question (seventh session, branch ``summary7``):
+Two more shapes of the same question (seventh session, branch ``summary7``; ``split_pair(q,
+shapes=False)`` and ``ContextEngineService.order_shapes`` turn them off):
 
 * Chinese puts both events before the comparison: "A 是在 B 之前还是之后（发生的）？" splits at
   the last ``在`` into A and B (the words after ``之前还是之后`` name no event and are dropped).
-  Splitting only at ``之前还是之后`` left one half empty, so 12 of the own chats' 30 Chinese
+  Splitting only at ``之前还是之后`` left one half empty, so 15 of the own chats' Chinese
   order questions were searched whole.
 * An order question over a list — "in what order …: A, B, C", "按时间顺序：A、B、C" — is
   searched item by item (three or more items, each of at least one word) and the lists are

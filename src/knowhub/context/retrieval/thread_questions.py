@@ -9,8 +9,8 @@ them (on the ~100k-token technical chats, summary gold messages ranked 16th to 3
 recaps of other topics).
 
 Rule: a question with a history frame (:func:`is_history_question`) is searched with its
-frame words removed (:func:`topic_of`), when at least two content words remain (a Chinese
-character counts half a word); otherwise it is searched as asked. The frame words are
+frame words removed (:func:`topic_of`), when at least two words remain (a Chinese character
+counts half a word); otherwise it is searched as asked. The frame words are
 English and Chinese grammar and general vocabulary of change and narration, not benchmark
 text.
 """
