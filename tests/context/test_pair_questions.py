@@ -15,12 +15,22 @@ from knowhub.scope import RequestContext
 @pytest.mark.parametrize(("question", "halves"), [
     ("Was Celery taken out before or after the weather feature was built?",
      ["Was Celery taken out", "the weather feature was built"]),
+    # the words that only ask for the order go: they match every "first" of a conversation
     ("Which came first: the load test or the first production deploy?",
-     ["Which came first: the load test", "the first production deploy"]),
+     ["the load test", "the first production deploy"]),
     ("先决定用大屏推送 SSE，还是先遇到配方表上传报错？", ["先决定用大屏推送 SSE", "先遇到配方表上传报错"]),
-    ("死锁问题和生产计划翻倍问题，哪个先发生？", ["死锁问题", "生产计划翻倍问题，哪个先发生"]),
-    # a half that names no event ("发现的"), no comparison word, or 和 without "which first"
-    ("凭证税额出错是在试点开始之前还是之后发现的？", []),
+    ("死锁问题和生产计划翻倍问题，哪个先发生？", ["死锁问题", "生产计划翻倍问题"]),
+    ("换短信服务商和把服务器搬到云上，哪个先完成？", ["换短信服务商", "把服务器搬到云上"]),
+    # Chinese puts both events before the comparison: "A 是在 B 之前还是之后"
+    ("凭证税额出错是在试点开始之前还是之后发现的？", ["凭证税额出错", "试点开始"]),
+    ("从 Kafka 换成 NATS 是在加监控之前还是之后？", ["从 Kafka 换成 NATS", "加监控"]),
+    # an order question over a list: item by item
+    ("In what order were these built: offline outbox, exercise screen, SMS login?",
+     ["offline outbox", "exercise screen", "SMS login"]),
+    ("请按时间顺序排列：A 仓试点、全园上线、迁到云上、C 仓启用。", ["A 仓试点", "全园上线", "迁到云上", "C 仓启用"]),
+    ("按时间顺序，灰度上线、核心服务迁移、机房下线分别发生在什么时候？", ["灰度上线", "核心服务迁移", "机房下线"]),
+    ("In what order did the three clinics start taking online bookings?", []),  # no list to split
+    # no comparison word, or 和 without "which first"
     ("Which port does the API listen on?", []),
     ("订单和库存的表结构是什么？", []),
     ("Is it A or B?", []),
@@ -66,3 +76,40 @@ def test_service_answers_both_halves_first(tmp_path: Path) -> None:
         svc.pair_split = False
         whole = svc.search_memory(ctx, question, top_k=10)
         assert {q.text for q in whole.query_plan} == {question}
+
+
+def test_shapes_off_keeps_the_first_rule() -> None:
+    assert split_pair("凭证税额出错是在试点开始之前还是之后发现的？", shapes=False) == []
+    assert split_pair("In what order were these built: offline outbox, exercise screen, SMS login?", shapes=False) == []
+    assert split_pair("Which came first: the load test or the first production deploy?", shapes=False) == [
+        "Which came first: the load test", "the first production deploy"]
+
+
+def test_service_splits_a_chinese_before_or_after_question(tmp_path: Path) -> None:
+    ctx = RequestContext("acme", "u1", agent_id="a1")
+    migration = [f"数据库迁移第 {i} 步：复制第 {i} 张表，核对第 {i} 张表的行数。" for i in range(10)]
+    sessions = {
+        "s1": migration,
+        "s2": ["支付服务商换了：银行卡支付从旧的服务商换成了新的服务商。"],
+        "s3": ["今天食堂的汤不错。"],
+    }
+    question = "换支付服务商是在数据库迁移之前还是之后？"
+    with ContextEngineService(tmp_path / "svc", durable=False) as svc:
+        assert svc.order_shapes is True
+        for day, (sid, texts) in enumerate(sessions.items(), start=1):
+            msgs = [{"id": f"{sid}-{i}", "role": "user", "content": t, "timestamp": f"2026-03-0{day}"}
+                    for i, t in enumerate(texts)]
+            svc.commit_session(ctx, msgs, options={"session_id": sid})
+        svc.flush_index()
+        result = svc.search_memory(ctx, question, top_k=10)
+        assert {q.text for q in result.query_plan} == {"换支付服务商", "数据库迁移"}
+        refs = [str(r) for b in result.blocks[:2] for r in b.metadata.get("source_refs") or []]
+        assert "s2-0" in refs and any(r.startswith("s1-") for r in refs), refs
+        svc.order_shapes = False
+        whole = svc.search_memory(ctx, question, top_k=10)
+        assert {q.text for q in whole.query_plan} == {question}
+
+
+def test_sorting_is_no_order_question() -> None:
+    assert split_pair("搜索结果怎么排序：按价格、按销量、按评分？") == []
+    assert split_pair("How do I sort the table by price, date and name?") == []

@@ -105,6 +105,7 @@ from knowhub.context.retrieval.speaker_focus import (
     DEFAULT_SPEAKER_BOOST,
     focus_on_named_speakers,
 )
+from knowhub.context.retrieval.thread_questions import topic_of
 from knowhub.context.retrieval.validity import follow_timeline
 from knowhub.context.session_items import SessionItemLog, SessionItems
 from knowhub.errors import InvalidInputError, StorageError
@@ -306,6 +307,12 @@ class ContextEngineService(NodeEditsMixin):
         #: the long chats, confirmed on the xl chats written afterwards (3 questions up, none
         #: down), no change on LoCoMo and the dev chats (docs/context.md)
         self.pair_split = True
+        #: the order-question shapes of the seventh session (Chinese "A 是在 B 之前还是之后", list
+        #: order questions, order-asking words dropped; retrieval/pair_questions.py) and history
+        #: questions searched without their frame words (retrieval/thread_questions.py): each
+        #: chosen leave one chat out on the own technical chats (docs/benchmarks.md, branch summary7)
+        self.order_shapes = True
+        self.thread_topic = True
         self.reader = MemoryReadService(self.fs, self.relations)
         self.assembler = RetrievalAssembler(self.fs, self.relations, assembler_config)
         self.save_interval_s = save_interval_s
@@ -677,7 +684,7 @@ class ContextEngineService(NodeEditsMixin):
             hints["target_uri"] = check_access(ctx, target_uri).uri
         if categories:
             hints["categories"] = list(categories)
-        halves = split_pair(query) if self.pair_split else []
+        halves = split_pair(query, self.order_shapes) if self.pair_split else []
         if halves:  # two-part question: each half searched alone, the lists taken in turn (pair_questions)
             parts = [self._search(ctx, half, hints, top_k, session_archive) for half in halves]
             blocks = interleave_blocks([p.blocks for p in parts], top_k)
@@ -688,7 +695,8 @@ class ContextEngineService(NodeEditsMixin):
             seeds = sorted(best.values(), key=lambda s: (-s.score, s.uri))
             return SearchResult(query_plan=[q for p in parts for q in p.query_plan], seed_hits=seeds, blocks=blocks,
                                 total=len(blocks))
-        return self._search(ctx, query, hints, top_k, session_archive)
+        topic = topic_of(query) if self.thread_topic else None
+        return self._search(ctx, topic or query, hints, top_k, session_archive)
 
     def _search(self, ctx: Any, query: str, hints: dict[str, Any], top_k: int,
                 session_archive: SessionArchive | dict[str, Any] | None) -> SearchResult:

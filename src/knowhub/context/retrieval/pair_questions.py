@@ -10,10 +10,24 @@ to 19th.
 Rule: a question that splits at one comparison word — English ``before or after`` / ``or``,
 Chinese ``之前还是之后`` / ``还是``, or ``和`` when the question asks which came first
 (``哪个先``, ``谁先``, ``哪个早``) — into two halves of at least two words each (a Chinese
-character counts half a word, so "…之前还是之后发现的" keeps its question whole: "发现的" names
-no event) is searched half by half, and the two ranked lists are taken in turn (A1, B1, A2,
+character counts half a word, so under this rule "…之前还是之后发现的" keeps its question
+whole: "发现的" names no event) is searched half by half, and the two ranked lists are taken in turn (A1, B1, A2,
 B2, …; a block already taken is skipped). The words are English and Chinese grammar, not
 benchmark text.
+
+Two more shapes of the same question (seventh session, branch ``summary7``; ``split_pair(q,
+shapes=False)`` and ``ContextEngineService.order_shapes`` turn them off):
+
+* Chinese puts both events before the comparison: "A 是在 B 之前还是之后（发生的）？" splits at
+  the last ``在`` into A and B (the words after ``之前还是之后`` name no event and are dropped).
+  Splitting only at ``之前还是之后`` left one half empty, so 15 of the own chats' Chinese
+  order questions were searched whole.
+* An order question over a list — "in what order …: A, B, C", "按时间顺序：A、B、C" — is
+  searched item by item (three or more items, each of at least one word) and the lists are
+  taken in turn.
+
+Each part loses the words that only ask for the order ("which came first", "哪个先发生",
+"did … come"): they match every "first" and "先" of the conversation, not the event.
 """
 
 from __future__ import annotations
@@ -30,22 +44,68 @@ _ZH_AND = re.compile(r"和")
 _ZH_WHICH_FIRST = re.compile(r"哪个先|谁先|哪个早|哪件事先")
 _WORD = re.compile(r"[A-Za-z]{3,}")
 _CJK = re.compile(r"[\u3400-\u9fff]")
-_TRIM = " \t,，?？。.:：;；"
+_TRIM = " \t,，?？。.:：;；、"
+#: "A 是在 B 之前还是之后（…）": both events stand before the comparison (module doc)
+_ZH_AT = re.compile(r"^(.+)在(.+?)(?:之前还是之后|以前还是以后|前还是后)")
+#: an order question over a list (module doc)
+_ORDER = re.compile(r"\b(?:in (?:what|which) order|chronological(?:ly)?|(?:put|list|sort|rank)\b.{0,30}\bin order)\b"
+                    r"|按(?:时间)?(?:先后)?顺序|先后顺序|时间顺序", re.I)  # not 排序: sorting a result is no order of events
+_LIST_SEP = re.compile(r"\s*(?:、|，|,|;|；|\band\b|\bthen\b|以及|和)\s*", re.I)
+#: words that ask only for the order, not for an event
+_ORDER_FRAME = re.compile(
+    r"\b(?:which|what)(?: one| event| thing)? (?:came|happened|occurred|was) (?:first|earlier|later)\b"
+    r"|\b(?:came|happened) first\b|\bcome\b|\bhappen\b"
+    r"|(?:是)?哪(?:个|件|一个|一件)?(?:事情?|问题|需求)?(?:更)?[先早](?:完成|发生|出现|提出|开始|上线|做)?(?:的)?"
+    r"|谁先|先后|分别发生在什么时候|分别是什么时候",
+    re.I)
 
 
 def _words(text: str) -> float:
     return len(_WORD.findall(text)) + len(_CJK.findall(text)) / 2
 
 
-def split_pair(question: str) -> list[str]:
-    """The two halves of a two-part question (module doc), else ``[]``."""
+def _events(parts: list[str]) -> list[str]:
+    """The parts without their order-asking words (module doc), each kept whole when that
+    would leave it under one word."""
+    out = []
+    for part in parts:
+        rest = re.sub(r"\s{2,}", " ", _ORDER_FRAME.sub(" ", part)).strip(_TRIM)
+        out.append(rest if _words(rest) >= 1 else part.strip(_TRIM))
+    return out
+
+
+def _order_list(question: str) -> list[str]:
+    """The items of "in what order …: A, B, C" / "按时间顺序：A、B、C" (three or more), else ``[]``."""
+    order = _ORDER.search(question)
+    if order is None:
+        return []
+    colon = re.search(r"[:：]", question)
+    body = question[colon.end():] if colon else question[order.end():]
+    items = [i.strip(_TRIM) for i in _LIST_SEP.split(body)]
+    items = [i for i in items if i and _words(i) >= 1]
+    return _events(items) if len(items) >= 3 else []
+
+
+def split_pair(question: str, shapes: bool = True) -> list[str]:
+    """The parts of a two-part (or list) order question (module doc), else ``[]``.
+
+    ``shapes=False``: only the first rule (one comparison word, the parts kept as written),
+    without the Chinese ``在`` split, the list split and the order-word removal."""
+    if shapes:
+        items = _order_list(question)
+        if items:
+            return items
+        at = _ZH_AT.search(question)
+        if at and all(_words(p) >= 1 for p in at.groups()):
+            return _events([at.group(1).rstrip(_TRIM).removesuffix("是"), at.group(2)])
     patterns = [_EN, _ZH]
     if _ZH_WHICH_FIRST.search(question):
         patterns.append(_ZH_AND)
     for pattern in patterns:
         parts = pattern.split(question, maxsplit=1)
         if len(parts) == 2 and all(_words(p) >= 2 for p in parts):
-            return [p.strip(_TRIM) for p in parts]
+            halves = [p.strip(_TRIM) for p in parts]
+            return _events(halves) if shapes else halves
     return []
 
 
