@@ -92,7 +92,7 @@ from knowhub.context.retrieval import (
     RetrieverConfig,
     SearcherConfig,
 )
-from knowhub.context.retrieval.pair_questions import interleave_blocks, split_pair
+from knowhub.context.retrieval.pair_questions import merged_result, split_pair
 from knowhub.context.retrieval.session_cohesion import (
     DEFAULT_CAP,
     DEFAULT_GAIN,
@@ -686,15 +686,7 @@ class ContextEngineService(NodeEditsMixin):
             hints["categories"] = list(categories)
         halves = split_pair(query, self.order_shapes) if self.pair_split else []
         if halves:  # two-part question: each half searched alone, the lists taken in turn (pair_questions)
-            parts = [self._search(ctx, half, hints, top_k, session_archive) for half in halves]
-            blocks = interleave_blocks([p.blocks for p in parts], top_k)
-            best: dict[str, SeedHit] = {}
-            for seed in (s for p in parts for s in p.seed_hits):
-                if seed.uri not in best or best[seed.uri].score < seed.score:
-                    best[seed.uri] = seed
-            seeds = sorted(best.values(), key=lambda s: (-s.score, s.uri))
-            return SearchResult(query_plan=[q for p in parts for q in p.query_plan], seed_hits=seeds, blocks=blocks,
-                                total=len(blocks))
+            return merged_result([self._search(ctx, half, hints, top_k, session_archive) for half in halves], top_k)
         topic = topic_of(query) if self.thread_topic else None
         return self._search(ctx, topic or query, hints, top_k, session_archive)
 

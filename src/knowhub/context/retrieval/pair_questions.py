@@ -36,7 +36,9 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["interleave_blocks", "split_pair"]
+from knowhub.context.core.query import SearchResult, SeedHit
+
+__all__ = ["interleave_blocks", "merged_result", "split_pair"]
 
 _EN = re.compile(r"\s*\b(?:before or after|or)\b\s*", re.I)
 _ZH = re.compile(r"之前还是之后|还是")
@@ -122,3 +124,16 @@ def interleave_blocks(lists: Sequence[Sequence[Any]], top_k: int,
                 if len(out) >= top_k:
                     return out
     return out
+
+
+def merged_result(parts: Sequence[SearchResult], top_k: int) -> SearchResult:
+    """One answer for a question searched part by part: the parts' blocks taken in turn
+    (:func:`interleave_blocks`), each seed at its best score, every part's query plan."""
+    best: dict[str, SeedHit] = {}
+    for seed in (s for p in parts for s in p.seed_hits):
+        if seed.uri not in best or best[seed.uri].score < seed.score:
+            best[seed.uri] = seed
+    blocks = interleave_blocks([p.blocks for p in parts], top_k)
+    return SearchResult(query_plan=[q for p in parts for q in p.query_plan],
+                        seed_hits=sorted(best.values(), key=lambda s: (-s.score, s.uri)), blocks=blocks,
+                        total=len(blocks))
