@@ -29,8 +29,8 @@ LONG_ZH = ("先说个题外话，我下个月要搬到苏州了，以后每周�
 
 
 @pytest.fixture()
-def svc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setitem(rules.SWITCHES, "user_parts", True)  # off in the service (LoCoMo); a what-if here
+def svc(tmp_path: Path):
+    assert rules.SWITCHES["user_parts"] is True  # on by default, for the unnamed user of an agent chat
     service = ContextEngineService(tmp_path / "ctx", durable=False)
     yield service
     service.close()
@@ -70,4 +70,13 @@ def test_an_assistant_message_gets_no_user_parts(svc: ContextEngineService) -> N
                               "timestamp": "2026-03-02T08:00:00Z"},
                              {"id": "m2", "role": "assistant", "content": LONG_EN, "timestamp": "2026-03-02T08:01:00Z"}],
                        options={"session_id": "s1"})
+    assert not [n for n in _events(svc) if n.metadata.get("kind") == "turn part"]
+
+
+def test_a_named_speakers_long_turn_gets_no_parts(svc: ContextEngineService) -> None:
+    """Between two named people (a LoCoMo-style transcript) a long turn is one move: no parts."""
+    svc.commit_session(CTX, [{"id": "m1", "role": "user", "name": "Erin", "content": LONG_EN,
+                              "timestamp": "2026-03-02T08:00:00Z"},
+                             {"id": "m2", "role": "assistant", "name": "Jo", "content": LONG_ZH,
+                              "timestamp": "2026-03-02T08:01:00Z"}], options={"session_id": "s1"})
     assert not [n for n in _events(svc) if n.metadata.get("kind") == "turn part"]

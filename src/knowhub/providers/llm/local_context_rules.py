@@ -64,11 +64,15 @@ _QUESTION_END = ("?", "？")
 #: validate it leave-one-conversation-out (benchmarks/_context_loo.py): ``lexicon_tags``
 #: writes the topics/keywords/base verbs of :mod:`.local_context_topics` into event
 #: overviews; ``follow_up_quote`` quotes the turn two back when a reply answers a question;
-#: ``user_parts`` gives the statements a long person's turn leaves out of its summary (a
-#: second topic: "I'm at home on the island …" inside a request about the job queue) event
-#: nodes of their own, citing the turn: off — on the long technical chats +0.2 points, on the
-#: dev and fresh chats ±0, on LoCoMo dev −0.5 (docs/benchmarks.md, seventh session).
-SWITCHES: dict[str, bool] = {"lexicon_tags": True, "follow_up_quote": True, "user_parts": False}
+#: ``user_parts`` gives the statements a long user message to an assistant leaves out of its
+#: summary (a second topic: "I'm at home on the island …" inside a request about the job
+#: queue) event nodes of their own, citing the message. Only the unnamed user of an agent
+#: conversation: a long turn between two named people (LoCoMo) is one conversational move,
+#: and parts there cost LoCoMo dev 0.5 points. Measured in the seventh session: long
+#: technical chats +0.2, dev and fresh ±0, and on the ~85k-token chats written after the
+#: rule (never seen by it) xl 0.801 → 0.820 (English 0.726 → 0.768), xl2 0.818 → 0.821
+#: (docs/benchmarks.md).
+SWITCHES: dict[str, bool] = {"lexicon_tags": True, "follow_up_quote": True, "user_parts": True}
 #: A part node packs consecutive left-out statements up to this many characters.
 PART_CHARS = 240
 
@@ -484,7 +488,8 @@ def extract_entities_events(payload: dict[str, Any]) -> list[dict[str, Any]]:
                 speaker=turn.speaker, session_time=turn.when_text, event_time=resolved[0] if resolved else turn.date,
                 time_cues=cues, kind="turn", topics=topics, keywords=keywords,
             ))
-            if SWITCHES["user_parts"] and turn.is_person and len(full_text) > len(text):
+            if SWITCHES["user_parts"] and turn.role == "user" and not turn.extra.get("named") \
+                    and len(full_text) > len(text):
                 for n, part in enumerate(_left_out(turn, text), 1):
                     annotated, part_cues = annotate_time_cues(part, turn.when)
                     head = f"{turn.speaker} ({turn.date})" if turn.date else turn.speaker
