@@ -2,14 +2,14 @@
 
 The timeline (:mod:`knowhub.context.commit.timeline`) links memories to each other
 (``superseded_slots`` / ``superseded_by`` / ``superseded_at``, ``supersedes``,
-``conflict``) and records every claim in the per-user registry; the profile node repeats
+``conflict``, ``confirmed_by``) and records every claim in the per-user registry; the profile node repeats
 the fact of each of its fact nodes. When a person deletes a memory
 (:meth:`ContextEngineService.delete_node`), nothing may keep naming or repeating it:
 
 * **links**: a memory that was superseded by, or contradicted by, a deleted memory is
   linked to a surviving memory of the same statement instead (the event of "we switched
   to MySQL" is deleted, its ``MySQL`` entity stays), or loses the link, so the value it
-  holds is current again; ``supersedes`` lists drop the deleted URIs;
+  holds is current again; ``supersedes`` and ``confirmed_by`` lists drop the deleted URIs;
 * **registry**: the deleted URIs leave the per-user registry; a statement with no memory
   left is dropped and the entry it had superseded is current again;
 * **profile**: a deleted fact node takes its fact out of the profile node (its facts,
@@ -82,6 +82,7 @@ def _linked(meta: dict[str, Any]) -> set[str]:
         if isinstance(link, dict) and isinstance(link.get("by"), str):
             out.add(link["by"])
     out.update(u for u in meta.get("supersedes") or [] if isinstance(u, str))
+    out.update(u for u in meta.get("confirmed_by") or [] if isinstance(u, str))
     if isinstance(meta.get("superseded_by"), str):
         out.add(meta["superseded_by"])
     conflict = meta.get("conflict")
@@ -106,7 +107,7 @@ def _forget_in_registry(
     touched_any = False
     for slot in list(slots):
         entries = [e for e in slots[slot] if isinstance(e, dict)]
-        if not any(gone(u) for e in entries for u in (e.get("uris") or {}).values()):
+        if not any(gone(u) for e in entries for u in [*(e.get("uris") or {}).values(), *(e.get("confirmed") or [])]):
             continue
         touched_any = True
         dead_values: set[str] = set()
@@ -118,6 +119,10 @@ def _forget_in_registry(
                     survivors[uri] = alive
             neighbours.update(alive.values())
             entry["uris"] = alive
+            if entry.get("confirmed"):  # the assistant's answer that carried the change out
+                entry["confirmed"] = [u for u in entry["confirmed"] if not gone(u)]
+                if not entry["confirmed"]:
+                    entry.pop("confirmed")
             if not alive:
                 dead_values.add(str(entry.get("value")))
         kept = [e for e in entries if e["uris"]]
@@ -181,10 +186,11 @@ def _unlink(
         elif gone(meta.get("superseded_by")):  # a link without its slot record
             meta.pop("superseded_by")
             meta.pop("superseded_at", None)
-        if isinstance(meta.get("supersedes"), list) and any(gone(u) for u in meta["supersedes"]):
-            meta["supersedes"] = [u for u in meta["supersedes"] if not gone(u)]
-            if not meta["supersedes"]:
-                meta.pop("supersedes")
+        for key in ("supersedes", "confirmed_by"):
+            if isinstance(meta.get(key), list) and any(gone(u) for u in meta[key]):
+                meta[key] = [u for u in meta[key] if not gone(u)]
+                if not meta[key]:
+                    meta.pop(key)
         conflict = meta.get("conflict")
         if isinstance(conflict, dict) and gone(conflict.get("with")):
             alive = survivors.get(conflict["with"]) or {}
@@ -290,6 +296,8 @@ def retarget_moved(fs: Any, ctx: CtxLike, src: str, dst: str) -> list[str]:
                     uris[category], hit = new, True
             if (new := moved(entry.get("superseded_by"))) is not None:
                 entry["superseded_by"], hit = new, True
+            if isinstance(entry.get("confirmed"), list) and any(moved(u) for u in entry["confirmed"]):
+                entry["confirmed"], hit = [moved(u) or u for u in entry["confirmed"]], True
         if hit:
             touched = True
             neighbours.update(u for e in entries if isinstance(e, dict) for u in (e.get("uris") or {}).values())
@@ -323,8 +331,9 @@ def _map_links(meta: dict[str, Any], moved: Callable[[Any], str | None]) -> dict
                                    for slot, link in out["superseded_slots"].items()}
     if "superseded_by" in out:
         out["superseded_by"] = new(out["superseded_by"])
-    if isinstance(out.get("supersedes"), list):
-        out["supersedes"] = [new(u) for u in out["supersedes"]]
+    for key in ("supersedes", "confirmed_by"):
+        if isinstance(out.get(key), list):
+            out[key] = [new(u) for u in out[key]]
     if isinstance(out.get("conflict"), dict) and "with" in out["conflict"]:
         out["conflict"] = {**out["conflict"], "with": new(out["conflict"]["with"])}
     return out
