@@ -205,3 +205,21 @@ def test_the_answer_that_carried_a_change_out_leaves_no_confirmed_by_behind(svc:
     for uri, meta in _all_metadata(svc).items():
         assert answer not in json.dumps(meta), (uri, meta)
     assert answer not in _registry(svc)
+
+
+def test_deleting_a_middle_value_hands_the_old_one_on_to_the_newest(svc: ContextEngineService) -> None:
+    """PostgreSQL → MySQL → SQLite, every memory of the MySQL statement deleted: PostgreSQL is
+    replaced by SQLite, not current again beside it (two current databases)."""
+    _commit(svc, "s1", "2026-01-05", "Our database is PostgreSQL.")
+    _commit(svc, "s2", "2026-03-05", "We switched our database to MySQL.")
+    _commit(svc, "s3", "2026-05-05", "We switched our database to SQLite.")
+    first, newest = _event(svc, "s1-0"), _event(svc, "s3-0")
+    svc.delete_node(CTX, _event(svc, "s2-0"))
+    svc.delete_node(CTX, f"{MEM}/entities/mysql")
+    meta = svc.get_node(CTX, first).metadata
+    assert meta["superseded_by"] == newest and meta["superseded_at"].startswith("2026-05-05")
+    [link] = meta["superseded_slots"].values()
+    assert link["value"] == "SQLite" and link["was"] == "PostgreSQL"
+    assert first in svc.get_node(CTX, newest).metadata["supersedes"]
+    assert svc.get_node(CTX, f"{MEM}/entities/postgresql").metadata["superseded_by"] == f"{MEM}/entities/sqlite"
+    assert "mysql" not in _registry(svc).casefold()

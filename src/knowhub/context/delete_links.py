@@ -66,9 +66,10 @@ def forget_deleted(fs: Any, ctx: CtxLike, root: str, own: dict[str, Any]) -> lis
     def gone(uri: Any) -> bool:
         return isinstance(uri, str) and (uri == root or uri.startswith(prefix))
 
-    neighbours, survivors = _forget_in_registry(fs, ctx, gone)
+    successors: dict[str, dict[str, Any]] = {}
+    neighbours, survivors = _forget_in_registry(fs, ctx, gone, successors)
     neighbours |= {u for u in _linked(own) if not gone(u)}
-    changed = _unlink(fs, ctx, neighbours, gone, survivors)
+    changed = _unlink(fs, ctx, neighbours, gone, survivors, successors)
     profile = _forget_fact(fs, ctx, root, own)
     if profile and profile not in changed:
         changed.append(profile)
@@ -92,11 +93,14 @@ def _linked(meta: dict[str, Any]) -> set[str]:
 
 
 def _forget_in_registry(
-    fs: Any, ctx: CtxLike, gone: Callable[[Any], bool]
+    fs: Any, ctx: CtxLike, gone: Callable[[Any], bool], successors: dict[str, dict[str, Any]]
 ) -> tuple[set[str], dict[str, dict[str, str]]]:
     """Drop the deleted URIs from the registry. Returns the surviving memories of every slot
     the delete touched (the nodes whose links may name a deleted one) and, per deleted URI,
-    the surviving memories of its statement (``{category: uri}``, maybe empty)."""
+    the surviving memories of its statement (``{category: uri}``, maybe empty) — or, when no
+    memory of it is left and a later statement had replaced it, that statement's memories
+    (A → B → C, B deleted: A is replaced by C, not current again); ``successors`` gets the
+    ``{at, value}`` of such a replacement per deleted URI."""
     from knowhub.context.commit.timeline import Timeline
 
     timeline = Timeline(fs)
@@ -111,6 +115,7 @@ def _forget_in_registry(
             continue
         touched_any = True
         dead_values: set[str] = set()
+        holders = {u: e for e in entries for u in (e.get("uris") or {}).values()}  # before the delete
         for entry in entries:
             uris = entry.get("uris") or {}
             alive = {c: u for c, u in uris.items() if not gone(u)}
@@ -125,6 +130,12 @@ def _forget_in_registry(
                     entry.pop("confirmed")
             if not alive:
                 dead_values.add(str(entry.get("value")))
+        for entry in entries:  # a statement with no memory left hands what it replaced on to its own successor
+            successor = _successor(entry, holders) if not entry["uris"] else None
+            if successor is not None:
+                for uri in (u for u, e in holders.items() if e is entry):
+                    survivors[uri] = successor["uris"]
+                    successors[uri] = {"at": successor.get("at") or "", "value": successor.get("value")}
         kept = [e for e in entries if e["uris"]]
         for entry in kept:
             by = entry.get("superseded_by")
@@ -147,8 +158,21 @@ def _forget_in_registry(
     return neighbours, survivors
 
 
+def _successor(entry: dict[str, Any], holders: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """The first statement with a memory left along ``entry``'s chain of replacements."""
+    seen = {id(entry)}
+    current = holders.get(str(entry.get("superseded_by")))
+    while current is not None and id(current) not in seen:
+        if current["uris"]:
+            return current
+        seen.add(id(current))
+        current = holders.get(str(current.get("superseded_by")))
+    return None
+
+
 def _unlink(
-    fs: Any, ctx: CtxLike, uris: set[str], gone: Callable[[Any], bool], survivors: dict[str, dict[str, str]]
+    fs: Any, ctx: CtxLike, uris: set[str], gone: Callable[[Any], bool], survivors: dict[str, dict[str, str]],
+    successors: dict[str, dict[str, Any]],
 ) -> list[str]:
     """Rewrite the timeline metadata of ``uris`` so that none names a deleted memory."""
     metas: dict[str, dict[str, Any]] = {}
@@ -170,7 +194,7 @@ def _unlink(
                     continue
                 alive = survivors.get(link["by"]) or {}
                 if alive:
-                    kept[slot] = {**link, "by": _pick(alive, category)}
+                    kept[slot] = {**link, **successors.get(link["by"], {}), "by": _pick(alive, category)}
                     adopted.setdefault(kept[slot]["by"], []).append(uri)
             if kept:
                 meta["superseded_slots"] = kept
