@@ -178,3 +178,48 @@ def test_over_http_a_delete_leaves_no_link_to_a_404(tmp_path: Path) -> None:
             assert "Lisbon" not in str(profile) and "Berlin" in profile["abstract"]
     finally:
         svc.close()
+
+
+def _turns(svc: ContextEngineService, session: str, day: str, *turns: tuple[str, str]) -> None:
+    messages = [{"id": f"{session}-{i}", "role": role, "content": text, "timestamp": f"{day}T10:0{i}:00Z"}
+                for i, (role, text) in enumerate(turns)]
+    svc.commit_session(CTX, messages, options={"session_id": session})
+
+
+@pytest.mark.parametrize("op", ["delete", "move"])
+def test_the_answer_that_carried_a_change_out_leaves_no_confirmed_by_behind(svc: ContextEngineService, op: str) -> None:
+    """``confirmed_by`` (the assistant's answer that carried a change out) is a timeline link
+    too: deleting the answer drops it, moving the answer retargets it."""
+    _turns(svc, "s1", "2026-01-05", ("user", "We take card payments with PayPal."))
+    _turns(svc, "s2", "2026-02-10", ("user", "Card payments move from PayPal to Mollie."),
+           ("assistant", "Done: the checkout now calls Mollie's payments API, and I removed the PayPal adapter."))
+    change, answer = _event(svc, "s2-0"), _event(svc, "s2-1")
+    assert svc.get_node(CTX, change).metadata["confirmed_by"] == [answer]
+    if op == "delete":
+        svc.delete_node(CTX, answer)
+        assert "confirmed_by" not in svc.get_node(CTX, change).metadata
+    else:
+        moved = f"{MEM}/events/moved-answer"
+        svc.move_node(CTX, answer, moved)
+        assert svc.get_node(CTX, change).metadata["confirmed_by"] == [moved]
+    for uri, meta in _all_metadata(svc).items():
+        assert answer not in json.dumps(meta), (uri, meta)
+    assert answer not in _registry(svc)
+
+
+def test_deleting_a_middle_value_hands_the_old_one_on_to_the_newest(svc: ContextEngineService) -> None:
+    """PostgreSQL → MySQL → SQLite, every memory of the MySQL statement deleted: PostgreSQL is
+    replaced by SQLite, not current again beside it (two current databases)."""
+    _commit(svc, "s1", "2026-01-05", "Our database is PostgreSQL.")
+    _commit(svc, "s2", "2026-03-05", "We switched our database to MySQL.")
+    _commit(svc, "s3", "2026-05-05", "We switched our database to SQLite.")
+    first, newest = _event(svc, "s1-0"), _event(svc, "s3-0")
+    svc.delete_node(CTX, _event(svc, "s2-0"))
+    svc.delete_node(CTX, f"{MEM}/entities/mysql")
+    meta = svc.get_node(CTX, first).metadata
+    assert meta["superseded_by"] == newest and meta["superseded_at"].startswith("2026-05-05")
+    [link] = meta["superseded_slots"].values()
+    assert link["value"] == "SQLite" and link["was"] == "PostgreSQL"
+    assert first in svc.get_node(CTX, newest).metadata["supersedes"]
+    assert svc.get_node(CTX, f"{MEM}/entities/postgresql").metadata["superseded_by"] == f"{MEM}/entities/sqlite"
+    assert "mysql" not in _registry(svc).casefold()

@@ -215,3 +215,18 @@ def test_irregular_past_verbs_get_their_base_form() -> None:
     assert base_verbs("I did it, I had it, I said so.") == []  # too common to help a search
     events = [e for e in EntityEventExtractor().extract(EN, ARCHIVE, CTX) if e.source_refs == ["D1:3"]]
     assert "- actions: go" in events[0].overview
+
+
+def test_time_cues_of_a_long_run_of_digits_take_linear_time() -> None:
+    """A pasted 32,000-digit number is read once for "N 天前" cues, not once per digit
+    (extract_entities_events took 10 s on it)."""
+    import time
+    from datetime import UTC, datetime
+
+    from knowhub.providers.llm.local_context_text import annotate_time_cues
+
+    start = time.process_time()
+    assert annotate_time_cues("1" * 32000, None) == ("1" * 32000, [])
+    assert time.process_time() - start < 2.0
+    when = datetime(2026, 3, 10, tzinfo=UTC)
+    assert [c["cue"] for c in annotate_time_cues("我3天前和12天前都去过，两年前也去过", when)[1]] == ["3天前", "12天前", "两年前"]

@@ -71,3 +71,17 @@ def test_a_rules_list_message_becomes_instruction_nodes(svc: ContextEngineServic
     texts = " ".join(n.abstract for n in rules)
     assert "rollback" in texts and "Australian English" in texts and "wrapped" in texts
     assert all(n.metadata.get("source_refs") == ["m1"] for n in rules)  # the reported decision is no rule
+
+
+def test_a_long_run_of_digits_is_read_in_linear_time() -> None:
+    """A pasted number (32,000 digits, the longest message) is no list of rules, and saying so
+    must not backtrack once per digit (extract_preferences took 17 s on it)."""
+    import time
+
+    from knowhub.providers.llm.local_context_rules import extract_preferences
+
+    start = time.process_time()
+    assert not rules_follow("1" * 32000)
+    extract_preferences({"messages": [{"id": "m1", "role": "user", "content": "7" * 32000}]})
+    assert time.process_time() - start < 3.0
+    assert rules_follow("先定 3 条规矩：")

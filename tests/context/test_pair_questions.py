@@ -113,3 +113,14 @@ def test_service_splits_a_chinese_before_or_after_question(tmp_path: Path) -> No
 def test_sorting_is_no_order_question() -> None:
     assert split_pair("搜索结果怎么排序：按价格、按销量、按评分？") == []
     assert split_pair("How do I sort the table by price, date and name?") == []
+
+
+def test_a_long_list_is_searched_whole_not_item_by_item() -> None:
+    """Each part is a full search: a 2,000-character "in what order: e1, e2, …" must not
+    cost hundreds of searches (it split into 210)."""
+    from knowhub.context.retrieval.pair_questions import MAX_PARTS
+
+    question = "In what order did these happen: " + ", ".join(f"deployed service{i}" for i in range(200))
+    assert len(split_pair(question)) <= MAX_PARTS
+    assert len(split_pair("按时间顺序：" + "、".join(f"上线服务{i}" for i in range(200)))) <= MAX_PARTS
+    assert len(split_pair("In what order: migrated the database, added caching, launched beta")) == 3

@@ -130,3 +130,21 @@ def test_add_brings_a_replacement_the_search_did_not_find(svc: ContextEngineServ
     [new] = svc.search_memory(CTX, "Heroku", top_k=1).blocks
     assert new.uri == old.metadata["superseded_by"] and "Netlify" in new.abstract
     assert new.match_reason == f"replaces {old.uri}"
+
+
+def test_claims_of_a_long_message_naming_many_tools_take_linear_time() -> None:
+    """A 200 kB message naming a tool thousands of times (a pasted log, a config dump) is
+    read in bounded time: each name is tested on a short window, never on a copy of the
+    message, and names inside longer names are found by one sweep (it took 16 s / 41 s)."""
+    import time
+
+    from knowhub.context.commit.slots import claims_in_text
+
+    for text in ("we use MySQL " * 15000, "我们用Redis" * 25000):
+        start = time.process_time()
+        claims = claims_in_text(text)
+        assert time.process_time() - start < 5.0
+        assert [c.value for c in claims if c.slot.startswith("user|database") or c.slot.startswith("user|cache")]
+    # a name inside a longer one is still not a value of its own
+    values = {c.value for c in claims_in_text("我们统一用企业微信。")}
+    assert "企业微信" in values and "微信" not in values

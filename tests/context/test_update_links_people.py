@@ -42,6 +42,16 @@ def _values(text: str) -> set[tuple[str, str]]:
 
 # ---------------------------------------------------------------------- who decides
 
+def test_an_assistants_later_value_never_replaces_a_persons_change_committed_late(svc: ContextEngineService) -> None:
+    """Sessions may be committed out of order: the person's January change ("from Redis to
+    Memcached"), committed after a March session where the assistant names Redis, is not
+    superseded by the assistant's mention (it was, by "s2-1")."""
+    _commit(svc, "s2", "2026-03-05", ("user", "Can you tidy the cache module?"),
+            ("assistant", "Sure. We use Redis for the cache, so I kept the Redis client as it is."))
+    _commit(svc, "s1", "2026-01-05", ("user", "We switched the cache from Redis to Memcached."))
+    assert not [pair for pair in _links(svc) if pair[0].startswith("s1-")]
+
+
 def test_an_assistant_value_never_replaces_the_users_but_the_users_change_does(svc: ContextEngineService) -> None:
     _commit(svc, "s1", "2026-01-05", ("user", "We use MySQL for the orders database."))
     _commit(svc, "s2", "2026-02-01", ("user", "How do I speed up the report query?"),

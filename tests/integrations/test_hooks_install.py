@@ -147,3 +147,15 @@ def test_cli_registers_mcp_on_the_servers_data_dir_absolute(tmp_path: Path, monk
     out = _cli_install("claude-code", "--project", "--dir", str(tmp_path / "other"), "--no-mcp",
                        cwd=served, monkeypatch=monkeypatch)
     assert "MCP tools" not in out and not (tmp_path / "other" / ".mcp.json").exists()
+
+
+def test_cli_note_quotes_a_data_dir_with_a_space(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The note's `knowhub serve --data …` is a command to paste: a path with a space is quoted."""
+    import shlex
+
+    project = tmp_path / "project"
+    project.mkdir()
+    out = _cli_install("codex", "--project", "--dir", str(project), "--data", "my data", cwd=tmp_path,
+                       monkeypatch=monkeypatch)
+    target = str((tmp_path / "my data").resolve())
+    assert f"knowhub serve --data {shlex.quote(target)})" in out

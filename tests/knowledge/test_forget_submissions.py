@@ -9,7 +9,7 @@ from pathlib import Path
 
 from knowhub.knowledge import KnowledgeHub
 from knowhub.knowledge.forget import FORGOTTEN, forget_in_hub
-from tests.knowledge.conftest import RED_ADMIN, TEST_KEY
+from tests.knowledge.conftest import BOB, RED_ADMIN, TEST_KEY
 
 
 def test_forget_anonymizes_the_live_item_a_principal_saved_or_merged_into(tmp_path: Path) -> None:
@@ -35,5 +35,21 @@ def test_forget_anonymizes_the_live_item_a_principal_saved_or_merged_into(tmp_pa
         assert doc["owner"] == "team:red" and doc["scopes"] == ["team:red"]  # the team keeps its item
         assert doc["content"] == body["content"]
         assert hub.check()["ok"] is True
+    finally:
+        hub.close()
+
+
+def test_forget_leaves_alone_an_item_that_only_mentions_the_principal(tmp_path: Path) -> None:
+    """An item another principal saved, whose tags name the forgotten one, is not its save:
+    forgetting ``user:carol`` must not rewrite bob's item (it turned its tag into "forgotten")."""
+    hub = KnowledgeHub(tmp_path / "kh", secret_key=TEST_KEY)
+    try:
+        body = {"task": "who reviews deploys", "content": "the reviewer is carol", "types": ["definition"],
+                "scopes": ["org:acme"], "owner": "user:bob", "tags": {"reviewer": "user:carol"}}
+        item = hub.save(BOB, body)
+        assert forget_in_hub(hub, "user:carol", dry_run=True)["knowledge_anonymized"] == 0
+        forget_in_hub(hub, "user:carol")
+        after = hub.get(BOB, item.id).to_dict()
+        assert after["tags"] == {"reviewer": "user:carol"} and after["version"] == item.version
     finally:
         hub.close()

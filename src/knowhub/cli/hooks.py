@@ -7,6 +7,7 @@ import-light, runnable without Typer.
 from __future__ import annotations
 
 import os
+import shlex
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -67,7 +68,7 @@ def install(
         server = os.environ.get("KNOWHUB_URL") or DEFAULT_URL
         missing = "" if data_dir.exists() else " (it does not exist yet)"
         typer.echo(f"note: the MCP tools open {data_dir}{missing} directly, while the hooks ask the server "
-                   f"at {server}: serve that same directory there (knowhub serve --data {data_dir}), "
+                   f"at {server}: serve that same directory there (knowhub serve --data {shlex.quote(str(data_dir))}), "
                    "or install again with --data or --config")
     for note in result.notes:
         typer.echo(f"note: {note}")

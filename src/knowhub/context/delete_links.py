@@ -2,14 +2,14 @@
 
 The timeline (:mod:`knowhub.context.commit.timeline`) links memories to each other
 (``superseded_slots`` / ``superseded_by`` / ``superseded_at``, ``supersedes``,
-``conflict``) and records every claim in the per-user registry; the profile node repeats
+``conflict``, ``confirmed_by``) and records every claim in the per-user registry; the profile node repeats
 the fact of each of its fact nodes. When a person deletes a memory
 (:meth:`ContextEngineService.delete_node`), nothing may keep naming or repeating it:
 
 * **links**: a memory that was superseded by, or contradicted by, a deleted memory is
   linked to a surviving memory of the same statement instead (the event of "we switched
   to MySQL" is deleted, its ``MySQL`` entity stays), or loses the link, so the value it
-  holds is current again; ``supersedes`` lists drop the deleted URIs;
+  holds is current again; ``supersedes`` and ``confirmed_by`` lists drop the deleted URIs;
 * **registry**: the deleted URIs leave the per-user registry; a statement with no memory
   left is dropped and the entry it had superseded is current again;
 * **profile**: a deleted fact node takes its fact out of the profile node (its facts,
@@ -66,9 +66,10 @@ def forget_deleted(fs: Any, ctx: CtxLike, root: str, own: dict[str, Any]) -> lis
     def gone(uri: Any) -> bool:
         return isinstance(uri, str) and (uri == root or uri.startswith(prefix))
 
-    neighbours, survivors = _forget_in_registry(fs, ctx, gone)
+    successors: dict[str, dict[str, Any]] = {}
+    neighbours, survivors = _forget_in_registry(fs, ctx, gone, successors)
     neighbours |= {u for u in _linked(own) if not gone(u)}
-    changed = _unlink(fs, ctx, neighbours, gone, survivors)
+    changed = _unlink(fs, ctx, neighbours, gone, survivors, successors)
     profile = _forget_fact(fs, ctx, root, own)
     if profile and profile not in changed:
         changed.append(profile)
@@ -82,6 +83,7 @@ def _linked(meta: dict[str, Any]) -> set[str]:
         if isinstance(link, dict) and isinstance(link.get("by"), str):
             out.add(link["by"])
     out.update(u for u in meta.get("supersedes") or [] if isinstance(u, str))
+    out.update(u for u in meta.get("confirmed_by") or [] if isinstance(u, str))
     if isinstance(meta.get("superseded_by"), str):
         out.add(meta["superseded_by"])
     conflict = meta.get("conflict")
@@ -91,11 +93,14 @@ def _linked(meta: dict[str, Any]) -> set[str]:
 
 
 def _forget_in_registry(
-    fs: Any, ctx: CtxLike, gone: Callable[[Any], bool]
+    fs: Any, ctx: CtxLike, gone: Callable[[Any], bool], successors: dict[str, dict[str, Any]]
 ) -> tuple[set[str], dict[str, dict[str, str]]]:
     """Drop the deleted URIs from the registry. Returns the surviving memories of every slot
     the delete touched (the nodes whose links may name a deleted one) and, per deleted URI,
-    the surviving memories of its statement (``{category: uri}``, maybe empty)."""
+    the surviving memories of its statement (``{category: uri}``, maybe empty) — or, when no
+    memory of it is left and a later statement had replaced it, that statement's memories
+    (A → B → C, B deleted: A is replaced by C, not current again); ``successors`` gets the
+    ``{at, value}`` of such a replacement per deleted URI."""
     from knowhub.context.commit.timeline import Timeline
 
     timeline = Timeline(fs)
@@ -106,10 +111,11 @@ def _forget_in_registry(
     touched_any = False
     for slot in list(slots):
         entries = [e for e in slots[slot] if isinstance(e, dict)]
-        if not any(gone(u) for e in entries for u in (e.get("uris") or {}).values()):
+        if not any(gone(u) for e in entries for u in [*(e.get("uris") or {}).values(), *(e.get("confirmed") or [])]):
             continue
         touched_any = True
         dead_values: set[str] = set()
+        holders = {u: e for e in entries for u in (e.get("uris") or {}).values()}  # before the delete
         for entry in entries:
             uris = entry.get("uris") or {}
             alive = {c: u for c, u in uris.items() if not gone(u)}
@@ -118,8 +124,18 @@ def _forget_in_registry(
                     survivors[uri] = alive
             neighbours.update(alive.values())
             entry["uris"] = alive
+            if entry.get("confirmed"):  # the assistant's answer that carried the change out
+                entry["confirmed"] = [u for u in entry["confirmed"] if not gone(u)]
+                if not entry["confirmed"]:
+                    entry.pop("confirmed")
             if not alive:
                 dead_values.add(str(entry.get("value")))
+        for entry in entries:  # a statement with no memory left hands what it replaced on to its own successor
+            successor = _successor(entry, holders) if not entry["uris"] else None
+            if successor is not None:
+                for uri in (u for u, e in holders.items() if e is entry):
+                    survivors[uri] = successor["uris"]
+                    successors[uri] = {"at": successor.get("at") or "", "value": successor.get("value")}
         kept = [e for e in entries if e["uris"]]
         for entry in kept:
             by = entry.get("superseded_by")
@@ -142,8 +158,21 @@ def _forget_in_registry(
     return neighbours, survivors
 
 
+def _successor(entry: dict[str, Any], holders: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """The first statement with a memory left along ``entry``'s chain of replacements."""
+    seen = {id(entry)}
+    current = holders.get(str(entry.get("superseded_by")))
+    while current is not None and id(current) not in seen:
+        if current["uris"]:
+            return current
+        seen.add(id(current))
+        current = holders.get(str(current.get("superseded_by")))
+    return None
+
+
 def _unlink(
-    fs: Any, ctx: CtxLike, uris: set[str], gone: Callable[[Any], bool], survivors: dict[str, dict[str, str]]
+    fs: Any, ctx: CtxLike, uris: set[str], gone: Callable[[Any], bool], survivors: dict[str, dict[str, str]],
+    successors: dict[str, dict[str, Any]],
 ) -> list[str]:
     """Rewrite the timeline metadata of ``uris`` so that none names a deleted memory."""
     metas: dict[str, dict[str, Any]] = {}
@@ -165,7 +194,7 @@ def _unlink(
                     continue
                 alive = survivors.get(link["by"]) or {}
                 if alive:
-                    kept[slot] = {**link, "by": _pick(alive, category)}
+                    kept[slot] = {**link, **successors.get(link["by"], {}), "by": _pick(alive, category)}
                     adopted.setdefault(kept[slot]["by"], []).append(uri)
             if kept:
                 meta["superseded_slots"] = kept
@@ -181,10 +210,11 @@ def _unlink(
         elif gone(meta.get("superseded_by")):  # a link without its slot record
             meta.pop("superseded_by")
             meta.pop("superseded_at", None)
-        if isinstance(meta.get("supersedes"), list) and any(gone(u) for u in meta["supersedes"]):
-            meta["supersedes"] = [u for u in meta["supersedes"] if not gone(u)]
-            if not meta["supersedes"]:
-                meta.pop("supersedes")
+        for key in ("supersedes", "confirmed_by"):
+            if isinstance(meta.get(key), list) and any(gone(u) for u in meta[key]):
+                meta[key] = [u for u in meta[key] if not gone(u)]
+                if not meta[key]:
+                    meta.pop(key)
         conflict = meta.get("conflict")
         if isinstance(conflict, dict) and gone(conflict.get("with")):
             alive = survivors.get(conflict["with"]) or {}
@@ -290,6 +320,8 @@ def retarget_moved(fs: Any, ctx: CtxLike, src: str, dst: str) -> list[str]:
                     uris[category], hit = new, True
             if (new := moved(entry.get("superseded_by"))) is not None:
                 entry["superseded_by"], hit = new, True
+            if isinstance(entry.get("confirmed"), list) and any(moved(u) for u in entry["confirmed"]):
+                entry["confirmed"], hit = [moved(u) or u for u in entry["confirmed"]], True
         if hit:
             touched = True
             neighbours.update(u for e in entries if isinstance(e, dict) for u in (e.get("uris") or {}).values())
@@ -323,8 +355,9 @@ def _map_links(meta: dict[str, Any], moved: Callable[[Any], str | None]) -> dict
                                    for slot, link in out["superseded_slots"].items()}
     if "superseded_by" in out:
         out["superseded_by"] = new(out["superseded_by"])
-    if isinstance(out.get("supersedes"), list):
-        out["supersedes"] = [new(u) for u in out["supersedes"]]
+    for key in ("supersedes", "confirmed_by"):
+        if isinstance(out.get(key), list):
+            out[key] = [new(u) for u in out[key]]
     if isinstance(out.get("conflict"), dict) and "with" in out["conflict"]:
         out["conflict"] = {**out["conflict"], "with": new(out["conflict"]["with"])}
     return out

@@ -100,6 +100,18 @@ def _dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
+def _saved_by(doc: dict[str, Any], principal_id: str) -> bool:
+    """True when an item's source names ``principal_id`` as a saver: its submitter, or the
+    saver (label or principal) of a duplicate save merged into it."""
+    source = doc.get("source") if isinstance(doc, dict) else None
+    if not isinstance(source, dict):
+        return False
+    if source.get("submitted_by") == principal_id:
+        return True
+    saves = source.get("saves") if isinstance(source.get("saves"), list) else []
+    return any(isinstance(s, dict) and principal_id in (s.get("by"), s.get("principal")) for s in saves)
+
+
 def _scopes_of(conn: Connection, table: Table, id_column: str, ids: list[str]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {i: [] for i in ids}
     if not ids:
@@ -177,8 +189,10 @@ class _Forget:
             select(knowledge_scopes.c.knowledge_id).where(knowledge_scopes.c.scope == self.pid))]
         # items it saved but does not own: their submitter, or a duplicate save merged in
         # (``source.saves``), names it — a JSON string equal to its id
+        # (the text search only narrows: an item whose tags or text merely name it is not its save)
         named = [r.id for r in conn.execute(
-            select(knowledge.c.id).where(knowledge.c.doc.contains(_dumps(self.pid), autoescape=True)))]
+            select(knowledge.c.id, knowledge.c.doc).where(knowledge.c.doc.contains(_dumps(self.pid), autoescape=True)))
+            if _saved_by(json.loads(r.doc), self.pid)]
         ids = sorted(set(owned) | set(scoped) | set(named))
         scopes = _scopes_of(conn, knowledge_scopes, "knowledge_id", ids)
         rows = {r.id: r for r in conn.execute(select(knowledge).where(knowledge.c.id.in_(ids)))} if ids else {}

@@ -139,6 +139,8 @@ _CHOICE_CN_TEXT = (r"(?:用|使用|采用|选|选择|选了|定了|基于|改用
                    r"写|偏好|喜欢用|习惯用|统一|换)[^，。；！？]{0,%d}$|(?:是|为|上)[^，。；！？]{0,%d}$")
 #: Classes a preposition or copula alone does not choose ("with space left", "there's still space").
 _VERB_ONLY_CLASSES = frozenset({"indentation", "theme"})
+#: Right after a value: a copula that states it ("MongoDB is our store", "Redis 作为缓存").
+_COPULA_AFTER = re.compile(r"\s*(?:is|are|was|will be|it is|for)\b|\s*(?:是|作为|当|做)", re.I)
 _INDENT_WORDS = re.compile(r"\b(?:indent\w*|tab width|tab size|tabs|formatt\w*|style guide|editorconfig)\b|缩进|制表", re.I)
 #: A value that only qualifies a person or a way of learning ("a strong Django dev", "the React docs").
 _MENTION_AFTER = re.compile(
@@ -215,19 +217,21 @@ def _class_claims(sentence: str, subject: str, cjk: bool) -> list[Claim]:
             continue
         spans.extend((m.start(), m.end(), cls, canonical) for m in pattern.finditer(text))
     found: dict[str, list[str]] = {}
-    for start, end, cls, canonical in spans:
-        if any(s <= start and end <= e and (s, e) != (start, end) for s, e, _c, _v in spans):
-            continue  # inside a longer name ("微信" in "企业微信")
-        before, after = text[:start], text[end:]
-        if (_NEG_CN if cjk else _NEG_EN).search(before[-40:]):
+    indent_said: bool | None = None
+    for start, end, cls, canonical in _outermost(spans):
+        # every test reads a bounded window (no copy of a long message per name: linear time)
+        if (_NEG_CN if cjk else _NEG_EN).search(text[max(0, start - 40):start]):
             continue  # the value being left or refused ("from MySQL", "instead of Flask", "不用X")
-        if CHOICE_WINDOW >= 0 and not _choice(cjk, CHOICE_WINDOW, cls in _VERB_ONLY_CLASSES).search(before[-80:]) \
-                and not re.match(r"\s*(?:is|are|was|will be|it is|for)\b|\s*(?:是|作为|当|做)", after, re.I):
+        if CHOICE_WINDOW >= 0 and not _choice(cjk, CHOICE_WINDOW, cls in _VERB_ONLY_CLASSES).search(
+                text[max(0, start - 80):start]) and not _COPULA_AFTER.match(text, end):
             continue  # a mention, not a choice ("I read about MongoDB", "MongoDB's docs")
-        if not cjk and _MENTION_AFTER.match(after):
+        if not cjk and _MENTION_AFTER.match(text, end):
             continue  # "a strong Django dev", "the React docs"
-        if cls == "indentation" and text[start:end].casefold() in ("space", "tab") and not _INDENT_WORDS.search(text):
-            continue  # "a sailing with space left": a singular space or tab is indentation only when said
+        if cls == "indentation" and text[start:end].casefold() in ("space", "tab"):
+            if indent_said is None:
+                indent_said = bool(_INDENT_WORDS.search(text))
+            if not indent_said:
+                continue  # "a sailing with space left": a singular space or tab is indentation only when said
         if canonical not in found.setdefault(cls, []):
             found[cls].append(canonical)
     out = []
@@ -236,6 +240,25 @@ def _class_claims(sentence: str, subject: str, cjk: bool) -> list[Claim]:
             continue  # two values of one class and no wording that tells which is chosen
         slot = f"{subject}|{cls}" + (f"|{qualifier}" if qualifier else "")
         out.append(Claim(slot, values[0], True, cue, sentence))
+    return out
+
+
+def _outermost(spans: list[tuple[int, int, str, str]]) -> list[tuple[int, int, str, str]]:
+    """The spans not inside a longer one ("微信" in "企业微信"; the same span matched by two
+    names stays), in text order: one sort and one sweep, not a comparison of every pair."""
+    ordered = sorted(spans, key=lambda s: (s[0], -s[1]))
+    out: list[tuple[int, int, str, str]] = []
+    reach = -1  # the furthest end of the spans before the current (start, end)
+    i = 0
+    while i < len(ordered):
+        start, end = ordered[i][0], ordered[i][1]
+        j = i
+        while j < len(ordered) and ordered[j][:2] == (start, end):
+            j += 1
+        if reach < end:
+            out.extend(ordered[i:j])
+        reach = max(reach, end)
+        i = j
     return out
 
 

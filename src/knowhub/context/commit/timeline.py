@@ -259,6 +259,8 @@ class Timeline:
             new.setdefault("conflict_with", []).append(old["value"])
             return
         later, earlier = (new, old) if _later(new, old) else (old, new)
+        if later.get("weak"):
+            return  # a person's older statement committed late: an assistant's value replaces nothing
         earlier["superseded_by"] = next(iter(later["uris"].values()))
         later["replaced"] = True
         # a quantity of a long many-topic message: the value is replaced, the memory stays current

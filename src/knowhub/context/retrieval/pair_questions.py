@@ -52,6 +52,9 @@ _ZH_AT = re.compile(r"^(.+)在(.+?)(?:之前还是之后|以前还是以后|前�
 #: an order question over a list (module doc)
 _ORDER = re.compile(r"\b(?:in (?:what|which) order|chronological(?:ly)?|(?:put|list|sort|rank)\b.{0,30}\bin order)\b"
                     r"|按(?:时间)?(?:先后)?顺序|先后顺序|时间顺序", re.I)  # not 排序: sorting a result is no order of events
+#: at most this many list items are searched one by one (each is a full search): a longer
+#: list is searched whole, so that one query cannot cost hundreds of searches
+MAX_PARTS = 8
 _LIST_SEP = re.compile(r"\s*(?:、|，|,|;|；|\band\b|\bthen\b|以及|和)\s*", re.I)
 #: words that ask only for the order, not for an event
 _ORDER_FRAME = re.compile(
@@ -85,7 +88,7 @@ def _order_list(question: str) -> list[str]:
     body = question[colon.end():] if colon else question[order.end():]
     items = [i.strip(_TRIM) for i in _LIST_SEP.split(body)]
     items = [i for i in items if i and _words(i) >= 1]
-    return _events(items) if len(items) >= 3 else []
+    return _events(items) if 3 <= len(items) <= MAX_PARTS else []
 
 
 def split_pair(question: str, shapes: bool = True) -> list[str]:

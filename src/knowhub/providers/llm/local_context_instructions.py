@@ -102,7 +102,9 @@ def is_instruction(sentence: str, cjk: bool) -> bool:
 _RULES_INTRO = re.compile(
     r"\b(?:standing|ground|house|some|a few|few|two|three|four|five|my|our) (?:\w+ )?"
     r"(?:rules|instructions|conventions|guidelines)\b(?! (?:of|about|in|on|engine|say|says|said)\b)|"
-    r"(?:[一二两三四五六七八九几]|\d+)\s*(?:条|个|项|点)新?(?:规矩|规则|要求|原则)|规矩[：:]", re.I)
+    # (?<!\d): a count starts where its digits start, so a long run of digits is read once, not
+    # once per digit (32,000 digits took 17 s)
+    r"(?:[一二两三四五六七八九几]|(?<!\d)\d+)\s*(?:条|个|项|点)新?(?:规矩|规则|要求|原则)|规矩[：:]", re.I)
 _ENUM_ITEM = re.compile(
     r"^\s*(?:(?:one|two|three|four|five|six|first|second|third|fourth|fifth|sixth|lastly|finally)\s*[:,.)—-]|"
     r"\d{1,2}\s*[.):、]|[-*•]\s|[一二三四五六七八九十][，,、：:.]|第[一二三四五六七八九十]\s*(?:条|点|个)?[，,、：:])", re.I)
