@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,32 +50,30 @@ SETS = {
 }
 
 
-def parse(path: Path) -> dict[str, Any]:
-    """One chat (module doc's format); raises ValueError on an unknown label or type."""
-    chat: dict[str, Any] = {"sessions": [], "questions": []}
-    labels: dict[str, str] = {}
-    current: dict[str, Any] | None = None
+def read_directives(path: Path, with_text: tuple[str, ...]) -> Iterator[tuple[str, str, str]]:
+    """``(directive, rest of its line, text below it)`` for every ``%%`` line of ``path``; only
+    the directives named in ``with_text`` may have text below them (ValueError otherwise)."""
+    head: str | None = None
+    rest = ""
     body: list[str] = []
-
-    def close() -> None:
-        nonlocal current
-        if current is not None:
-            current["content"] = "\n".join(body).strip()
-            if not current["content"]:
-                raise ValueError(f"{path.name}: empty message {current['id']}")
-            chat["sessions"][-1]["messages"].append(current)
-        current = None
-        body.clear()
-
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in [*path.read_text(encoding="utf-8").splitlines(), "%%"]:
         if not line.startswith("%%"):
-            if current is not None:
+            if head in with_text:
                 body.append(line)
             elif line.strip():
                 raise ValueError(f"{path.name}: text outside a message: {line[:60]!r}")
             continue
-        close()
+        if head is not None:
+            yield head, rest, "\n".join(body).strip()
         head, _, rest = line[2:].partition(" ")
+        body = []
+
+
+def parse(path: Path) -> dict[str, Any]:
+    """One chat (module doc's format); raises ValueError on an unknown label or type."""
+    chat: dict[str, Any] = {"sessions": [], "questions": []}
+    labels: dict[str, str] = {}
+    for head, rest, text in read_directives(path, ("U", "A")):
         if head == "chat":
             cid, lang, title = rest.split(" ", 2)
             chat.update(id=cid, language=lang, title=title)
@@ -84,7 +83,9 @@ def parse(path: Path) -> dict[str, Any]:
         elif head in ("U", "A"):
             session = chat["sessions"][-1]
             mid = f"{chat['id']}-{session['id']}-{len(session['messages']) + 1:02d}"
-            current = {"id": mid, "role": "user" if head == "U" else "assistant"}
+            if not text:
+                raise ValueError(f"{path.name}: empty message {mid}")
+            session["messages"].append({"id": mid, "role": "user" if head == "U" else "assistant", "content": text})
             label = rest.strip()
             if label:
                 if label in labels:
@@ -102,7 +103,6 @@ def parse(path: Path) -> dict[str, Any]:
                                       "gold": [labels[g] for g in gold.split()]})
         else:
             raise ValueError(f"{path.name}: unknown directive {head}")
-    close()
     return chat
 
 

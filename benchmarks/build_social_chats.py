@@ -25,6 +25,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from build_fresh_chats import read_directives
+
 HERE = Path(__file__).resolve().parent
 SRC = HERE / "social_chats"
 OUT = HERE / "data" / "social_chats.json"
@@ -38,31 +40,9 @@ def parse(path: Path) -> dict[str, Any]:
     labels: dict[str, str] = {}
     speakers: tuple[str, str] | None = None
     sample_id = path.stem
-    current: dict[str, Any] | None = None
     session: list[dict[str, Any]] | None = None
     session_no = 0
-    body: list[str] = []
-
-    def close() -> None:
-        nonlocal current
-        if current is not None:
-            current["text"] = "\n".join(body).strip()
-            if not current["text"]:
-                raise ValueError(f"{path.name}: empty turn {current['dia_id']}")
-            assert session is not None
-            session.append(current)
-        current = None
-        body.clear()
-
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.startswith("%%"):
-            if current is not None:
-                body.append(line)
-            elif line.strip():
-                raise ValueError(f"{path.name}: text outside a turn: {line[:60]!r}")
-            continue
-        close()
-        head, _, rest = line[2:].partition(" ")
+    for head, rest, text in read_directives(path, ("T",)):
         if head == "conv":
             sample_id, a, b = rest.split()
             speakers = (a, b)
@@ -81,7 +61,9 @@ def parse(path: Path) -> dict[str, Any]:
             if speaker not in speakers:
                 raise ValueError(f"{path.name}: unknown speaker {speaker!r}")
             dia_id = f"D{session_no}:{len(session) + 1}"
-            current = {"speaker": speaker, "dia_id": dia_id}
+            if not text:
+                raise ValueError(f"{path.name}: empty turn {dia_id}")
+            session.append({"speaker": speaker, "dia_id": dia_id, "text": text})
             label = label.strip()
             if label:
                 if label in labels:
@@ -98,7 +80,6 @@ def parse(path: Path) -> dict[str, Any]:
                        "evidence": [labels[g] for g in gold.split()]})
         else:
             raise ValueError(f"{path.name}: unknown directive {head}")
-    close()
     return {"sample_id": sample_id, "conversation": conversation, "qa": qa}
 
 
