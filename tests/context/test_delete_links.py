@@ -13,6 +13,8 @@ from knowhub.context import ContextEngineService
 from knowhub.context.commit.timeline import Timeline
 from knowhub.scope import RequestContext
 
+from .timeline_support import commit_texts
+
 CTX = RequestContext("acme", "alice")
 MEM = "ctx://acme/users/alice/memories"
 
@@ -22,12 +24,6 @@ def svc(tmp_path: Path):
     service = ContextEngineService(tmp_path / "ctx", durable=False)
     yield service
     service.close()
-
-
-def _commit(svc: ContextEngineService, session: str, day: str, *texts: str) -> None:
-    messages = [{"id": f"{session}-{i}", "role": "user", "content": t, "timestamp": f"{day}T10:0{i}:00Z"}
-                for i, t in enumerate(texts)]
-    svc.commit_session(CTX, messages, options={"session_id": session})
 
 
 def _event(svc: ContextEngineService, msg: str) -> str:
@@ -45,8 +41,8 @@ def _registry(svc: ContextEngineService) -> str:
 
 
 def test_deleting_the_replacement_leaves_no_dangling_link_and_the_old_value_is_current(svc: ContextEngineService) -> None:
-    _commit(svc, "s1", "2026-01-05", "Our database is PostgreSQL.")
-    _commit(svc, "s2", "2026-03-05", "We switched our database to MySQL.")
+    commit_texts(svc, CTX, "s1", "2026-01-05", "Our database is PostgreSQL.")
+    commit_texts(svc, CTX, "s2", "2026-03-05", "We switched our database to MySQL.")
     old, new = _event(svc, "s1-0"), _event(svc, "s2-0")
     assert svc.get_node(CTX, old).metadata["superseded_by"] == new
     svc.delete_node(CTX, new)
@@ -70,8 +66,8 @@ def test_deleting_the_replacement_leaves_no_dangling_link_and_the_old_value_is_c
 
 
 def test_deleting_the_old_value_drops_it_from_supersedes(svc: ContextEngineService) -> None:
-    _commit(svc, "s1", "2026-01-05", "Our database is PostgreSQL.")
-    _commit(svc, "s2", "2026-03-05", "We switched our database to MySQL.")
+    commit_texts(svc, CTX, "s1", "2026-01-05", "Our database is PostgreSQL.")
+    commit_texts(svc, CTX, "s2", "2026-03-05", "We switched our database to MySQL.")
     old, new = _event(svc, "s1-0"), _event(svc, "s2-0")
     svc.delete_node(CTX, old)
     assert old not in json.dumps(svc.get_node(CTX, new).metadata)
@@ -79,7 +75,7 @@ def test_deleting_the_old_value_drops_it_from_supersedes(svc: ContextEngineServi
 
 
 def test_deleting_one_side_of_a_contradiction_clears_the_flag(svc: ContextEngineService) -> None:
-    _commit(svc, "s1", "2026-01-05", "Our cache is Redis.", "Our cache is Memcached.")
+    commit_texts(svc, CTX, "s1", "2026-01-05", "Our cache is Redis.", "Our cache is Memcached.")
     a, b = _event(svc, "s1-0"), _event(svc, "s1-1")
     assert svc.get_node(CTX, a).metadata["conflict"]["with"] == b
     svc.delete_node(CTX, b)
@@ -92,8 +88,8 @@ def test_deleting_one_side_of_a_contradiction_clears_the_flag(svc: ContextEngine
 
 
 def test_deleting_a_profile_fact_node_takes_the_fact_out_of_the_profile(svc: ContextEngineService) -> None:
-    _commit(svc, "s1", "2026-01-05", "I live in Berlin.")
-    _commit(svc, "s2", "2026-03-05", "I moved to Lisbon last month.")
+    commit_texts(svc, CTX, "s1", "2026-01-05", "I live in Berlin.")
+    commit_texts(svc, CTX, "s2", "2026-03-05", "I moved to Lisbon last month.")
     profile = svc.get_node(CTX, f"{MEM}/profile")
     assert profile.metadata["facts"]["user|residence"]["value"] == "Lisbon"
     svc.delete_node(CTX, f"{MEM}/profile/user-residence-lisbon")
@@ -111,8 +107,8 @@ def test_deleting_a_profile_fact_node_takes_the_fact_out_of_the_profile(svc: Con
 
 
 def test_deleting_a_whole_category_keeps_the_registry_consistent(svc: ContextEngineService) -> None:
-    _commit(svc, "s1", "2026-01-05", "Our database is PostgreSQL.")
-    _commit(svc, "s2", "2026-03-05", "We switched our database to MySQL.")
+    commit_texts(svc, CTX, "s1", "2026-01-05", "Our database is PostgreSQL.")
+    commit_texts(svc, CTX, "s2", "2026-03-05", "We switched our database to MySQL.")
     svc.delete_node(CTX, f"{MEM}/events", recursive=True)
     assert "/events/" not in _registry(svc)
     for uri, meta in _all_metadata(svc).items():
@@ -120,8 +116,8 @@ def test_deleting_a_whole_category_keeps_the_registry_consistent(svc: ContextEng
 
 
 def test_a_move_points_every_link_at_the_new_uri(svc: ContextEngineService) -> None:
-    _commit(svc, "s1", "2026-01-05", "Our database is PostgreSQL.")
-    _commit(svc, "s2", "2026-03-05", "We switched our database to MySQL.")
+    commit_texts(svc, CTX, "s1", "2026-01-05", "Our database is PostgreSQL.")
+    commit_texts(svc, CTX, "s2", "2026-03-05", "We switched our database to MySQL.")
     old, new = _event(svc, "s1-0"), _event(svc, "s2-0")
     moved = f"{MEM}/events/switch-to-mysql"
     svc.move_node(CTX, new, moved)
@@ -210,9 +206,9 @@ def test_the_answer_that_carried_a_change_out_leaves_no_confirmed_by_behind(svc:
 def test_deleting_a_middle_value_hands_the_old_one_on_to_the_newest(svc: ContextEngineService) -> None:
     """PostgreSQL → MySQL → SQLite, every memory of the MySQL statement deleted: PostgreSQL is
     replaced by SQLite, not current again beside it (two current databases)."""
-    _commit(svc, "s1", "2026-01-05", "Our database is PostgreSQL.")
-    _commit(svc, "s2", "2026-03-05", "We switched our database to MySQL.")
-    _commit(svc, "s3", "2026-05-05", "We switched our database to SQLite.")
+    commit_texts(svc, CTX, "s1", "2026-01-05", "Our database is PostgreSQL.")
+    commit_texts(svc, CTX, "s2", "2026-03-05", "We switched our database to MySQL.")
+    commit_texts(svc, CTX, "s3", "2026-05-05", "We switched our database to SQLite.")
     first, newest = _event(svc, "s1-0"), _event(svc, "s3-0")
     svc.delete_node(CTX, _event(svc, "s2-0"))
     svc.delete_node(CTX, f"{MEM}/entities/mysql")

@@ -10,6 +10,8 @@ from knowhub.context import ContextEngineService
 from knowhub.context.commit.slots import claims_in_text
 from knowhub.scope import RequestContext
 
+from .timeline_support import commit_texts
+
 CTX = RequestContext("acme", "alice")
 MEM = "ctx://acme/users/alice/memories"
 
@@ -21,20 +23,14 @@ def svc(tmp_path: Path):
     service.close()
 
 
-def _commit(svc: ContextEngineService, session: str, day: str, *texts: str) -> None:
-    messages = [{"id": f"{session}-{i}", "role": "user", "content": t, "timestamp": f"{day}T10:0{i}:00Z"}
-                for i, t in enumerate(texts)]
-    svc.commit_session(CTX, messages, options={"session_id": session})
-
-
 def _profile(svc: ContextEngineService) -> dict[str, str]:
     facts = svc.get_node(CTX, f"{MEM}/profile").metadata["facts"]
     return {f["attribute"]: f["value"] for f in facts.values() if not f.get("multi")}
 
 
 def test_residence_and_work_location_answer_where_the_user_lives(svc: ContextEngineService) -> None:
-    _commit(svc, "s1", "2026-01-10", "We use MySQL and I love PostgreSQL docs.", "I'm learning Rust at the moment.")
-    _commit(svc, "s2", "2026-03-02", "I moved to Berlin last month.", "I work remotely from Lisbon.")
+    commit_texts(svc, CTX, "s1", "2026-01-10", "We use MySQL and I love PostgreSQL docs.", "I'm learning Rust at the moment.")
+    commit_texts(svc, CTX, "s2", "2026-03-02", "I moved to Berlin last month.", "I work remotely from Lisbon.")
     svc.flush_index()
     profile = _profile(svc)
     assert profile["residence"] == "Berlin" and profile["work_location"] == "Lisbon"
@@ -45,7 +41,7 @@ def test_residence_and_work_location_answer_where_the_user_lives(svc: ContextEng
 
 
 def test_languages_are_no_places_and_diet_answers_dietary_restrictions(svc: ContextEngineService) -> None:
-    _commit(svc, "s1", "2026-02-01", "I'm vegetarian and I speak Chinese and English.", "Book a table for Friday.")
+    commit_texts(svc, CTX, "s1", "2026-02-01", "I'm vegetarian and I speak Chinese and English.", "Book a table for Friday.")
     svc.flush_index()
     facts = svc.get_node(CTX, f"{MEM}/profile").metadata["facts"].values()
     assert {("languages", "Chinese"), ("languages", "English"), ("diet", "vegetarian")} <= {(f["attribute"], f["value"]) for f in facts}
@@ -56,8 +52,8 @@ def test_languages_are_no_places_and_diet_answers_dietary_restrictions(svc: Cont
 
 
 def test_a_later_session_supersedes_and_the_current_value_ranks_first(svc: ContextEngineService) -> None:
-    _commit(svc, "s1", "2026-01-05", "We use MySQL for the orders database.")
-    _commit(svc, "s2", "2026-02-20", "We switched from MySQL to PostgreSQL last week.")
+    commit_texts(svc, CTX, "s1", "2026-01-05", "We use MySQL for the orders database.")
+    commit_texts(svc, CTX, "s2", "2026-02-20", "We switched from MySQL to PostgreSQL last week.")
     svc.flush_index()
     old = svc.get_node(CTX, f"{MEM}/events/s1-0-" + _suffix(svc, "s1-0"))
     new_uri = old.metadata["superseded_by"]
@@ -80,7 +76,7 @@ def _suffix(svc: ContextEngineService, msg: str) -> str:
 
 
 def test_same_session_without_cue_is_a_flagged_contradiction(svc: ContextEngineService) -> None:
-    _commit(svc, "s1", "2026-01-05", "The frontend uses React.", "The frontend uses Vue.")
+    commit_texts(svc, CTX, "s1", "2026-01-05", "The frontend uses React.", "The frontend uses Vue.")
     svc.flush_index()
     a = svc.get_node(CTX, f"{MEM}/events/s1-0-" + _suffix(svc, "s1-0"))
     b = svc.get_node(CTX, f"{MEM}/events/s1-1-" + _suffix(svc, "s1-1"))
@@ -93,7 +89,7 @@ def test_same_session_without_cue_is_a_flagged_contradiction(svc: ContextEngineS
 
 def test_same_session_with_a_cue_is_an_update_and_a_retry_links_nothing_twice(svc: ContextEngineService) -> None:
     texts = ("我们数据库用的是 MySQL。", "我们已经改用 PostgreSQL 了。")
-    _commit(svc, "s1", "2026-01-05", *texts)
+    commit_texts(svc, CTX, "s1", "2026-01-05", *texts)
     messages = [{"id": f"s1-{i}", "role": "user", "content": t, "timestamp": f"2026-01-05T10:0{i}:00Z"} for i, t in enumerate(texts)]
     svc.commit_session(CTX, messages, options={"session_id": "s1", "force": True})
     old = svc.get_node(CTX, f"{MEM}/events/s1-0-" + _suffix(svc, "s1-0"))
@@ -111,8 +107,8 @@ def test_questions_mentions_and_mixed_values_claim_nothing(text: str) -> None:
 
 
 def test_other_projects_and_multi_valued_attributes_are_not_updates(svc: ContextEngineService) -> None:
-    _commit(svc, "s1", "2026-01-05", "We use PostgreSQL for the backend.", "I speak German.")
-    _commit(svc, "s2", "2026-02-05", "For my side project I use SQLite.", "I speak French too.")
+    commit_texts(svc, CTX, "s1", "2026-01-05", "We use PostgreSQL for the backend.", "I speak German.")
+    commit_texts(svc, CTX, "s2", "2026-02-05", "For my side project I use SQLite.", "I speak French too.")
     for child in svc.list_children(CTX, MEM, recursive=True):
         if child.is_node:
             meta = svc.get_node(CTX, child.uri).metadata
@@ -120,8 +116,8 @@ def test_other_projects_and_multi_valued_attributes_are_not_updates(svc: Context
 
 
 def test_add_brings_a_replacement_the_search_did_not_find(svc: ContextEngineService) -> None:
-    _commit(svc, "s1", "2026-01-05", "We deploy everything on Heroku.")
-    _commit(svc, "s2", "2026-02-05", "We moved to Netlify last week.")
+    commit_texts(svc, CTX, "s1", "2026-01-05", "We deploy everything on Heroku.")
+    commit_texts(svc, CTX, "s2", "2026-02-05", "We moved to Netlify last week.")
     svc.flush_index()
     assert svc.follow_timeline == "reorder"  # the default: only blocks found are reordered
     [old] = svc.search_memory(CTX, "Heroku", top_k=1).blocks
