@@ -11,6 +11,8 @@ from knowhub.context.core.query import RetrievedBlock
 from knowhub.context.retrieval.pair_questions import interleave_blocks, split_pair
 from knowhub.scope import RequestContext
 
+from .timeline_support import commit_sessions
+
 
 @pytest.mark.parametrize(("question", "halves"), [
     ("Was Celery taken out before or after the weather feature was built?",
@@ -63,11 +65,7 @@ def test_service_answers_both_halves_first(tmp_path: Path) -> None:
     question = "Which came first: the PostgreSQL database migration or the switch of the payment provider to Adyen?"
     with ContextEngineService(tmp_path / "svc", durable=False) as svc:
         assert svc.pair_split is True  # on by default: confirmed on held-out chats (docs/context.md)
-        for day, (sid, texts) in enumerate(sessions.items(), start=1):
-            msgs = [{"id": f"{sid}-{i}", "role": "user", "content": t, "timestamp": f"2026-03-0{day}"}
-                    for i, t in enumerate(texts)]
-            svc.commit_session(ctx, msgs, options={"session_id": sid})
-        svc.flush_index()
+        commit_sessions(svc, ctx, sessions)
         result = svc.search_memory(ctx, question, top_k=10)
         refs = [str(r) for b in result.blocks[:2] for r in b.metadata.get("source_refs") or []]
         assert any(r.startswith("s1-") for r in refs) and "s2-0" in refs, refs
@@ -96,11 +94,7 @@ def test_service_splits_a_chinese_before_or_after_question(tmp_path: Path) -> No
     question = "换支付服务商是在数据库迁移之前还是之后？"
     with ContextEngineService(tmp_path / "svc", durable=False) as svc:
         assert svc.order_shapes is True
-        for day, (sid, texts) in enumerate(sessions.items(), start=1):
-            msgs = [{"id": f"{sid}-{i}", "role": "user", "content": t, "timestamp": f"2026-03-0{day}"}
-                    for i, t in enumerate(texts)]
-            svc.commit_session(ctx, msgs, options={"session_id": sid})
-        svc.flush_index()
+        commit_sessions(svc, ctx, sessions)
         result = svc.search_memory(ctx, question, top_k=10)
         assert {q.text for q in result.query_plan} == {"换支付服务商", "数据库迁移"}
         refs = [str(r) for b in result.blocks[:2] for r in b.metadata.get("source_refs") or []]

@@ -10,6 +10,8 @@ from knowhub.context import ContextEngineService
 from knowhub.context.retrieval.thread_questions import is_history_question, topic_of
 from knowhub.scope import RequestContext
 
+from .timeline_support import commit_sessions
+
 
 @pytest.mark.parametrize(("question", "topic"), [
     ("Summarise how the rules for missed appointments changed over time.", "how the rules for missed appointments"),
@@ -61,11 +63,7 @@ def test_service_searches_the_topic_of_a_history_question(tmp_path: Path) -> Non
     question = "Summarise the history of how the nightly backup job changed over time."
     with ContextEngineService(tmp_path / "svc", durable=False) as svc:
         assert svc.thread_topic is True  # on by default (docs/benchmarks.md, seventh session, summary7)
-        for day, (sid, texts) in enumerate(sessions.items(), start=1):
-            msgs = [{"id": f"{sid}-{i}", "role": "user", "content": t, "timestamp": f"2026-03-0{day}"}
-                    for i, t in enumerate(texts)]
-            svc.commit_session(ctx, msgs, options={"session_id": sid})
-        svc.flush_index()
+        commit_sessions(svc, ctx, sessions)
         result = svc.search_memory(ctx, question, top_k=10)
         assert {q.text for q in result.query_plan} == {"how the nightly backup job"}
         refs = [str(r) for b in result.blocks[:2] for r in b.metadata.get("source_refs") or []]

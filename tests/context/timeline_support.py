@@ -1,4 +1,4 @@
-"""What the timeline tests share: one user's messages of one day committed as a session."""
+"""What the timeline and question-shape tests share: a user's texts committed as dated sessions."""
 
 from __future__ import annotations
 
@@ -11,3 +11,13 @@ def commit_texts(svc: ContextEngineService, ctx: RequestContext, session: str, d
     messages = [{"id": f"{session}-{i}", "role": "user", "content": t, "timestamp": f"{day}T10:0{i}:00Z"}
                 for i, t in enumerate(texts)]
     svc.commit_session(ctx, messages, options={"session_id": session})
+
+
+def commit_sessions(svc: ContextEngineService, ctx: RequestContext, sessions: dict[str, list[str]]) -> None:
+    """Each ``session -> texts`` as user messages ``<session>-<i>`` on its own day (2026-03-01,
+    -02, …), then the index flushed: the store is searchable."""
+    for day, (sid, texts) in enumerate(sessions.items(), start=1):
+        msgs = [{"id": f"{sid}-{i}", "role": "user", "content": t, "timestamp": f"2026-03-0{day}"}
+                for i, t in enumerate(texts)]
+        svc.commit_session(ctx, msgs, options={"session_id": sid})
+    svc.flush_index()
