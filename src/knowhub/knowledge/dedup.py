@@ -264,7 +264,7 @@ def _target(
     return None
 
 
-def merged_version(existing: Knowledge, new: Knowledge, *, now: str, principal_id: str = "") -> Knowledge:
+def merged_version(existing: Knowledge, new: Knowledge, *, now: str, principal_id: str) -> Knowledge:
     """``existing`` after the save ``new``, made by the authenticated ``principal_id``, was
     merged into it (module doc). Another saver raises confidence one step only when it is
     a principal no earlier save was made by: ``source.submitted_by`` is the client's label,
@@ -279,8 +279,7 @@ def merged_version(existing: Knowledge, new: Knowledge, *, now: str, principal_i
     # the first save's principal was not recorded: its label stands for it
     savers = {s.get("principal") or s.get("by") for s in saves} | {existing.source.get("submitted_by")}
     submitter = new.source.get("submitted_by")
-    saver = principal_id or submitter
-    if merged.confidence == existing.confidence and saver not in savers:
+    if merged.confidence == existing.confidence and principal_id not in savers:
         # another principal saying the same thing is evidence too
         merged.eval["confidence"] = raise_confidence(existing.confidence)
     record = {
