@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import os
 import secrets
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -48,8 +49,17 @@ def _start() -> tuple[str | None, str]:
         admin.dispose()
     except Exception as exc:  # any failure to start is a reason to skip, said once
         return None, f"PostgreSQL+pgvector unavailable: could not start pgserver: {type(exc).__name__}: {exc}"[:300]
-    atexit.register(server.cleanup)
+    atexit.register(_stop_and_remove, server, root)
     return base.replace("/postgres?", f"/{database}?", 1), ""
+
+
+def _stop_and_remove(server: Any, root: Path) -> None:
+    """Stop the server and delete its data folder: every test run used to leave ~100 MB
+    behind in the temp dir, and a full disk fails the next run at every ``tmp_path``."""
+    try:
+        server.cleanup()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def fresh_database(url: str, prefix: str = "knowhub_test") -> str:
