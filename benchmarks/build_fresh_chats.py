@@ -15,7 +15,7 @@ the messages than as counted positions. Format, one directive per line starting 
     %%q <type> | <question> | <label> <label> ...
 
 Message ids are ``<chat>-<session>-<nn>`` in order; a question's gold names labels.
-Run: ``python benchmarks/build_fresh_chats.py [--set fresh|long|xl]`` (checks every label, writes both files).
+Run: ``python benchmarks/build_fresh_chats.py [--set fresh|long|xl|xl2|xl3]`` (checks every label, writes both files).
 """
 
 from __future__ import annotations
@@ -47,6 +47,10 @@ SETS = {
             "A second held-out set of very long single-project technical chats for knowhub (issue 19 §7, "
             "seventh session): one project per chat over 40+ sessions, near 100k tokens, written without "
             "reading the engine's rules or the xl set. Each question has a type and cites its gold message ids."),
+    "xl3": (HERE / "xl3_chats", "tech_chats_xl3",
+            "A third held-out set of very long single-project technical chats for knowhub (issue 19 §7, "
+            "eighth session): English, one project per chat over 40+ sessions, near 100k tokens, written "
+            "without reading the engine's rules. Each question has a type and cites its gold message ids."),
 }
 
 
