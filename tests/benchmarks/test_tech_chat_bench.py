@@ -51,9 +51,9 @@ def test_chats_are_well_formed(bench: ModuleType, lang: str, data: str) -> None:
         assert len(types) >= 7, f"{chat['id']} lacks {set(bench.TYPES) - types}"
 
 
-@pytest.mark.parametrize("which", ["fresh", "long"])
+@pytest.mark.parametrize("which", ["fresh", "long", "xl", "xl2", "xl3"])
 def test_built_chats_match_their_source(which: str) -> None:
-    """The fresh and long JSON files are what build_fresh_chats.py makes of their *.txt sources."""
+    """Each set's JSON files are what build_fresh_chats.py makes of their *.txt sources."""
     import json
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -62,7 +62,7 @@ def test_built_chats_match_their_source(which: str) -> None:
     src, prefix, _ = build_fresh_chats.SETS[which]
     built = [build_fresh_chats.parse(p) for p in sorted(src.glob("*.txt"))]
     assert built
-    for lang in ("en", "zh"):
+    for lang in sorted({c["language"] for c in built}):
         stored = json.loads((ROOT / "benchmarks" / "data" / f"{prefix}_{lang}.json").read_text(encoding="utf-8"))
         assert stored["conversations"] == [c for c in built if c["language"] == lang]
 
