@@ -33,7 +33,7 @@ def _abstracts(messages: list[dict]) -> list[str]:
 def test_chinese_statements_about_the_user_say_yonghu() -> None:
     abstracts = _abstracts(_messages(("user", "我喜欢喝乌龙茶。"), ("user", "以后回答都用中文。"), ("user", "我的妹妹在上海工作。")))
     assert any(a.startswith("用户喜欢喝乌龙茶") for a in abstracts)
-    assert any(a.startswith("用户的长期要求") for a in abstracts)
+    assert any(a.startswith("长期要求（规则）：以后回答都用中文") for a in abstracts)  # the user's own rule: no subject
     assert any(a.startswith("用户的妹妹") for a in abstracts)
     assert not [a for a in abstracts if "User喜欢" in a or "User的" in a]
 

@@ -230,7 +230,10 @@ def _instruction(turn: Turn, sentence: str) -> dict[str, Any]:
     topic = instruction_topic(sentence, cjk, STOPWORDS)
     annotated, _ = annotate_time_cues(sentence, turn.when)
     rule = truncate(annotated, 200)
-    abstract = (f"{turn.speaker_cn}的长期要求（规则）：{rule}" if cjk
+    # in Chinese the unnamed user's rule needs no subject: "用户的…" on every rule would match the
+    # 用户 of every question ("用户为什么不用 X？") and rank the rules above the answer
+    owner = "" if turn.speaker_cn == "用户" else f"{turn.speaker_cn}的"
+    abstract = (f"{owner}长期要求（规则）：{rule}" if cjk
                 else f"Standing instruction from {turn.speaker} (a rule to follow): {rule}")
     return _candidate(
         "preferences", f"{turn.speaker} instruction {topic}", abstract,
