@@ -44,6 +44,8 @@ def test_a_change_of_another_noun_does_not_take_the_earlier_value_as_its_own(sen
 @pytest.mark.parametrize(("sentence", "cjk", "topic"), [
     ("The writer batch of 500 rows is too small, let's go to 2,000 rows.", False, "batch"),
     ("每批 500 条太碎了，改成 1000 条。", True, "每批"),
+    ("每批 500 条太碎了，能不能改成 1000 条？", True, "每批"),
+    ("The writer batch is 500 rows, could we maybe go to 2,000 rows?", False, "batch"),
     ("six characters is one too many, can we go to five?", False, ""),
 ])
 def test_a_change_of_the_same_value_still_names_what_it_leaves(sentence: str, cjk: bool, topic: str) -> None:

@@ -27,6 +27,8 @@ import itertools
 import re
 from dataclasses import dataclass
 
+from knowhub.text.query_stopwords import ENGLISH_QUERY_STOPWORDS
+
 __all__ = ["SAME_SESSION", "Quantity", "quantities", "topics_overlap"]
 
 #: The topic of a change that names no topic ("改成 2Gi 之后压测通过了", "make it 20"): it
@@ -88,9 +90,9 @@ _QTY_STOP_EN = frozenset(
     increase raise bump reduce lower change set make move switch up down let please can you should will would than
     that this about around only just max min maximum minimum most least after before run runs use keep""".split())  # noqa: SIM905
 
-#: Words of change wording that name no thing ("let's go to 2,000 rows").
+#: Words of change wording and requests that name no thing ("could we maybe go to 2,000 rows?").
 _CHANGE_WORDS = frozenset("""go get come cut push pull bring drop extend shorten adjust double halve tune limit cap update
-    bump let try stay stays keep""".split())  # noqa: SIM905
+    bump let try stay stays keep maybe perhaps please how about instead okay ok""".split())  # noqa: SIM905
 
 
 @dataclass(frozen=True)
@@ -144,8 +146,11 @@ def topics_overlap(a: tuple[str, ...] | list[str], b: tuple[str, ...] | list[str
 
 def _other_thing(earlier: tuple[str, ...], own: tuple[str, ...]) -> bool:
     """Whether a changed value names a thing of its own that shares no word with the earlier
-    value of its unit in the sentence (different nouns: the earlier value is no value it leaves)."""
-    nouns = [w for w in own if w not in _CHANGE_WORDS]
+    value of its unit in the sentence (different nouns: the earlier value is no value it leaves).
+    Function words and change verbs name no thing; in Chinese only a two-character word does
+    ("能不能改成" names nothing, "分页大小" does)."""
+    nouns = [w for w in own if w not in _CHANGE_WORDS and w not in ENGLISH_QUERY_STOPWORDS
+             and (len(w) > 1 or w.isascii())]
     return bool(earlier and nouns) and not set(earlier) & set(nouns)
 
 
