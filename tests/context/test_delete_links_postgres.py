@@ -1,5 +1,6 @@
 """The delete-leaves-nothing-behind tests of ``test_delete_links.py`` on the PostgreSQL
-context store (registry in ``kx_ctx_keys``, nodes in ``kx_ctx_nodes``)."""
+context store (registry in ``kx_ctx_keys``, nodes in ``kx_ctx_nodes``), and the fact node
+edits of ``test_profile_fact_edits.py``."""
 
 from __future__ import annotations
 
@@ -19,6 +20,10 @@ from tests.context.test_delete_links import (  # noqa: F401 - collected again wi
     test_deleting_one_side_of_a_contradiction_clears_the_flag,
     test_deleting_the_old_value_drops_it_from_supersedes,
     test_deleting_the_replacement_leaves_no_dangling_link_and_the_old_value_is_current,
+)
+from tests.context.test_profile_fact_edits import (  # noqa: F401 - a fact node's edit, registry in kx_ctx_keys
+    test_a_later_statement_is_compared_with_the_edited_value,
+    test_editing_a_fact_node_changes_the_fact_in_the_profile,
 )
 
 pytestmark = pytest.mark.postgres

@@ -29,7 +29,7 @@ def _of(task: str, category: str) -> list[dict[str, Any]]:
 def test_colleague_is_found_with_the_whole_name_and_relation() -> None:
     entities = {c["routing_key"]: c["metadata"] for c in _of("extract_entities_events", "entities")}
     assert "李娜" in entities and "李娜负" not in entities
-    assert entities["李娜"]["entity_type"] == "person" and entities["李娜"]["relation"] == "User的同事"
+    assert entities["李娜"]["entity_type"] == "person" and entities["李娜"]["relation"] == "用户的同事"
 
 
 def test_employers_are_organizations_not_places() -> None:

@@ -10,6 +10,8 @@ from mcp.client.client import Client
 
 from knowhub.config import Settings
 from knowhub.context import ContextEngineService
+from knowhub.context.core.query import RetrievedBlock
+from knowhub.context.retrieval.validity import follow_timeline
 from knowhub.mcp import build_mcp_server
 from knowhub.mcp.engines import CONTEXT_ENGINE as MCP_CONTEXT_ENGINE
 from knowhub.scope import Principal, RequestContext
@@ -65,3 +67,47 @@ def test_mcp_search_shows_replacements_and_contradictions(tmp_path: Path) -> Non
 
     anyio.run(body)
     svc.close()
+
+
+def _confirmed_service(tmp_path: Path) -> ContextEngineService:
+    svc = ContextEngineService(tmp_path / "ctx", durable=False)
+    ctx = RequestContext("default", "alice")
+    svc.commit_session(ctx, [{"id": "a", "role": "user", "content": "We take card payments with PayPal.",
+                              "timestamp": "2026-01-05T09:00:00Z"}], options={"session_id": "s1"})
+    svc.commit_session(ctx, [{"id": "b", "role": "user", "content": "Card payments move from PayPal to Mollie.",
+                              "timestamp": "2026-02-10T09:00:00Z"},
+                             {"id": "c", "role": "assistant", "timestamp": "2026-02-10T09:01:00Z",
+                              "content": "Done: the checkout now calls Mollie's payments API, and I removed the PayPal adapter."}],
+                       options={"session_id": "s2"})
+    svc.flush_index()
+    return svc
+
+
+def test_mcp_search_shows_the_answer_that_confirmed_a_change_on_the_change_itself(tmp_path: Path) -> None:
+    """review7b: ``confirmed_by`` reached the agent only through a replaced memory's chain;
+    the change's own block names it, as a replaced block names ``superseded_by``."""
+    svc = _confirmed_service(tmp_path)
+    settings = Settings.load(None, data_dir=tmp_path / "mcp")
+    server = build_mcp_server(settings, engines={MCP_CONTEXT_ENGINE: svc}, principal=Principal.of("user:alice"))
+
+    async def body() -> None:
+        async with Client(server) as client:
+            found = await client.call_tool("context_search", {"query": "Mollie card payments", "top_k": 8})
+            blocks = found.structured_content["blocks"]
+            change = next(b for b in blocks if b["metadata"].get("confirmed_by"))
+            text = "\n".join(b.text for b in found.content if b.type == "text")
+            assert f"confirmed by {change['metadata']['confirmed_by'][0]}" in text
+
+    anyio.run(body)
+    svc.close()
+
+
+def test_a_found_change_brings_its_confirming_answer_right_after_it() -> None:
+    """Without a replaced block among the results, the change still has its answer beside it."""
+    change = RetrievedBlock(uri="ctx://x/change", score=0.9, metadata={"confirmed_by": ["ctx://x/answer"]})
+    other = RetrievedBlock(uri="ctx://x/other", score=0.8)
+    answer = RetrievedBlock(uri="ctx://x/answer", score=0.5)
+    out = follow_timeline([change, other, answer], None, None, top_k=3, add_missing=False)  # type: ignore[arg-type]
+    assert [b.uri for b in out] == ["ctx://x/change", "ctx://x/answer", "ctx://x/other"]
+    alone = follow_timeline([change, other], None, None, top_k=3, add_missing=False)  # type: ignore[arg-type]
+    assert [b.uri for b in alone] == ["ctx://x/change", "ctx://x/other"]

@@ -194,3 +194,18 @@ def test_a_client_label_cannot_raise_confidence_again_and_again(hub: KnowledgeHu
     assert item.confidence == first.confidence  # same principal, same message: nothing new
     assert {s["principal"] for s in item.source["saves"]} == {alice.id}
     assert [s["by"] for s in item.source["saves"]] == [f"agent-{n}" for n in range(6)]
+
+
+def test_the_first_saves_principal_counts_as_a_saver(hub: KnowledgeHub) -> None:
+    """The first save's principal is recorded (``source.principal``), not only its label: a
+    relabelled second save by the same principal gains no confidence step (fixes8)."""
+    body = {**NGINX, "scopes": ["team:red"], "owner": "team:red", "message_id": "m1"}
+    first = hub.save(RED_ADMIN, {**body, "source": {"submitted_by": "deploy-bot"}})
+    assert first.source["principal"] == RED_ADMIN.id
+    again = hub.save(RED_ADMIN, {**body, "source": {"submitted_by": "another-label"}})
+    assert again.id == first.id and again.merged is not None
+    assert again.confidence == first.confidence  # the same principal, the same message
+    other = Principal.of("user:eve", ["team:red"], admin_of=["team:red"])
+    third = hub.save(other, {**body, "source": {"submitted_by": "deploy-bot", "principal": RED_ADMIN.id}})
+    assert third.id == first.id and third.confidence > first.confidence  # another principal is evidence
+    assert hub.get(RED_ADMIN, first.id).source["principal"] == RED_ADMIN.id  # a client cannot claim it

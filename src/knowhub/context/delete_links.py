@@ -34,7 +34,7 @@ from typing import Any
 from knowhub.context.core.uri import CtxLike, parse_uri
 from knowhub.errors import KnowhubError
 
-__all__ = ["forget_deleted", "retarget_moved"]
+__all__ = ["forget_deleted", "retarget_moved", "same_fact"]
 
 log = logging.getLogger(__name__)
 
@@ -234,7 +234,8 @@ def _unlink(
     return changed
 
 
-def _same(entry: Any, fact: dict[str, Any]) -> bool:
+def same_fact(entry: Any, fact: dict[str, Any]) -> bool:
+    """Whether a profile node's fact entry is ``fact`` (subject, attribute and value)."""
     from knowhub.context.commit.policies import norm_text
 
     return (isinstance(entry, dict) and entry.get("attribute") == fact.get("attribute")
@@ -259,10 +260,10 @@ def _forget_fact(fs: Any, ctx: CtxLike, uri: str, own: dict[str, Any]) -> str | 
     facts = {k: v for k, v in (meta.get("facts") or {}).items() if isinstance(v, dict)}
     original = list(meta.get("superseded") or [])
     superseded = [dict(s) for s in original if isinstance(s, dict)]
-    removed = [key for key, value in facts.items() if _same(value, fact)]
+    removed = [key for key, value in facts.items() if same_fact(value, fact)]
     for key in removed:
         del facts[key]
-    kept = [s for s in superseded if not _same(s, fact)]
+    kept = [s for s in superseded if not same_fact(s, fact)]
     value = norm_text(str(fact.get("value") or ""))
 
     def replaced_by_it(entry: dict[str, Any]) -> bool:

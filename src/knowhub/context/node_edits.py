@@ -20,6 +20,7 @@ from knowhub.context.core.objects import ContextNode, utc_now_iso
 from knowhub.context.core.outbox import make_event
 from knowhub.context.core.uri import check_access
 from knowhub.context.delete_links import forget_deleted, retarget_moved
+from knowhub.context.fact_edits import edit_fact, follow_fact_edit
 from knowhub.context.fs import ContextFS
 from knowhub.errors import InvalidInputError, KnowhubError, VersionConflictError
 
@@ -51,8 +52,11 @@ def apply_edit(
     overview: str | None = None,
     content: str | None = None,
     expected_version: int | None = None,
+    also: list[str] | None = None,
 ) -> ContextNode:
-    """Write the given levels of the node at ``uri`` (a canonical, access-checked URI).
+    """Write the given levels of the node at ``uri`` (a canonical, access-checked URI). An
+    edit of a profile fact node's value changes the fact (:mod:`knowhub.context.fact_edits`):
+    the URIs of the other nodes that changed with it are added to ``also``.
 
     Raises:
         InvalidInputError: no level given, or a level is not acceptable text.
@@ -76,8 +80,12 @@ def apply_edit(
             )
         for name, value in changes.items():
             setattr(node, name, value)
+        moved = edit_fact(node, changes)
         node.metadata = {**(node.metadata or {}), "edited_at": utc_now_iso(), "edited_levels": sorted(changes)}
         fs.write_node(ctx, node)
+        profile = follow_fact_edit(fs, ctx, uri, *moved) if moved else None
+        if profile and also is not None:
+            also.append(profile)
     return node
 
 
@@ -173,9 +181,11 @@ class NodeEditsMixin:
         """
         canonical = check_access(ctx, uri).uri
         with self._node_change(ctx):
+            also: list[str] = []  # a fact node's edit changes its profile node too
             node = apply_edit(self.fs, ctx, canonical, abstract=abstract, overview=overview, content=content,
-                              expected_version=expected_version)
-            self.outbox.append(make_event(OutboxEventType.UPSERT_CONTEXT, canonical, ctx, {"edited": True}))
+                              expected_version=expected_version, also=also)
+            self.outbox.append_batch([make_event(OutboxEventType.UPSERT_CONTEXT, canonical, ctx, {"edited": True}),
+                                      *(make_event(OutboxEventType.UPSERT_CONTEXT, u, ctx, {}) for u in also)])
         return node
 
     def move_node(self, ctx: Any, from_uri: str, to_uri: str) -> None:

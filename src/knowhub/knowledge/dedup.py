@@ -269,15 +269,16 @@ def merged_version(existing: Knowledge, new: Knowledge, *, now: str, principal_i
     merged into it (module doc). Another saver raises confidence one step only when it is
     a principal no earlier save was made by: ``source.submitted_by`` is the client's label,
     so counting labels would let one client raise the item at will (each save is recorded
-    with both, ``by`` and ``principal``)."""
+    with both, ``by`` and ``principal``; the first save's principal is ``source.principal``)."""
     ids = [i for i in [new.message_id, *(new.source.get("message_ids") or [])] if i]
     base = Knowledge.from_dict(copy.deepcopy(existing.to_dict()))
     first = [i for i in [existing.message_id] if i]  # the first save's message is evidence too
     base.source["message_ids"] = list(dict.fromkeys([*first, *(base.source.get("message_ids") or [])]))
     merged = add_evidence(base, ids, now=now) or base
     saves = list(existing.source.get("saves") or [])
-    # the first save's principal was not recorded: its label stands for it
-    savers = {s.get("principal") or s.get("by") for s in saves} | {existing.source.get("submitted_by")}
+    # the first save's principal (``source.principal``; an item saved before it was recorded: its label)
+    savers = {s.get("principal") or s.get("by") for s in saves} | {
+        existing.source.get("principal") or existing.source.get("submitted_by")}
     submitter = new.source.get("submitted_by")
     if merged.confidence == existing.confidence and principal_id not in savers:
         # another principal saying the same thing is evidence too

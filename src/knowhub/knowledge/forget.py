@@ -15,7 +15,8 @@ The rule, one for knowledge items and resources alike:
   its scopes may change or delete it. An operator who judges the text itself to be personal
   data deletes the item (as its scope admin) before or after.
 * **items it saved but does not own** (a team-owned item it submitted, or one its
-  duplicate save was merged into: ``source.submitted_by``, ``source.saves[].by``) →
+  duplicate save was merged into: ``source.submitted_by``, ``source.principal``,
+  ``source.saves[].by``) →
   *anonymized* the same way; owner and scopes stay.
 * **what it wrote on other principals' items** → its feedback cases are taken out of the
   item and of the versions after them (its helpful/harmful counts with them), and the
@@ -106,7 +107,7 @@ def _saved_by(doc: dict[str, Any], principal_id: str) -> bool:
     source = doc.get("source") if isinstance(doc, dict) else None
     if not isinstance(source, dict):
         return False
-    if source.get("submitted_by") == principal_id:
+    if principal_id in (source.get("submitted_by"), source.get("principal")):
         return True
     saves = source.get("saves") if isinstance(source.get("saves"), list) else []
     return any(isinstance(s, dict) and principal_id in (s.get("by"), s.get("principal")) for s in saves)

@@ -299,6 +299,8 @@ def _source(value: Any, principal: Principal) -> dict[str, Any]:
     src.setdefault("category", "exp")
     src.setdefault("agent_id", "")
     src.setdefault("submitted_by", principal.id)
+    # who saved it, as authenticated (``submitted_by`` is the client's label): dedup counts savers by it
+    src["principal"] = principal.id
     src.setdefault("timestamp", "")
     src.setdefault("message_id", "")
     if not src["timestamp"]:

@@ -123,10 +123,14 @@ __all__ = ["argument_failure", "current_tool", "error_result", "excerpt", "failu
 
 def timeline_note(meta: Mapping[str, Any]) -> str:
     """The lines a memory block's timeline links add to a search answer: the value that
-    replaced it, or the value it contradicts (the agent should ask the user)."""
+    replaced it, the assistant's answer that carried it out, or the value it contradicts (the
+    agent should ask the user)."""
     note = ""
     if meta.get("superseded_by"):
         note += f"\n   superseded by {meta['superseded_by']}" + (f" on {str(meta['superseded_at'])[:10]}" if meta.get("superseded_at") else "")
+    confirmed = meta.get("confirmed_by")
+    if isinstance(confirmed, list) and confirmed:
+        note += f"\n   confirmed by {confirmed[0]}"
     conflict = meta.get("conflict")
     if isinstance(conflict, Mapping) and conflict.get("with"):
         values = " / ".join(str(v) for v in conflict.get("values") or [])

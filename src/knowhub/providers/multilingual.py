@@ -94,6 +94,10 @@ class MultilingualE5Embedder:
     #: indexer's prefetch embeds a commit's nodes a few at a time while the commit waits on
     #: its fsyncs, so two texts already go to two cores.
     PARALLEL_MIN_STORED = 2
+    #: A query is embedded from its start, at most this many tokens (one 512-token window
+    #: with room for the ``query:`` prefix): every further window cost ~1 s of CPU and a
+    #: pasted 2,000-character query took 4.8 s; a question is far shorter.
+    QUERY_MAX_TOKENS = 500
 
     def __init__(self) -> None:
         try:
@@ -209,8 +213,12 @@ class MultilingualE5Embedder:
         return self._embed(texts, query=False)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """Search queries (``query:``); float32 unit rows."""
-        return self._embed(texts, query=True)
+        """Search queries (``query:``); float32 unit rows; a query over
+        :attr:`QUERY_MAX_TOKENS` is embedded from its start (a token covers at least one
+        character, and rarely more than 16, so a cut by characters first keeps the
+        tokenizer's work bounded too)."""
+        limit = self.QUERY_MAX_TOKENS
+        return self._embed([t if len(t) <= limit else self.clip_tokens(t[: limit * 16], limit) for t in texts], query=True)
 
     def embed_texts(self, texts: Sequence[str], model: str | None = None) -> list[EmbeddingVector]:
         """``model`` is accepted for protocol compatibility; there is one space."""

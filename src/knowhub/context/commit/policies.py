@@ -190,6 +190,11 @@ _FACT_PHRASES = {
 }
 
 
+def fact_phrase(attribute: str) -> str:
+    """The words a fact node's abstract puts between subject and value ("lives in")."""
+    return _FACT_PHRASES.get(attribute, f"{attribute}:")
+
+
 class ProfilePolicy(MergePolicy):
     """One profile node per user; facts keyed by subject and attribute, newest value wins."""
 
@@ -287,15 +292,22 @@ class ProfilePolicy(MergePolicy):
         meta = self._base_metadata(candidate)
         meta.update({"fact": fact, "fact_node": True, "attribute": fact["attribute"], "value": fact["value"],
                      "routing_key": f"{fact['subject']} {fact['attribute']}", "source_refs": fact["source_refs"]})
+        abstract, overview, content = self.fact_node_texts(fact)
+        patch = {"abstract": abstract, "overview": overview, "content": content, "metadata": meta}
+        return self._plan(WriteAction.CREATE, uri, candidate, ctx, patch=patch, reason="new profile fact")
+
+    @staticmethod
+    def fact_node_texts(fact: dict[str, Any]) -> tuple[str, str, str]:
+        """L0, L1 and L2 of a fact node (also re-rendered after a hand edit of its value)."""
         said = f" (said {fact['at'][:10]})" if fact.get("at") else ""
-        phrase = _FACT_PHRASES.get(fact["attribute"], f"{fact['attribute']}:")
+        phrase = fact_phrase(fact["attribute"])
         abstract = _clip(f"{fact['subject']} {phrase} {fact['value']}{said} — profile {fact['attribute'].replace('_', ' ')}")
         words = ATTRIBUTE_WORDS.get(fact["attribute"], "")
         overview = f"- {fact['subject']} — {fact['attribute']}: {fact['value']}" + (f"\n- asked as: {words}" if words else "")
         overview += f"\n- source: {fact['text']}"
-        content = f"# {fact['subject']} — {fact['attribute']}\n\n{fact['value']}\n\n> {fact['text']} [{', '.join(fact['source_refs'])}]"
-        patch = {"abstract": abstract, "overview": overview, "content": content, "metadata": meta}
-        return self._plan(WriteAction.CREATE, uri, candidate, ctx, patch=patch, reason="new profile fact")
+        refs = ", ".join(fact.get("source_refs") or [])
+        content = f"# {fact['subject']} — {fact['attribute']}\n\n{fact['value']}\n\n> {fact['text']} [{refs}]"
+        return abstract, overview, content
 
     @staticmethod
     def _abstract(facts: dict[str, dict[str, Any]]) -> str:

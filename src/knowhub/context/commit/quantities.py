@@ -5,14 +5,16 @@ change wording, the value it leaves:
 
 * a number with a unit (rows, days, GB, ms …, 条/天/小时/家/人 …), an English number word
   with a unit ("six characters"), or a time of day (``14:00``, ``3:30 pm``, ``下午 3 点半``:
-  unit ``clock``);
+  unit ``clock``); a time naming no part of day takes the one of an earlier time in the
+  sentence ("下午 3 点半改成 4 点", "from 3:30 pm to 4:00": 16:00);
 * change wording — "increase … to", "instead of", "from … to", a request to move a value
   ("can we go to five?", "make it 20"), 改成/改到/调到/变成/从…到 — marks the statement as a
   change; a bare number after it ("go to five", "改到 5") takes the unit of the sentence's
   other quantity;
 * the value being left: the one after from / instead of / rather than / 从 / 原来, else the
   other value of the same unit in a change sentence ("six characters is one too many, can we
-  go to five?": was 6).
+  go to five?": was 6) — unless the changed value names a thing of its own that shares no
+  word with it ("batch is 500 rows, cut the page size to 50 rows": a page size, not the batch).
 
 :attr:`Quantity.topic` holds the content words before the value (and, in Chinese, the noun
 right after a measure word: "18 家门店" → 门店), so that only quantities of one thing are
@@ -24,6 +26,8 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass
+
+from knowhub.text.query_stopwords import ENGLISH_QUERY_STOPWORDS
 
 __all__ = ["SAME_SESSION", "Quantity", "quantities", "topics_overlap"]
 
@@ -86,6 +90,10 @@ _QTY_STOP_EN = frozenset(
     increase raise bump reduce lower change set make move switch up down let please can you should will would than
     that this about around only just max min maximum minimum most least after before run runs use keep""".split())  # noqa: SIM905
 
+#: Words of change wording and requests that name no thing ("could we maybe go to 2,000 rows?").
+_CHANGE_WORDS = frozenset("""go get come cut push pull bring drop extend shorten adjust double halve tune limit cap update
+    bump let try stay stays keep maybe perhaps please how about instead okay ok""".split())  # noqa: SIM905
+
 
 @dataclass(frozen=True)
 class Quantity:
@@ -136,20 +144,44 @@ def topics_overlap(a: tuple[str, ...] | list[str], b: tuple[str, ...] | list[str
     return any(len(w) > 1 for w in shared) or len(shared) >= 2
 
 
+def _other_thing(earlier: tuple[str, ...], own: tuple[str, ...]) -> bool:
+    """Whether a changed value names a thing of its own that shares no word with the earlier
+    value of its unit in the sentence (different nouns: the earlier value is no value it leaves).
+    Function words and change verbs name no thing; in Chinese only a two-character word does
+    ("能不能改成" names nothing, "分页大小" does)."""
+    nouns = [w for w in own if w not in _CHANGE_WORDS and w not in ENGLISH_QUERY_STOPWORDS
+             and (len(w) > 1 or w.isascii())]
+    return bool(earlier and nouns) and not set(earlier) & set(nouns)
+
+
 def _number(raw: str) -> str:
     return str(_NUMBER_WORDS.get(raw.lower(), raw.replace(",", "")))
 
 
-def _clock(match: re.Match[str]) -> str:
-    """``HH:MM`` of a time-of-day match."""
+def _part_of_day(match: re.Match[str]) -> str:
+    """"pm" / "am" when a time-of-day match says its part of day (3 pm, 下午, 上午), else ""."""
+    part = (match.group(3) or match.group(5) or match.group(6) or "").lower()
+    if part.startswith("p") or part in ("下午", "傍晚", "晚上"):
+        return "pm"
+    return "am" if part else ""
+
+
+def _clock(match: re.Match[str], carried: str = "") -> str:
+    """``HH:MM`` of a time-of-day match; ``carried`` ("pm") is the part of day of an earlier time
+    of the same sentence, for a time that names none ("下午 3 点半改成 4 点": 16:00)."""
     if match.group(1) is not None:
-        hour, minute, half = int(match.group(1)), int(match.group(2)), (match.group(3) or "").lower()
+        hour, minute, half = int(match.group(1)), int(match.group(2)), match.group(3) or ""
+        half = (half or ("" if match.group(1).startswith("0") else carried)).lower()  # 09:00 is a 24-hour time
     elif match.group(4) is not None:
         hour, minute, half = int(match.group(4)), 0, match.group(5).lower()
     else:
         hour, part, extra = int(match.group(7)), match.group(6) or "", match.group(8) or ""
         minute = 30 if extra == "半" else int(re.sub(r"\D", "", extra) or 0)
-        half = "pm" if part in ("下午", "傍晚", "晚上") and hour < 12 else ""
+        half = "pm" if (part in ("下午", "傍晚", "晚上") and hour < 12) or (not part and carried == "pm") else ""
+        if part == "中午" and hour < 11:  # 中午 1 点 is 13:00; 中午 11/12 点 stay
+            half = "pm"
+        elif part in ("晚上", "凌晨") and hour == 12:  # 晚上 12 点 is midnight
+            half = "am"
     if half.startswith("p") and hour < 12:
         hour += 12
     elif half.startswith("a") and hour == 12:
@@ -170,8 +202,10 @@ def _found(sentence: str, cjk: bool) -> list[tuple[int, int, str, str]]:
         if unit:
             out.append((match.start(), match.end(), unit, _number(match.group(1))))
     taken = [(s, e) for s, e, _u, _v in out]
+    carried = ""  # the part of day of the sentence's last time that named one
     for match in _CLOCK.finditer(sentence):
-        value = _clock(match)
+        value = _clock(match, carried)
+        carried = _part_of_day(match) or carried
         if value and not any(s < match.end() and match.start() < e for s, e in taken):
             out.append((match.start(), match.end(), "clock", value))
     return sorted(out)
@@ -215,7 +249,11 @@ def quantities(sentence: str, cjk: bool) -> list[Quantity]:
         noun = cjk and unit in _MEASURE_UNITS
         topic = _topic(sentence[:first], cjk, sentence[first_end:] if noun else "", noun)
         if start != first:  # "6 家门店……门店总数变成 24 家": the words of the value said, too
-            topic = tuple(dict.fromkeys(topic + _topic(sentence[:start], cjk, sentence[end:] if noun else "", noun)))
+            own = _topic(sentence[:start], cjk, sentence[end:] if noun else "", noun)
+            if _other_thing(topic, own):  # "batch is 500 rows, cut the page size to 50": not the batch
+                topic, was = own, ""
+            else:
+                topic = tuple(dict.fromkeys(topic + own))
         if not topic and not change:
             continue
         out.append(Quantity(unit, value, bool(change), topic or (SAME_SESSION,), was))

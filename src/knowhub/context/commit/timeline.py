@@ -29,6 +29,11 @@ server shares it and ``forget`` erases it). It is written atomically under the a
 write lock; an unreadable registry is set aside (``.timeline.json.bad``)
 and started afresh, which loses links to older memories, never memories.
 Multi-valued attributes (languages, family, diet) are only recorded, never superseded.
+
+A message time more than :data:`FUTURE_MARGIN` after the commit's clock (9999-12-31, a
+client's wrong clock) orders nothing: a message cannot be committed before it is written, and
+trusted it would stay the current value against every later real update. Such a statement is
+ordered by commit order (the time is still its ``valid_from``).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +74,9 @@ _MAX_SLOTS = 5000
 PARTIAL_SENTENCES = 2
 #: At most this many assistant answers confirm one change (``confirmed_by``).
 _MAX_CONFIRMATIONS = 1
+#: A message time further than this after the commit's clock orders nothing (module doc);
+#: a day covers time zones and skewed clocks.
+FUTURE_MARGIN = timedelta(days=1)
 
 
 @dataclass
@@ -316,6 +325,7 @@ def claimed_memories(applied: Sequence[tuple[Any, Any]], messages: Sequence[dict
     user and the assistant decide about one project. Other categories claim nothing.
     """
     by_id = {str(m.get("id")): (i, m) for i, m in enumerate(messages)}
+    latest = datetime.now(UTC) + FUTURE_MARGIN  # a later message time orders nothing (module doc)
     out: list[ClaimedMemory] = []
     for candidate, result in applied:
         category = candidate.category
@@ -339,6 +349,7 @@ def claimed_memories(applied: Sequence[tuple[Any, Any]], messages: Sequence[dict
         if not claims:
             continue
         when = parse_when(message.get("timestamp")) or parse_when(candidate.metadata.get("session_time"))
+        when = when if when is not None and when <= latest else None
         sentences = len(split_sentences(str(message.get("content") or "")))
         person = category == "profile" or message.get("role") != "assistant" or bool(
             isinstance(message.get("name"), str) and message["name"].strip())

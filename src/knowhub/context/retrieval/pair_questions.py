@@ -48,7 +48,7 @@ _WORD = re.compile(r"[A-Za-z]{3,}")
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _TRIM = " \t,，?？。.:：;；、"
 #: "A 是在 B 之前还是之后（…）": both events stand before the comparison (module doc)
-_ZH_AT = re.compile(r"^(.+)在(.+?)(?:之前还是之后|以前还是以后|前还是后)")
+_ZH_COMPARE = re.compile(r"之前还是之后|以前还是以后|前还是后")
 #: an order question over a list (module doc)
 _ORDER = re.compile(r"\b(?:in (?:what|which) order|chronological(?:ly)?|(?:put|list|sort|rank)\b.{0,30}\bin order)\b"
                     r"|按(?:时间)?(?:先后)?顺序|先后顺序|时间顺序", re.I)  # not 排序: sorting a result is no order of events
@@ -79,6 +79,21 @@ def _events(parts: list[str]) -> list[str]:
     return out
 
 
+def _zh_at(question: str) -> tuple[str, str] | None:
+    """A and B of "A 在 B 之前还是之后": the last 在 with a comparison after it, and the text up
+    to the first comparison after that 在. A scan, not a backtracking regex (``^(.+)在(.+?)…``
+    took the square of the length on a long run of 在)."""
+    question = question.split("\n", 1)[0]  # the first line, as the regex's "." read it
+    starts = [m.start() for m in _ZH_COMPARE.finditer(question)]
+    if not starts:
+        return None
+    at = question.rfind("在", 1, max(1, starts[-1] - 1))
+    if at < 1:
+        return None
+    end = next(s for s in starts if s > at + 1)
+    return question[:at], question[at + 1:end]
+
+
 def _order_list(question: str) -> list[str]:
     """The items of "in what order …: A, B, C" / "按时间顺序：A、B、C" (three or more), else ``[]``."""
     order = _ORDER.search(question)
@@ -100,9 +115,9 @@ def split_pair(question: str, shapes: bool = True) -> list[str]:
         items = _order_list(question)
         if items:
             return items
-        at = _ZH_AT.search(question)
-        if at and all(_words(p) >= 1 for p in at.groups()):
-            return _events([at.group(1).rstrip(_TRIM).removesuffix("是"), at.group(2)])
+        at = _zh_at(question)
+        if at and all(_words(p) >= 1 for p in at):
+            return _events([at[0].rstrip(_TRIM).removesuffix("是"), at[1]])
     patterns = [_EN, _ZH]
     if _ZH_WHICH_FIRST.search(question):
         patterns.append(_ZH_AND)

@@ -8,7 +8,7 @@ After assembly, :func:`follow_timeline` walks the blocks best first:
   with ``add_missing``, read from the primary store and added when it is not
   (``match_reason`` "replaces …");
   The assistant's answer that carried the change out (``confirmed_by`` of the
-  replacement) follows the replacement;
+  replacement) follows the replacement — and follows a change found on its own, too;
 * a block with an unsettled **contradiction** (``conflict``) keeps ``metadata.conflict``
   ``{with, slot, values, reason}`` and the other side (found, or added with
   ``add_missing``) is put right after it, so the agent sees both and can ask the user.
@@ -49,16 +49,22 @@ def follow_timeline(blocks: list[RetrievedBlock], fs: ContextFS, ctx: Any, top_k
     """Blocks with replacements before superseded values and both sides of a contradiction
     together (see the module doc), at most ``top_k``. ``add_missing=False`` only reorders
     the blocks found (a replacement or other side that was not found is not added)."""
-    if not any(b.metadata.get("superseded_by") or b.metadata.get("conflict") for b in blocks):
+    if not any(b.metadata.get("superseded_by") or b.metadata.get("conflict") or b.metadata.get("confirmed_by") for b in blocks):
         return blocks
     by_uri = {b.uri: b for b in blocks}
     out: list[RetrievedBlock] = []
     placed: set[str] = set()
 
     def place(block: RetrievedBlock) -> None:
-        if block.uri not in placed:
-            placed.add(block.uri)
-            out.append(block)
+        if block.uri in placed:
+            return
+        placed.add(block.uri)
+        out.append(block)
+        for uri in (block.metadata.get("confirmed_by") or [])[:1] if CONFIRMATIONS else []:
+            confirming = by_uri.get(uri) or (_block_of(fs, ctx, uri, block.score, f"carries out {block.uri}")
+                                             if add_missing else None)
+            if confirming is not None:
+                place(confirming)
 
     for block in blocks:
         if block.uri in placed:
@@ -80,11 +86,6 @@ def follow_timeline(blocks: list[RetrievedBlock], fs: ContextFS, ctx: Any, top_k
             for newer in reversed(chain):  # the newest value first, with the answer that carried it out
                 newer.score = max(newer.score, block.score)
                 place(newer)
-                for uri in (newer.metadata.get("confirmed_by") or [])[:1] if CONFIRMATIONS else []:
-                    confirming = by_uri.get(uri) or (_block_of(fs, ctx, uri, block.score, f"carries out {newer.uri}")
-                                                     if add_missing else None)
-                    if confirming is not None:
-                        place(confirming)
         place(block)
         conflict = block.metadata.get("conflict")
         other = conflict.get("with") if isinstance(conflict, dict) else None

@@ -39,6 +39,7 @@ from knowhub.providers.llm.local_context_text import (
     Turn,
     content_words,
     has_cjk,
+    is_acknowledgement,
     split_sentences,
     truncate,
 )
@@ -345,8 +346,8 @@ def assistant_memories(turns: list[Turn]) -> list[dict[str, Any]]:
     if not SWITCHES["assistant_memories"]:
         return out
     for position, turn in enumerate(turns):
-        if turn.role != "assistant" or turn.extra.get("named"):
-            continue
+        if turn.role != "assistant" or turn.extra.get("named") or is_acknowledgement(turn.text):
+            continue  # a bare "好的。" / "OK, will do." states nothing
         reply = next((t for t in turns[position + 1:] if t.role == "user"), None)
         asked = next((t for t in reversed(turns[:position]) if t.role == "user"), None)
         raw = str(turn.extra.get("raw") or turn.text)

@@ -41,6 +41,7 @@ from knowhub.providers.llm.local_context_text import (
     annotate_time_cues,
     content_words,
     has_cjk,
+    is_acknowledgement,
     split_sentences,
     truncate,
     turns_from_payload,
@@ -210,7 +211,7 @@ def extract_preferences(payload: dict[str, Any]) -> list[dict[str, Any]]:
                 negative = verb in _NEGATIVE
                 topic = _topic(obj)
                 annotated, _ = annotate_time_cues(sentence, turn.when)
-                statement = f"{turn.speaker} {_third_person(verb)} {obj}" if not has_cjk(verb) else f"{turn.speaker}{verb}{obj}"
+                statement = f"{turn.speaker} {_third_person(verb)} {obj}" if not has_cjk(verb) else f"{turn.speaker_cn}{verb}{obj}"
                 out.append(_candidate(
                     "preferences", f"{turn.speaker} {topic}",
                     f"{statement} — \"{truncate(annotated, 150)}\"",
@@ -229,7 +230,10 @@ def _instruction(turn: Turn, sentence: str) -> dict[str, Any]:
     topic = instruction_topic(sentence, cjk, STOPWORDS)
     annotated, _ = annotate_time_cues(sentence, turn.when)
     rule = truncate(annotated, 200)
-    abstract = (f"{turn.speaker}的长期要求（规则）：{rule}" if cjk
+    # in Chinese the unnamed user's rule needs no subject: "用户的…" on every rule would match the
+    # 用户 of every question ("用户为什么不用 X？") and rank the rules above the answer
+    owner = "" if turn.speaker_cn == "用户" else f"{turn.speaker_cn}的"
+    abstract = (f"{owner}长期要求（规则）：{rule}" if cjk
                 else f"Standing instruction from {turn.speaker} (a rule to follow): {rule}")
     return _candidate(
         "preferences", f"{turn.speaker} instruction {topic}", abstract,
@@ -420,6 +424,8 @@ def _substantive(turn: Turn) -> bool:
     """Worth a memory of its own: anything beyond a bare greeting or acknowledgement."""
     if turn.caption:
         return True
+    if is_acknowledgement(turn.text):
+        return False
     if has_cjk(turn.text):
         return sum(1 for ch in turn.text if "\u3400" <= ch <= "\u9fff") >= 4
     return len(content_words(turn.text)) >= 2
@@ -527,7 +533,7 @@ def _entity_candidates(turn: Turn, speakers: set[str], capitalized_elsewhere: se
             else:
                 found.append((f"{turn.speaker}'s {relation}", "relation", f"{turn.speaker}'s {relation}"))
         if has_cjk(sentence):
-            found.extend(cn_entities(sentence, turn.speaker))
+            found.extend(cn_entities(sentence, turn.speaker_cn))
         for name, kind in _entities_in(sentence, speakers, capitalized_elsewhere):
             if not any(name == f[0] for f in found):
                 found.append((name, kind, ""))

@@ -19,6 +19,7 @@ __all__ = [
     "content_words",
     "format_date",
     "has_cjk",
+    "is_acknowledgement",
     "parse_when",
     "split_sentences",
     "truncate",
@@ -57,6 +58,29 @@ def content_words(text: str) -> list[str]:
     words = [w for w in re.findall(r"[A-Za-z][A-Za-z'’\-]*|\d+", text.lower()) if w not in STOPWORDS]
     words.extend(ch for ch in text if "\u3400" <= ch <= "\u9fff")
     return words
+
+
+#: How people acknowledge without saying anything else (general English and Chinese).
+_ACK_EN = re.compile(
+    r"\b(?:ok(?:ay)?|sure(?: thing)?|got it|gotcha|will do|on it|understood|noted|done|great|perfect|thanks|"
+    r"thank you|you'?re welcome|no problem|no worries|sounds good|all right|alright|yes|yep|yeah|of course|"
+    r"certainly|absolutely|right|roger(?: that)?|copy that|makes sense|i see|cool|nice|happy to help|"
+    r"glad to help|my pleasure|(?:i'?ll|i will|will) (?:do (?:that|it|so)|keep (?:that|it) in mind))\b", re.I)
+_ACK_CN = re.compile(r"好的|好嘞|好滴|没问题|明白了?|收到了?|了解了?|知道了|懂了|谢谢你?|多谢|不客气|是的|当然|没错|照办|"
+                     r"记住了|记下了|(?:这就|马上)(?:去)?(?:做|改|办|弄)?|嗯+|好|行|可以|对")
+_ACK_FILLER = frozenset("了啊呀吧哦呢嘛啦哈的")
+
+
+def is_acknowledgement(text: str) -> bool:
+    """A message that only acknowledges ("好的。", "OK, will do.", "Sure!", "收到，这就去改。"):
+    no content word and no Chinese character is left once the acknowledgement words, fillers
+    and punctuation are taken out. Such a message is no memory of its own."""
+    if len(text) > 80 or not (_ACK_EN.search(text) or _ACK_CN.search(text)):
+        return False
+    rest = _ACK_CN.sub(" ", _ACK_EN.sub(" ", text))
+    if any("\u3400" <= ch <= "\u9fff" and ch not in _ACK_FILLER for ch in rest):
+        return False
+    return not [w for w in content_words(rest) if w not in ("i", "will", "do", "it", "that", "so", "now", "much", "very", "lot")]
 
 
 def truncate(text: str, limit: int) -> str:
@@ -320,6 +344,14 @@ class Turn:
         if self.role in ("system", "tool"):
             return False
         return self.role == "user" or bool(self.extra.get("named"))
+
+    @property
+    def speaker_cn(self) -> str:
+        """The speaker as a Chinese sentence names them: the unnamed user is 用户 and the
+        unnamed assistant 助手 ("用户喜欢喝乌龙茶", not "User喜欢…"); a named speaker keeps the name."""
+        if not self.extra.get("named") and (self.role, self.speaker) in (("user", "User"), ("assistant", "Assistant")):
+            return "用户" if self.role == "user" else "助手"
+        return self.speaker
 
     @property
     def date(self) -> str:

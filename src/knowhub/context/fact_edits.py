@@ -1,0 +1,130 @@
+"""A hand edit of a profile fact node changes the fact (``ContextEngineService.edit_node``).
+
+A fact node (:meth:`~knowhub.context.commit.policies.ProfilePolicy.fact_node_texts`) repeats
+one fact of the profile node, and the timeline's registry records it as a claim. Before, an
+edit changed the node's text only: the profile kept the old value, and the next statement was
+compared with it. Now the fact takes the value the edit states:
+
+* the abstract: the words after the attribute's phrase ("User lives in Munich"), else after
+  the subject, else the whole text — without the "(said …)" and "— profile …" tails;
+* the overview: the ``- subject — attribute: value`` line (no such line: no new value);
+* the content: the first line after the ``#`` heading that is no ``>`` quote.
+
+When several levels are edited, the abstract wins, then the overview. The levels not edited
+are rendered again from the new fact; the profile node's entry of the old fact takes the new
+value (its levels rendered again), and so do the registry's claim and the node's ``slots``.
+The node keeps its URI (its slug still names the old value).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from knowhub.context.core.objects import ContextNode
+from knowhub.context.core.uri import CtxLike
+from knowhub.context.delete_links import same_fact
+from knowhub.errors import KnowhubError
+
+__all__ = ["edit_fact", "follow_fact_edit"]
+
+_TAILS = re.compile(r"\s*(?:—\s*profile\b.*|\(said [^)]*\))\s*$", re.I)
+_ENDS = " \t.。!！;；,，"
+
+
+def _from_abstract(text: str, fact: dict[str, Any]) -> str:
+    from knowhub.context.commit.policies import fact_phrase
+
+    while _TAILS.search(text):
+        text = _TAILS.sub("", text)
+    text = text.strip(_ENDS)
+    lower = text.lower()
+    phrase = f" {fact_phrase(str(fact.get('attribute') or '')).lower()} "
+    subject = f"{str(fact.get('subject') or '').lower()} "
+    if phrase in lower:
+        return text[lower.index(phrase) + len(phrase):]
+    return text[len(subject):] if subject.strip() and lower.startswith(subject) else text
+
+
+def _from_overview(text: str, fact: dict[str, Any]) -> str:
+    attribute = re.escape(str(fact.get("attribute") or ""))
+    match = re.search(rf"^\s*-?\s*[^\n]*?\b{attribute}\s*[:：]\s*(.+)$", text, re.M)
+    return match.group(1) if match else ""
+
+
+def _from_content(text: str) -> str:
+    return next((line for line in (raw.strip() for raw in text.splitlines())
+                 if line and not line.startswith(("#", ">"))), "")
+
+
+def edit_fact(node: ContextNode, changes: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """When ``node`` is a fact node and the edited ``changes`` (level → text) state another
+    value: set its fact to it and render the levels not edited again; returns ``(old fact, new
+    fact)``, else None (the node is left as it is)."""
+    meta = node.metadata or {}
+    fact = meta.get("fact")
+    if not meta.get("fact_node") or not isinstance(fact, dict):
+        return None
+    from knowhub.context.commit.policies import ProfilePolicy, norm_text
+
+    value = ""
+    if "abstract" in changes:
+        value = _from_abstract(changes["abstract"], fact)
+    if not value and "overview" in changes:
+        value = _from_overview(changes["overview"], fact)
+    if not value and "content" in changes:
+        value = _from_content(changes["content"])
+    value = value.strip(_ENDS)[:200]
+    if not value or norm_text(value) == norm_text(str(fact.get("value") or "")):
+        return None
+    new = {**fact, "value": value}
+    rendered = dict(zip(("abstract", "overview", "content"), ProfilePolicy.fact_node_texts(new), strict=True))
+    for level, text in rendered.items():
+        if level not in changes:
+            setattr(node, level, text)
+    from knowhub.context.commit.slots import fact_claims
+
+    claims = {c.slot: c.value for c in fact_claims([new])}
+    slots = [{**s, "value": claims[s["slot"]]} if isinstance(s, dict) and s.get("slot") in claims else s
+             for s in meta.get("slots") or []]
+    node.metadata = {**meta, "fact": new, "value": value, **({"slots": slots} if slots else {})}
+    return fact, new
+
+
+def follow_fact_edit(fs: Any, ctx: CtxLike, uri: str, old: dict[str, Any], new: dict[str, Any]) -> str | None:
+    """The profile node's entry of ``old`` takes the value of ``new``, and the registry's claim
+    of the fact node at ``uri`` too; returns the profile URI when it changed."""
+    from knowhub.context.commit.policies import ProfilePolicy
+    from knowhub.context.commit.slots import fact_claims
+    from knowhub.context.commit.timeline import Timeline
+
+    timeline = Timeline(fs)
+    data = timeline.load(ctx)
+    claims = {c.slot: c for c in fact_claims([new])}
+    touched = False
+    for slot, entries in (data.get("slots") or {}).items():
+        for entry in entries if slot in claims else []:
+            if isinstance(entry, dict) and uri in (entry.get("uris") or {}).values():
+                entry["value"], entry["key"], touched = claims[slot].value, claims[slot].key, True
+    if touched:
+        timeline.save(ctx, data)
+    profile_uri = uri.rsplit("/", 1)[0]
+    try:
+        node = fs.read_node(ctx, profile_uri)
+    except KnowhubError:
+        return None
+    meta = dict(node.metadata or {})
+    facts = {k: dict(v) for k, v in (meta.get("facts") or {}).items() if isinstance(v, dict)}
+    hits = [key for key, value in facts.items() if same_fact(value, old)]
+    if not hits:
+        return None
+    for key in hits:
+        facts[key]["value"] = new["value"]
+    superseded = [s for s in meta.get("superseded") or [] if isinstance(s, dict)]
+    meta["facts"] = facts
+    node.metadata = meta
+    node.abstract = ProfilePolicy._abstract(facts)
+    node.overview = ProfilePolicy._overview(facts)
+    node.content = ProfilePolicy._content(facts, superseded)
+    fs.write_node(ctx, node)
+    return profile_uri

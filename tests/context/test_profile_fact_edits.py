@@ -1,0 +1,74 @@
+"""Editing a profile fact node changes the fact (review7: the node's text changed, the profile
+kept the old value)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from knowhub.context import ContextEngineService
+from knowhub.scope import RequestContext
+
+from .timeline_support import commit_texts
+
+CTX = RequestContext("acme", "bob")
+PROFILE = "ctx://acme/users/bob/memories/profile"
+
+
+@pytest.fixture()
+def svc(tmp_path: Path):
+    service = ContextEngineService(tmp_path / "ctx", durable=False)
+    yield service
+    service.close()
+
+
+def _fact_node(svc: ContextEngineService, attribute: str):
+    nodes = [svc.get_node(CTX, c.uri) for c in svc.list_children(CTX, PROFILE, recursive=True) if c.is_node]
+    return next(n for n in nodes if n.metadata.get("fact_node") and n.metadata.get("attribute") == attribute)
+
+
+def _profile_values(svc: ContextEngineService, attribute: str) -> list[str]:
+    facts = svc.get_node(CTX, PROFILE).metadata["facts"]
+    return [f["value"] for f in facts.values() if f["attribute"] == attribute]
+
+
+@pytest.mark.parametrize(("level", "text"), [
+    ("abstract", "User lives in Munich"),
+    ("abstract", "Bob now lives in Munich (said 2026-03-01) — profile residence"),
+    ("overview", "- User — residence: Munich\n- source: I moved to Munich."),
+    ("content", "# User — residence\n\nMunich\n\n> I moved to Munich. [m1]"),
+])
+def test_editing_a_fact_node_changes_the_fact_in_the_profile(svc: ContextEngineService, level: str, text: str) -> None:
+    commit_texts(svc, CTX, "s1", "2026-01-05", "I moved to Berlin last month.")
+    node = _fact_node(svc, "residence")
+    assert _profile_values(svc, "residence") == ["Berlin"]
+    edited = svc.edit_node(CTX, node.uri, **{level: text})
+    assert edited.metadata["value"] == "Munich" and edited.metadata["fact"]["value"] == "Munich"
+    assert _profile_values(svc, "residence") == ["Munich"]
+    assert "Munich" in svc.get_node(CTX, PROFILE).abstract and "Berlin" not in svc.get_node(CTX, PROFILE).abstract
+    again = svc.get_node(CTX, node.uri)
+    assert "Munich" in again.abstract and "Munich" in again.content  # the levels not edited follow the fact
+    assert getattr(again, level) == text  # the level edited is the person's text
+
+
+def test_a_later_statement_is_compared_with_the_edited_value(svc: ContextEngineService) -> None:
+    commit_texts(svc, CTX, "s1", "2026-01-05", "I moved to Berlin last month.")
+    svc.edit_node(CTX, _fact_node(svc, "residence").uri, abstract="User lives in Munich")
+    commit_texts(svc, CTX, "s2", "2026-02-05", "I moved to Munich last month.")  # a restatement, no change
+    assert _profile_values(svc, "residence") == ["Munich"]
+    assert not svc.get_node(CTX, PROFILE).metadata.get("superseded")
+
+
+def test_editing_a_chinese_fact_node(svc: ContextEngineService) -> None:
+    commit_texts(svc, CTX, "s1", "2026-01-05", "我在腾讯工作。")
+    node = _fact_node(svc, "employer")
+    svc.edit_node(CTX, node.uri, content="# User — employer\n\n阿里巴巴\n\n> 我在阿里巴巴工作。")
+    assert _profile_values(svc, "employer") == ["阿里巴巴"]
+
+
+def test_an_edit_that_keeps_the_value_changes_nothing_in_the_profile(svc: ContextEngineService) -> None:
+    commit_texts(svc, CTX, "s1", "2026-01-05", "I moved to Berlin last month.")
+    before = svc.get_node(CTX, PROFILE)
+    svc.edit_node(CTX, _fact_node(svc, "residence").uri, overview="- User — residence: Berlin\n- note: checked by hand")
+    assert svc.get_node(CTX, PROFILE).version == before.version
