@@ -442,9 +442,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="write the first and second-hop lists here (reused when it exists) and replay their fusion")
     parser.add_argument("--variants", default=None, help="JSON list of variants (default: VARIANTS; {} first)")
     parser.add_argument("--sentences", type=Path, default=None, help="folder caching the sentence vectors")
+    parser.add_argument("--data", type=Path, default=None,
+                        help="a conversation file in LoCoMo's format instead of <bench-dir>/locomo-dev.json")
     parser.add_argument("--out-json", type=Path, default=None)
     args = parser.parse_args(argv)
-    convs = load_locomo(args.bench_dir / LOCOMO_FILE)
+    convs = load_locomo(args.data or args.bench_dir / LOCOMO_FILE)
     if args.hops:
         load, started, cpu = [round(x, 2) for x in os.getloadavg()], time.perf_counter(), time.process_time()
         if not args.hops.exists():
