@@ -19,6 +19,10 @@ message texts are read at run time (LoCoMo's never stored here). Families are th
 * ``entity-share g``: every block saying an anchor word gets ``score · (1 + g)``;
 * ``when-time g``: a "when" question raises blocks whose message tells a time
   ("yesterday", "last week", "two days ago", a weekday, a month), ``score · (1 + g)``;
+* ``short n a``: a message of fewer than ``n`` words (an acknowledgement, a one-line
+  question) gets ``score · (words / n)^a`` — added after the first pool run showed that
+  11.5 % of the social set's top-10 blocks cite such turns against 1.3 % of LoCoMo's;
+* ``spread c`` / ``spread-list``: at most ``c`` blocks of one session among the first ten;
 * ``reply top`` / ``reply-list``: turn pairs — after a message among the first ``top``
   blocks that asks a question, the other person's next turn (its answer).
 
@@ -140,6 +144,24 @@ class PoolReplay(SelectReplay):
             return [b for b in out if not (tuple(b["refs"]) in seen or seen.add(tuple(b["refs"])))]
         return rule
 
+    def spread(self, cap: int, lists_only: bool) -> Rule:
+        """At most ``cap`` blocks of one session among the first ten; the rest wait behind
+        them (the evidence of a list is told over several sessions)."""
+        def rule(item: Item, blocks: list[Block]) -> list[Block]:
+            if lists_only and not is_list_question(item["q"]):
+                return blocks
+            seen: dict[Any, int] = {}
+            keep: list[Block] = []
+            late: list[Block] = []
+            for block in blocks:
+                sess = block.get("sess")
+                full = sess is not None and seen.get(sess, 0) >= cap and len(keep) < 10
+                if not full:
+                    seen[sess] = seen.get(sess, 0) + 1
+                (late if full else keep).append(block)
+            return keep[:10] + late + keep[10:]
+        return rule
+
     def pool_variants(self) -> list[tuple[str, Rule | None]]:
         out = self.select_variants()
         for depth in (20, 40):
@@ -152,6 +174,12 @@ class PoolReplay(SelectReplay):
             out.append((f"entity-share-list g={g}", self.entity_share(g, True)))
         for g in (0.05, 0.1, 0.2, 0.4):
             out.append((f"when-time g={g}", self.when_time(g)))
+        for n in (6, 8, 12):
+            for a in (0.25, 0.5, 1.0):
+                out.append((f"short n={n} a={a}", self.rescore(lambda i, b, n=n, a=a: min(1.0, self.words(i, b) / n) ** a)))
+        for cap in (1, 2, 3):
+            out.append((f"spread c={cap}", self.spread(cap, False)))
+            out.append((f"spread-list c={cap}", self.spread(cap, True)))
         for top in (1, 3, 5):
             out.append((f"reply top={top}", self.reply(top, False)))
             out.append((f"reply-list top={top}", self.reply(top, True)))
