@@ -16,6 +16,8 @@ message texts are read at run time (LoCoMo's never stored here). Families are th
   also says are its *anchor*; the best-ranked other message among the first ``d`` blocks
   that says an anchor word too (``-x``: in another session) takes the second slot — an
   answer that combines two turns about the same thing;
+* ``entity-pull d`` / ``entity-pull-list``: the same message found *below* the first ten
+  (to ``d``; in another session than the top hit) takes the tenth slot;
 * ``entity-share g``: every block saying an anchor word gets ``score · (1 + g)``;
 * ``when-time g``: a "when" question raises blocks whose message tells a time
   ("yesterday", "last week", "two days ago", a weekday, a month), ``score · (1 + g)``;
@@ -106,6 +108,24 @@ class PoolReplay(SelectReplay):
             return blocks
         return rule
 
+    def entity_pull(self, depth: int, lists_only: bool) -> Rule:
+        """The best-ranked message *below* the first ten (to ``depth``) that says an anchor word
+        and lies in another session than the top hit takes the tenth slot."""
+        def rule(item: Item, blocks: list[Block]) -> list[Block]:
+            if (lists_only and not is_list_question(item["q"])) or len(blocks) <= 10:
+                return blocks
+            words = self.anchor(item, blocks)
+            if not words:
+                return blocks
+            names = self.names(item)
+            for i in range(10, min(depth, len(blocks))):
+                block = blocks[i]
+                if block["refs"] and block.get("sess") != blocks[0].get("sess") and \
+                        words & self.content(self.block_text(item, block), names):
+                    return [*blocks[:9], block, *blocks[9:i], *blocks[i + 1:]]
+            return blocks
+        return rule
+
     def entity_share(self, gain: float, lists_only: bool) -> Rule:
         def rule(item: Item, blocks: list[Block]) -> list[Block]:
             if lists_only and not is_list_question(item["q"]):
@@ -169,6 +189,9 @@ class PoolReplay(SelectReplay):
                 tag = "-list" if lists else ""
                 out.append((f"entity-pair{tag} d={depth}", self.entity_pair(depth, False, lists)))
                 out.append((f"entity-pair-x{tag} d={depth}", self.entity_pair(depth, True, lists)))
+        for depth in (20, 40):
+            out.append((f"entity-pull d={depth}", self.entity_pull(depth, False)))
+            out.append((f"entity-pull-list d={depth}", self.entity_pull(depth, True)))
         for g in (0.05, 0.1, 0.2):
             out.append((f"entity-share g={g}", self.entity_share(g, False)))
             out.append((f"entity-share-list g={g}", self.entity_share(g, True)))
