@@ -442,9 +442,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="write the first and second-hop lists here (reused when it exists) and replay their fusion")
     parser.add_argument("--variants", default=None, help="JSON list of variants (default: VARIANTS; {} first)")
     parser.add_argument("--sentences", type=Path, default=None, help="folder caching the sentence vectors")
+    parser.add_argument("--data", type=Path, default=None,
+                        help="a conversation file in LoCoMo's format instead of <bench-dir>/locomo-dev.json")
     parser.add_argument("--out-json", type=Path, default=None)
+    parser.add_argument("--per-question", type=Path, default=None,
+                        help="write each setting's per-question (category, recall by budget) here")
     args = parser.parse_args(argv)
-    convs = load_locomo(args.bench_dir / LOCOMO_FILE)
+    convs = load_locomo(args.data or args.bench_dir / LOCOMO_FILE)
     if args.hops:
         load, started, cpu = [round(x, 2) for x in os.getloadavg()], time.perf_counter(), time.process_time()
         if not args.hops.exists():
@@ -480,6 +484,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                               sum(len(c) for c in per[name].values()), 4), flush=True)
     for svc in stores.values():
         svc.close()
+    if args.per_question:
+        args.per_question.write_text(json.dumps(per), encoding="utf-8")
     return finish_report(loo_report(per, [10, 25], names), load, started, cpu, args.out_json)
 
 
