@@ -93,6 +93,7 @@ from knowhub.context.retrieval import (
     SearcherConfig,
 )
 from knowhub.context.retrieval.pair_questions import merged_result, split_pair
+from knowhub.context.retrieval.role_focus import focus_on_user_role
 from knowhub.context.retrieval.session_cohesion import (
     DEFAULT_CAP,
     DEFAULT_GAIN,
@@ -289,6 +290,7 @@ class ContextEngineService(NodeEditsMixin):
         self.hierarchical = hierarchical
         self.intent_weight = intent_weight
         self.speaker_boost = speaker_boost
+        self.role_boost = DEFAULT_SPEAKER_BOOST  # "the user" of an agent chat (retrieval/role_focus.py)
         self.addressee_penalty = addressee_penalty
         self.merge_queries = merge_queries
         self.shared_candidates = shared_candidates
@@ -724,7 +726,8 @@ class ContextEngineService(NodeEditsMixin):
                 elif hit.score > old.score:
                     merged[hit.uri] = hit
         hits = list(merged.values())
-        focus_on_named_speakers(query, hits, self.speaker_boost, self.addressee_penalty)
+        if not focus_on_named_speakers(query, hits, self.speaker_boost, self.addressee_penalty):
+            focus_on_user_role(query, hits, self.role_boost)
         final = TypedQuery(text=plan[0].text, categories=plan[0].categories, target_uri=plan[0].target_uri, top_k=top_k,
                            hints=dict(plan[0].hints))
         blocks = self.assembler.assemble(final, hits, ctx)

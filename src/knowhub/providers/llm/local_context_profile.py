@@ -150,7 +150,7 @@ _VALUE_STOP = re.compile(
     r"july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\b|(?:in|during|over) the (?:spring|summer|autumn|fall|winter)|(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|"
     r"a few|several|\d+) (?:days?|weeks?|months?|years?)|ago|recently|now|today|yesterday|for|with|because|"
     r"but|and then|where|which|who|when|after|before|to be|so|as|and I|and we|though|although|while|"
-    r"at the moment|these days|right now|permanently|temporarily|full[- ]time|part[- ]time|every|each|daily|"
+    r"(?:at|over|on) the weekend|at weekends|at the moment|these days|right now|permanently|temporarily|full[- ]time|part[- ]time|every|each|daily|"
     r"and an?|and my|and two|and three)\b.*$",
     re.I,
 )
@@ -222,6 +222,10 @@ _EN: list[tuple[str, re.Pattern[str], bool, str]] = [
     ("occupation", re.compile(r"\bmy (?:job|profession|occupation) is (?:an? )?([^,.;!?]+)", re.I), False, "text"),
     ("occupation", re.compile(r"\bI(?:'m| am) (?:currently |now |still )?(?:working as )?an? ((?:[a-z\-]+ ){0,3}(?:" + _JOBS + r"))\b(?! (?:of|to)\b)", re.I), False, "raw"),
     ("occupation", re.compile(r"\bI(?:'m| am) \d{1,3}(?: years old)?, an? ((?:[a-z\-]+ ){0,2}(?:" + _JOBS + r"))\b", re.I), False, "raw"),
+    # "I'm Marek, a backend developer in ..." (a name, then the job); "I've been promoted to lead developer"
+    ("occupation", re.compile(r"\bI(?:'m| am) [A-Z][a-z]+, an? ((?:[a-z\-]+ ){0,3}(?:" + _JOBS + r"))\b"), False, "raw"),
+    ("occupation", re.compile(r"\b(?:I(?:'ve| have)? (?:just )?been|I was|I got|I've got|I'm being|I am being) promoted to (?:an? |the )?"
+                              r"((?:[A-Za-z\-]+ ){0,3}(?:" + _JOBS + r"))\b", re.I), False, "raw"),
     ("education", re.compile(r"\bI(?:'m| am)? (?:studying|majoring in|study|doing a (?:PhD|master'?s|degree) in) ([^,.;!?]+)", re.I), False, "text"),
     ("relationship", re.compile(r"\bI(?:'m| am| got| just got) (single|married|divorced|engaged|widowed)\b", re.I), False, "raw"),
     ("diet", re.compile(r"\bI(?:'m| am|'ve been| have been) (?:a |an |strictly |fully |mostly |now |also )?(" + _DIETS + r")\b", re.I), True, "raw"),
@@ -380,6 +384,8 @@ def _profile_facts(sentence: str, cjk: bool) -> tuple[tuple[str, str, bool], ...
                 continue
             if attribute == "origin" and kind == "place" and not (is_place(value) or value[:1].isupper()):
                 continue
+            if attribute == "occupation" and re.match(r"to\s", value, re.I):
+                continue  # "my job is to build a planner": a task, not an occupation
             if attribute == "work_location" and kind == "place" and not is_place(value):
                 continue  # "I work from a café": too vague to be a work location
             if (attribute, value.casefold()) in {(a, v.casefold()) for a, v, _ in out}:
