@@ -32,6 +32,7 @@ imports no engine — reading the primary store is the dispatcher's job. An opti
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import threading
 from collections import OrderedDict
@@ -160,8 +161,10 @@ class IndexProjector:
         # event per text queued or being embedded there
         self._queue: dict[bytes, str] = {}
         self._waiting: dict[bytes, threading.Event] = {}
-        self._draining = False
+        self._draining = 0  # prefetch threads running
         self._prefetcher: ThreadPoolExecutor | None = None
+        #: prefetch threads at most: the embedder's ``parallelism`` (E5: one per core), else 1
+        self.prefetch_threads = max(1, int(getattr(embedder, "parallelism", 1) or 1))
         # ``(budget, text) → cut`` made by the prefetch, for the indexer (see :meth:`embed_text`)
         self._cuts: OrderedDict[tuple[int, str], str] = OrderedDict()
 
@@ -367,9 +370,9 @@ class IndexProjector:
         for each node it plans, so the embedding runs while it writes them (the engine
         releases the GIL) and the indexer later finds the vectors in the cache.
 
-        Texts queue up while the thread embeds: each round takes everything queued so far
-        (one batch, spread over the cores by the embedder), so submitting one node at a
-        time costs nothing. A text already cached, queued or being embedded is skipped.
+        Texts queue up while the threads embed (``prefetch_threads``: one per core for E5,
+        each taking a small share at a time, see :meth:`_drain`), so submitting one node at
+        a time costs nothing. A text already cached, queued or being embedded is skipped.
         Only a shared or private :class:`VectorCache` carries the vectors over; a text whose
         node ends up different is embedded again by the indexer. Returns the texts queued."""
         wanted: dict[bytes, str] = {}
@@ -387,21 +390,26 @@ class IndexProjector:
                 self._queue[key] = text
                 self._waiting[key] = threading.Event()
                 added += 1
-            if self._queue and not self._draining:
+            while self._draining < min(self.prefetch_threads, len(self._queue)):
                 if self._prefetcher is None:
-                    self._prefetcher = ThreadPoolExecutor(1, thread_name_prefix="embed-prefetch")
-                self._draining = True
+                    self._prefetcher = ThreadPoolExecutor(self.prefetch_threads, thread_name_prefix="embed-prefetch")
+                self._draining += 1
                 self._prefetcher.submit(self._drain)
         return added
 
     def _drain(self) -> None:
-        """The prefetch thread: embed what is queued, round after round, until nothing is."""
+        """A prefetch thread: embed a share of what is queued, again and again, until nothing
+        is. A share is small (one text while the queue is short) so that every thread finds
+        work while texts remain: a commit plans its nodes one by one, and a round that took
+        everything queued left a core idle while its longest text finished."""
         while True:
             with self._lock:
-                batch, self._queue = self._queue, {}
-                if not batch:
-                    self._draining = False
+                if not self._queue:
+                    self._draining -= 1
                     return
+                share = max(1, len(self._queue) // (2 * self.prefetch_threads))
+                keys = list(itertools.islice(self._queue, share))
+                batch = {key: self._queue.pop(key) for key in keys}
             try:
                 for key, row in zip(batch, self._embed_rows(list(batch.values())), strict=True):
                     self.vector_cache.put(key, np.asarray(row, dtype=np.float32))
