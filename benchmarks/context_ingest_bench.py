@@ -39,7 +39,8 @@ embedding the same texts alone — what issue 19's user waits for.
 
 ``--compare DIR`` runs the same workload, alternating, against another checkout's
 ``src`` (``git archive <commit> src | tar -x -C DIR``), so before and after share the
-machine's load; each run is a fresh process and a fresh data dir. The last lines are one
+machine's load; given twice or more, every checkout runs in turn (the first is "base",
+the others are named by their folder); each run is a fresh process and a fresh data dir. The last lines are one
 summary line per metric (``SUMMARY <metric> this=... base=...``).
 
     python benchmarks/context_ingest_bench.py --chats 3 --sessions 4 --turns 10 \\
@@ -296,6 +297,7 @@ def run_tech_chats(seed: int, files: tuple[str, ...] = TECH_CHAT_FILES) -> dict[
             "searchable_cpu_s_per_1k_tokens": round(row["searchable_cpu_s"] / k, 3),
             "nodes_per_s": round(row["nodes"] / row["searchable_s"], 2),
             "nodes_per_cpu_s": round(row["nodes"] / row["searchable_cpu_s"], 2),
+            "cores_used": round(row["searchable_cpu_s"] / row["searchable_s"], 2),
             "overhead": round(row["searchable_s"] / row["embed_alone_s"], 3) if row["embed_alone_s"] else None,
             "overhead_cpu": round(row["searchable_cpu_s"] / row["embed_alone_cpu_s"], 3) if row["embed_alone_cpu_s"] else None,
             "overhead_joined": round(row["searchable_s"] / row["embed_joined_s"], 3) if row["embed_joined_s"] else None,
@@ -337,11 +339,14 @@ def _report_tech_chats(runs: dict[str, list[dict[str, Any]]], args: argparse.Nam
                   f"{m['nodes_per_s']:.2f} | {m['nodes_per_cpu_s']:.2f} | {m['embed_alone_s']:.1f} ({m['embed_alone_cpu_s']:.1f}) | "
                   f"{m['overhead']:.2f} / {m['overhead_cpu']:.2f} | {m['embed_joined_s']:.1f} ({m['embed_joined_cpu_s']:.1f}) | "
                   f"{m['overhead_joined']:.2f} / {m['overhead_joined_cpu']:.2f} |")
+    for name, rounds in runs.items():
+        print(f"load average (1 min) of {name}'s runs: " + ", ".join(
+            f"{r.get('load_avg_start', float('nan')):.2f} -> {r['load_avg']:.2f}" for r in rounds))
     print(f"\nmedians of {args.rounds} round(s) per chat ('all': medians of the per-round sums); load average "
           f"{load_start:.2f} at start, {os.getloadavg()[0]:.2f} at end")
     for key in ("searchable_s", "searchable_cpu_s", "searchable_s_per_1k_tokens", "searchable_cpu_s_per_1k_tokens",
                 "nodes", "nodes_citing_assistant", "texts", "tokens_embedded", "nodes_per_s", "nodes_per_cpu_s",
-                "overhead", "overhead_cpu", "overhead_joined", "overhead_joined_cpu", "commit_cpu_s"):
+                "cores_used", "overhead", "overhead_cpu", "overhead_joined", "overhead_joined_cpu", "commit_cpu_s"):
         parts = " ".join(f"{name}={m['all'][key]:g}" for name, m in meds.items())
         ratio = (f" this/base={meds['this']['all'][key] / meds['base']['all'][key]:.2f}"
                  if "base" in meds and meds["base"]["all"][key] else "")
@@ -357,7 +362,8 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=10, help="user/assistant pairs per session")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--compare", type=Path, help="another checkout's root (holding src/) to run alternately")
+    parser.add_argument("--compare", type=Path, action="append", default=[],
+                        help="another checkout's root (holding src/) to run alternately; repeatable")
     parser.add_argument("--embed-tokens", type=int, default=None,
                         help="token budget of embedded L0 texts for this checkout (0: uncut; default: the service's)")
     parser.add_argument("--overlap", action="store_true", help="background indexer during the commits (module doc)")
@@ -378,14 +384,17 @@ def main() -> None:
                                   args.no_prefetch)))
         return
     runs: dict[str, list[dict[str, Any]]] = {"this": []}
-    if args.compare:
-        runs["base"] = []
+    roots = {"this": REPO}
+    for n, root in enumerate(args.compare):
+        name = "base" if n == 0 else root.name
+        runs[name], roots[name] = [], root
     load_start = os.getloadavg()
     print(f"load average at start: {load_start}", flush=True)
     for r in range(args.rounds):
         for name in runs:
-            src = REPO / "src" if name == "this" else args.compare / "src"
-            row = _child(src, args, name == "this")
+            load = os.getloadavg()[0]
+            row = _child(roots[name] / "src", args, name == "this")
+            row["load_avg_start"] = load
             runs[name].append(row)
             print(f"round {r + 1} {name}: {row}", flush=True)
     print(f"load average at end: {os.getloadavg()}")

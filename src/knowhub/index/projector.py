@@ -425,20 +425,17 @@ class IndexProjector:
                 if done is not None:
                     done.set()
 
-    def _claim_prefetched(self, keys: Iterable[bytes]) -> tuple[list[bytes], dict[bytes, threading.Event]]:
-        """For texts the indexer is about to embed: take over those still queued for the
-        prefetch thread (the caller embeds them and must :meth:`_release` them) and return
-        the events of those it is embedding now (the caller waits for them), so no text is
-        embedded twice and the indexer never waits behind texts of later commits."""
-        taken: list[bytes] = []
-        running: dict[bytes, threading.Event] = {}
+    def _prefetch_events(self, keys: Iterable[bytes]) -> dict[bytes, threading.Event]:
+        """The events of the texts among ``keys`` that the prefetch holds (queued or being
+        embedded): each is set once its vector is in the cache (or its embedding failed)."""
         with self._lock:
-            for key in keys:
-                if self._queue.pop(key, None) is not None:
-                    taken.append(key)
-                elif key in self._waiting:
-                    running[key] = self._waiting[key]
-        return taken, running
+            return {key: self._waiting[key] for key in keys if key in self._waiting}
+
+    def _take_queued(self, key: bytes) -> bool:
+        """Take ``key`` over from the prefetch queue if no prefetch thread has started it
+        (the caller embeds it and must :meth:`_release` it)."""
+        with self._lock:
+            return self._queue.pop(key, None) is not None
 
     def close(self) -> None:
         """Finish any prefetch and release its thread."""
@@ -477,16 +474,22 @@ class IndexProjector:
                 todo[key][1].append(record)
                 continue
             todo[key] = (text, [record])
-        taken, running = self._claim_prefetched([k for k in todo if not cache.contains(k)])
-        try:
-            # first what the prefetch thread is not embedding (while it finishes its batch),
-            # then its texts, from the cache once it is done (embedded here had it failed)
-            self._fill(todo, [k for k in todo if k not in running])
-            for done in running.values():
-                done.wait()
-            self._fill(todo, list(running))
-        finally:
-            self._release(taken)
+        held = self._prefetch_events([k for k in todo if not cache.contains(k)])
+        # first what the prefetch does not hold, in one call; then, like one more prefetch
+        # thread, this batch's texts still queued there, one at a time (the prefetch threads
+        # take them one at a time too, so the cores finish together: taking them all in one
+        # call left the last one running alone); then the texts the prefetch threads were
+        # embedding, from the cache once they are done (embedded here had that failed)
+        self._fill(todo, [k for k in todo if k not in held])
+        for key in held:
+            if self._take_queued(key):
+                try:
+                    self._fill(todo, [key])
+                finally:
+                    self._release([key])
+        for done in held.values():
+            done.wait()
+        self._fill(todo, [k for k in held if todo[k][1][0].vector is None])
 
     def _fill(self, todo: dict[bytes, tuple[str, list[IndexRecord]]], keys: list[bytes]) -> None:
         """Vectors of the records of ``todo[key]`` for ``keys``: from the cache, the rest
