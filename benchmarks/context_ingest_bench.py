@@ -35,7 +35,10 @@ their CPU lands in ``commit_cpu_s``.
 ``benchmarks/data`` (``TECH_CHAT_FILES``) instead, each into its own data dir, and reports per
 chat the seconds (wall, CPU) until it is searchable, per 1k chat tokens (E5 tokens), the
 nodes (and those citing an assistant message), what was embedded, and the overhead against
-embedding the same texts alone — what issue 19's user waits for.
+embedding the same texts alone — what issue 19's user waits for. A sampler outside the
+process (``_idle_sampler.py``) counts its runnable threads while the clock runs: ``idle_core_s``
+(core-seconds it had no work for) and ``quiet_s = (CPU s + idle core-s) / cores``, the wall
+seconds expected on a quiet machine (the machine is shared; wall seconds there lie).
 
 ``--compare DIR`` runs the same workload, alternating, against another checkout's
 ``src`` (``git archive <commit> src | tar -x -C DIR``), so before and after share the
@@ -253,6 +256,9 @@ def run_tech_chats(seed: int, files: tuple[str, ...] = TECH_CHAT_FILES) -> dict[
         with tempfile.TemporaryDirectory() as tmp:
             svc = ContextEngineService(tmp, embedder=embedder, poll_interval_s=0.02)
             commit_s = commit_cpu = 0.0
+            sampler = subprocess.Popen([sys.executable, str(Path(__file__).with_name("_idle_sampler.py")), str(os.getpid())],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            time.sleep(0.2)  # its start-up, outside the clock
             started, cpu = time.perf_counter(), time.process_time()
             for s in chat["sessions"]:
                 msgs = [{**m, "timestamp": s["date"]} for m in s["messages"]]
@@ -263,6 +269,7 @@ def run_tech_chats(seed: int, files: tuple[str, ...] = TECH_CHAT_FILES) -> dict[
                 svc.flush_index()
                 session[0] += 1
             wall, wall_cpu = time.perf_counter() - started, time.process_time() - cpu
+            idle = json.loads(sampler.communicate("")[0])
             nodes = svc.index.count()
             refs = [(p.get("metadata") or {}).get("source_refs") or [] for p in svc.index.payloads(svc.index.ids({"level": "0"})).values()]
             svc.close()
@@ -273,6 +280,7 @@ def run_tech_chats(seed: int, files: tuple[str, ...] = TECH_CHAT_FILES) -> dict[
             "assistant_messages": sum(1 for m in msgs_all if m["role"] == "assistant"),
             "chat_chars": sum(len(m["content"]) for m in msgs_all), "chat_tokens": sum(tokens(m["content"]) for m in msgs_all),
             "searchable_s": round(wall, 3), "searchable_cpu_s": round(wall_cpu, 3),
+            "idle_core_s": idle["idle_core_s"], "quiet_s": round((wall_cpu + idle["idle_core_s"]) / idle["cores"], 3),
             "commit_s": round(commit_s, 3), "commit_cpu_s": round(commit_cpu, 3),
             "embed_in_path_s": round(spent[0], 3), "embed_in_path_cpu_s": round(spent_cpu[0], 3),
             "nodes": nodes, "nodes_citing_assistant": sum(1 for r in refs if any(role.get(str(x)) == "assistant" for x in r)),
@@ -346,7 +354,7 @@ def _report_tech_chats(runs: dict[str, list[dict[str, Any]]], args: argparse.Nam
           f"{load_start:.2f} at start, {os.getloadavg()[0]:.2f} at end")
     for key in ("searchable_s", "searchable_cpu_s", "searchable_s_per_1k_tokens", "searchable_cpu_s_per_1k_tokens",
                 "nodes", "nodes_citing_assistant", "texts", "tokens_embedded", "nodes_per_s", "nodes_per_cpu_s",
-                "cores_used", "overhead", "overhead_cpu", "overhead_joined", "overhead_joined_cpu", "commit_cpu_s"):
+                "cores_used", "idle_core_s", "quiet_s", "overhead", "overhead_cpu", "overhead_joined", "overhead_joined_cpu", "commit_cpu_s"):
         parts = " ".join(f"{name}={m['all'][key]:g}" for name, m in meds.items())
         ratio = (f" this/base={meds['this']['all'][key] / meds['base']['all'][key]:.2f}"
                  if "base" in meds and meds["base"]["all"][key] else "")
