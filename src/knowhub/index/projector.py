@@ -157,7 +157,7 @@ class IndexProjector:
         self.embed_plan = embed_plan
         self._pending: dict[str, Any] = {}
         self._lock = threading.RLock()
-        # prefetch (see :meth:`prefetch`): texts queued for the prefetch thread, and one
+        # prefetch (see :meth:`prefetch`): texts queued for the prefetch threads, and one
         # event per text queued or being embedded there
         self._queue: dict[bytes, str] = {}
         self._waiting: dict[bytes, threading.Event] = {}
