@@ -236,31 +236,3 @@ def test_each_text_is_cut_once_on_its_way_to_the_index(tmp_path, prefetch: bool)
     assert got.keys() == want.keys()
     for rid, vec in want.items():
         assert (vec is None and got[rid] is None) or np.array_equal(vec, got[rid])
-
-
-def test_prefetch_runs_one_thread_per_core_of_the_embedder() -> None:
-    """An embedder that can run ``parallelism`` calls at once gets that many prefetch
-    threads, each taking one text while few are queued: a commit plans its nodes one by
-    one, and a single thread embedding them left the second core idle (issue 19 §6)."""
-    from knowhub.context.indexing import ContextRecordShape
-    from knowhub.index import EmbeddedIndex, IndexProjector
-
-    both = threading.Barrier(2, timeout=5)
-
-    class TwoCores(Recording):
-        parallelism = 2
-
-        def embed_matrix(self, texts):  # type: ignore[no-untyped-def]
-            if threading.current_thread().name.startswith("embed-prefetch"):
-                both.wait()  # returns only when a second prefetch call runs at the same time
-            return super().embed_matrix(texts)
-
-    emb = TwoCores()
-    projector = IndexProjector(emb, EmbeddedIndex(emb.dim), shape=ContextRecordShape())
-    texts = [f"{k} text about the billing service pool size" for k in "AB"]
-    assert projector.prefetch([("memory", "events", t) for t in texts]) == 2
-    projector.close()
-    threads = {name for name, _ in emb.embedded}
-    assert len(threads) == 2 and all(n.startswith("embed-prefetch") for n in threads), emb.embedded
-    assert sorted(emb.texts()) == sorted(texts)
-    assert all(projector.vector_cache.contains(projector.vector_cache.key(emb, t)) for t in texts)

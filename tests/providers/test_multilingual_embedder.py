@@ -216,26 +216,3 @@ def test_a_large_batch_over_threads_keeps_each_texts_row(e5: MultilingualE5Embed
     together = e5.embed_matrix(texts)
     alone = np.stack([e5.embed_matrix([t])[0] for t in texts[:6]])
     assert np.allclose(together[:6], alone, atol=1e-4)
-
-
-def test_prefetch_threads_one_per_core_give_the_batch_vectors_bit_for_bit(e5: MultilingualE5Embedder) -> None:
-    """The commit's prefetch runs ``parallelism`` (= cores) threads, each embedding a text or
-    two at a time: the vectors must be exactly those of one batch (a text never depends on
-    its neighbours), or recall would move with the scheduling."""
-    import os
-
-    from knowhub.context.indexing import ContextRecordShape
-    from knowhub.index import EmbeddedIndex, IndexProjector
-    from knowhub.index.vector_cache import VectorCache
-
-    assert e5.parallelism == (os.cpu_count() or 1)
-    projector = IndexProjector(e5, EmbeddedIndex(e5.dim), shape=ContextRecordShape(), vector_cache=VectorCache())
-    assert projector.prefetch_threads == e5.parallelism
-    texts = [f"note {n}: the billing service keeps pool size {n} in its settings file" for n in range(6)]
-    texts += ["数据库连接池的大小可以配置", "Wir speichern die Poolgröße in den Einstellungen"]
-    assert projector.prefetch([("memory", "events", t) for t in texts]) == len(texts)
-    projector.close()
-    batch = e5.embed_matrix(texts)
-    cache = projector.vector_cache
-    for n, text in enumerate(texts):
-        assert np.array_equal(cache.get(cache.key(e5, text)), batch[n]), text

@@ -32,7 +32,6 @@ imports no engine — reading the primary store is the dispatcher's job. An opti
 from __future__ import annotations
 
 import hashlib
-import itertools
 import logging
 import threading
 from collections import OrderedDict
@@ -157,14 +156,12 @@ class IndexProjector:
         self.embed_plan = embed_plan
         self._pending: dict[str, Any] = {}
         self._lock = threading.RLock()
-        # prefetch (see :meth:`prefetch`): texts queued for the prefetch threads, and one
+        # prefetch (see :meth:`prefetch`): texts queued for the prefetch thread, and one
         # event per text queued or being embedded there
         self._queue: dict[bytes, str] = {}
         self._waiting: dict[bytes, threading.Event] = {}
-        self._draining = 0  # prefetch threads running
+        self._draining = False
         self._prefetcher: ThreadPoolExecutor | None = None
-        #: prefetch threads at most: the embedder's ``parallelism`` (E5: one per core), else 1
-        self.prefetch_threads = max(1, int(getattr(embedder, "parallelism", 1) or 1))
         # ``(budget, text) → cut`` made by the prefetch, for the indexer (see :meth:`embed_text`)
         self._cuts: OrderedDict[tuple[int, str], str] = OrderedDict()
 
@@ -370,9 +367,9 @@ class IndexProjector:
         for each node it plans, so the embedding runs while it writes them (the engine
         releases the GIL) and the indexer later finds the vectors in the cache.
 
-        Texts queue up while the threads embed (``prefetch_threads``: one per core for E5,
-        each taking a small share at a time, see :meth:`_drain`), so submitting one node at
-        a time costs nothing. A text already cached, queued or being embedded is skipped.
+        Texts queue up while the thread embeds: each round takes everything queued so far
+        (one batch, spread over the cores by the embedder), so submitting one node at a
+        time costs nothing. A text already cached, queued or being embedded is skipped.
         Only a shared or private :class:`VectorCache` carries the vectors over; a text whose
         node ends up different is embedded again by the indexer. Returns the texts queued."""
         wanted: dict[bytes, str] = {}
@@ -390,26 +387,21 @@ class IndexProjector:
                 self._queue[key] = text
                 self._waiting[key] = threading.Event()
                 added += 1
-            while self._draining < min(self.prefetch_threads, len(self._queue)):
+            if self._queue and not self._draining:
                 if self._prefetcher is None:
-                    self._prefetcher = ThreadPoolExecutor(self.prefetch_threads, thread_name_prefix="embed-prefetch")
-                self._draining += 1
+                    self._prefetcher = ThreadPoolExecutor(1, thread_name_prefix="embed-prefetch")
+                self._draining = True
                 self._prefetcher.submit(self._drain)
         return added
 
     def _drain(self) -> None:
-        """A prefetch thread: embed a share of what is queued, again and again, until nothing
-        is. A share is small (one text while the queue is short) so that every thread finds
-        work while texts remain: a commit plans its nodes one by one, and a round that took
-        everything queued left a core idle while its longest text finished."""
+        """The prefetch thread: embed what is queued, round after round, until nothing is."""
         while True:
             with self._lock:
-                if not self._queue:
-                    self._draining -= 1
+                batch, self._queue = self._queue, {}
+                if not batch:
+                    self._draining = False
                     return
-                share = max(1, len(self._queue) // (2 * self.prefetch_threads))
-                keys = list(itertools.islice(self._queue, share))
-                batch = {key: self._queue.pop(key) for key in keys}
             try:
                 for key, row in zip(batch, self._embed_rows(list(batch.values())), strict=True):
                     self.vector_cache.put(key, np.asarray(row, dtype=np.float32))
@@ -425,17 +417,20 @@ class IndexProjector:
                 if done is not None:
                     done.set()
 
-    def _prefetch_events(self, keys: Iterable[bytes]) -> dict[bytes, threading.Event]:
-        """The events of the texts among ``keys`` that the prefetch holds (queued or being
-        embedded): each is set once its vector is in the cache (or its embedding failed)."""
+    def _claim_prefetched(self, keys: Iterable[bytes]) -> tuple[list[bytes], dict[bytes, threading.Event]]:
+        """For texts the indexer is about to embed: take over those still queued for the
+        prefetch thread (the caller embeds them and must :meth:`_release` them) and return
+        the events of those it is embedding now (the caller waits for them), so no text is
+        embedded twice and the indexer never waits behind texts of later commits."""
+        taken: list[bytes] = []
+        running: dict[bytes, threading.Event] = {}
         with self._lock:
-            return {key: self._waiting[key] for key in keys if key in self._waiting}
-
-    def _take_queued(self, key: bytes) -> bool:
-        """Take ``key`` over from the prefetch queue if no prefetch thread has started it
-        (the caller embeds it and must :meth:`_release` it)."""
-        with self._lock:
-            return self._queue.pop(key, None) is not None
+            for key in keys:
+                if self._queue.pop(key, None) is not None:
+                    taken.append(key)
+                elif key in self._waiting:
+                    running[key] = self._waiting[key]
+        return taken, running
 
     def close(self) -> None:
         """Finish any prefetch and release its thread."""
@@ -474,22 +469,16 @@ class IndexProjector:
                 todo[key][1].append(record)
                 continue
             todo[key] = (text, [record])
-        held = self._prefetch_events([k for k in todo if not cache.contains(k)])
-        # first what the prefetch does not hold, in one call; then, like one more prefetch
-        # thread, this batch's texts still queued there, one at a time (the prefetch threads
-        # take them one at a time too, so the cores finish together: taking them all in one
-        # call left the last one running alone); then the texts the prefetch threads were
-        # embedding, from the cache once they are done (embedded here had that failed)
-        self._fill(todo, [k for k in todo if k not in held])
-        for key in held:
-            if self._take_queued(key):
-                try:
-                    self._fill(todo, [key])
-                finally:
-                    self._release([key])
-        for done in held.values():
-            done.wait()
-        self._fill(todo, [k for k in held if todo[k][1][0].vector is None])
+        taken, running = self._claim_prefetched([k for k in todo if not cache.contains(k)])
+        try:
+            # first what the prefetch thread is not embedding (while it finishes its batch),
+            # then its texts, from the cache once it is done (embedded here had it failed)
+            self._fill(todo, [k for k in todo if k not in running])
+            for done in running.values():
+                done.wait()
+            self._fill(todo, list(running))
+        finally:
+            self._release(taken)
 
     def _fill(self, todo: dict[bytes, tuple[str, list[IndexRecord]]], keys: list[bytes]) -> None:
         """Vectors of the records of ``todo[key]`` for ``keys``: from the cache, the rest

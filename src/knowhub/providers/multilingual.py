@@ -119,13 +119,6 @@ class MultilingualE5Embedder:
         return self._dim
 
     @property
-    def parallelism(self) -> int:
-        """Calls that can usefully run at once (one per core: each call embeds on the
-        calling thread, without the GIL); a caller that embeds texts as they come, like the
-        projector's prefetch, runs this many threads."""
-        return os.cpu_count() or 1
-
-    @property
     def deterministic(self) -> bool:
         """A stored text's vector depends on the text alone (one engine, one model), so the
         process may share it between nodes (:mod:`knowhub.index.vector_cache`); a subclass
