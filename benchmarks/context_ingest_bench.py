@@ -35,11 +35,15 @@ their CPU lands in ``commit_cpu_s``.
 ``benchmarks/data`` (``TECH_CHAT_FILES``) instead, each into its own data dir, and reports per
 chat the seconds (wall, CPU) until it is searchable, per 1k chat tokens (E5 tokens), the
 nodes (and those citing an assistant message), what was embedded, and the overhead against
-embedding the same texts alone — what issue 19's user waits for.
+embedding the same texts alone — what issue 19's user waits for. A sampler outside the
+process (``_idle_sampler.py``) counts its runnable threads while the clock runs: ``idle_core_s``
+(core-seconds it had no work for) and ``quiet_s = (CPU s + idle core-s) / cores``, the wall
+seconds expected on a quiet machine (the machine is shared; wall seconds there lie).
 
 ``--compare DIR`` runs the same workload, alternating, against another checkout's
 ``src`` (``git archive <commit> src | tar -x -C DIR``), so before and after share the
-machine's load; each run is a fresh process and a fresh data dir. The last lines are one
+machine's load; given twice or more, every checkout runs in turn (the first is "base",
+the others are named by their folder); each run is a fresh process and a fresh data dir. The last lines are one
 summary line per metric (``SUMMARY <metric> this=... base=...``).
 
     python benchmarks/context_ingest_bench.py --chats 3 --sessions 4 --turns 10 \\
@@ -252,6 +256,9 @@ def run_tech_chats(seed: int, files: tuple[str, ...] = TECH_CHAT_FILES) -> dict[
         with tempfile.TemporaryDirectory() as tmp:
             svc = ContextEngineService(tmp, embedder=embedder, poll_interval_s=0.02)
             commit_s = commit_cpu = 0.0
+            sampler = subprocess.Popen([sys.executable, str(Path(__file__).with_name("_idle_sampler.py")), str(os.getpid())],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            time.sleep(0.2)  # its start-up, outside the clock
             started, cpu = time.perf_counter(), time.process_time()
             for s in chat["sessions"]:
                 msgs = [{**m, "timestamp": s["date"]} for m in s["messages"]]
@@ -262,6 +269,7 @@ def run_tech_chats(seed: int, files: tuple[str, ...] = TECH_CHAT_FILES) -> dict[
                 svc.flush_index()
                 session[0] += 1
             wall, wall_cpu = time.perf_counter() - started, time.process_time() - cpu
+            idle = json.loads(sampler.communicate("")[0])
             nodes = svc.index.count()
             refs = [(p.get("metadata") or {}).get("source_refs") or [] for p in svc.index.payloads(svc.index.ids({"level": "0"})).values()]
             svc.close()
@@ -272,6 +280,7 @@ def run_tech_chats(seed: int, files: tuple[str, ...] = TECH_CHAT_FILES) -> dict[
             "assistant_messages": sum(1 for m in msgs_all if m["role"] == "assistant"),
             "chat_chars": sum(len(m["content"]) for m in msgs_all), "chat_tokens": sum(tokens(m["content"]) for m in msgs_all),
             "searchable_s": round(wall, 3), "searchable_cpu_s": round(wall_cpu, 3),
+            "idle_core_s": idle["idle_core_s"], "quiet_s": round((wall_cpu + idle["idle_core_s"]) / idle["cores"], 3),
             "commit_s": round(commit_s, 3), "commit_cpu_s": round(commit_cpu, 3),
             "embed_in_path_s": round(spent[0], 3), "embed_in_path_cpu_s": round(spent_cpu[0], 3),
             "nodes": nodes, "nodes_citing_assistant": sum(1 for r in refs if any(role.get(str(x)) == "assistant" for x in r)),
@@ -296,6 +305,7 @@ def run_tech_chats(seed: int, files: tuple[str, ...] = TECH_CHAT_FILES) -> dict[
             "searchable_cpu_s_per_1k_tokens": round(row["searchable_cpu_s"] / k, 3),
             "nodes_per_s": round(row["nodes"] / row["searchable_s"], 2),
             "nodes_per_cpu_s": round(row["nodes"] / row["searchable_cpu_s"], 2),
+            "cores_used": round(row["searchable_cpu_s"] / row["searchable_s"], 2),
             "overhead": round(row["searchable_s"] / row["embed_alone_s"], 3) if row["embed_alone_s"] else None,
             "overhead_cpu": round(row["searchable_cpu_s"] / row["embed_alone_cpu_s"], 3) if row["embed_alone_cpu_s"] else None,
             "overhead_joined": round(row["searchable_s"] / row["embed_joined_s"], 3) if row["embed_joined_s"] else None,
@@ -337,11 +347,14 @@ def _report_tech_chats(runs: dict[str, list[dict[str, Any]]], args: argparse.Nam
                   f"{m['nodes_per_s']:.2f} | {m['nodes_per_cpu_s']:.2f} | {m['embed_alone_s']:.1f} ({m['embed_alone_cpu_s']:.1f}) | "
                   f"{m['overhead']:.2f} / {m['overhead_cpu']:.2f} | {m['embed_joined_s']:.1f} ({m['embed_joined_cpu_s']:.1f}) | "
                   f"{m['overhead_joined']:.2f} / {m['overhead_joined_cpu']:.2f} |")
+    for name, rounds in runs.items():
+        print(f"load average (1 min) of {name}'s runs: " + ", ".join(
+            f"{r.get('load_avg_start', float('nan')):.2f} -> {r['load_avg']:.2f}" for r in rounds))
     print(f"\nmedians of {args.rounds} round(s) per chat ('all': medians of the per-round sums); load average "
           f"{load_start:.2f} at start, {os.getloadavg()[0]:.2f} at end")
     for key in ("searchable_s", "searchable_cpu_s", "searchable_s_per_1k_tokens", "searchable_cpu_s_per_1k_tokens",
                 "nodes", "nodes_citing_assistant", "texts", "tokens_embedded", "nodes_per_s", "nodes_per_cpu_s",
-                "overhead", "overhead_cpu", "overhead_joined", "overhead_joined_cpu", "commit_cpu_s"):
+                "cores_used", "idle_core_s", "quiet_s", "overhead", "overhead_cpu", "overhead_joined", "overhead_joined_cpu", "commit_cpu_s"):
         parts = " ".join(f"{name}={m['all'][key]:g}" for name, m in meds.items())
         ratio = (f" this/base={meds['this']['all'][key] / meds['base']['all'][key]:.2f}"
                  if "base" in meds and meds["base"]["all"][key] else "")
@@ -357,7 +370,8 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=10, help="user/assistant pairs per session")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--compare", type=Path, help="another checkout's root (holding src/) to run alternately")
+    parser.add_argument("--compare", type=Path, action="append", default=[],
+                        help="another checkout's root (holding src/) to run alternately; repeatable")
     parser.add_argument("--embed-tokens", type=int, default=None,
                         help="token budget of embedded L0 texts for this checkout (0: uncut; default: the service's)")
     parser.add_argument("--overlap", action="store_true", help="background indexer during the commits (module doc)")
@@ -378,14 +392,17 @@ def main() -> None:
                                   args.no_prefetch)))
         return
     runs: dict[str, list[dict[str, Any]]] = {"this": []}
-    if args.compare:
-        runs["base"] = []
+    roots = {"this": REPO}
+    for n, root in enumerate(args.compare):
+        name = "base" if n == 0 else root.name
+        runs[name], roots[name] = [], root
     load_start = os.getloadavg()
     print(f"load average at start: {load_start}", flush=True)
     for r in range(args.rounds):
         for name in runs:
-            src = REPO / "src" if name == "this" else args.compare / "src"
-            row = _child(src, args, name == "this")
+            load = os.getloadavg()[0]
+            row = _child(roots[name] / "src", args, name == "this")
+            row["load_avg_start"] = load
             runs[name].append(row)
             print(f"round {r + 1} {name}: {row}", flush=True)
     print(f"load average at end: {os.getloadavg()}")
