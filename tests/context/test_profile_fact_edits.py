@@ -89,3 +89,11 @@ def test_reading_the_value_of_an_edited_overview_takes_linear_time(overview: str
     assert time.perf_counter() - started < 0.5
     assert _from_overview("- User — residence: Munich\n- source: x", fact) == "Munich"
     assert _from_overview("  residence：慕尼黑", fact) == "慕尼黑"
+
+
+@pytest.mark.parametrize("abstract", ["User lives in", "—", "User lives in …"])
+def test_an_edit_that_states_no_value_leaves_the_fact(svc: ContextEngineService, abstract: str) -> None:
+    """review8: erasing the value ("User lives in") made the fact "lives in", and "—" a value."""
+    commit_texts(svc, CTX, "s1", "2026-01-05", "I moved to Berlin last month.")
+    svc.edit_node(CTX, _fact_node(svc, "residence").uri, abstract=abstract)
+    assert _profile_values(svc, "residence") == ["Berlin"]
