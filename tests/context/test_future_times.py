@@ -47,3 +47,13 @@ def test_chinese_far_future_message_does_not_freeze_the_slot(svc: ContextEngineS
     commit_texts(svc, CTX, "s1", "9999-12-31", "我们的数据库用的是 MySQL。")
     commit_texts(svc, CTX, "s2", "2026-02-05", "我们已经从 MySQL 换成 PostgreSQL 了。")
     assert ("s1-0", "s2-0") in _links(svc)
+
+
+@pytest.mark.parametrize(("day", "text"), [("9999-12-31", "I moved to Berlin last month, and tomorrow I start."),
+                                           ("9999-12-31", "我下个月搬到柏林，明天开始。"),
+                                           ("0001-01-01", "I moved to Berlin yesterday, last year.")])
+def test_a_relative_time_at_the_edge_of_the_calendar_does_not_fail_the_commit(svc: ContextEngineService,
+                                                                               day: str, text: str) -> None:
+    """review8: "tomorrow" in a message dated 9999-12-31 raised OverflowError (a 500 on /commit)."""
+    commit_texts(svc, CTX, "s1", day, text)
+    assert any(c.is_node for c in svc.list_children(CTX, MEM, recursive=True))

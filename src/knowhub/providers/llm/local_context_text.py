@@ -314,7 +314,10 @@ def annotate_time_cues(text: str, when: datetime | None) -> tuple[str, list[dict
 
     def repl(match: re.Match[str], resolver: Any) -> str:
         cue = match.group(0)
-        resolved = resolver(cue, when) if when is not None else None
+        try:
+            resolved = resolver(cue, when) if when is not None else None
+        except (OverflowError, ValueError):  # "tomorrow" of 9999-12-31: no date to name
+            resolved = None
         cues.append({"cue": cue, "resolved": resolved or ""})
         return f"{cue} [{resolved}]" if resolved else cue
 
