@@ -53,7 +53,8 @@ def test_acknowledgements(text: str) -> None:
 
 @pytest.mark.parametrize("text", ["Got it — I'll use PostgreSQL 16 for the orders table.", "好的，我把超时改成 30 秒。",
                                   "OK, the build is green now.", "Thanks, Caroline!", "可以，用 Redis 做缓存。", "好主意",
-                                  "Sure, here is the migration: ALTER TABLE orders ADD COLUMN paid_at timestamptz;"])
+                                  "Sure, here is the migration: ALTER TABLE orders ADD COLUMN paid_at timestamptz;",
+                                  "Absolutely not.", "Not OK.", "No, thanks.", "I see, no.", "OK, don't."])  # review8: refusals
 def test_statements_with_content_are_no_acknowledgements(text: str) -> None:
     assert not is_acknowledgement(text)
 

@@ -47,3 +47,29 @@ def test_chinese_far_future_message_does_not_freeze_the_slot(svc: ContextEngineS
     commit_texts(svc, CTX, "s1", "9999-12-31", "我们的数据库用的是 MySQL。")
     commit_texts(svc, CTX, "s2", "2026-02-05", "我们已经从 MySQL 换成 PostgreSQL 了。")
     assert ("s1-0", "s2-0") in _links(svc)
+
+
+@pytest.mark.parametrize(("day", "text"), [("9999-12-31", "I moved to Berlin last month, and tomorrow I start."),
+                                           ("9999-12-31", "我下个月搬到柏林，明天开始。"),
+                                           ("0001-01-01", "I moved to Berlin yesterday, last year.")])
+def test_a_relative_time_at_the_edge_of_the_calendar_does_not_fail_the_commit(svc: ContextEngineService,
+                                                                               day: str, text: str) -> None:
+    """review8: "tomorrow" in a message dated 9999-12-31 raised OverflowError (a 500 on /commit)."""
+    commit_texts(svc, CTX, "s1", day, text)
+    assert any(c.is_node for c in svc.list_children(CTX, MEM, recursive=True))
+
+
+PROFILE = "ctx://acme/users/bob/memories/profile"
+
+
+@pytest.mark.parametrize(("sessions", "current"), [
+    ([("s1", "9999-12-31", "Berlin"), ("s2", "2026-02-05", "Munich")], "Munich"),
+    ([("s1", "2026-01-05", "Berlin"), ("s2", "9999-12-31", "Munich"), ("s3", "2026-03-05", "Paris")], "Paris"),
+    ([("s2", "2026-02-05", "Munich"), ("s1", "2026-01-05", "Berlin")], "Munich"),  # real times still order
+])
+def test_a_far_future_time_does_not_keep_a_profile_fact_current(svc: ContextEngineService, sessions, current) -> None:
+    """review8: the registry ignored a 9999 time, the profile node did not (it stayed "Berlin")."""
+    for sid, day, city in sessions:
+        commit_texts(svc, CTX, sid, day, f"I moved to {city} last month.")
+    facts = svc.get_node(CTX, PROFILE).metadata["facts"]
+    assert [f["value"] for f in facts.values() if f["attribute"] == "residence"] == [current]

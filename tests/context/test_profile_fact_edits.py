@@ -72,3 +72,28 @@ def test_an_edit_that_keeps_the_value_changes_nothing_in_the_profile(svc: Contex
     before = svc.get_node(CTX, PROFILE)
     svc.edit_node(CTX, _fact_node(svc, "residence").uri, overview="- User — residence: Berlin\n- note: checked by hand")
     assert svc.get_node(CTX, PROFILE).version == before.version
+
+
+@pytest.mark.parametrize("overview", ["\n" * 600 + "x", " " * 2000 + "x", "- " * 5000 + "residence"],
+                         ids=["newlines", "spaces", "dashes"])
+def test_reading_the_value_of_an_edited_overview_takes_linear_time(overview: str) -> None:
+    """review8: the overview's value was read by a regex whose two ``\\s*`` backtracked over each
+    other (a 2,000-space overview took 67 s, holding the tenant's lock)."""
+    import time
+
+    from knowhub.context.fact_edits import _from_overview
+
+    fact = {"subject": "User", "attribute": "residence", "value": "Berlin"}
+    started = time.perf_counter()
+    assert _from_overview(overview, fact) == ""
+    assert time.perf_counter() - started < 0.5
+    assert _from_overview("- User — residence: Munich\n- source: x", fact) == "Munich"
+    assert _from_overview("  residence：慕尼黑", fact) == "慕尼黑"
+
+
+@pytest.mark.parametrize("abstract", ["User lives in", "—", "User lives in …"])
+def test_an_edit_that_states_no_value_leaves_the_fact(svc: ContextEngineService, abstract: str) -> None:
+    """review8: erasing the value ("User lives in") made the fact "lives in", and "—" a value."""
+    commit_texts(svc, CTX, "s1", "2026-01-05", "I moved to Berlin last month.")
+    svc.edit_node(CTX, _fact_node(svc, "residence").uri, abstract=abstract)
+    assert _profile_values(svc, "residence") == ["Berlin"]

@@ -83,3 +83,14 @@ def test_a_part_of_day_carries_to_the_bare_time_of_the_same_change(sentence: str
 ])
 def test_chinese_parts_of_day(sentence: str, value: str) -> None:
     assert [q.value for q in quantities(sentence, True) if q.unit == "clock"] == [value]
+
+
+@pytest.mark.parametrize(("sentence", "cjk", "value"), [
+    ("The demo is at 3 pm, so move the standup to 10:30", False, "10:30"),
+    ("After the 2 pm review, change the backup window to 11:00", False, "11:00"),
+    ("下午 3 点评审，把站会改到 10 点", True, "10:00"),
+])
+def test_a_part_of_day_is_not_carried_to_the_time_of_another_thing(sentence: str, cjk: bool, value: str) -> None:
+    """review8: "3 pm … move the standup to 10:30" gave 22:30 (the demo's pm carried over)."""
+    [clock] = [q for q in quantities(sentence, cjk) if q.unit == "clock"]
+    assert clock.value == value

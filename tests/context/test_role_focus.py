@@ -63,3 +63,13 @@ def test_search_puts_the_users_passing_remark_above_the_assistants_answer(tmp_pa
             orders.append([r for b in blocks for r in b.metadata.get("source_refs") or [] if r in ("m1", "m4")])
     assert orders[0][0] == "m1"  # the user's own remark before the assistant's answer about jobs
     assert orders[1][0] == "m4"  # without the focus the answer, full of the question's words, wins
+
+
+def test_a_question_about_what_the_assistant_told_the_user_gets_no_user_focus() -> None:
+    """review8: "What did the assistant recommend to the user …" raised the user's memories,
+    whose answer is the assistant's (the module doc leaves questions naming the assistant alone)."""
+    for question in ("What did the assistant recommend to the user for caching?",
+                     "Which index did the assistant's answer give the developer?", "助手建议用户用什么缓存？"):
+        hits = _hits()
+        assert focus_on_user_role(question, hits, 0.25) == 0, question
+        assert [h.score for h in hits] == [1.0, 0.8, 0.5]

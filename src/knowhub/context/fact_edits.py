@@ -43,13 +43,21 @@ def _from_abstract(text: str, fact: dict[str, Any]) -> str:
     subject = f"{str(fact.get('subject') or '').lower()} "
     if phrase in lower:
         return text[lower.index(phrase) + len(phrase):]
+    if lower.endswith(phrase.rstrip()):  # "User lives in": the value erased, none stated
+        return ""
     return text[len(subject):] if subject.strip() and lower.startswith(subject) else text
 
 
 def _from_overview(text: str, fact: dict[str, Any]) -> str:
-    attribute = re.escape(str(fact.get("attribute") or ""))
-    match = re.search(rf"^\s*-?\s*[^\n]*?\b{attribute}\s*[:：]\s*(.+)$", text, re.M)
-    return match.group(1) if match else ""
+    """The text after "<attribute>:" on the first line that has it ("- User — residence: Munich").
+    A scan line by line: a regex with ``^\\s*-?\\s*`` under re.M backtracked cubically on
+    a run of blank lines (a 2,000-space overview took 67 s)."""
+    attribute = re.compile(rf"\b{re.escape(str(fact.get('attribute') or ''))}[ \t]*[:：][ \t]*(\S.*)")
+    for line in text.splitlines():
+        match = attribute.search(line)
+        if match:
+            return match.group(1).strip()
+    return ""
 
 
 def _from_content(text: str) -> str:
@@ -67,14 +75,10 @@ def edit_fact(node: ContextNode, changes: dict[str, str]) -> tuple[dict[str, Any
         return None
     from knowhub.context.commit.policies import ProfilePolicy, norm_text
 
-    value = ""
-    if "abstract" in changes:
-        value = _from_abstract(changes["abstract"], fact)
-    if not value and "overview" in changes:
-        value = _from_overview(changes["overview"], fact)
-    if not value and "content" in changes:
-        value = _from_content(changes["content"])
-    value = value.strip(_ENDS)[:200]
+    readers = {"abstract": lambda t: _from_abstract(t, fact), "overview": lambda t: _from_overview(t, fact),
+               "content": _from_content}
+    stated = (v.strip(_ENDS)[:200] for level, read in readers.items() if level in changes for v in [read(changes[level])])
+    value = next((v for v in stated if any(ch.isalnum() for ch in v)), "")  # "—", "…": no value stated
     if not value or norm_text(value) == norm_text(str(fact.get("value") or "")):
         return None
     new = {**fact, "value": value}

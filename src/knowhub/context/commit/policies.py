@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from abc import ABC, abstractmethod
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from knowhub.context.core.enums import ContextType, MemoryCategory, WriteAction
@@ -190,6 +191,18 @@ _FACT_PHRASES = {
 }
 
 
+def _replaces(new_at: str, old_at: str) -> bool:
+    """Whether a value said at ``new_at`` replaces one said at ``old_at``: the later time, or
+    the later commit when either time is after the commit's clock (a wrong clock orders
+    nothing, as in the timeline registry: :data:`~knowhub.context.commit.timeline.FUTURE_MARGIN`)."""
+    from knowhub.context.commit.timeline import FUTURE_MARGIN
+
+    latest = datetime.now(UTC) + FUTURE_MARGIN
+    if any(when is not None and when > latest for when in (parse_when(new_at), parse_when(old_at))):
+        return True
+    return new_at >= old_at
+
+
 def fact_phrase(attribute: str) -> str:
     """The words a fact node's abstract puts between subject and value ("lives in")."""
     return _FACT_PHRASES.get(attribute, f"{attribute}:")
@@ -256,7 +269,7 @@ class ProfilePolicy(MergePolicy):
                 if refs != old.get("source_refs"):
                     facts[key] = {**old, "source_refs": refs}
                     changed = True
-            elif str(fact["at"]) >= str(old.get("at") or ""):
+            elif _replaces(str(fact["at"]), str(old.get("at") or "")):
                 superseded.append({**old, "superseded_at": utc_now_iso(),
                                    "superseded_by": {"value": fact["value"], "source_refs": fact["source_refs"], "at": fact["at"]}})
                 facts[key] = fact

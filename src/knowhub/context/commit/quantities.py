@@ -189,6 +189,20 @@ def _clock(match: re.Match[str], carried: str = "") -> str:
     return f"{hour:02d}:{minute:02d}" if hour < 24 and minute < 60 else ""
 
 
+#: What may stand between two times of one thing ("3:30 pm to 4:00", "3 点半改成 4 点").
+_JOIN_CN = frozenset("改成到调变为推迟延挪提前至或者的吧再就还是从")
+
+
+def _joined(between: str, cjk: bool) -> bool:
+    """Whether only change wording stands between two times, so that the later one is the
+    same thing's and takes the earlier one's part of day ("from 3:30 pm to 4:00": 16:00; "the
+    demo is at 3 pm, so move the standup to 10:30": another thing, 10:30)."""
+    if sum(1 for ch in between if "\u3400" <= ch <= "\u9fff" and ch not in _JOIN_CN) > 1:
+        return False  # one character may name the thing itself ("5 点的会挪到 6 点半"), a word another
+    return all(w in _QTY_STOP_EN or w in _CHANGE_WORDS or w in ENGLISH_QUERY_STOPWORDS or len(w) == 1
+               for w in re.findall(r"[a-z]+", between.lower()))
+
+
 def _found(sentence: str, cjk: bool) -> list[tuple[int, int, str, str]]:
     """``(start, end, unit, value)`` of every quantity and time of day, in order."""
     units = _UNITS_CN if cjk else _UNITS_EN
@@ -202,10 +216,11 @@ def _found(sentence: str, cjk: bool) -> list[tuple[int, int, str, str]]:
         if unit:
             out.append((match.start(), match.end(), unit, _number(match.group(1))))
     taken = [(s, e) for s, e, _u, _v in out]
-    carried = ""  # the part of day of the sentence's last time that named one
+    carried, carried_end = "", 0  # the part of day of the sentence's last time that named one
     for match in _CLOCK.finditer(sentence):
-        value = _clock(match, carried)
-        carried = _part_of_day(match) or carried
+        value = _clock(match, carried if _joined(sentence[carried_end:match.start()], cjk) else "")
+        if _part_of_day(match):
+            carried, carried_end = _part_of_day(match), match.end()
         if value and not any(s < match.end() and match.start() < e for s, e in taken):
             out.append((match.start(), match.end(), "clock", value))
     return sorted(out)

@@ -29,13 +29,16 @@ from knowhub.context.core.query import NodeHit
 __all__ = ["focus_on_user_role", "names_user_role"]
 
 _USER_ROLE = re.compile(r"\bthe (?:user|developer)(?:'s|’s)?\b|用户|提问的人", re.I)
+#: The assistant named by role ("what did the assistant suggest to the user"): its answer is sought.
+_ASSISTANT_ROLE = re.compile(r"\b(?:the )?assistant(?:'s|’s)?\b|助手|助理", re.I)
 _USER_NAMES = frozenset({"user", "用户"})
 _ASSISTANT_NAMES = frozenset({"assistant", "助手"})
 
 
 def names_user_role(query: str) -> bool:
-    """True when ``query`` names the person of an agent chat by role (module doc)."""
-    return bool(_USER_ROLE.search(query))
+    """True when ``query`` names the person of an agent chat by role, and not the assistant
+    too (module doc: questions that name the assistant are left alone)."""
+    return bool(_USER_ROLE.search(query)) and not _ASSISTANT_ROLE.search(query)
 
 
 def _speakers(hit: NodeHit) -> set[str]:

@@ -68,6 +68,7 @@ _ACK_EN = re.compile(
     r"glad to help|my pleasure|(?:i'?ll|i will|will) (?:do (?:that|it|so)|keep (?:that|it) in mind))\b", re.I)
 _ACK_CN = re.compile(r"好的|好嘞|好滴|没问题|明白了?|收到了?|了解了?|知道了|懂了|谢谢你?|多谢|不客气|是的|当然|没错|照办|"
                      r"记住了|记下了|(?:这就|马上)(?:去)?(?:做|改|办|弄)?|嗯+|好|行|可以|对")
+_NEGATION_EN = re.compile(r"\b(?:no|not|nope|never|don'?t|won'?t|can'?t|shouldn'?t)\b", re.I)
 _ACK_FILLER = frozenset("了啊呀吧哦呢嘛啦哈的")
 
 
@@ -78,6 +79,8 @@ def is_acknowledgement(text: str) -> bool:
     if len(text) > 80 or not (_ACK_EN.search(text) or _ACK_CN.search(text)):
         return False
     rest = _ACK_CN.sub(" ", _ACK_EN.sub(" ", text))
+    if _NEGATION_EN.search(rest):
+        return False  # "Absolutely not.", "No, thanks.": a refusal says something ("no problem" is taken out above)
     if any("\u3400" <= ch <= "\u9fff" and ch not in _ACK_FILLER for ch in rest):
         return False
     return not [w for w in content_words(rest) if w not in ("i", "will", "do", "it", "that", "so", "now", "much", "very", "lot")]
@@ -311,7 +314,10 @@ def annotate_time_cues(text: str, when: datetime | None) -> tuple[str, list[dict
 
     def repl(match: re.Match[str], resolver: Any) -> str:
         cue = match.group(0)
-        resolved = resolver(cue, when) if when is not None else None
+        try:
+            resolved = resolver(cue, when) if when is not None else None
+        except (OverflowError, ValueError):  # "tomorrow" of 9999-12-31: no date to name
+            resolved = None
         cues.append({"cue": cue, "resolved": resolved or ""})
         return f"{cue} [{resolved}]" if resolved else cue
 
