@@ -80,11 +80,17 @@ _CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
 
 
 def load_chats(langs: list[str], data: str = "tech_chats") -> list[dict[str, Any]]:
-    """The chats of the given languages (``en``, ``zh``) from ``data/<data>_<lang>.json``."""
+    """The chats of the given languages (``en``, ``zh``) from ``data/<data>_<lang>.json``; a
+    language the set lacks is skipped (the xl3 set is English only), no file at all exits with
+    a one-line error."""
     chats = []
-    for lang in langs:
-        doc = json.loads((DATA_DIR / f"{data}_{lang}.json").read_text(encoding="utf-8"))
-        chats.extend(doc["conversations"])
+    files = [DATA_DIR / f"{data}_{lang}.json" for lang in langs]
+    if not any(f.exists() for f in files):
+        raise SystemExit(f"no chats for {data!r} in {', '.join(langs)}: none of {', '.join(f.name for f in files)} "
+                         f"under {DATA_DIR}")
+    for path in files:
+        if path.exists():
+            chats.extend(json.loads(path.read_text(encoding="utf-8"))["conversations"])
     return chats
 
 

@@ -119,3 +119,11 @@ def test_whatif_specs_parse_to_retriever_overrides(bench: ModuleType) -> None:
     with pytest.raises(TypeError):
         dataclasses.replace(RetrieverConfig(), **bench.parse_whatif("no_such_knob=1"))
 
+
+
+def test_a_language_the_set_lacks_is_skipped(bench: ModuleType) -> None:
+    """xl3 is English only: ``--lang all`` reads its English file; a set with no file at all
+    stops with one line, not a traceback."""
+    assert {c["language"] for c in bench.load_chats(["en", "zh"], "tech_chats_xl3")} == {"en"}
+    with pytest.raises(SystemExit, match="no chats for 'no_such_set'"):
+        bench.load_chats(["en", "zh"], "no_such_set")
