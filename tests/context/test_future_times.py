@@ -10,7 +10,7 @@ import pytest
 from knowhub.context import ContextEngineService
 from knowhub.scope import RequestContext
 
-from .timeline_support import commit_texts
+from .timeline_support import commit_texts, superseded_pairs
 
 CTX = RequestContext("acme", "bob")
 MEM = "ctx://acme/users/bob/memories"
@@ -23,30 +23,24 @@ def svc(tmp_path: Path):
     service.close()
 
 
-def _links(svc: ContextEngineService) -> set[tuple[str, str]]:
-    nodes = [svc.get_node(CTX, c.uri) for c in svc.list_children(CTX, MEM, recursive=True) if c.is_node]
-    refs = {n.uri: (n.metadata.get("source_refs") or ["?"])[0] for n in nodes}
-    return {(refs[n.uri], refs.get(n.metadata["superseded_by"], "?")) for n in nodes if n.metadata.get("superseded_by")}
-
-
 @pytest.mark.parametrize("future", ["9999-12-31", "2999-06-01"])
 def test_a_far_future_message_is_replaced_by_a_later_commit(svc: ContextEngineService, future: str) -> None:
     commit_texts(svc, CTX, "s1", future, "We deploy everything on Heroku.")
     commit_texts(svc, CTX, "s2", "2026-02-05", "We moved from Heroku to AWS last week.")
-    assert ("s1-0", "s2-0") in _links(svc)
-    assert not any(old == "s2-0" for old, _ in _links(svc))
+    assert ("s1-0", "s2-0") in superseded_pairs(svc, CTX, MEM)
+    assert not any(old == "s2-0" for old, _ in superseded_pairs(svc, CTX, MEM))
 
 
 def test_a_late_commit_of_a_real_earlier_message_is_still_ordered_by_its_time(svc: ContextEngineService) -> None:
     commit_texts(svc, CTX, "s2", "2026-02-05", "We moved from Heroku to AWS last week.")
     commit_texts(svc, CTX, "s1", "2026-01-05", "We deploy everything on Heroku.")
-    assert ("s1-0", "s2-0") in _links(svc)
+    assert ("s1-0", "s2-0") in superseded_pairs(svc, CTX, MEM)
 
 
 def test_chinese_far_future_message_does_not_freeze_the_slot(svc: ContextEngineService) -> None:
     commit_texts(svc, CTX, "s1", "9999-12-31", "我们的数据库用的是 MySQL。")
     commit_texts(svc, CTX, "s2", "2026-02-05", "我们已经从 MySQL 换成 PostgreSQL 了。")
-    assert ("s1-0", "s2-0") in _links(svc)
+    assert ("s1-0", "s2-0") in superseded_pairs(svc, CTX, MEM)
 
 
 @pytest.mark.parametrize(("day", "text"), [("9999-12-31", "I moved to Berlin last month, and tomorrow I start."),

@@ -11,7 +11,7 @@ from knowhub.context import ContextEngineService
 from knowhub.context.commit.quantities import quantities
 from knowhub.scope import RequestContext
 
-from .timeline_support import commit_texts
+from .timeline_support import commit_texts, superseded_pairs
 
 CTX = RequestContext("acme", "bob")
 MEM = "ctx://acme/users/bob/memories"
@@ -22,12 +22,6 @@ def svc(tmp_path: Path):
     service = ContextEngineService(tmp_path / "ctx", durable=False)
     yield service
     service.close()
-
-
-def _links(svc: ContextEngineService) -> set[tuple[str, str]]:
-    nodes = [svc.get_node(CTX, c.uri) for c in svc.list_children(CTX, MEM, recursive=True) if c.is_node]
-    refs = {n.uri: (n.metadata.get("source_refs") or ["?"])[0] for n in nodes}
-    return {(refs[n.uri], refs.get(n.metadata["superseded_by"], "?")) for n in nodes if n.metadata.get("superseded_by")}
 
 
 @pytest.mark.parametrize(("sentence", "cjk"), [
@@ -57,9 +51,9 @@ def test_a_change_of_the_same_value_still_names_what_it_leaves(sentence: str, cj
 def test_another_quantity_in_a_change_message_keeps_its_value_current(svc: ContextEngineService) -> None:
     commit_texts(svc, CTX, "s1", "2026-01-10", "The importer batch is 500 rows.")
     commit_texts(svc, CTX, "s2", "2026-02-14", "The importer batch is 500 rows, so let's cut the page size to 50 rows.")
-    assert _links(svc) == set()
+    assert superseded_pairs(svc, CTX, MEM) == set()
     commit_texts(svc, CTX, "s3", "2026-03-14", "Let's raise the importer batch to 1,000 rows.")
-    assert ("s1-0", "s3-0") in _links(svc)
+    assert ("s1-0", "s3-0") in superseded_pairs(svc, CTX, MEM)
 
 
 @pytest.mark.parametrize(("sentence", "value"), [

@@ -10,7 +10,7 @@ from knowhub.context import ContextEngineService
 from knowhub.context.commit.slots import claims_in_text, topics_overlap
 from knowhub.scope import RequestContext
 
-from .timeline_support import commit_texts
+from .timeline_support import commit_texts, superseded_pairs
 
 CTX = RequestContext("acme", "bob")
 MEM = "ctx://acme/users/bob/memories"
@@ -21,12 +21,6 @@ def svc(tmp_path: Path):
     service = ContextEngineService(tmp_path / "ctx", durable=False)
     yield service
     service.close()
-
-
-def _links(svc: ContextEngineService) -> set[tuple[str, str]]:
-    nodes = [svc.get_node(CTX, c.uri) for c in svc.list_children(CTX, MEM, recursive=True) if c.is_node]
-    refs = {n.uri: (n.metadata.get("source_refs") or ["?"])[0] for n in nodes}
-    return {(refs[n.uri], refs.get(n.metadata["superseded_by"], "?")) for n in nodes if n.metadata.get("superseded_by")}
 
 
 def test_quantity_claims_keep_the_new_value_and_its_topic() -> None:
@@ -43,7 +37,7 @@ def test_quantity_claims_keep_the_new_value_and_its_topic() -> None:
 def test_a_changed_setting_supersedes_and_an_unrelated_quantity_does_not(svc: ContextEngineService) -> None:
     commit_texts(svc, CTX, "s1", "2026-01-10", "The importer commits in batches of 200 records.", "Backups are kept for 30 days.")
     commit_texts(svc, CTX, "s2", "2026-02-14", "My holiday is 10 days in March.", "Let's raise the importer batch to 1,000 records.")
-    links = _links(svc)
+    links = superseded_pairs(svc, CTX, MEM)
     assert ("s1-0", "s2-1") in links
     assert not any(old == "s1-1" for old, _ in links)  # 30 days of backups is no holiday
 
@@ -51,18 +45,18 @@ def test_a_changed_setting_supersedes_and_an_unrelated_quantity_does_not(svc: Co
 def test_quantities_without_change_wording_never_supersede(svc: ContextEngineService) -> None:
     commit_texts(svc, CTX, "s1", "2026-01-10", "The worker pool has 4 threads.")
     commit_texts(svc, CTX, "s2", "2026-02-14", "The worker pool has 8 threads on the big box.")
-    assert _links(svc) == set()
+    assert superseded_pairs(svc, CTX, MEM) == set()
 
 
 def test_rename_and_alerting_tool_changes(svc: ContextEngineService) -> None:
     commit_texts(svc, CTX, "s1", "2026-01-10", "The mobile app is called Driftwood.", "Build alerts go to our Slack channel.")
     commit_texts(svc, CTX, "s2", "2026-02-14", "We have to rename the app to Lantern.", "We switched build alerts from Slack to Discord.")
-    assert {("s1-0", "s2-0"), ("s1-1", "s2-1")} <= _links(svc)
+    assert {("s1-0", "s2-0"), ("s1-1", "s2-1")} <= superseded_pairs(svc, CTX, MEM)
 
 
 def test_one_message_stating_old_and_new_is_no_self_link(svc: ContextEngineService) -> None:
     commit_texts(svc, CTX, "s1", "2026-01-10", "每批 500 条太碎了。把批量改成 1000 条。")
-    assert _links(svc) == set()
+    assert superseded_pairs(svc, CTX, MEM) == set()
 
 
 def test_a_quantity_in_a_long_many_topic_message_is_replaced_only_in_part(svc: ContextEngineService) -> None:
@@ -80,5 +74,5 @@ def test_an_unnamed_assistant_says_nothing_about_the_user_profile(svc: ContextEn
     commit_texts(svc, CTX, "s1", "2026-01-10", "i'm a physio and i run a small practice in auckland")
     svc.commit_session(CTX, [{"id": "a1", "role": "assistant", "content": "I'm a developer assistant, here is the code.",
                               "timestamp": "2026-02-14T10:00:00Z"}], options={"session_id": "s2"})
-    assert _links(svc) == set()
+    assert superseded_pairs(svc, CTX, MEM) == set()
     assert not [c for c in claims_in_text("I'm a nurse.", profile=False)]

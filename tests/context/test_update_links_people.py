@@ -13,6 +13,8 @@ from knowhub.context.commit.quantities import quantities, topics_overlap
 from knowhub.context.commit.slots import claims_in_text
 from knowhub.scope import RequestContext
 
+from .timeline_support import superseded_pairs
+
 CTX = RequestContext("acme", "carol")
 MEM = "ctx://acme/users/carol/memories"
 
@@ -30,12 +32,6 @@ def _commit(svc: ContextEngineService, session: str, day: str, *turns: tuple[str
     svc.commit_session(CTX, messages, options={"session_id": session})
 
 
-def _links(svc: ContextEngineService) -> set[tuple[str, str]]:
-    nodes = [svc.get_node(CTX, c.uri) for c in svc.list_children(CTX, MEM, recursive=True) if c.is_node]
-    refs = {n.uri: (n.metadata.get("source_refs") or ["?"])[0] for n in nodes}
-    return {(refs[n.uri], refs.get(n.metadata["superseded_by"], "?")) for n in nodes if n.metadata.get("superseded_by")}
-
-
 def _values(text: str) -> set[tuple[str, str]]:
     return {(c.slot.split("|")[1], c.value) for c in claims_in_text(text) if "|qty|" not in c.slot}
 
@@ -49,16 +45,16 @@ def test_an_assistants_later_value_never_replaces_a_persons_change_committed_lat
     _commit(svc, "s2", "2026-03-05", ("user", "Can you tidy the cache module?"),
             ("assistant", "Sure. We use Redis for the cache, so I kept the Redis client as it is."))
     _commit(svc, "s1", "2026-01-05", ("user", "We switched the cache from Redis to Memcached."))
-    assert not [pair for pair in _links(svc) if pair[0].startswith("s1-")]
+    assert not [pair for pair in superseded_pairs(svc, CTX, MEM) if pair[0].startswith("s1-")]
 
 
 def test_an_assistant_value_never_replaces_the_users_but_the_users_change_does(svc: ContextEngineService) -> None:
     _commit(svc, "s1", "2026-01-05", ("user", "We use MySQL for the orders database."))
     _commit(svc, "s2", "2026-02-01", ("user", "How do I speed up the report query?"),
             ("assistant", "PostgreSQL is a good fit for window functions; in MySQL 8 you can use them too."))
-    assert _links(svc) == set()  # the assistant named another database in passing
+    assert superseded_pairs(svc, CTX, MEM) == set()  # the assistant named another database in passing
     _commit(svc, "s3", "2026-03-01", ("user", "We switched the orders database to PostgreSQL last week."))
-    assert ("s1-0", "s3-0") in _links(svc)
+    assert ("s1-0", "s3-0") in superseded_pairs(svc, CTX, MEM)
 
 
 def test_an_assistant_value_and_the_users_other_value_in_one_session_are_no_contradiction(svc: ContextEngineService) -> None:
@@ -109,7 +105,7 @@ def test_payment_provider_and_job_queue_changes_link(svc: ContextEngineService) 
             ("user", "Background jobs run on Sidekiq."))
     _commit(svc, "s2", "2026-02-10", ("user", "Card payments move from PayPal to Mollie next month."),
             ("user", "We replaced Sidekiq with GoodJob? No: we replaced Sidekiq with Resque."))
-    links = _links(svc)
+    links = superseded_pairs(svc, CTX, MEM)
     assert ("s1-0", "s2-0") in links
     assert ("s1-1", "s2-1") in links
 
@@ -117,7 +113,7 @@ def test_payment_provider_and_job_queue_changes_link(svc: ContextEngineService) 
 def test_chinese_tool_swap_with_a_bare_change_verb_links(svc: ContextEngineService) -> None:
     _commit(svc, "s1", "2026-01-05", ("user", "通知我们打算用 RabbitMQ 发。"))
     _commit(svc, "s2", "2026-02-10", ("user", "好，撤掉 RabbitMQ，换 Kafka。"))
-    assert ("s1-0", "s2-0") in _links(svc)
+    assert ("s1-0", "s2-0") in superseded_pairs(svc, CTX, MEM)
 
 
 # ---------------------------------------------------------------------- quantities said as requests
@@ -148,25 +144,25 @@ def test_a_chinese_count_keeps_the_noun_after_its_measure_word() -> None:
 def test_a_changed_time_of_day_supersedes_the_earlier_one(svc: ContextEngineService) -> None:
     _commit(svc, "s1", "2026-01-05", ("user", "仓库每天 9:00 开始同步库存，9:30 出报表。"))
     _commit(svc, "s2", "2026-02-10", ("user", "大家反馈 9:00 太早了。经理拍板：同步改到 10:30。"))
-    assert ("s1-0", "s2-0") in _links(svc)
+    assert ("s1-0", "s2-0") in superseded_pairs(svc, CTX, MEM)
 
 
 def test_a_request_to_go_to_another_number_supersedes_with_the_value_it_leaves(svc: ContextEngineService) -> None:
     _commit(svc, "s1", "2026-01-05", ("user", "Invite codes: a prefix, a dash, then eight characters."))
     _commit(svc, "s2", "2026-03-01", ("user", "Support says eight characters is too many to read out, can we go to six?"))
-    assert ("s1-0", "s2-0") in _links(svc)
+    assert ("s1-0", "s2-0") in superseded_pairs(svc, CTX, MEM)
 
 
 def test_a_count_said_as_news_supersedes_the_old_count(svc: ContextEngineService) -> None:
     _commit(svc, "s1", "2026-01-05", ("user", "我们现在有 12 家分店。"))
     _commit(svc, "s2", "2026-03-01", ("user", "好消息，又开了 3 家，分店总数变成 15 家。"))
-    assert ("s1-0", "s2-0") in _links(svc)
+    assert ("s1-0", "s2-0") in superseded_pairs(svc, CTX, MEM)
 
 
 def test_a_change_that_names_no_topic_replaces_this_sessions_value(svc: ContextEngineService) -> None:
     _commit(svc, "s1", "2026-01-05", ("user", "容器的内存上限是 1Gi，昨晚又被杀了。"),
             ("assistant", "把上限调大一些，再观察非堆内存。"), ("user", "改成 2Gi 之后稳定了。"))
-    assert ("s1-0", "s1-2") in _links(svc)
+    assert ("s1-0", "s1-2") in superseded_pairs(svc, CTX, MEM)
 
 
 # ---------------------------------------------------------------------- the answer that carries a change out
@@ -178,7 +174,7 @@ def test_the_assistants_answer_that_carries_out_a_change_is_shown_with_it(svc: C
     nodes = {(n.metadata.get("source_refs") or ["?"])[0]: n
              for n in (svc.get_node(CTX, c.uri) for c in svc.list_children(CTX, f"{MEM}/events", recursive=True) if c.is_node)}
     assert nodes["s2-0"].metadata.get("confirmed_by") == [nodes["s2-1"].uri]
-    assert ("s1-0", "s2-0") in _links(svc)
+    assert ("s1-0", "s2-0") in superseded_pairs(svc, CTX, MEM)
     svc.flush_index()
     refs = [b.metadata.get("source_refs") for b in svc.search_memory(CTX, "Which provider takes card payments?", top_k=5).blocks]
     assert ["s2-0"] in refs and ["s2-1"] in refs

@@ -21,3 +21,11 @@ def commit_sessions(svc: ContextEngineService, ctx: RequestContext, sessions: di
                 for i, t in enumerate(texts)]
         svc.commit_session(ctx, msgs, options={"session_id": sid})
     svc.flush_index()
+
+
+def superseded_pairs(svc: ContextEngineService, ctx: RequestContext, memories: str) -> set[tuple[str, str]]:
+    """``(message id of a replaced memory, message id of the memory that replaced it)`` for
+    every ``superseded_by`` link under ``memories`` ("?" where a side cites no message)."""
+    nodes = [svc.get_node(ctx, c.uri) for c in svc.list_children(ctx, memories, recursive=True) if c.is_node]
+    refs = {n.uri: (n.metadata.get("source_refs") or ["?"])[0] for n in nodes}
+    return {(refs[n.uri], refs.get(n.metadata["superseded_by"], "?")) for n in nodes if n.metadata.get("superseded_by")}
