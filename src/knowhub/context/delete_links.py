@@ -243,18 +243,36 @@ def same_fact(entry: Any, fact: dict[str, Any]) -> bool:
             and norm_text(str(entry.get("value") or "")) == norm_text(str(fact.get("value") or "")))
 
 
+def profile_of_fact(fs: Any, ctx: CtxLike, uri: str) -> tuple[str, Any]:
+    """``(URI, node)`` of the profile node a fact node at ``uri`` belongs to (node None when
+    it is gone)."""
+    profile_uri = uri.rsplit("/", 1)[0]
+    try:
+        return profile_uri, fs.read_node(ctx, profile_uri)
+    except KnowhubError:
+        return profile_uri, None
+
+
+def rewrite_profile(fs: Any, ctx: CtxLike, node: Any, meta: dict[str, Any], superseded: list[dict[str, Any]]) -> None:
+    """Write the profile ``node`` with ``meta`` (its facts) and its levels rendered again."""
+    from knowhub.context.commit.policies import ProfilePolicy
+
+    node.metadata = meta
+    for level, text in ProfilePolicy.levels(meta["facts"], superseded).items():
+        setattr(node, level, text)
+    fs.write_node(ctx, node)
+
+
 def _forget_fact(fs: Any, ctx: CtxLike, uri: str, own: dict[str, Any]) -> str | None:
     """Take a deleted fact node's fact out of its profile node; returns the profile URI when
     it changed."""
     fact = own.get("fact")
     if not own.get("fact_node") or not isinstance(fact, dict):
         return None
-    from knowhub.context.commit.policies import ProfilePolicy, norm_text
+    from knowhub.context.commit.policies import norm_text
 
-    profile_uri = uri.rsplit("/", 1)[0]
-    try:
-        node = fs.read_node(ctx, profile_uri)
-    except KnowhubError:
+    profile_uri, node = profile_of_fact(fs, ctx, uri)
+    if node is None:
         return None
     meta = dict(node.metadata or {})
     facts = {k: v for k, v in (meta.get("facts") or {}).items() if isinstance(v, dict)}
@@ -283,11 +301,7 @@ def _forget_fact(fs: Any, ctx: CtxLike, uri: str, own: dict[str, Any]) -> str | 
     if not removed and kept == original:
         return None
     meta["facts"], meta["superseded"] = facts, kept
-    node.metadata = meta
-    node.abstract = ProfilePolicy._abstract(facts)
-    node.overview = ProfilePolicy._overview(facts)
-    node.content = ProfilePolicy._content(facts, kept)
-    fs.write_node(ctx, node)
+    rewrite_profile(fs, ctx, node, meta, kept)
     return profile_uri
 
 

@@ -23,8 +23,7 @@ from typing import Any
 
 from knowhub.context.core.objects import ContextNode
 from knowhub.context.core.uri import CtxLike
-from knowhub.context.delete_links import same_fact
-from knowhub.errors import KnowhubError
+from knowhub.context.delete_links import profile_of_fact, rewrite_profile, same_fact
 
 __all__ = ["edit_fact", "follow_fact_edit"]
 
@@ -98,7 +97,6 @@ def edit_fact(node: ContextNode, changes: dict[str, str]) -> tuple[dict[str, Any
 def follow_fact_edit(fs: Any, ctx: CtxLike, uri: str, old: dict[str, Any], new: dict[str, Any]) -> str | None:
     """The profile node's entry of ``old`` takes the value of ``new``, and the registry's claim
     of the fact node at ``uri`` too; returns the profile URI when it changed."""
-    from knowhub.context.commit.policies import ProfilePolicy
     from knowhub.context.commit.slots import fact_claims
     from knowhub.context.commit.timeline import Timeline
 
@@ -112,10 +110,8 @@ def follow_fact_edit(fs: Any, ctx: CtxLike, uri: str, old: dict[str, Any], new: 
                 entry["value"], entry["key"], touched = claims[slot].value, claims[slot].key, True
     if touched:
         timeline.save(ctx, data)
-    profile_uri = uri.rsplit("/", 1)[0]
-    try:
-        node = fs.read_node(ctx, profile_uri)
-    except KnowhubError:
+    profile_uri, node = profile_of_fact(fs, ctx, uri)
+    if node is None:
         return None
     meta = dict(node.metadata or {})
     facts = {k: dict(v) for k, v in (meta.get("facts") or {}).items() if isinstance(v, dict)}
@@ -126,9 +122,5 @@ def follow_fact_edit(fs: Any, ctx: CtxLike, uri: str, old: dict[str, Any], new: 
         facts[key]["value"] = new["value"]
     superseded = [s for s in meta.get("superseded") or [] if isinstance(s, dict)]
     meta["facts"] = facts
-    node.metadata = meta
-    node.abstract = ProfilePolicy._abstract(facts)
-    node.overview = ProfilePolicy._overview(facts)
-    node.content = ProfilePolicy._content(facts, superseded)
-    fs.write_node(ctx, node)
+    rewrite_profile(fs, ctx, node, meta, superseded)
     return profile_uri

@@ -283,7 +283,7 @@ class ProfilePolicy(MergePolicy):
         meta["facts"] = facts
         meta["superseded"] = superseded[-100:]
         meta["routing_key"] = "profile"
-        patch = {"abstract": self._abstract(facts), "overview": self._overview(facts), "content": self._content(facts, superseded), "metadata": meta}
+        patch = {**self.levels(facts, superseded), "metadata": meta}
         action = WriteAction.CREATE if existing_node is None else WriteAction.MERGE
         return self._plan(action, uri, candidate, ctx, patch=patch, existing=existing_node,
                           reason="new profile" if existing_node is None else "merged profile facts")
@@ -321,6 +321,13 @@ class ProfilePolicy(MergePolicy):
         refs = ", ".join(fact.get("source_refs") or [])
         content = f"# {fact['subject']} — {fact['attribute']}\n\n{fact['value']}\n\n> {fact['text']} [{refs}]"
         return abstract, overview, content
+
+    @classmethod
+    def levels(cls, facts: dict[str, dict[str, Any]], superseded: list[dict[str, Any]]) -> dict[str, str]:
+        """The profile node's abstract, overview and content for these facts: one rendering for
+        a commit, a fact node's edit and its delete."""
+        return {"abstract": cls._abstract(facts), "overview": cls._overview(facts),
+                "content": cls._content(facts, superseded)}
 
     @staticmethod
     def _abstract(facts: dict[str, dict[str, Any]]) -> str:
