@@ -25,6 +25,7 @@ import re
 from collections.abc import Iterable
 
 from knowhub.context.core.query import NodeHit
+from knowhub.context.retrieval.speaker_focus import speakers_of
 
 __all__ = ["focus_on_user_role", "names_user_role"]
 
@@ -42,9 +43,7 @@ def names_user_role(query: str) -> bool:
 
 
 def _speakers(hit: NodeHit) -> set[str]:
-    value = hit.metadata.get("speakers")
-    names = [value] if isinstance(value, str) else list(value or [])
-    return {str(n).strip().casefold() for n in names}
+    return {name.strip().casefold() for name in speakers_of(hit)}
 
 
 def focus_on_user_role(query: str, hits: Iterable[NodeHit], boost: float) -> int:

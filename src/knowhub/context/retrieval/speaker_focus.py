@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from knowhub.context.core.query import NodeHit
 
 __all__ = ["DEFAULT_ADDRESSEE_PENALTY", "DEFAULT_SPEAKER_BOOST", "addresses_other", "focus_on_named_speakers",
-           "named_speakers"]
+           "named_speakers", "speakers_of"]
 
 #: Relative score gain of a named speaker's memories (see module doc).
 DEFAULT_SPEAKER_BOOST = 0.25
@@ -46,7 +46,8 @@ _BRACKETS = re.compile(r"\[[^\]]*\]")
 _GENERIC = frozenset({"user", "assistant", "system", "tool", "用户", "助手"})
 
 
-def _speakers_of(hit: NodeHit) -> list[str]:
+def speakers_of(hit: NodeHit) -> list[str]:
+    """The speaker names a hit's memory records (one string or a list in its metadata)."""
     value = hit.metadata.get("speakers")
     if isinstance(value, str):
         return [value]
@@ -69,7 +70,7 @@ def _named(query: str, speaker: str) -> bool:
 def named_speakers(query: str, hits: Iterable[NodeHit]) -> set[str]:
     """Speakers of ``hits`` named in ``query``; empty when none or all of them are named
     (a question about everyone singles out no one)."""
-    speakers = {s for hit in hits for s in _speakers_of(hit)}
+    speakers = {s for hit in hits for s in speakers_of(hit)}
     named = {s for s in speakers if _named(query, s)}
     return named if named and len(named) < len(speakers) else set()
 
@@ -95,7 +96,7 @@ def focus_on_named_speakers(query: str, hits: list[NodeHit], boost: float = DEFA
     if not named:
         return set()
     for hit in hits:
-        if named & set(_speakers_of(hit)):
+        if named & set(speakers_of(hit)):
             factor = 1.0 + max(0.0, boost)
             if addressee_penalty > 0 and addresses_other(str(hit.abstract or "")):
                 factor *= 1.0 - addressee_penalty
