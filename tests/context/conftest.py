@@ -1,4 +1,5 @@
-"""Shared fixtures of the context engine tests: a ContextFS in tmp_path and contexts."""
+"""Shared fixtures of the context engine tests: a ContextFS in tmp_path, contexts, and a
+non-durable ContextEngineService (``svc``; a test file may define its own)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from knowhub.context import ContextEngineService
 from knowhub.context.fs import ContextFS, RelationStore
 from knowhub.scope import RequestContext
 
@@ -33,3 +35,10 @@ def other_user() -> RequestContext:
 @pytest.fixture
 def other_account() -> RequestContext:
     return RequestContext("globex", "alice", agent_id="helper")
+
+
+@pytest.fixture()
+def svc(tmp_path: Path):
+    service = ContextEngineService(tmp_path / "ctx", durable=False)
+    yield service
+    service.close()

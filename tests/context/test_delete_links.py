@@ -19,13 +19,6 @@ CTX = RequestContext("acme", "alice")
 MEM = "ctx://acme/users/alice/memories"
 
 
-@pytest.fixture()
-def svc(tmp_path: Path):
-    service = ContextEngineService(tmp_path / "ctx", durable=False)
-    yield service
-    service.close()
-
-
 def _event(svc: ContextEngineService, msg: str) -> str:
     [name] = [c.name for c in svc.list_children(CTX, f"{MEM}/events") if c.name.startswith(msg + "-")]
     return f"{MEM}/events/{name}"

@@ -3,8 +3,6 @@ against later real updates: a time after the commit's clock (plus a day) is no o
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from knowhub.context import ContextEngineService
@@ -14,13 +12,6 @@ from .timeline_support import commit_texts, superseded_pairs
 
 CTX = RequestContext("acme", "bob")
 MEM = "ctx://acme/users/bob/memories"
-
-
-@pytest.fixture()
-def svc(tmp_path: Path):
-    service = ContextEngineService(tmp_path / "ctx", durable=False)
-    yield service
-    service.close()
 
 
 @pytest.mark.parametrize("future", ["9999-12-31", "2999-06-01"])

@@ -4,8 +4,6 @@ Sentences are written for these tests (general wordings, English and Chinese).""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from knowhub.context import ContextEngineService
@@ -48,13 +46,6 @@ def test_an_announced_list_makes_its_items_rules() -> None:
     assert is_listed_rule("One: every schema change you propose comes with its rollback.")
     assert is_listed_rule("二，日志都写成一行。")
     assert not is_listed_rule("The importer needs one more column.")
-
-
-@pytest.fixture()
-def svc(tmp_path: Path):
-    service = ContextEngineService(tmp_path / "ctx", durable=False)
-    yield service
-    service.close()
 
 
 def test_a_rules_list_message_becomes_instruction_nodes(svc: ContextEngineService) -> None:

@@ -3,8 +3,6 @@ kept the old value)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from knowhub.context import ContextEngineService
@@ -14,13 +12,6 @@ from .timeline_support import commit_texts
 
 CTX = RequestContext("acme", "bob")
 PROFILE = "ctx://acme/users/bob/memories/profile"
-
-
-@pytest.fixture()
-def svc(tmp_path: Path):
-    service = ContextEngineService(tmp_path / "ctx", durable=False)
-    yield service
-    service.close()
 
 
 def _fact_node(svc: ContextEngineService, attribute: str):

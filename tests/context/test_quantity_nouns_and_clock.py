@@ -3,8 +3,6 @@ bare time a change moves to (review7b's R6 and R1)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from knowhub.context import ContextEngineService
@@ -15,13 +13,6 @@ from .timeline_support import commit_texts, superseded_pairs
 
 CTX = RequestContext("acme", "bob")
 MEM = "ctx://acme/users/bob/memories"
-
-
-@pytest.fixture()
-def svc(tmp_path: Path):
-    service = ContextEngineService(tmp_path / "ctx", durable=False)
-    yield service
-    service.close()
 
 
 @pytest.mark.parametrize(("sentence", "cjk"), [

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from knowhub.context import ContextEngineService
@@ -14,13 +12,6 @@ from .timeline_support import commit_texts
 
 CTX = RequestContext("acme", "alice")
 MEM = "ctx://acme/users/alice/memories"
-
-
-@pytest.fixture()
-def svc(tmp_path: Path):
-    service = ContextEngineService(tmp_path / "ctx", durable=False)
-    yield service
-    service.close()
 
 
 def _profile(svc: ContextEngineService) -> dict[str, str]:

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
 from knowhub.context import ContextEngineService
 from knowhub.context.commit.slots import claims_in_text, topics_overlap
 from knowhub.scope import RequestContext
@@ -14,13 +10,6 @@ from .timeline_support import commit_texts, superseded_pairs
 
 CTX = RequestContext("acme", "bob")
 MEM = "ctx://acme/users/bob/memories"
-
-
-@pytest.fixture()
-def svc(tmp_path: Path):
-    service = ContextEngineService(tmp_path / "ctx", durable=False)
-    yield service
-    service.close()
 
 
 def test_quantity_claims_keep_the_new_value_and_its_topic() -> None:

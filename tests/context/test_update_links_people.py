@@ -4,8 +4,6 @@ Sentences here are written for these tests (general wordings, English and Chines
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from knowhub.context import ContextEngineService
@@ -17,13 +15,6 @@ from .timeline_support import superseded_pairs
 
 CTX = RequestContext("acme", "carol")
 MEM = "ctx://acme/users/carol/memories"
-
-
-@pytest.fixture()
-def svc(tmp_path: Path):
-    service = ContextEngineService(tmp_path / "ctx", durable=False)
-    yield service
-    service.close()
 
 
 def _commit(svc: ContextEngineService, session: str, day: str, *turns: tuple[str, str]) -> None:
