@@ -6,3 +6,13 @@
 %%q fact | What does Femke do at the company and what's her background with databases? | s04svc
 %%q assistant | Which Go MQTT library did you recommend for the ingestion service, and why that one? | s04paho
 %%q assistant | Why are reading fields pointers in the Go Reading struct? | s04skel
+%%q instruction | How does the user want long answers structured? | s05tldr
+%%q instruction | What shell syntax should shell commands I give the user use? | s06fish
+%%q assistant | Roughly how long did you estimate two AA lithiums would last with 30-second sampling on a proper board? | s05powA
+%%q assistant | Where did the 4.5 seconds of Wi-Fi connect time go, according to your breakdown? | s06fast
+%%q fact | How fast did the node get to a connected MQTT session after the channel/BSSID cache and cached lease? | s06log
+%%q assistant | What formula did you give for VPD? | s07vpd
+%%q preference | Which PCB design tool does the user use and which ones should I not suggest? | s08revb
+%%q assistant | Why did you advise against the AP2112K regulator on rev B? | s08revbA
+%%q fact | Which LDO did the user pick for rev B in the end? | s08ldoA s08ldo
+%%q fact | Who receives the Grafana Telegram alerts? | s07alert
