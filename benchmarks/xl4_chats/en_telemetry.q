@@ -14,5 +14,16 @@
 %%q assistant | What formula did you give for VPD? | s07vpd
 %%q preference | Which PCB design tool does the user use and which ones should I not suggest? | s08revb
 %%q assistant | Why did you advise against the AP2112K regulator on rev B? | s08revbA
-%%q fact | Which LDO did the user pick for rev B in the end? | s08ldoA s08ldo
+%%q fact | Which LDO did the user pick for rev B in the end? | s08ldoA s08rt
 %%q fact | Who receives the Grafana Telegram alerts? | s07alert
+%%q instruction | Can I suggest AWS IoT Core or a similar managed IoT platform for the device fleet? | s09ota
+%%q assistant | When exactly does a freshly OTA-updated node mark its image as valid? | s09otaA
+%%q assistant | What size did you give each OTA app slot in the 8 MB partition table? | s09otaA
+%%q fact | Where is the firmware signing private key kept? | s09sig s09sigA
+%%q fact | Who is the pilot customer, what do they grow, and who is their contact? | s10pilot
+%%q preference | How does the user want services deployed on the server — any orchestration they refuse to use? | s10compose
+%%q instruction | What commit message convention should suggested commits follow? | s11ravi
+%%q fact | Who is Ravi and how long was his contract supposed to run? | s11ravi
+%%q fact | What does each glasshouse at the pilot site use for Wi-Fi? | s10wifi
+%%q assistant | What caused the brownout resets on the rev B boards? | s12brownA s12cap
+%%q assistant | How did you say a +2 °C temperature error on the SHT40 affects humidity readings and alerts? | s12sht
