@@ -27,3 +27,11 @@
 %%q fact | What does each glasshouse at the pilot site use for Wi-Fi? | s10wifi
 %%q assistant | What caused the brownout resets on the rev B boards? | s12brownA s12cap
 %%q assistant | How did you say a +2 °C temperature error on the SHT40 affects humidity readings and alerts? | s12sht
+%%q assistant | What did you suggest should happen when a node has failed to connect on several wakes in a row? | s13retryA
+%%q assistant | How big is the RTC ring buffer for unsent samples, and how did you say the node should flush it? | s13retryA s13flushA
+%%q fact | What was Ravi's argument for moving to TimescaleDB before the pilot, and who opposed it? | s14ts
+%%q fact | Where did node metadata like placements and calibration offsets live during the pilot? | s14tsA s14dec
+%%q assistant | Which way of bringing Rust into the firmware did you recommend as the first step? | s15rustA
+%%q instruction | How should timestamps be stored across the system? | s16utc
+%%q assistant | How did you propose correcting node clocks without an extra SNTP round trip every wake? | s16utcA
+%%q fact | What went wrong on rev B that forced the B2 respin? | s17slip
