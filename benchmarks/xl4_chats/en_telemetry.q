@@ -35,3 +35,15 @@
 %%q instruction | How should timestamps be stored across the system? | s16utc
 %%q assistant | How did you propose correcting node clocks without an extra SNTP round trip every wake? | s16utcA
 %%q fact | What went wrong on rev B that forced the B2 respin? | s17slip
+%%q fact | How are Wi-Fi credentials and site config put onto pilot nodes? | s18bake s18provA
+%%q preference | Is Python acceptable in this project, and where? | s18bake
+%%q assistant | Why did you call SoftAP provisioning the worst option in a greenhouse? | s18provA
+%%q assistant | How does the broker ACL stop one node from publishing as another? | s19tlsA
+%%q fact | Why did the first TLS connections from the B1 boards fail? | s19err s19errA
+%%q instruction | What should I always include when suggesting a change to the node firmware? | s20int
+%%q assistant | What share of a node's energy per wake did you attribute to the SCD41 in the 60-second budget? | s20intA
+%%q assistant | Why did you recommend keeping the SCD41 powered between measurements instead of switching it off? | s20co2A
+%%q fact | What caused the watchdog panic in the coredump from March, and what was changed? | s21panicA s21panic
+%%q fact | What task watchdog timeout does the sampling task use, and how does it coexist with the 5-second CO2 measurement? | s21wdt s21wdtA
+%%q assistant | What three screens did you suggest building first in the grower UI, and with which frontend stack? | s22uiA
+%%q fact | Why did Femke want an own web UI instead of Grafana? | s22ui
