@@ -47,3 +47,12 @@
 %%q fact | What task watchdog timeout does the sampling task use, and how does it coexist with the 5-second CO2 measurement? | s21wdt s21wdtA
 %%q assistant | What three screens did you suggest building first in the grower UI, and with which frontend stack? | s22uiA
 %%q fact | Why did Femke want an own web UI instead of Grafana? | s22ui
+%%q fact | What sleep current did the B2 board measure with the SCD41 switched off, and what is the floor with it powered? | s23b2 s23ppk
+%%q assistant | What was wrong with Ravi's batch writer? | s23revA
+%%q assistant | What is the node's daily energy budget at 60-second wakes with CO2 every second wake, broken down? | s23ppk
+%%q fact | How much disk does Influx grow per day for 40 nodes in the load test? | s24load
+%%q assistant | Why must the SCD41's automatic self-calibration be disabled in a greenhouse? | s25calA
+%%q instruction | How should SQL keywords be written? | s25sql
+%%q fact | Which reference instruments were used to calibrate the nodes before install, and where did they come from? | s25cal
+%%q assistant | What time difference did you give between Ravi and the user, and how does it change in winter? | s26runA
+%%q fact | What climate computer brand does the pilot grower use in his houses? | s26run s26runA
