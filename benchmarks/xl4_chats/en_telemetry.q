@@ -55,4 +55,16 @@
 %%q instruction | How should SQL keywords be written? | s25sql
 %%q fact | Which reference instruments were used to calibrate the nodes before install, and where did they come from? | s25cal
 %%q assistant | What time difference did you give between Ravi and the user, and how does it change in winter? | s26runA
-%%q fact | What climate computer brand does the pilot grower use in his houses? | s26run s26runA
+%%q fact | What climate computer brand does the pilot grower use in his houses? | s26priva s26runA
+%%q contradiction | How many glasshouses does the pilot grower have? The numbers I have don't agree. | s10pilot s27inst
+%%q fact | Why did one node report 0 lux after install? | s27film
+%%q assistant | What did you tell the user to ask Jan's IT person about when adding the extra access point? | s27instA
+%%q contradiction | Which Sensirion humidity sensor is on the B2 board — SHT40 or SHT45? | s02sht s28cond s23b2
+%%q assistant | Under what conditions does the firmware fire the humidity sensor's heater, and what happens to the readings afterwards? | s28condA
+%%q assistant | What did you recommend to make OTA downloads survive a dropped connection? | s28otaA
+%%q fact | When did Ravi's contract actually end, and why early? | s29ravi
+%%q event_order | Which came first: the decision to move readings to TimescaleDB or the topic scheme change to glasshaus/v1? | s29go s30final
+%%q update | What's the current MQTT topic scheme for node telemetry? | s03topic s30final
+%%q assistant | How does the Timescale schema keep QoS 1 duplicate messages from creating duplicate rows? | s29goA
+%%q fact | Why did the user insist on having the house in the MQTT topic? | s30house
+%%q assistant | What order of steps did you give for migrating nodes to the new topics without a flag day? | s30topicA
