@@ -68,3 +68,15 @@
 %%q assistant | How does the Timescale schema keep QoS 1 duplicate messages from creating duplicate rows? | s29goA
 %%q fact | Why did the user insist on having the house in the MQTT topic? | s30house
 %%q assistant | What order of steps did you give for migrating nodes to the new topics without a flag day? | s30topicA
+%%q assistant | What continuous aggregates and retention policies did you set up on Timescale? | s32retA
+%%q fact | When does Grafana read from the 5-minute aggregate instead of raw readings? | s32ret
+%%q assistant | Why was the backup script written in bash even though the user uses fish? | s32bkA
+%%q fact | How often is the database restore tested? | s32bk s32bkA
+%%q update | What's the current limit on connection attempts per wake and the backoff cap? | s13retryA s33statA s33ok
+%%q fact | What share of wakes succeeded on the first connection attempt in the first three weeks of field data? | s33stat
+%%q fact | What are the battery thresholds for the battery-aware sampling interval? | s33ap
+%%q fact | Where did Ravi go after his contract? | s33handover
+%%q update | Where does the user live now? | s01kick s29ravi s34move
+%%q fact | How much was the seed round? | s34move
+%%q preference | What does the user think of ORMs, and what does he use for database access in Go? | s34sqlc
+%%q assistant | How does the HouseStates query decide which node is the "worst" in a house? | s34sqlcA
