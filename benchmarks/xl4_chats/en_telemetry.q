@@ -76,7 +76,21 @@
 %%q fact | What share of wakes succeeded on the first connection attempt in the first three weeks of field data? | s33stat
 %%q fact | What are the battery thresholds for the battery-aware sampling interval? | s33ap
 %%q fact | Where did Ravi go after his contract? | s33handover
-%%q update | Where does the user live now? | s01kick s29ravi s34move
+%%q update | Where does the user live now? | s06log s29ravi s34move
 %%q fact | How much was the seed round? | s34move
 %%q preference | What does the user think of ORMs, and what does he use for database access in Go? | s34sqlc
 %%q assistant | How does the HouseStates query decide which node is the "worst" in a house? | s34sqlcA
+%%q update | What payload format do nodes use now, and how often do they publish? | s03topicA s11raviA s35cbor
+%%q contradiction | Did the team stick with JSON payloads as decided with Ravi? | s11raviA s35cbor
+%%q assistant | How much did you estimate batching five samples into one publish would save per day? | s35batchA
+%%q assistant | How does the ingestion service tell v1 JSON payloads from v2 CBOR ones during the rollout? | s35batchA
+%%q update | What are the current alert thresholds for humidity and CO2? | s07alert s36alert
+%%q fact | Who gets the node-offline alerts? | s36alert
+%%q fact | When is the broker's TLS certificate due to expire? | s36leave
+%%q fact | What is the user's daughter's name and when was she born? | s37back
+%%q instruction | How long should my answers be for the weeks after the user came back from leave, and when is the exception? | s37back s38revc
+%%q fact | When was the extra access point for kas 3 finally installed, and what did it do to the corner nodes' signal? | s37status
+%%q fact | Which chart library did Lena use for the house detail graphs, and why? | s37lenaA s37lena
+%%q assistant | What did you say is the main power benefit of the ESP32-C6 for this node, given the access points don't support Wi-Fi 6? | s38revcA
+%%q update | Which GPIOs is the I2C sensor bus on for the current hardware revision? | s02pins s08revb s38go
+%%q fact | Which module variant did rev C move to, and why? | s38go
