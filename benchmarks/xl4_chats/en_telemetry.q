@@ -90,7 +90,19 @@
 %%q fact | What is the user's daughter's name and when was she born? | s37back
 %%q instruction | How long should my answers be for the weeks after the user came back from leave, and when is the exception? | s37back s38revc
 %%q fact | When was the extra access point for kas 3 finally installed, and what did it do to the corner nodes' signal? | s37status
-%%q fact | Which chart library did Lena use for the house detail graphs, and why? | s37lenaA s37lena
+%%q fact | Which chart library did Lena use for the house detail graphs, and why? | s37lenaA s37uplot
 %%q assistant | What did you say is the main power benefit of the ESP32-C6 for this node, given the access points don't support Wi-Fi 6? | s38revcA
 %%q update | Which GPIOs is the I2C sensor bus on for the current hardware revision? | s02pins s08revb s38go
 %%q fact | Which module variant did rev C move to, and why? | s38go
+%%q fact | Who runs the second pilot site, what do they grow, and how many nodes go there? | s39orch
+%%q fact | Why does the user speak some German? | s39orch
+%%q assistant | Why doesn't row-level security on the readings table protect the continuous aggregates, and what did you propose instead? | s39orchA
+%%q assistant | Where is local time legitimately used in queries despite the UTC rule? | s39rls
+%%q update | Is the user vegetarian? | s11veg s40dinner
+%%q assistant | How did you suggest the demo nodes at GreenTech get a correct clock without internet? | s40gtA
+%%q fact | How are demo nodes configured differently from field nodes without a separate firmware build? | s40dinnerA s40ntp
+%%q contradiction | Does the user work on the frontend code? | s22nofe s41retro
+%%q update | What's the plan for the grower-facing UI now — own charts or Grafana? | s22uiA s22nofe s41retro s41lena
+%%q assistant | Which method did you recommend for embedding per-customer Grafana dashboards in the grower app, and why not anonymous access? | s41retroA
+%%q assistant | Which Rust target and crates did you propose for the manifest parser, and how is it limited to the C6 build? | s42rustA
+%%q fact | What happened at GreenTech Amsterdam in terms of leads? | s41retro
