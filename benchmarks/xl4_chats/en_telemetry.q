@@ -106,3 +106,14 @@
 %%q assistant | Which method did you recommend for embedding per-customer Grafana dashboards in the grower app, and why not anonymous access? | s41retroA
 %%q assistant | Which Rust target and crates did you propose for the manifest parser, and how is it limited to the C6 build? | s42rustA
 %%q fact | What happened at GreenTech Amsterdam in terms of leads? | s41retro
+%%q fact | Why is the soil moisture channel disabled on the Bloemhof nodes? | s43bloem s43bloemA s43dec
+%%q fact | How does Dieter want temperatures displayed, and where was that handled? | s43bloem s43dec
+%%q contradiction | Have readings in the database actually been stored in UTC? | s16utc s44tz
+%%q assistant | Why did you say it was important to fix the timestamp column before the end of October? | s44tzA
+%%q summary | Summarise the timestamp bug found in June: what was wrong, why, and how it was fixed. | s44tz s44tzA s44fixed s44fixedA
+%%q assistant | What did you say about the broker licence and resource footprint when comparing EMQX with Mosquitto? | s45emqxA
+%%q preference | When two tools are close, which kind does the user prefer? | s45pref
+%%q fact | Which light sensor does rev C use and why was the old one dropped? | s46revc
+%%q contradiction | What capacity are the 18650 cells in the nodes? | s08revb s46revc
+%%q fact | What was taking up most of the extra 180 KB from the Rust library? | s46bloat
+%%q assistant | Why was the rev C battery voltage reading about 140 mV off? | s46revcA
