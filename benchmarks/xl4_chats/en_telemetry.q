@@ -117,3 +117,16 @@
 %%q contradiction | What capacity are the 18650 cells in the nodes? | s08revb s46revc
 %%q fact | What was taking up most of the extra 180 KB from the Rust library? | s46bloat
 %%q assistant | Why was the rev C battery voltage reading about 140 mV off? | s46revcA
+%%q update | Which parts of the firmware are written in Rust now? | s42ok s47dec
+%%q summary | Summarise how the Rust experiment in the firmware went, from first idea to where it stands. | s15rustA s15later s42rust s46revc s46bloat s47size s47dec
+%%q fact | What bug did fuzzing uncover in the old C manifest parser? | s47size
+%%q fact | Which CI system does the firmware use, and how long does a build take after the caching changes? | s47ci s47size
+%%q assistant | What caused 0.9.1 to roll back on two canary nodes, and what did you say every new NVS key needs? | s48canaryA s48canary
+%%q assistant | How are nodes assigned to rollout cohorts so that each stage includes the previous one? | s48canaryA
+%%q fact | What is the OTA rollout tool called and why is it separate from the ingestion binary? | s48toolA s48tool
+%%q update | Where is the Glasshaus office, and how does the user get there? | s01kick s05tldr s34move s49office
+%%q fact | Who is Youssef and when does he start? | s49office
+%%q preference | Where does the user want documentation like onboarding notes kept? | s49office
+%%q update | Until when does Lena's contract run now? | s34move s49office
+%%q fact | Why did the team choose Wi-Fi access points over LoRaWAN for the Belgian cucumber pilot? | s50beA s50aps
+%%q update | When is the Lambrecht pilot install and how many nodes of which revision? | s50be s50date
