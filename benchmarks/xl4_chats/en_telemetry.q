@@ -130,3 +130,14 @@
 %%q update | Until when does Lena's contract run now? | s34move s49office
 %%q fact | Why did the team choose Wi-Fi access points over LoRaWAN for the Belgian cucumber pilot? | s50beA s50aps
 %%q update | When is the Lambrecht pilot install and how many nodes of which revision? | s50be s50date
+%%q assistant | When does the LP core wake the main processor in the rev C sampling design? | s51lpA
+%%q fact | Why did the LP I2C reads get NACKs at first and how was it fixed? | s51nackA s51nack
+%%q update | How often is CO2 measured on the nodes now? | s20co2 s51co2 s51co2A
+%%q fact | What average current did the rev C node draw after moving sampling to the LP core, versus before? | s51meas
+%%q fact | How much does the SCD41 draw idle on rev C? | s51co2A
+%%q assistant | Why did the embedded Grafana show a login page in Safari, and what fixed it? | s52jwtA s52ok
+%%q fact | How long do the JWTs for the embedded Grafana live? | s52ttlA s52ttl
+%%q fact | How do growers pick date ranges when Grafana runs in kiosk mode? | s52kioskA s52picker
+%%q assistant | What's the per-node cost of a rev C node, and which part dominates it? | s53bomA
+%%q update | Which battery cells go into the newest nodes? | s08revb s53bom s53note
+%%q fact | How many rev C boards were ordered and when are they expected? | s53order
