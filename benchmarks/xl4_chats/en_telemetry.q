@@ -141,3 +141,13 @@
 %%q assistant | What's the per-node cost of a rev C node, and which part dominates it? | s53bomA
 %%q update | Which battery cells go into the newest nodes? | s08revb s53bom s53note
 %%q fact | How many rev C boards were ordered and when are they expected? | s53order
+%%q update | How long is raw minute-level data kept in the database now? | s32ret s32retA s54ret s54season
+%%q assistant | What did you warn would be lost when recreating the 5-minute aggregate, and how was it preserved? | s54tmax s54arch
+%%q assistant | What lux-to-PPFD factor did you suggest for sunlight when computing daily light integral? | s54dliA
+%%q fact | What PAR calibration factors did Jan measure per house? | s56dli
+%%q fact | Why did the dynsec ACL commands fail at first? | s55ver s55err
+%%q preference | What is the rule for container image tags? | s55pin
+%%q fact | What OS and editor does the user work with? | s55fedora
+%%q fact | How accurate is the battery voltage reading on rev C after the two-point calibration? | s56ok
+%%q fact | How is the daily low-DLI warning for Jan delivered? | s56alert s56alertA
+%%q preference | Which bench supply does the user calibrate rev C boards with? | s56cal
