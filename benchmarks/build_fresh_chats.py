@@ -51,6 +51,10 @@ SETS = {
             "A third held-out set of very long single-project technical chats for knowhub (issue 19 §7, "
             "eighth session): English, one project per chat over 40+ sessions, near 100k tokens, written "
             "without reading the engine's rules. Each question has a type and cites its gold message ids."),
+    "xl4": (HERE / "xl4_chats", "tech_chats_xl4",
+            "A fourth held-out set of very long single-project technical chats for knowhub (issue 19 §7, "
+            "ninth session): English, one project per chat over 40+ sessions, near 100k tokens, written "
+            "without reading the engine's rules. Each question has a type and cites its gold message ids."),
 }
 
 
