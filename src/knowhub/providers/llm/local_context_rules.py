@@ -459,7 +459,7 @@ def extract_entities_events(payload: dict[str, Any]) -> list[dict[str, Any]]:
             text, cues, full_text = _event_text(turn)
             caption = f" [shared image: {truncate(turn.caption, 80)}]" if turn.caption else ""
             has_action = bool(_ACTION_HINT.search(turn.text) or _EVENT_CN.search(turn.text))
-            abstract = f"{turn.speaker} ({turn.date}): {text}{caption}" if turn.date else f"{turn.speaker}: {text}{caption}"
+            abstract = f"{turn.head(text)}{text}{caption}"
             resolved = [c["resolved"] for c in cues if c["resolved"]]
             overview_lines = [f"- {turn.speaker} said on {turn.date or 'an unknown date'}: {full_text}"]
             if resolved:
@@ -498,9 +498,8 @@ def extract_entities_events(payload: dict[str, Any]) -> list[dict[str, Any]]:
                     and len(full_text) > len(text):
                 for n, part in enumerate(_left_out(turn, text), 1):
                     annotated, part_cues = annotate_time_cues(part, turn.when)
-                    head = f"{turn.speaker} ({turn.date})" if turn.date else turn.speaker
                     out.append(_candidate(
-                        "events", f"{turn.id}-p{n}", f"{head}: {annotated}",
+                        "events", f"{turn.id}-p{n}", f"{turn.head(annotated)}{annotated}",
                         f"- {turn.speaker} said on {turn.date or 'an unknown date'} (part of a longer message): {annotated}",
                         turn.cite(), 0.55, [turn.id], speaker=turn.speaker, session_time=turn.when_text,
                         event_time=turn.date, time_cues=part_cues, kind="turn part", event_id=f"{turn.id}-p{n}",

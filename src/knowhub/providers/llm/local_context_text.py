@@ -186,6 +186,18 @@ def format_date(when: datetime | None) -> str:
     return f"{when.day} {MONTHS[when.month - 1].capitalize()} {when.year}"
 
 
+def format_date_cn(when: datetime | None) -> str:
+    """``2023年5月8日`` (empty for None)."""
+    return f"{when.year}年{when.month}月{when.day}日" if when is not None else ""
+
+
+def mostly_cjk(text: str) -> bool:
+    """More CJK ideographs than Latin words: a Chinese message, even with a few English names
+    in it ("把订单服务迁移到 PostgreSQL 16"), and not an English one naming a Chinese place."""
+    ideographs = sum(1 for ch in text if "\u3400" <= ch <= "\u9fff")
+    return ideographs > 0 and ideographs >= len(re.findall(r"[A-Za-z]+", text))
+
+
 def weekday_date(when: datetime, weekday: int, week_offset: int) -> datetime:
     """The given weekday (0 = Monday) of the week ``week_offset`` weeks from ``when``'s
     (weeks run Monday to Sunday): ``下周五`` is (4, +1), ``this Saturday`` (5, 0). ``last
@@ -363,6 +375,14 @@ class Turn:
     def date(self) -> str:
         """Day of the message (``8 May 2023``) or the raw timestamp text."""
         return format_date(self.when) or self.when_text
+
+    def head(self, text: str) -> str:
+        """What an event's abstract says before ``text``: ``User (8 May 2023): ``, and before a
+        Chinese text ``用户（2023年5月8日）：`` (as the Chinese statements read 用户…)."""
+        if mostly_cjk(text):
+            day = format_date_cn(self.when) or self.when_text
+            return f"{self.speaker_cn}（{day}）：" if day else f"{self.speaker_cn}："
+        return f"{self.speaker} ({self.date}): " if self.date else f"{self.speaker}: "
 
     def cite(self) -> str:
         """``[D1:3] Caroline (8 May 2023): "..."`` — a quote with id, speaker and time."""
