@@ -186,9 +186,11 @@ def format_date(when: datetime | None) -> str:
     return f"{when.day} {MONTHS[when.month - 1].capitalize()} {when.year}"
 
 
-def format_date_cn(when: datetime | None) -> str:
-    """``2023年5月8日`` (empty for None)."""
-    return f"{when.year}年{when.month}月{when.day}日" if when is not None else ""
+def format_day_iso(when: datetime | None) -> str:
+    """``2023-05-08`` (empty for None): a Chinese event's day. Not ``2023年5月8日``: search
+    reads Chinese by characters and bigrams, and 日/月/年 of every event's date matched
+    日志, 月底 and 年度 in questions (docs/benchmarks.md, ninth session, branch fixes9)."""
+    return f"{when.year:04d}-{when.month:02d}-{when.day:02d}" if when is not None else ""
 
 
 def mostly_cjk(text: str) -> bool:
@@ -377,11 +379,16 @@ class Turn:
         return format_date(self.when) or self.when_text
 
     def head(self, text: str) -> str:
-        """What an event's abstract says before ``text``: ``User (8 May 2023): ``, and before a
-        Chinese text ``用户（2023年5月8日）：`` (as the Chinese statements read 用户…)."""
+        """What an event's abstract says before ``text``: ``User (8 May 2023): ``; before a
+        Chinese text ``小王（2023-05-08）：``, and for the unnamed user only the day,
+        ``2023-05-08：`` — as the user's own Chinese rules carry no subject: 用户 on every event
+        matched the 用户 of every question ("用户为什么…") and cost recall."""
         if mostly_cjk(text):
-            day = format_date_cn(self.when) or self.when_text
-            return f"{self.speaker_cn}（{day}）：" if day else f"{self.speaker_cn}："
+            day = format_day_iso(self.when) or self.when_text
+            who = "" if self.speaker_cn == "用户" else self.speaker_cn
+            if who:
+                return f"{who}（{day}）：" if day else f"{who}："
+            return f"{day}：" if day else ""
         return f"{self.speaker} ({self.date}): " if self.date else f"{self.speaker}: "
 
     def cite(self) -> str:
