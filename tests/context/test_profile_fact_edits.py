@@ -96,6 +96,7 @@ def test_an_edit_that_states_no_value_leaves_the_fact(svc: ContextEngineService,
     ("abstract", "I work as a nurse now.", "occupation"),
     ("abstract", "I'm vegetarian", "diet"),
     ("content", "# User — occupation\n\nnurse\n\n> I work as a nurse. [m2]", "occupation"),
+    ("overview", "- User — occupation: nurse\n- source: I work as a nurse.", "occupation"),
     ("abstract", "用户在阿里巴巴工作", "employer"),
 ])
 def test_another_attributes_text_in_a_fact_node_is_refused(svc: ContextEngineService, level: str, text: str,

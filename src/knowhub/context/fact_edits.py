@@ -101,6 +101,11 @@ def _other_attribute(changes: dict[str, str], fact: dict[str, Any]) -> str:
             said = [a for a, _v, _multi in _first_person(changes["abstract"], fact)]
             if said and own not in said:
                 return said[0]
+    if "overview" in changes and not _from_overview(changes["overview"], fact):
+        for line in changes["overview"].splitlines()[:50]:  # "- User — occupation: nurse", line by line
+            named = re.search(r"—[ \t]*([a-z_]{2,20})[ \t]*[:：]", line)
+            if named and named.group(1) != own and named.group(1) in ATTRIBUTE_WORDS:
+                return named.group(1)
     if "content" in changes:
         heading = re.match(r"\s*#\s*[^\n]*?[—-]\s*([a-z_]+)\s*(?:\n|$)", changes["content"])
         if heading and heading.group(1) != own and heading.group(1) in ATTRIBUTE_WORDS:
