@@ -22,8 +22,9 @@ the share where a block citing the current value's message ranks above every blo
 the old one — for the shipped search and for each ``follow_timeline`` setting (``add``,
 ``reorder``, ``off``).
 
-``--mode profile`` (``benchmarks/data/context_profile_labelled.json``, 40 sessions, p01-p20
-dev, p21-p40 held-out): each session is committed for a fresh user; the facts of the
+``--mode profile`` (``benchmarks/data/context_profile_labelled.json``, 52 sessions, p01-p20
+dev, p21-p40 held-out, p41-p52 ``in_passing9``: residences said in passing, written with their
+rules): each session is committed for a fresh user; the facts of the
 profile node are matched to the expected ones as in ``context_extraction_bench.py`` (same
 attribute, value equal after normalization or containing it with at most 12 more
 characters). Precision = matched facts / facts written, recall = expected facts matched.

@@ -54,6 +54,8 @@ def test_transforms_and_spec() -> None:
     policy = parse_policy("events=32:body,entities=d:name,preferences=d:head,session=0")
     assert policy(record("events", "Caroline (12 July 2023): I loved the book.")) == ("I loved the book.", 32)
     assert policy(record("events", "Assistant (11 March 2026) plan: Keep the pool size.")) == ("Keep the pool size.", 32)
+    assert policy(record("events", "小王（2026-03-02）：我们用 PostgreSQL。")) == ("我们用 PostgreSQL。", 32)  # Chinese leads
+    assert policy(record("events", "2026-03-02：我们用 PostgreSQL。")) == ("我们用 PostgreSQL。", 32)
     assert policy(record("entities", "PostgreSQL (named entity, mentioned by User on 2 March 2026): We use it.")) == ("PostgreSQL", None)
     assert policy(record("preferences", 'User prefers small functions — "I prefer small functions."')) == \
         ("User prefers small functions", None)

@@ -113,7 +113,7 @@ def test_chinese_conversation_extraction() -> None:
     events = _by_cat(cands, "events")
     assert len(events) == 4
     trip = next(e for e in events if e.source_refs == ["z3"])
-    assert "昨天 [4 March 2024]" in trip.abstract and trip.abstract.startswith("李雷 (5 March 2024)")
+    assert "昨天 [4 March 2024]" in trip.abstract and trip.abstract.startswith("李雷（2024-03-05）：")
     assert len(_by_cat(cands, "cases")) == 1
 
 

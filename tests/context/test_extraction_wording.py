@@ -71,3 +71,26 @@ def test_an_assistant_acknowledgement_becomes_no_memory(tmp_path: Path) -> None:
     assert not cited & {"m1", "m3", "m5"}
     assert {"m0", "m2", "m7"} <= cited
     svc.close()
+
+
+def _events(messages: list[dict]) -> list[str]:
+    payload = {"messages": messages, "session_time": "2026-01-05"}
+    return [c["abstract"] for c in run_extraction("extract_entities_events", payload) if c["category"] == "events"]
+
+
+def test_chinese_event_abstracts_read_in_chinese() -> None:
+    """closing-note8: Chinese events still started "User (5 January 2026): …". The unnamed
+    user's events carry only the day, as the user's own rules carry no subject (用户 on every
+    event matched the 用户 of every question); a named speaker keeps the name."""
+    long = "我们决定把订单服务迁移到 PostgreSQL 16，" + "因为现在的 MySQL 实例经常在高峰期锁表，" * 8 + "下周一开始灰度。"
+    events = _events(_messages(("user", "我们决定把订单服务迁移到 PostgreSQL 16，下周一开始灰度。"), ("user", long)))
+    assert len(events) >= 2 and all(e.startswith("2026-01-05：我们决定") for e in events), events
+    assert not [e for e in events if "User" in e or "January 2026)" in e]
+    named = _events(_messages(("user", "我们决定把订单服务迁移到 PostgreSQL 16。"), name="小王"))
+    assert named and named[0].startswith("小王（2026-01-05）：我们决定")
+
+
+def test_english_event_abstracts_keep_their_words() -> None:
+    events = _events(_messages(("user", "We decided to move the orders service to PostgreSQL 16 next Monday."),
+                               ("user", "We finally visited 北京 and 上海 with the whole team last week.")))
+    assert len(events) == 2 and all(e.startswith("User (5 January 2026): ") for e in events), events

@@ -88,3 +88,62 @@ def test_an_edit_that_states_no_value_leaves_the_fact(svc: ContextEngineService,
     commit_texts(svc, CTX, "s1", "2026-01-05", "I moved to Berlin last month.")
     svc.edit_node(CTX, _fact_node(svc, "residence").uri, abstract=abstract)
     assert _profile_values(svc, "residence") == ["Berlin"]
+
+
+@pytest.mark.parametrize(("level", "text", "other"), [
+    ("abstract", "User works as a nurse at St. Mary's", "occupation"),
+    ("abstract", "User works at Google (said 2026-03-01) — profile employer", "employer"),
+    ("abstract", "I work as a nurse now.", "occupation"),
+    ("abstract", "I'm vegetarian", "diet"),
+    ("content", "# User — occupation\n\nnurse\n\n> I work as a nurse. [m2]", "occupation"),
+    ("overview", "- User — occupation: nurse\n- source: I work as a nurse.", "occupation"),
+    ("abstract", "用户在阿里巴巴工作", "employer"),
+])
+def test_another_attributes_text_in_a_fact_node_is_refused(svc: ContextEngineService, level: str, text: str,
+                                                           other: str) -> None:
+    """review8 (not fixed then): a job typed into the residence fact node became the residence.
+    The edit is refused (HTTP 400) and names the attribute the text states; nothing changes."""
+    from knowhub.errors import InvalidInputError
+
+    commit_texts(svc, CTX, "s1", "2026-01-05", "I moved to Berlin last month.")
+    node = _fact_node(svc, "residence")
+    with pytest.raises(InvalidInputError, match=rf"residence.*{other}"):
+        svc.edit_node(CTX, node.uri, **{level: text})
+    assert _profile_values(svc, "residence") == ["Berlin"]
+    again = svc.get_node(CTX, node.uri)
+    assert again.version == node.version and again.abstract == node.abstract
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("I moved to Munich.", "Munich"),
+    ("I live in Munich now", "Munich"),
+    ("User lives in Munich and works at Siemens", "Munich"),  # its own attribute is stated: kept
+])
+def test_a_first_person_edit_of_the_same_attribute_takes_its_value(svc: ContextEngineService, text: str,
+                                                                    value: str) -> None:
+    commit_texts(svc, CTX, "s1", "2026-01-05", "I moved to Berlin last month.")
+    svc.edit_node(CTX, _fact_node(svc, "residence").uri, abstract=text)
+    assert _profile_values(svc, "residence") == [value]
+
+
+def test_a_fact_node_edit_of_another_attribute_through_rest_is_a_clear_400(tmp_path) -> None:
+    from fastapi.testclient import TestClient
+
+    from knowhub.server import create_app
+    from tests.security.security_support import auth_header, keyed_settings
+
+    with TestClient(create_app(keyed_settings(tmp_path))) as client:
+        answer = client.post("/api/context/commit", headers=auth_header("alice"),
+                             json={"messages": [{"role": "user", "content": "I moved to Berlin last month."}]})
+        assert answer.status_code == 201, answer.text
+        uri = next(w["uri"] for w in answer.json()["write_results"] if "/profile/" in w["uri"] and "berlin" in w["uri"])
+        before = client.get("/api/context/node", headers=auth_header("alice"), params={"uri": uri}).json()
+        answer = client.patch("/api/context/node", headers=auth_header("alice"),
+                              json={"uri": uri, "abstract": "User works as a nurse at St. Mary's"})
+        assert answer.status_code == 400, answer.text
+        assert "occupation" in answer.text and "Traceback" not in answer.text
+        after = client.get("/api/context/node", headers=auth_header("alice"), params={"uri": uri}).json()
+        assert after["abstract"] == before["abstract"] and after["version"] == before["version"]
+        answer = client.patch("/api/context/node", headers=auth_header("alice"),
+                              json={"uri": uri, "abstract": "User lives in Munich"})
+        assert answer.status_code == 200 and answer.json()["metadata"]["value"] == "Munich"

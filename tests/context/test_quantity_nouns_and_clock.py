@@ -79,3 +79,23 @@ def test_a_part_of_day_is_not_carried_to_the_time_of_another_thing(sentence: str
     """review8: "3 pm … move the standup to 10:30" gave 22:30 (the demo's pm carried over)."""
     [clock] = [q for q in quantities(sentence, cjk) if q.unit == "clock"]
     assert clock.value == value
+
+
+@pytest.mark.parametrize(("sentence", "value"), [
+    ("The call moves from 11 am to 1:00.", "13:00"),  # forward over noon, not back to 1 am
+    ("Move the sync from 11:30 am to 12:30.", "12:30"),
+    ("晚上 11 点改到 12 点。", "00:00"),  # midnight, not noon
+    ("晚上 11 点改到 1 点。", "01:00"),
+    ("中午 12 点改到 1 点。", "13:00"),
+    ("上午 11 点改到 12 点。", "12:00"),
+    ("Push the deploy from 11 pm to 12:30.", "00:30"),
+    ("The review moves from 10 am to 9:00.", "09:00"),  # an earlier time of the same morning stays
+    ("The review moves from 1 pm to 11:00.", "11:00"),  # back over noon: the nearer reading
+    ("下午 3 点半改成 4 点。", "16:00"),
+])
+def test_a_carried_time_crosses_noon_or_midnight_to_the_nearer_reading(sentence: str, value: str) -> None:
+    """review8 (not fixed then): "from 11 am to 1:00" gave 01:00 and "晚上 11 点改到 12 点" 12:00.
+    A bare time of the same change is read in the half of the day that puts it nearer the
+    earlier time (two hours forward over noon, not ten hours back)."""
+    clock = [q for q in quantities(sentence, not sentence.isascii()) if q.unit == "clock"]
+    assert [q.value for q in clock] == [value]

@@ -145,7 +145,13 @@ def test_reindex_killed_at_any_moment_sqlite(tmp_path: Path) -> None:
 
 
 @pytest.mark.postgres
+@pytest.mark.timeout(900)
 def test_reindex_killed_at_any_moment_postgres(tmp_path: Path, pg_url: str) -> None:
+    """Its own time limit: the suite's 300 s was too tight on a loaded machine. Measured on
+    the shared 2-vCPU VM at load 15-20: 158-196 s, of which saving the 1,100 items took
+    46-98 s (server CPU: the parent used 6.8 CPU s of 46 s, ``synchronous_commit=off``
+    changed nothing), each kill-and-check round 8-15 s. The two failures seen (322 s, output
+    lost) match the suite's 300 s timeout firing, not a wrong result."""
     from .conftest import _reset_pg
 
     _reset_pg(pg_url)

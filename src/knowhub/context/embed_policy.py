@@ -31,8 +31,10 @@ from typing import Any
 __all__ = ["DEFAULT_POLICY", "EmbedPolicy", "node_kind", "parse_policy"]
 
 #: "Speaker (date[, …]) [label]: " at the start of an L0 text (events, cases, habits,
-#: entities): the speaker and the date are filters and BM25 terms already.
-_LEAD = re.compile(r"^[^\n():]{1,80} \([^()\n]{0,80}\)(?: [^\n():]{1,30})?: ")
+#: entities), or a Chinese event's "小王（2026-01-05）：" / "2026-01-05：": the speaker and the date
+#: are filters and BM25 terms already.
+_LEAD = re.compile(r"^[^\n():]{1,80} \([^()\n]{0,80}\)(?: [^\n():]{1,30})?: |^[^\n()（）:：]{1,80}（[^（）\n]{0,80}）："
+                   r"|^\d{4}-\d{2}-\d{2}：")
 #: " — " that joins a derived memory's statement to the quote of its source message.
 _QUOTE = " — "
 

@@ -10,6 +10,13 @@ compared with it. Now the fact takes the value the edit states:
 * the overview: the ``- subject — attribute: value`` line (no such line: no new value);
 * the content: the first line after the ``#`` heading that is no ``>`` quote.
 
+Text that states another attribute of the user instead ("User works as a nurse", "I'm
+vegetarian", a ``# User — occupation`` heading typed into the residence node) is refused with
+an :class:`~knowhub.errors.InvalidInputError` (HTTP 400) that names both attributes: taking
+it as the value would make a job the user's residence, and moving it to another fact node
+would change a node the person did not edit. A first-person sentence of the node's own
+attribute gives its value ("I moved to Munich." → Munich).
+
 When several levels are edited, the abstract wins, then the overview. The levels not edited
 are rendered again from the new fact; the profile node's entry of the old fact takes the new
 value (its levels rendered again), and so do the registry's claim and the node's ``slots``.
@@ -24,6 +31,8 @@ from typing import Any
 from knowhub.context.core.objects import ContextNode
 from knowhub.context.core.uri import CtxLike
 from knowhub.context.delete_links import profile_of_fact, rewrite_profile, same_fact
+from knowhub.errors import InvalidInputError
+from knowhub.providers.llm.local_context_profile import ATTRIBUTE_WORDS, profile_facts
 
 __all__ = ["edit_fact", "follow_fact_edit"]
 
@@ -31,20 +40,77 @@ _TAILS = re.compile(r"\s*(?:—\s*profile\b.*|\(said [^)]*\))\s*$", re.I)
 _ENDS = " \t.。!！;；,，"
 
 
-def _from_abstract(text: str, fact: dict[str, Any]) -> str:
-    from knowhub.context.commit.policies import fact_phrase
-
+def _bare(text: str, fact: dict[str, Any]) -> str:
+    """The abstract without its "(said …)" / "— profile …" tails and its subject ("User")."""
     while _TAILS.search(text):
         text = _TAILS.sub("", text)
     text = text.strip(_ENDS)
-    lower = text.lower()
-    phrase = f" {fact_phrase(str(fact.get('attribute') or '')).lower()} "
-    subject = f"{str(fact.get('subject') or '').lower()} "
+    subject = str(fact.get("subject") or "").lower()
+    for name in dict.fromkeys((subject, "the user", "user", "用户")):
+        if name and text.lower().startswith(name) and not re.match(r"[A-Za-z0-9]", text[len(name):len(name) + 1]):
+            return text[len(name):].strip()
+    return text
+
+
+def _other_phrases(own: str) -> dict[str, str]:
+    """Attribute → the words a fact node puts before its value ("works as"), for every other
+    attribute whose words name it (not "is")."""
+    from knowhub.context.commit.policies import fact_phrase
+
+    return {a: fact_phrase(a).lower() for a in ATTRIBUTE_WORDS if a != own and fact_phrase(a) != "is"}
+
+
+def _first_person(text: str, fact: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """The profile facts the text states when read as the user's own words ("用户在阿里巴巴工作"
+    is read as "我在阿里巴巴工作")."""
+    bare = _bare(text, fact)
+    cjk = bool(re.search(r"[\u4e00-\u9fff]", bare))
+    if bare != text.strip(_ENDS) and cjk and not bare.startswith("我"):
+        bare = "我" + bare
+    return profile_facts(bare[:300], cjk)
+
+
+def _from_abstract(text: str, fact: dict[str, Any]) -> str:
+    from knowhub.context.commit.policies import fact_phrase
+
+    own = str(fact.get("attribute") or "")
+    bare = _bare(text, fact)
+    lower = f" {bare.lower()}"
+    phrase = f" {fact_phrase(own).lower()} "
     if phrase in lower:
-        return text[lower.index(phrase) + len(phrase):]
+        value = bare[lower.index(phrase) + len(phrase) - 1:]
+        cuts = [m.start() for p in _other_phrases(own).values() if (m := re.search(rf"(?:\s+and)?\s+{re.escape(p)}\s", value))]
+        return value[:min(cuts)] if cuts else value  # "Munich and works at Siemens": Munich
     if lower.endswith(phrase.rstrip()):  # "User lives in": the value erased, none stated
         return ""
-    return text[len(subject):] if subject.strip() and lower.startswith(subject) else text
+    stated = [v for a, v, _multi in _first_person(text, fact) if a == own]
+    return stated[0] if stated else bare
+
+
+def _other_attribute(changes: dict[str, str], fact: dict[str, Any]) -> str:
+    """Another attribute the edited text states instead of the fact's own, else ""."""
+    from knowhub.context.commit.policies import fact_phrase
+
+    own = str(fact.get("attribute") or "")
+    if "abstract" in changes:
+        lower = _bare(changes["abstract"], fact).lower()
+        if not lower.startswith(fact_phrase(own).lower()):
+            for attribute, phrase in _other_phrases(own).items():
+                if lower.startswith(phrase) and not lower[len(phrase):len(phrase) + 1].isalnum():
+                    return attribute
+            said = [a for a, _v, _multi in _first_person(changes["abstract"], fact)]
+            if said and own not in said:
+                return said[0]
+    if "overview" in changes and not _from_overview(changes["overview"], fact):
+        for line in changes["overview"].splitlines()[:50]:  # "- User — occupation: nurse", line by line
+            named = re.search(r"—[ \t]*([a-z_]{2,20})[ \t]*[:：]", line)
+            if named and named.group(1) != own and named.group(1) in ATTRIBUTE_WORDS:
+                return named.group(1)
+    if "content" in changes:
+        heading = re.match(r"\s*#\s*[^\n]*?[—-]\s*([a-z_]+)\s*(?:\n|$)", changes["content"])
+        if heading and heading.group(1) != own and heading.group(1) in ATTRIBUTE_WORDS:
+            return heading.group(1)
+    return ""
 
 
 def _from_overview(text: str, fact: dict[str, Any]) -> str:
@@ -67,13 +133,23 @@ def _from_content(text: str) -> str:
 def edit_fact(node: ContextNode, changes: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """When ``node`` is a fact node and the edited ``changes`` (level → text) state another
     value: set its fact to it and render the levels not edited again; returns ``(old fact, new
-    fact)``, else None (the node is left as it is)."""
+    fact)``, else None (the node is left as it is).
+
+    Raises:
+        InvalidInputError: the text states another attribute of the user (see the module doc).
+    """
     meta = node.metadata or {}
     fact = meta.get("fact")
     if not meta.get("fact_node") or not isinstance(fact, dict):
         return None
     from knowhub.context.commit.policies import ProfilePolicy, norm_text
 
+    other = _other_attribute(changes, fact)
+    if other:
+        own = str(fact.get("attribute") or "")
+        raise InvalidInputError(
+            f"{node.uri} holds the user's {own}, but the text states their {other}: edit the {other} "
+            f"fact node (or the profile node), or state a {own} here", field=next(iter(changes)))
     readers = {"abstract": lambda t: _from_abstract(t, fact), "overview": lambda t: _from_overview(t, fact),
                "content": _from_content}
     stated = (v.strip(_ENDS)[:200] for level, read in readers.items() if level in changes for v in [read(changes[level])])

@@ -6,7 +6,9 @@ change wording, the value it leaves:
 * a number with a unit (rows, days, GB, ms …, 条/天/小时/家/人 …), an English number word
   with a unit ("six characters"), or a time of day (``14:00``, ``3:30 pm``, ``下午 3 点半``:
   unit ``clock``); a time naming no part of day takes the one of an earlier time in the
-  sentence ("下午 3 点半改成 4 点", "from 3:30 pm to 4:00": 16:00);
+  sentence ("下午 3 点半改成 4 点", "from 3:30 pm to 4:00": 16:00), or the other half of the
+  day when that is nearer the earlier time ("from 11 am to 1:00": 13:00; "晚上 11 点改到
+  12 点": 00:00);
 * change wording — "increase … to", "instead of", "from … to", a request to move a value
   ("can we go to five?", "make it 20"), 改成/改到/调到/变成/从…到 — marks the statement as a
   change; a bare number after it ("go to five", "改到 5") takes the unit of the sentence's
@@ -189,6 +191,34 @@ def _clock(match: re.Match[str], carried: str = "") -> str:
     return f"{hour:02d}:{minute:02d}" if hour < 24 and minute < 60 else ""
 
 
+def _minutes(value: str) -> int:
+    hour, minute = value.split(":")
+    return int(hour) * 60 + int(minute)
+
+
+def _nearer(value: str, anchor: str) -> str:
+    """``value`` or the same clock time in the other half of the day, whichever is nearer
+    ``anchor`` (the earlier time of the same change) around the clock; on a tie the one after it.
+    "from 11 am to 1:00" moves two hours forward over noon (13:00), not ten back; "晚上 11 点改到
+    12 点" one hour over midnight (00:00); "from 10 am to 9:00" stays in the morning."""
+    day = 24 * 60
+    here, there, start = _minutes(value), (_minutes(value) + 12 * 60) % day, _minutes(anchor)
+
+    def distance(at: int) -> tuple[int, bool]:
+        ahead = (at - start) % day
+        return min(ahead, day - ahead), ahead > day // 2
+
+    best = min((here, there), key=distance)
+    return f"{best // 60:02d}:{best % 60:02d}"
+
+
+def _twelve_hour(match: re.Match[str]) -> bool:
+    """Whether a time naming no part of day reads in either half of the day ("1:00", "4 点"),
+    not as a 24-hour time ("09:00", "13:00")."""
+    hour = match.group(1) if match.group(1) is not None else match.group(7) or ""
+    return bool(hour) and not hour.startswith("0") and 1 <= int(hour) <= 12
+
+
 #: What may stand between two times of one thing ("3:30 pm to 4:00", "3 点半改成 4 点").
 _JOIN_CN = frozenset("改成到调变为推迟延挪提前至或者的吧再就还是从")
 
@@ -216,11 +246,14 @@ def _found(sentence: str, cjk: bool) -> list[tuple[int, int, str, str]]:
         if unit:
             out.append((match.start(), match.end(), unit, _number(match.group(1))))
     taken = [(s, e) for s, e, _u, _v in out]
-    carried, carried_end = "", 0  # the part of day of the sentence's last time that named one
+    carried, carried_end, anchor = "", 0, ""  # the part of day and time of the sentence's last time that named one
     for match in _CLOCK.finditer(sentence):
-        value = _clock(match, carried if _joined(sentence[carried_end:match.start()], cjk) else "")
+        joined = bool(carried) and _joined(sentence[carried_end:match.start()], cjk)
+        value = _clock(match, carried if joined else "")
         if _part_of_day(match):
-            carried, carried_end = _part_of_day(match), match.end()
+            carried, carried_end, anchor = _part_of_day(match), match.end(), value
+        elif joined and value and anchor and _twelve_hour(match):
+            value = _nearer(value, anchor)
         if value and not any(s < match.end() and match.start() < e for s, e in taken):
             out.append((match.start(), match.end(), "clock", value))
     return sorted(out)

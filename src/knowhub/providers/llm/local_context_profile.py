@@ -8,8 +8,9 @@ attribute          said as                                                      
 =================  ==================================================================  ======
 ``name``           my name is X, call me X, Hi, I'm X / 我叫X, 我的名字是X                  no
 ``age``            I'm 32 (years old), I just turned 40 / 我今年32岁                      no
-``residence``      I live in X, I moved to X, I'm based in X, I relocated to X /          no
-                   我住在X, 我搬到了X, 我定居在X, 我在X生活
+``residence``      I live in X, I moved to X, I'm based in X, I relocated to X,          no
+                   since relocating to X, our new flat in X / 我住在X, 我搬到了X,
+                   我定居在X, 我在X生活, 自从搬到X, 我们刚搬到X
 ``work_location``  I work remotely from X, I work from home, my office is in X /          no
                    我在X远程办公, 我的办公室在X
 ``origin``         I'm (originally) from X, I grew up in X / 我来自X, 我是X人, 我老家是X     no
@@ -172,9 +173,29 @@ def _cut_cn(value: str, limit: int = 16) -> str:
     return value[:limit].strip()
 
 
-def _place(value: str) -> str:
+#: Lower-case words inside a place name ("Rio de Janeiro", "Frankfurt am Main", "Stratford upon Avon").
+_PLACE_LINKS = frozenset("de da do dos das del della di du la le les am an upon on sur en y of".split())  # noqa: SIM905
+
+
+def _name_words(value: str) -> str:
+    """The leading run of capitalized words of a value (and the lower-case links between them):
+    a move said in passing runs on without a comma ("Porto and the internet is flaky" → Porto)."""
+    words = value.split()
+    kept = 0
+    for n, word in enumerate(words):
+        if word.split("'")[0].split("’")[0] == "I":  # "Austin I've been …": the speaker, no more name
+            break
+        if word[:1].isupper() or (word in _PLACE_LINKS and n + 1 < len(words) and words[n + 1][:1].isupper()):
+            kept = n + 1
+        else:
+            break
+    return " ".join(words[:kept])
+
+
+def _place(value: str, known: bool = False) -> str:
     """A place value: ``Berlin``, ``the Bay Area``, ``广州天河区``; empty when it is no place
-    (a language, a tool — "we moved to MySQL" —, a common word, a lower-case phrase)."""
+    (a language, a tool — "we moved to MySQL" —, a common word, a lower-case phrase); with
+    ``known``, only a place of the gazetteer ("since moving to GitLab" is a tool's move)."""
     cut = _cut(value, 5)
     cut = re.sub(r"^(?:the|a|an)\s+", "", cut, flags=re.I)
     if not cut or is_language(cut) or (is_tool_name(cut) and not is_place(cut)):
@@ -183,7 +204,8 @@ def _place(value: str) -> str:
         return cut
     if not cut[0].isupper():
         return cut.title() if is_place(cut) else ""  # a lower-case writer: "wellington"
-    return cut
+    cut = _name_words(cut)
+    return cut if not known or is_place(cut) else ""
 
 
 # ---------------------------------------------------------------------- patterns
@@ -201,8 +223,12 @@ _EN: list[tuple[str, re.Pattern[str], bool, str]] = [
     ("residence", re.compile(_I + r"(?:live|living|'m living|am living|reside|'ve been living|have been living) in ([^,.;!?]+)", re.I), False, "place"),
     ("residence", re.compile(_I + r"(?:moved|relocated|'ve moved|have moved) (?:over |back |out )?to ([^,.;!?]+)", re.I), False, "place"),
     ("residence", re.compile(_I + r"(?:moved|relocated|'ve moved|have moved) (?:over |back |out |here )?from [^,.;!?]+? to ([^,.;!?]+)", re.I), False, "place"),
-    ("residence", re.compile(r"\bI(?:'m| am) (?:now |currently )?(?:based|living|settled) (?:in|out of) ([^,.;!?]+)", re.I), False, "place"),
+    ("residence", re.compile(r"\b(?:I(?:'m| am)|we(?:'re| are)) (?:now |currently |finally |all )?(?:based|living|settled) (?:in|out of) ([^,.;!?]+)", re.I), False, "place"),
     ("residence", re.compile(r"\bmy (?:home|place|apartment|flat|house) is in ([^,.;!?]+)", re.I), False, "place"),
+    # a move said in passing: "since relocating to Austin I ...", "our new flat in Leeds has ..."
+    ("residence", re.compile(r"\b(?:ever )?since relocating (?:over |back |here )?to ([^,.;!?]+)", re.I), False, "place"),
+    ("residence", re.compile(r"\b(?:ever )?since moving (?:over |back |here )?to ([^,.;!?]+)", re.I), False, "known_place"),
+    ("residence", re.compile(r"\b(?:my|our) new (?:home|place|apartment|flat|house) (?:is )?in ([^,.;!?]+)", re.I), False, "place"),
     ("work_location", re.compile(r"\bI (?:work|am working|'m working)(?: remotely| fully remote| remote)? from (home)\b", re.I), False, "raw"),
     ("work_location", re.compile(r"\bI (?:work|am working|'m working) (?:remotely|remote|fully remote) (?:from|in|out of) ([^,.;!?]+)", re.I), False, "place"),
     ("work_location", re.compile(r"\bI (?:work|am working|'m working) (?:from|out of) ([^,.;!?]+)", re.I), False, "place"),
@@ -251,6 +277,9 @@ _CN: list[tuple[str, re.Pattern[str], bool, str]] = [
     ("residence", re.compile(r"(?:我|^|，|,)(?:现在|目前|一直|已经)?(?:住在|居住在|定居在|定居|生活在|安家在)" + _CNV), False, "cn_place"),
     ("residence", re.compile(r"(?:我|^|，|,)(?:上个月|去年|今年|最近|刚|已经|前年|年初)?(?:刚)?(?:搬到了|搬到|搬去了|搬去|移居到?)" + _CNV), False, "cn_place"),
     ("residence", re.compile(r"(?:我|^|，|,)(?:现在|目前)?(?:人)?在([\u4e00-\u9fff]{2,6})(?:生活|定居|安家)"), False, "cn_place"),
+    # said in passing, or by "we": "自从搬到杭州，…", "我们刚搬到深圳，…", "搬来西安之后…" — a place of the gazetteer only
+    ("residence", re.compile(r"(?:我们?|^|，|,)(?:自从|上个月|去年|今年|最近|刚刚?|已经|前年|年初|终于|都)*"
+                             r"(?:搬到了?|搬去了?|搬来了?|搬家到了?|搬回了?|移居到?)" + _CNV), False, "cn_known_place"),
     ("work_location", re.compile(r"(?:我|^|，|,)(?:现在|目前)?在([\u4e00-\u9fff]{2,6})(?:远程办公|远程工作|办公)"), False, "cn_place"),
     ("work_location", re.compile(r"(?:我|^|，|,)(?:现在|目前)?(?:远程)?在(家)(?:远程)?(?:办公|工作|上班)"), False, "raw"),
     ("work_location", re.compile(r"我的?(?:办公室|公司|工位)在" + _CNV), False, "cn_place"),
@@ -311,8 +340,8 @@ def _cn_langs(value: str) -> list[str]:
 def _values(kind: str, match: re.Match[str]) -> list[str]:
     """The clean values of one match (several for a list of languages)."""
     raw = match.group(1) if match.re.groups else match.group(0)
-    if kind == "place":
-        return [v] if (v := _place(raw)) else []
+    if kind in ("place", "known_place"):
+        return [v] if (v := _place(raw, known=kind == "known_place")) else []
     if kind == "text":
         return [v] if (v := _cut(raw, 8)) else []
     if kind == "neg":
@@ -323,9 +352,10 @@ def _values(kind: str, match: re.Match[str]) -> list[str]:
         return [_cut(f"{match.group(1)} {match.group(2)}" if match.group(2) else match.group(1), 8)]
     if kind == "cn_name":
         return [re.split(r"[是，,。]", raw)[0]]
-    if kind == "cn_place":
+    if kind in ("cn_place", "cn_known_place"):
         value = _cut_cn(raw, 12)
-        return [value] if value and not is_language(value) and value[0] not in _CN_NOT_FACT else []
+        known = kind == "cn_place" or is_place(value)
+        return [value] if value and known and not is_language(value) and value[0] not in _CN_NOT_FACT else []
     if kind == "cn_org":
         value = _cut_cn(raw, 16).strip()
         return [value] if value and value[0] not in _CN_NOT_FACT and not is_place(value) else []

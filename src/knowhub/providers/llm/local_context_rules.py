@@ -98,6 +98,25 @@ def _statements(text: str) -> list[str]:
     return [s for s in split_sentences(text) if not s.rstrip("\"'”’) ").endswith(_QUESTION_END)]
 
 
+#: A question that opens with its question word or auxiliary: no clause of it is a statement.
+_ASKS = re.compile(r"^\W*(?:do|does|did|is|are|was|were|am|can|could|would|will|shall|should|may|might|must|have|has|"
+                   r"had|what|where|when|why|how|which|who|whom|whose|isn't|aren't|don't|doesn't|didn't|won't|"
+                   r"wouldn't|couldn't|shouldn't)\b|^(?:是不是|要不要|能不能|可不可以|会不会|有没有|为什么|怎么|哪|谁|什么)", re.I)
+
+
+def _profile_statements(text: str) -> list[str]:
+    """The statements a profile fact may come from: every sentence that is no question, and the
+    clauses before the asking one of a question that opens as a statement ("Now that we're
+    settled in Adelaide, can you help me pick a NAS?" → "Now that we're settled in Adelaide")."""
+    out = []
+    for sentence in split_sentences(text):
+        if not sentence.rstrip("\"'”’) ").endswith(_QUESTION_END):
+            out.append(sentence)
+        elif not _ASKS.match(sentence) and re.search(r"[,，]", sentence):
+            out.append(re.split(r"[,，](?=[^,，]*$)", sentence)[0])
+    return out
+
+
 def _clean_phrase(phrase: str, max_words: int = 8) -> str:
     phrase = re.split(
         r"[,.;:!?，。；：！？()\[\]]| - | but | because | 'cause | cause | and then | and it | so that | so | which | as well as | 但是| 因为",
@@ -117,7 +136,7 @@ def extract_profile(payload: dict[str, Any]) -> list[dict[str, Any]]:
         if not (turn.is_person or (turn.role == "assistant" and payload.get("include_assistant"))):
             continue
         seen: set[tuple[str, str]] = set()
-        for sentence in _statements(turn.text):
+        for sentence in _profile_statements(turn.text):
             for attribute, value, multi in profile_facts(sentence, has_cjk(sentence)):
                 if (attribute, value.lower()) in seen or (not multi and any(a == attribute for a, _ in seen)):
                     continue  # the first statement of a single-valued attribute in a message wins
@@ -459,7 +478,7 @@ def extract_entities_events(payload: dict[str, Any]) -> list[dict[str, Any]]:
             text, cues, full_text = _event_text(turn)
             caption = f" [shared image: {truncate(turn.caption, 80)}]" if turn.caption else ""
             has_action = bool(_ACTION_HINT.search(turn.text) or _EVENT_CN.search(turn.text))
-            abstract = f"{turn.speaker} ({turn.date}): {text}{caption}" if turn.date else f"{turn.speaker}: {text}{caption}"
+            abstract = f"{turn.head(text)}{text}{caption}"
             resolved = [c["resolved"] for c in cues if c["resolved"]]
             overview_lines = [f"- {turn.speaker} said on {turn.date or 'an unknown date'}: {full_text}"]
             if resolved:
@@ -498,9 +517,8 @@ def extract_entities_events(payload: dict[str, Any]) -> list[dict[str, Any]]:
                     and len(full_text) > len(text):
                 for n, part in enumerate(_left_out(turn, text), 1):
                     annotated, part_cues = annotate_time_cues(part, turn.when)
-                    head = f"{turn.speaker} ({turn.date})" if turn.date else turn.speaker
                     out.append(_candidate(
-                        "events", f"{turn.id}-p{n}", f"{head}: {annotated}",
+                        "events", f"{turn.id}-p{n}", f"{turn.head(annotated)}{annotated}",
                         f"- {turn.speaker} said on {turn.date or 'an unknown date'} (part of a longer message): {annotated}",
                         turn.cite(), 0.55, [turn.id], speaker=turn.speaker, session_time=turn.when_text,
                         event_time=turn.date, time_cues=part_cues, kind="turn part", event_id=f"{turn.id}-p{n}",

@@ -186,6 +186,20 @@ def format_date(when: datetime | None) -> str:
     return f"{when.day} {MONTHS[when.month - 1].capitalize()} {when.year}"
 
 
+def format_day_iso(when: datetime | None) -> str:
+    """``2023-05-08`` (empty for None): a Chinese event's day. Not ``2023年5月8日``: search
+    reads Chinese by characters and bigrams, and 日/月/年 of every event's date matched
+    日志, 月底 and 年度 in questions (docs/benchmarks.md, ninth session, branch fixes9)."""
+    return f"{when.year:04d}-{when.month:02d}-{when.day:02d}" if when is not None else ""
+
+
+def mostly_cjk(text: str) -> bool:
+    """More CJK ideographs than Latin words: a Chinese message, even with a few English names
+    in it ("把订单服务迁移到 PostgreSQL 16"), and not an English one naming a Chinese place."""
+    ideographs = sum(1 for ch in text if "\u3400" <= ch <= "\u9fff")
+    return ideographs > 0 and ideographs >= len(re.findall(r"[A-Za-z]+", text))
+
+
 def weekday_date(when: datetime, weekday: int, week_offset: int) -> datetime:
     """The given weekday (0 = Monday) of the week ``week_offset`` weeks from ``when``'s
     (weeks run Monday to Sunday): ``下周五`` is (4, +1), ``this Saturday`` (5, 0). ``last
@@ -363,6 +377,19 @@ class Turn:
     def date(self) -> str:
         """Day of the message (``8 May 2023``) or the raw timestamp text."""
         return format_date(self.when) or self.when_text
+
+    def head(self, text: str) -> str:
+        """What an event's abstract says before ``text``: ``User (8 May 2023): ``; before a
+        Chinese text ``小王（2023-05-08）：``, and for the unnamed user only the day,
+        ``2023-05-08：`` — as the user's own Chinese rules carry no subject: 用户 on every event
+        matched the 用户 of every question ("用户为什么…") and cost recall."""
+        if mostly_cjk(text):
+            day = format_day_iso(self.when) or self.when_text
+            who = "" if self.speaker_cn == "用户" else self.speaker_cn
+            if who:
+                return f"{who}（{day}）：" if day else f"{who}："
+            return f"{day}：" if day else ""
+        return f"{self.speaker} ({self.date}): " if self.date else f"{self.speaker}: "
 
     def cite(self) -> str:
         """``[D1:3] Caroline (8 May 2023): "..."`` — a quote with id, speaker and time."""
