@@ -297,7 +297,9 @@ def quantities(sentence: str, cjk: bool) -> list[Quantity]:
         noun = cjk and unit in _MEASURE_UNITS
         topic = _topic(sentence[:first], cjk, sentence[first_end:] if noun else "", noun)
         if start != first:  # "6 家门店……门店总数变成 24 家": the words of the value said, too
-            own = _topic(sentence[:start], cjk, sentence[end:] if noun else "", noun)
+            # the earlier values blanked: "from 3:30 pm to 4:00" names no "pm", "从下午 3 点改到" no 下午
+            masked = "".join(" " if any(a <= i < b for a, b, _u, _v in found) else ch for i, ch in enumerate(sentence[:start]))
+            own = _topic(masked, cjk, sentence[end:] if noun else "", noun)
             if _other_thing(topic, own):  # "batch is 500 rows, cut the page size to 50": not the batch
                 topic, was = own, ""
             else:
