@@ -4,9 +4,9 @@
 change wording, the value it leaves:
 
 * a number with a unit (rows, days, GB, ms …, 条/天/小时/家/人 …), an English number word
-  with a unit ("six characters"), or a time of day (``14:00``, ``3:30 pm``, ``下午 3 点半``:
-  unit ``clock``); a time naming no part of day takes the one of an earlier time in the
-  sentence ("下午 3 点半改成 4 点", "from 3:30 pm to 4:00": 16:00), or the other half of the
+  with a unit ("six characters"), or a time of day (``14:00``, ``3:30 pm``, ``下午 3 点半``,
+  ``下午3:30``, ``noon``: unit ``clock``); a time naming no part of day takes the one of an
+  earlier time in the sentence ("下午 3 点半改成 4 点", "from 3:30 pm to 4:00": 16:00), or the other half of the
   day when that is nearer the earlier time ("from 11 am to 1:00": 13:00; "晚上 11 点改到
   12 点": 00:00);
 * change wording — "increase … to", "instead of", "from … to", a request to move a value
@@ -67,10 +67,13 @@ _WORDNUM = "|".join(_NUMBER_WORDS)
 _UNIT_EN_RE = "|".join(sorted(map(re.escape, _UNITS_EN), key=len, reverse=True))
 _QTY_EN = re.compile(rf"(?<![\w.:])({_NUM}|(?i:{_WORDNUM}))\s*-?\s*({_UNIT_EN_RE})\b|\bport\s+({_NUM})\b", re.I)
 _QTY_CN = re.compile(rf"({_NUM})\s*({'|'.join(sorted(map(re.escape, _UNITS_CN), key=len, reverse=True))})")
-#: A time of day: 14:00, 9:30 am, 3 pm, 下午 3 点(半) — never a log timestamp (14:00:07).
-_CLOCK = re.compile(r"(?<![\d:.])([01]?\d|2[0-3])[:：]([0-5]\d)(?![:：]?\d)\s*(am|pm|a\.m\.|p\.m\.)?|"
-                    r"(?<![\d:.])(1[0-2]|0?[1-9])\s*(am|pm|a\.m\.|p\.m\.)(?!\w)|"
-                    r"(上午|早上|凌晨|中午|下午|傍晚|晚上)?\s*(\d{1,2})\s*点(半|\s*\d{1,2}\s*分)?", re.I)
+#: A time of day: 14:00, 9:30 am, 3 pm, 下午 3 点(半), 下午3:30, noon — never a log timestamp (14:00:07).
+_CN_PART = "上午|早上|凌晨|中午|下午|傍晚|晚上"
+_CLOCK = re.compile(rf"(?:(?P<zh1>{_CN_PART})\s*)?(?<![\d:.])(?P<h1>[01]?\d|2[0-3])[:：](?P<m1>[0-5]\d)(?![:：]?\d)"
+                    r"\s*(?P<ap1>am|pm|a\.m\.|p\.m\.)?|"
+                    r"(?<![\d:.])(?P<h2>1[0-2]|0?[1-9])\s*(?P<ap2>am|pm|a\.m\.|p\.m\.)(?!\w)|"
+                    rf"(?P<zh3>{_CN_PART})?\s*(?P<h3>\d{{1,2}})\s*点(?P<m3>半|\s*\d{{1,2}}\s*分)?|"
+                    r"\b(?P<word>noon|midday|midnight)\b", re.I)
 #: A change of a setting's value: "increase the batch to 2,000 rows", "8080 instead of 8000", "借期改成 21 天".
 _QTY_CHANGE_EN = re.compile(
     r"\b(?:increas|rais|bump|reduc|lower|decreas|extend|shorten|cut|chang|switch|mov|set|mak|updat|adjust|doubl|halv|"
@@ -161,9 +164,10 @@ def _number(raw: str) -> str:
 
 
 def _part_of_day(match: re.Match[str]) -> str:
-    """"pm" / "am" when a time-of-day match says its part of day (3 pm, 下午, 上午), else ""."""
-    part = (match.group(3) or match.group(5) or match.group(6) or "").lower()
-    if part.startswith("p") or part in ("下午", "傍晚", "晚上"):
+    """"pm" / "am" when a time-of-day match says its part of day (3 pm, 下午, 上午, noon), else ""."""
+    g = match.groupdict()
+    part = (g["ap1"] or g["zh1"] or g["ap2"] or g["zh3"] or g["word"] or "").lower()
+    if part.startswith("p") or part in ("下午", "傍晚", "晚上", "noon", "midday"):
         return "pm"
     return "am" if part else ""
 
@@ -171,15 +175,20 @@ def _part_of_day(match: re.Match[str]) -> str:
 def _clock(match: re.Match[str], carried: str = "") -> str:
     """``HH:MM`` of a time-of-day match; ``carried`` ("pm") is the part of day of an earlier time
     of the same sentence, for a time that names none ("下午 3 点半改成 4 点": 16:00)."""
-    if match.group(1) is not None:
-        hour, minute, half = int(match.group(1)), int(match.group(2)), match.group(3) or ""
-        half = (half or ("" if match.group(1).startswith("0") else carried)).lower()  # 09:00 is a 24-hour time
-    elif match.group(4) is not None:
-        hour, minute, half = int(match.group(4)), 0, match.group(5).lower()
+    g = match.groupdict()
+    if g["word"]:
+        return "00:00" if g["word"].lower() == "midnight" else "12:00"
+    if g["h1"] is not None:
+        hour, minute, part, half = int(g["h1"]), int(g["m1"]), g["zh1"] or "", g["ap1"] or ""
+        half = (half or ("" if part or g["h1"].startswith("0") else carried)).lower()  # 09:00 is a 24-hour time
+    elif g["h2"] is not None:
+        hour, minute, part, half = int(g["h2"]), 0, "", g["ap2"].lower()
     else:
-        hour, part, extra = int(match.group(7)), match.group(6) or "", match.group(8) or ""
+        hour, part, extra = int(g["h3"]), g["zh3"] or "", g["m3"] or ""
         minute = 30 if extra == "半" else int(re.sub(r"\D", "", extra) or 0)
-        half = "pm" if (part in ("下午", "傍晚", "晚上") and hour < 12) or (not part and carried == "pm") else ""
+        half = "pm" if not part and carried == "pm" else ""
+    if part:  # 下午 3 点, 下午3:30
+        half = "pm" if part in ("下午", "傍晚", "晚上") and hour < 12 else ""
         if part == "中午" and hour < 11:  # 中午 1 点 is 13:00; 中午 11/12 点 stay
             half = "pm"
         elif part in ("晚上", "凌晨") and hour == 12:  # 晚上 12 点 is midnight
@@ -215,7 +224,7 @@ def _nearer(value: str, anchor: str) -> str:
 def _twelve_hour(match: re.Match[str]) -> bool:
     """Whether a time naming no part of day reads in either half of the day ("1:00", "4 点"),
     not as a 24-hour time ("09:00", "13:00")."""
-    hour = match.group(1) if match.group(1) is not None else match.group(7) or ""
+    hour = match.group("h1") or match.group("h3") or ""
     return bool(hour) and not hour.startswith("0") and 1 <= int(hour) <= 12
 
 
