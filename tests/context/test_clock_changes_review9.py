@@ -64,3 +64,16 @@ def test_a_time_change_replaces_the_earlier_time(svc: ContextEngineService, firs
     commit_texts(svc, CTX, "s1", "2026-01-10", first)
     commit_texts(svc, CTX, "s2", "2026-02-10", change)
     assert ("s1-0", "s2-0") in superseded_pairs(svc, CTX, MEM)
+
+
+def test_finding_times_in_a_long_run_of_spaces_takes_linear_time() -> None:
+    """review9: "(上午|…)?\\s*(\\d{1,2})\\s*点" retried the run of spaces from every start: 20,000
+    spaces before 点 took 25-50 s (quantities() reads only sentences of 300 characters, so no
+    request reached it)."""
+    import time
+
+    from knowhub.context.commit.quantities import _found
+
+    started = time.process_time()
+    assert _found(" " * 20_000 + "点", True) == []
+    assert time.process_time() - started < 2.0
