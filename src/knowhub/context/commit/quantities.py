@@ -72,7 +72,7 @@ _CN_PART = "上午|早上|凌晨|中午|下午|傍晚|晚上"
 _CLOCK = re.compile(rf"(?:(?P<zh1>{_CN_PART})\s*)?(?<![\d:.])(?P<h1>[01]?\d|2[0-3])[:：](?P<m1>[0-5]\d)(?![:：]?\d)"
                     r"\s*(?P<ap1>am|pm|a\.m\.|p\.m\.)?|"
                     r"(?<![\d:.])(?P<h2>1[0-2]|0?[1-9])\s*(?P<ap2>am|pm|a\.m\.|p\.m\.)(?!\w)|"
-                    rf"(?P<zh3>{_CN_PART})?\s*(?P<h3>\d{{1,2}})\s*点(?P<m3>半|\s*\d{{1,2}}\s*分)?|"
+                    rf"(?:(?P<zh3>{_CN_PART})\s*)?(?P<h3>\d{{1,2}})\s*点(?P<m3>半|\s*\d{{1,2}}\s*分)?|"
                     r"\b(?P<word>noon|midday|midnight)\b", re.I)
 #: A change of a setting's value: "increase the batch to 2,000 rows", "8080 instead of 8000", "借期改成 21 天".
 _QTY_CHANGE_EN = re.compile(
