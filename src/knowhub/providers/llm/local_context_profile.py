@@ -204,8 +204,18 @@ def _place(value: str, known: bool = False) -> str:
         return cut
     if not cut[0].isupper():
         return cut.title() if is_place(cut) else ""  # a lower-case writer: "wellington"
-    cut = _name_words(cut)
+    cut = _name_words(cut)  # the name alone is checked again: "Kubernetes we have …" was no tool as a whole
+    if not cut or is_language(cut) or (is_tool_name(cut) and not is_place(cut)) or re.search(r"\d", cut):
+        return ""
     return cut if not known or is_place(cut) else ""
+
+
+def _cn_known_place(value: str) -> bool:
+    """A Chinese place of the gazetteer, alone or with its district ("杭州西湖区"), not a place
+    that names a thing in it ("上海机房", "成都的机房": :func:`is_place` takes any short tail)."""
+    if value.casefold() in PLACES or _CN_PLACE_TAIL.match(value):
+        return True
+    return any(value.startswith(p) and _CN_PLACE_TAIL.match(value[len(p):]) for p in PLACES if re.match(r"[\u4e00-\u9fff]", p))
 
 
 # ---------------------------------------------------------------------- patterns
@@ -275,7 +285,7 @@ _CN: list[tuple[str, re.Pattern[str], bool, str]] = [
     ("name", re.compile(r"我的名字(?:是|叫)([\u4e00-\u9fffA-Za-z]{1,8})"), False, "cn_name"),
     ("age", re.compile(r"(?:我|^|，|,)(?:今年|已经)?(\d{1,3})岁"), False, "raw"),
     ("residence", re.compile(r"(?:我|^|，|,)(?:现在|目前|一直|已经)?(?:住在|居住在|定居在|定居|生活在|安家在)" + _CNV), False, "cn_place"),
-    ("residence", re.compile(r"(?:我|^|，|,)(?:上个月|去年|今年|最近|刚|已经|前年|年初)?(?:刚)?(?:搬到了|搬到|搬去了|搬去|移居到?)" + _CNV), False, "cn_place"),
+    ("residence", re.compile(r"我(?:上个月|去年|今年|最近|刚|已经|前年|年初)?(?:刚)?(?:搬到了|搬到|搬去了|搬去|移居到?)" + _CNV), False, "cn_place"),
     ("residence", re.compile(r"(?:我|^|，|,)(?:现在|目前)?(?:人)?在([\u4e00-\u9fff]{2,6})(?:生活|定居|安家)"), False, "cn_place"),
     # said in passing, or by "we": "自从搬到杭州，…", "我们刚搬到深圳，…", "搬来西安之后…" — a place of the gazetteer only
     ("residence", re.compile(r"(?:我们?|^|，|,)(?:自从|上个月|去年|今年|最近|刚刚?|已经|前年|年初|终于|都)*"
@@ -354,7 +364,7 @@ def _values(kind: str, match: re.Match[str]) -> list[str]:
         return [re.split(r"[是，,。]", raw)[0]]
     if kind in ("cn_place", "cn_known_place"):
         value = _cut_cn(raw, 12)
-        known = kind == "cn_place" or is_place(value)
+        known = kind == "cn_place" or _cn_known_place(value)
         return [value] if value and known and not is_language(value) and value[0] not in _CN_NOT_FACT else []
     if kind == "cn_org":
         value = _cut_cn(raw, 16).strip()
