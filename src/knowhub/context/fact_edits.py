@@ -60,13 +60,37 @@ def _other_phrases(own: str) -> dict[str, str]:
     return {a: fact_phrase(a).lower() for a in ATTRIBUTE_WORDS if a != own and fact_phrase(a) != "is"}
 
 
+#: Third-person verbs whose first person is no plain stem.
+_THIRD = {"is": "am", "has": "have", "does": "do", "was": "was"}
+
+
+def _as_i(rest: str) -> str:
+    """"is vegan" → "I am vegan", "moved to Munich" → "I moved to Munich", "studies …" → "I study …"."""
+    verb, _, tail = rest.partition(" ")
+    low = verb.lower()
+    if low in _THIRD:
+        verb = _THIRD[low]
+    elif low.endswith("ies") and len(low) > 4:
+        verb = verb[:-3] + "y"
+    elif low.endswith(("ches", "shes", "sses", "xes", "oes")):
+        verb = verb[:-2]
+    elif low.endswith("s") and not low.endswith("ss"):
+        verb = verb[:-1]
+    return f"I {verb} {tail}".strip()
+
+
 def _first_person(text: str, fact: dict[str, Any]) -> list[tuple[str, str, bool]]:
     """The profile facts the text states when read as the user's own words ("用户在阿里巴巴工作"
-    is read as "我在阿里巴巴工作")."""
+    is read as "我在阿里巴巴工作", "User is vegan" and "Bob moved to Munich" as "I am vegan",
+    "I moved to Munich")."""
     bare = _bare(text, fact)
     cjk = bool(re.search(r"[\u4e00-\u9fff]", bare))
     if bare != text.strip(_ENDS) and cjk and not bare.startswith("我"):
         bare = "我" + bare
+    elif not cjk and bare != text.strip(_ENDS):
+        bare = _as_i(bare)
+    elif not cjk and (named := re.match(r"(?!(?:I|My|Our|We)\b)[A-Z][\w'’-]* (?=[a-z])", bare)):
+        bare = _as_i(bare[named.end():])  # another name for the user: "Bob moved to Munich"
     return profile_facts(bare[:300], cjk)
 
 
