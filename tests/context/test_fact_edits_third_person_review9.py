@@ -35,3 +35,20 @@ def test_a_third_person_edit_gives_the_value(svc: ContextEngineService, said: st
     commit_texts(svc, CTX, "s1", "2026-01-05", said)
     svc.edit_node(CTX, _fact_node(svc, attribute).uri, abstract=edit)
     assert _profile_values(svc, attribute) == [value]
+
+
+def test_a_content_edit_without_its_heading_gives_the_value(svc: ContextEngineService) -> None:
+    """review9: content "User lives in Munich" (no "# User — residence" heading) made the
+    residence "User lives in Munich"."""
+    commit_texts(svc, CTX, "s1", "2026-01-05", "I live in Berlin.")
+    svc.edit_node(CTX, _fact_node(svc, "residence").uri, content="User lives in Munich")
+    assert _profile_values(svc, "residence") == ["Munich"]
+
+
+def test_a_content_edit_stating_another_attribute_is_refused(svc: ContextEngineService) -> None:
+    from knowhub.errors import InvalidInputError
+
+    commit_texts(svc, CTX, "s1", "2026-01-05", "I live in Berlin.")
+    with pytest.raises(InvalidInputError, match="residence.*occupation"):
+        svc.edit_node(CTX, _fact_node(svc, "residence").uri, content="User works as a nurse")
+    assert _profile_values(svc, "residence") == ["Berlin"]
