@@ -116,13 +116,14 @@ def _other_attribute(changes: dict[str, str], fact: dict[str, Any]) -> str:
     from knowhub.context.commit.policies import fact_phrase
 
     own = str(fact.get("attribute") or "")
-    if "abstract" in changes:
-        lower = _bare(changes["abstract"], fact).lower()
-        if not lower.startswith(fact_phrase(own).lower()):
+    # the abstract, and a content's first line (a sentence typed without the "# …" heading)
+    for sentence in (changes.get("abstract", ""), _from_content(changes.get("content", ""))[:2000]):
+        lower = _bare(sentence, fact).lower()
+        if sentence and not lower.startswith(fact_phrase(own).lower()):
             for attribute, phrase in _other_phrases(own).items():
                 if lower.startswith(phrase) and not lower[len(phrase):len(phrase) + 1].isalnum():
                     return attribute
-            said = [a for a, _v, _multi in _first_person(changes["abstract"], fact)]
+            said = [a for a, _v, _multi in _first_person(sentence, fact)]
             if said and own not in said:
                 return said[0]
     if "overview" in changes and not _from_overview(changes["overview"], fact):
@@ -175,7 +176,7 @@ def edit_fact(node: ContextNode, changes: dict[str, str]) -> tuple[dict[str, Any
             f"{node.uri} holds the user's {own}, but the text states their {other}: edit the {other} "
             f"fact node (or the profile node), or state a {own} here", field=next(iter(changes)))
     readers = {"abstract": lambda t: _from_abstract(t, fact), "overview": lambda t: _from_overview(t, fact),
-               "content": _from_content}
+               "content": lambda t: _from_abstract(line[:2000], fact) if (line := _from_content(t)) else ""}
     stated = (v.strip(_ENDS)[:200] for level, read in readers.items() if level in changes for v in [read(changes[level])])
     value = next((v for v in stated if any(ch.isalnum() for ch in v)), "")  # "—", "…": no value stated
     if not value or norm_text(value) == norm_text(str(fact.get("value") or "")):
