@@ -41,6 +41,8 @@ _CJK = re.compile(r"[\u3400-\u9fff]")
 #: messages of the anchor's session after it, and of the next session, at most
 FOLLOWING = 8
 NEXT_SESSION = 4
+#: at most this many session archives are read to find the next session (one read each)
+MAX_SESSIONS = 500
 #: the anchor's first blocks that can move the sequel's start earlier in its session
 ANCHOR_WINDOW = 5
 
@@ -115,6 +117,8 @@ def _next_session(fs: Any, ctx: Any, session: str, time: str) -> tuple[str, list
     try:
         children = fs.list_children(ctx, session.rsplit("/", 1)[0])
     except KnowhubError:
+        return None
+    if len(children) > MAX_SESSIONS:  # each archive is read for its time: bounded cost per question
         return None
     for child in children:
         if child.uri == session or not getattr(child, "is_node", True):
