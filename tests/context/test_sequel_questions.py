@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from knowhub.context import ContextEngineService
+from knowhub.context.core.query import SearchResult
 from knowhub.context.retrieval.pair_questions import split_pair
-from knowhub.context.retrieval.sequel_questions import sequel_anchor
+from knowhub.context.retrieval.sequel_questions import sequel_anchor, sequel_search
 from knowhub.scope import RequestContext
 
 
@@ -92,3 +93,24 @@ def test_a_sequel_of_the_last_message_is_just_the_anchor(tmp_path: Path) -> None
         result = svc.search_memory(ctx, "What did we do right after the backup restore test passed?", top_k=5)
         refs = [str(r) for b in result.blocks for r in b.metadata.get("source_refs") or []]
         assert refs[0] == "s2-0" and len(refs) == len(set(refs)), refs
+
+
+def test_the_anchor_is_an_event_not_a_standing_instruction(tmp_path: Path) -> None:
+    """A rule that shares the event's words ("from now on, drop the summary lines") is no
+    event: the sequel starts at the message where it happened."""
+    ctx = RequestContext("acme", "u1", agent_id="a1")
+    with ContextEngineService(tmp_path / "svc", durable=False) as svc:
+        _commit(svc, ctx, [
+            ("s1", ["From now on, always drop the summary lines at the end of your answers.", "Understood.",
+                    "Lunch plans: soup.", "Fine."]),
+            ("s2", ["Today we dropped the summary lines from the weekly report.", "Good.",
+                    "Next I started the migration of the billing tables.", "Plan below."])])
+        blocks = svc._search(ctx, "dropping the summary lines", {"top_k": 20}, 20, None).blocks
+        rule = next(b for b in blocks if b.category == "preferences")
+        event = next(b for b in blocks if b.category == "events" and b.metadata["source_refs"] == ["s2-0"])
+        found = SearchResult(blocks=[rule, event])
+        whole = SearchResult(blocks=[])
+        answer = sequel_search(lambda q: found if q == "anchor" else whole, "question", "anchor",
+                               svc.fs, svc.graph, ctx, 5)
+        refs = [r for b in answer.blocks for r in b.metadata["source_refs"]]
+        assert refs[:3] == ["s2-0", "s2-1", "s2-2"], refs

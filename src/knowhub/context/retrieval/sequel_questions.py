@@ -8,7 +8,8 @@ time: on the own technical chats these were often absent from the first 40 block
 Rule: a question with a sequel marker (:func:`sequel_anchor`: English "right/just/
 immediately/directly after", "followed", "next after"; Chinese 紧接着, 随后, 之后又, 之后马上
 …) names its anchor event (the words after "after" in English, before the marker in
-Chinese). The anchor is searched alone; its best block gives a message and a session. The
+Chinese). The anchor is searched alone; its best event memory (X is an event: a standing
+instruction or a preference that shares its words is no anchor) gives a message and a session. The
 messages that follow it in that session and the first messages of the next session (by
 session time) are read in order from the session archives (``message_ids``), and the answer
 takes, in turn, one block of that chronological sequel (anchor first) and one of the
@@ -22,6 +23,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from knowhub.context.core.enums import MemoryCategory
 from knowhub.context.core.query import RetrievedBlock, SearchResult
 from knowhub.context.retrieval.pair_questions import merged_result
 from knowhub.context.retrieval.session_cohesion import session_of
@@ -155,6 +157,7 @@ def sequel_search(search: Callable[[str], SearchResult], query: str, anchor: str
     whole = search(query)
     if not found.blocks:
         return whole
+    events = [b for b in found.blocks if b.category == MemoryCategory.EVENTS.value] or found.blocks
     chain = SearchResult(query_plan=found.query_plan, seed_hits=found.seed_hits,
-                         blocks=sequel_blocks(found.blocks, fs, graph, ctx))
+                         blocks=sequel_blocks(events, fs, graph, ctx))
     return merged_result([chain, whole], top_k)
