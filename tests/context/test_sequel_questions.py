@@ -114,3 +114,16 @@ def test_the_anchor_is_an_event_not_a_standing_instruction(tmp_path: Path) -> No
                                svc.fs, svc.graph, ctx, 5)
         refs = [r for b in answer.blocks for r in b.metadata["source_refs"]]
         assert refs[:3] == ["s2-0", "s2-1", "s2-2"], refs
+
+
+@pytest.mark.parametrize("question", [
+    "What naming rule have we followed since the migration?",
+    "Which instruction has the assistant followed for the changelog?",
+])
+def test_followed_as_obeyed_is_no_sequel(question: str) -> None:
+    assert sequel_anchor(question) is None
+
+
+def test_what_followed_names_the_anchor() -> None:
+    assert sequel_anchor("What followed the database outage?") == "the database outage"
+    assert sequel_anchor("What incident followed the release of version two?") == "the release of version two"

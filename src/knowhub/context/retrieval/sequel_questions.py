@@ -33,7 +33,9 @@ from knowhub.errors import KnowhubError
 __all__ = ["sequel_anchor", "sequel_blocks", "sequel_search"]
 
 _EN = re.compile(r"\b(?:(?:right|just|immediately|directly|straight|shortly) after|(?:came|happened) next after"
-                 r"|followed(?: (?:right|just|immediately|directly))?(?: after)?|(?:next|first) after)\s+", re.I)
+                 r"|followed (?:(?:right|just|immediately|directly) )?after|next after)\s+", re.I)
+#: "what (incident) followed X" — not "the rule we followed" (obeyed)
+_EN_WHAT = re.compile(r"^\W*what(?: \w+)? (?:(?:right|just|immediately|directly) )?followed\s+", re.I)
 _ZH = re.compile(r"(?:之后|以后|后)?(?:紧接着|紧跟着|随后|接着)|(?:之后|以后)(?:又|马上|立刻|立即|随即|接下来)")
 _TRIM = " \t,，?？。.:：;；、"
 #: Chinese wording around the anchor that names no event ("…的那次聊天里", "在…之后")
@@ -45,6 +47,8 @@ FOLLOWING = 8
 NEXT_SESSION = 4
 #: at most this many session archives are read to find the next session (one read each)
 MAX_SESSIONS = 500
+#: at most this many memories of one session are read to map its messages to memories
+MAX_MEMORIES = 400
 #: the anchor's first blocks that can move the sequel's start earlier in its session
 ANCHOR_WINDOW = 5
 
@@ -55,7 +59,7 @@ def _words(text: str) -> float:
 
 def sequel_anchor(question: str) -> str | None:
     """The anchor event of a sequel question (module doc), else None."""
-    m = _EN.search(question)
+    m = _EN.search(question) or _EN_WHAT.search(question)
     if m:
         anchor = question[m.end():].strip(_TRIM)
         return anchor if _words(anchor) >= 2 else None
@@ -139,7 +143,8 @@ def _memories_by_message(graph: Any, fs: Any, ctx: Any, session: str) -> dict[st
     """Message id → the uri of a memory extracted from that message alone (first by uri)."""
     out: dict[str, str] = {}
     edges = graph.neighbors(session, {"derived_from"}, 1)
-    for uri in sorted({e.from_uri for e in edges if e.to_uri == session and e.relation_type == "derived_from"}):
+    derived = sorted({e.from_uri for e in edges if e.to_uri == session and e.relation_type == "derived_from"})
+    for uri in derived[:MAX_MEMORIES]:  # one read each: bounded cost for a very long session
         try:
             refs = fs.read_node(ctx, uri, include_content=False).source_refs
         except KnowhubError:
