@@ -312,8 +312,8 @@ class ContextEngineService(NodeEditsMixin):
         #: the order-question shapes of the seventh session (Chinese "A 是在 B 之前还是之后", list
         #: order questions, order-asking words dropped; retrieval/pair_questions.py) and history
         #: questions searched without their frame words (retrieval/thread_questions.py): each
-        #: chosen leave one chat out on the own technical chats (docs/benchmarks.md, branch summary7);
-        self.order_shapes = self.sequel_shapes = True  # sequel questions: order9 (retrieval/sequel_questions.py)
+        #: chosen leave one chat out on the own technical chats (docs/benchmarks.md, branch summary7)
+        self.order_shapes = self.sequel_shapes = True  # sequel_shapes: "right after X" (retrieval/sequel_questions.py)
         self.thread_topic = True
         self.reader = MemoryReadService(self.fs, self.relations)
         self.assembler = RetrievalAssembler(self.fs, self.relations, assembler_config)
