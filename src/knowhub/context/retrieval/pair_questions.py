@@ -26,9 +26,9 @@ shapes=False)`` and ``ContextEngineService.order_shapes`` turn them off):
   searched item by item (three or more items, each of at least one word) and the lists are
   taken in turn.
 
-Ninth session (branch ``order9``, also under ``shapes``): "which came first: A, B or C" is a
-list question ("or"/"还是" separate items), "哪个问题先出现" counts as "哪个先", and a yes/no
-question that opens with an auxiliary ("did/was A before B?") splits at before/after.
+Ninth session (branch ``order9``): "which came first: A, B or C" is a list question
+("or"/"还是" separate items) and a yes/no question that opens with an auxiliary ("did/was A
+before B?") splits at before/after (both under ``shapes``); "哪个问题先出现" counts as "哪个先".
 
 Each part loses the words that only ask for the order ("which came first", "哪个先发生",
 "did … come"): they match every "first" and "先" of the conversation, not the event.
