@@ -92,7 +92,7 @@ from knowhub.context.retrieval import (
     RetrieverConfig,
     SearcherConfig,
 )
-from knowhub.context.retrieval.pair_questions import merged_result, split_pair
+from knowhub.context.retrieval.order_questions import order_search
 from knowhub.context.retrieval.role_focus import focus_on_user_role
 from knowhub.context.retrieval.session_cohesion import (
     DEFAULT_CAP,
@@ -313,7 +313,7 @@ class ContextEngineService(NodeEditsMixin):
         #: order questions, order-asking words dropped; retrieval/pair_questions.py) and history
         #: questions searched without their frame words (retrieval/thread_questions.py): each
         #: chosen leave one chat out on the own technical chats (docs/benchmarks.md, branch summary7)
-        self.order_shapes = True
+        self.order_shapes = self.sequel_shapes = True  # sequel_shapes: "right after X" (retrieval/sequel_questions.py)
         self.thread_topic = True
         self.reader = MemoryReadService(self.fs, self.relations)
         self.assembler = RetrievalAssembler(self.fs, self.relations, assembler_config)
@@ -686,9 +686,9 @@ class ContextEngineService(NodeEditsMixin):
             hints["target_uri"] = check_access(ctx, target_uri).uri
         if categories:
             hints["categories"] = list(categories)
-        halves = split_pair(query, self.order_shapes) if self.pair_split else []
-        if halves:  # two-part question: each half searched alone, the lists taken in turn (pair_questions)
-            return merged_result([self._search(ctx, half, hints, top_k, session_archive) for half in halves], top_k)
+        shaped = order_search(self, ctx, query, hints, top_k, session_archive)  # retrieval/order_questions.py
+        if shaped is not None:  # an order question: its parts, or its anchor's sequel, searched alone
+            return shaped
         topic = topic_of(query) if self.thread_topic else None
         return self._search(ctx, topic or query, hints, top_k, session_archive)
 

@@ -26,6 +26,10 @@ shapes=False)`` and ``ContextEngineService.order_shapes`` turn them off):
   searched item by item (three or more items, each of at least one word) and the lists are
   taken in turn.
 
+Ninth session (branch ``order9``): "which came first: A, B or C" is a list question
+("or"/"还是" separate items) and a yes/no question that opens with an auxiliary ("did/was A
+before B?") splits at before/after (both under ``shapes``); "哪个问题先出现" counts as "哪个先".
+
 Each part loses the words that only ask for the order ("which came first", "哪个先发生",
 "did … come"): they match every "first" and "先" of the conversation, not the event.
 """
@@ -43,19 +47,23 @@ __all__ = ["interleave_blocks", "merged_result", "split_pair"]
 _EN = re.compile(r"\s*\b(?:before or after|or)\b\s*", re.I)
 _ZH = re.compile(r"之前还是之后|还是")
 _ZH_AND = re.compile(r"和")
-_ZH_WHICH_FIRST = re.compile(r"哪个先|谁先|哪个早|哪件事先")
+_ZH_WHICH_FIRST = re.compile(r"哪(?:个|件|一个|一件)?(?:事情?|问题|需求|变化|故障|功能)?(?:更)?[先早]|谁先")
 _WORD = re.compile(r"[A-Za-z]{3,}")
 _CJK = re.compile(r"[\u3400-\u9fff]")
-_TRIM = " \t,，?？。.:：;；、"
+_TRIM = " \t,，?？。.:：;；、—–-"
 #: "A 是在 B 之前还是之后（…）": both events stand before the comparison (module doc)
 _ZH_COMPARE = re.compile(r"之前还是之后|以前还是以后|前还是后")
-#: an order question over a list (module doc)
-_ORDER = re.compile(r"\b(?:in (?:what|which) order|chronological(?:ly)?|(?:put|list|sort|rank)\b.{0,30}\bin order)\b"
+#: an order question over a list (module doc); "which came first: A, B or C" too
+_ORDER = re.compile(r"\b(?:in (?:what|which) order|chronological(?:ly)?|(?:put|list|sort|rank)\b.{0,30}\bin order"
+                    r"|(?:which|what)(?: one| event| thing)? (?:came|happened|occurred|was) first)\b"
                     r"|按(?:时间)?(?:先后)?顺序|先后顺序|时间顺序", re.I)  # not 排序: sorting a result is no order of events
 #: at most this many list items are searched one by one (each is a full search): a longer
 #: list is searched whole, so that one query cannot cost hundreds of searches
 MAX_PARTS = 8
-_LIST_SEP = re.compile(r"\s*(?:、|，|,|;|；|\band\b|\bthen\b|以及|和)\s*", re.I)
+_LIST_SEP = re.compile(r"\s*(?:、|，|,|;|；|\band\b|\bthen\b|\bor\b|以及|和|还是)\s*", re.I)
+#: "did/was A before B?": a yes/no question whose two events stand either side of before/after
+_EN_AUX = re.compile(r"\s*(?:did|was|were|had|has|have|is|are|do|does)\b", re.I)
+_EN_YESNO = re.compile(r"\s*\b(?:before|after)\b\s*", re.I)
 #: words that ask only for the order, not for an event
 _ORDER_FRAME = re.compile(
     r"\b(?:which|what)(?: one| event| thing)? (?:came|happened|occurred|was) (?:first|earlier|later)\b"
@@ -118,7 +126,7 @@ def split_pair(question: str, shapes: bool = True) -> list[str]:
         at = _zh_at(question)
         if at and all(_words(p) >= 1 for p in at):
             return _events([at[0].rstrip(_TRIM).removesuffix("是"), at[1]])
-    patterns = [_EN, _ZH]
+    patterns = [_EN, _ZH] + ([_EN_YESNO] if shapes and _EN_AUX.match(question) else [])
     if _ZH_WHICH_FIRST.search(question):
         patterns.append(_ZH_AND)
     for pattern in patterns:
