@@ -61,8 +61,9 @@ _ORDER = re.compile(r"\b(?:in (?:what|which) order|chronological(?:ly)?|(?:put|l
 #: list is searched whole, so that one query cannot cost hundreds of searches
 MAX_PARTS = 8
 _LIST_SEP = re.compile(r"\s*(?:、|，|,|;|；|\band\b|\bthen\b|\bor\b|以及|和|还是)\s*", re.I)
-#: "did/was A before B?": a yes/no question whose two events stand either side of before/after
-_EN_AUX = re.compile(r"\s*(?:did|was|were|had|has|have|is|are|do|does)\b", re.I)
+#: "did/was A before B?": a yes/no question about past events, either side of before/after —
+#: not "Do I need to run migrations before deploying?" or "Is staging reset after a deploy?" (review9)
+_EN_AUX = re.compile(r"\s*(?:did|was|were|had)\b", re.I)
 _EN_YESNO = re.compile(r"\s*\b(?:before|after)\b\s*", re.I)
 #: words that ask only for the order, not for an event
 _ORDER_FRAME = re.compile(
