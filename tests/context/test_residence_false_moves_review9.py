@@ -37,3 +37,29 @@ def test_a_move_to_a_tool_server_or_office_gives_no_residence(sentence: str) -> 
 ])
 def test_a_move_to_a_place_still_gives_the_residence(sentence: str, place: str) -> None:
     assert _residence(sentence) == [place]
+
+
+def _profile(text: str) -> set[tuple[str, str]]:
+    from knowhub.providers.llm.local_context_rules import extract_profile
+
+    payload = {"messages": [{"id": "m1", "role": "user", "content": text, "timestamp": "2026-03-02T10:00:00Z"}]}
+    return {(f["attribute"], f["value"]) for c in extract_profile(payload) for f in c["metadata"]["facts"]}
+
+
+@pytest.mark.parametrize("text", [
+    "Suppose I relocated to Austin, how would taxes work?",
+    "Say we moved to Porto, could we keep the same ISP?",
+    "Let's say I live in Denver, what time zone is that?",
+    "Assuming I work at Google, how much would I earn?",
+    "Imagine I am 40 years old, what insurance fits?",
+    "假设我今年30岁，保险怎么买？",
+    "要是我搬到了杭州，房租大概多少？",
+])
+def test_a_supposition_before_a_question_states_no_fact(text: str) -> None:
+    """review9: the clause before a question's asking part counts as a statement since fixes9
+    ("Now that we're settled in Adelaide, can you …?"); a supposition there is none."""
+    assert _profile(text) == set()
+
+
+def test_a_statement_before_a_question_still_counts() -> None:
+    assert ("residence", "Melbourne") in _profile("Now that we're settled in Melbourne, can you help me set up the NAS?")
