@@ -104,6 +104,11 @@ _ASKS = re.compile(r"^\W*(?:do|does|did|is|are|was|were|am|can|could|would|will|
                    r"wouldn't|couldn't|shouldn't)\b|^(?:是不是|要不要|能不能|可不可以|会不会|有没有|为什么|怎么|哪|谁|什么)", re.I)
 
 
+#: A supposition, not a statement: "Suppose I relocated to Austin, how …?", "假设我今年30岁，…？".
+_SUPPOSES = re.compile(r"^\W*(?:(?:suppose|supposing|say|let'?s say|let us say|assum\w*|imagine|hypothetically|what if|"
+                       r"in case|even if|if)\b|假设|假如|如果|要是|万一|比如说?|设想)", re.I)
+
+
 def _profile_statements(text: str) -> list[str]:
     """The statements a profile fact may come from: every sentence that is no question, and the
     clauses before the asking one of a question that opens as a statement ("Now that we're
@@ -112,7 +117,7 @@ def _profile_statements(text: str) -> list[str]:
     for sentence in split_sentences(text):
         if not sentence.rstrip("\"'”’) ").endswith(_QUESTION_END):
             out.append(sentence)
-        elif not _ASKS.match(sentence) and re.search(r"[,，]", sentence):
+        elif not _ASKS.match(sentence) and not _SUPPOSES.match(sentence) and re.search(r"[,，]", sentence):
             out.append(re.split(r"[,，](?=[^,，]*$)", sentence)[0])
     return out
 
