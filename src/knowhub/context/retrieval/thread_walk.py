@@ -22,12 +22,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from knowhub.context.core.query import RetrievedBlock, SearchResult
+from knowhub.context.core.query import RetrievedBlock, SearchResult, SeedHit
 from knowhub.context.retrieval.thread_questions import topic_of
 
 __all__ = ["DEFAULT_WALK_WEIGHT", "WALK_POOL", "search_thread", "thread_query", "walk_thread"]
 
-#: weight of the second (walked) list in the fusion; chosen leave one chat out (module doc)
+#: weight of the second (walked) list in the fusion; every fold of the leave-one-chat-out run chose it
 DEFAULT_WALK_WEIGHT = 0.5
 #: rank offset of the fusion: a small one, so the heads of both lists decide
 RANK_K = 10
@@ -67,7 +67,7 @@ def walk_thread(search: Callable[[str, int], SearchResult], topic: str, top_k: i
             block.setdefault(b.uri, b)
     head = first.blocks[0].uri
     order = [head, *sorted((u for u in score if u != head), key=lambda u: (-score[u], u))]
-    seeds = {}
+    seeds: dict[str, SeedHit] = {}
     for seed in (*first.seed_hits, *second.seed_hits):
         if seed.uri not in seeds or seeds[seed.uri].score < seed.score:
             seeds[seed.uri] = seed
