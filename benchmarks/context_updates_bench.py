@@ -5,6 +5,7 @@ Run from the repository root::
     python benchmarks/context_updates_bench.py                  # both modes
     python benchmarks/context_updates_bench.py --mode updates   # §2 only
     python benchmarks/context_updates_bench.py --mode profile --show-errors
+    python benchmarks/context_updates_bench.py --mode updates --updates-data benchmarks/data/context_acceptance_labelled.json
 
 ``--mode updates`` (``benchmarks/data/context_updates_labelled.json``, 48 cases, English and
 Chinese, u01-u24 dev, u25-u48 held-out): each case's sessions are committed in order
@@ -122,8 +123,8 @@ def current_first(svc: ContextEngineService, ctx: RequestContext, question: dict
     return rank["current"] is not None and (rank["old"] is None or rank["current"] < rank["old"])
 
 
-def bench_updates(svc: ContextEngineService, show_errors: bool) -> dict[str, Any]:
-    cases = json.loads(UPDATES.read_text(encoding="utf-8"))["cases"]
+def bench_updates(svc: ContextEngineService, show_errors: bool, data: Path = UPDATES) -> dict[str, Any]:
+    cases = json.loads(data.read_text(encoding="utf-8"))["cases"]
     saved = slot_rules.CHOICE_WINDOW
     sweep: dict[int, dict[str, dict[str, int]]] = {}
     errors: dict[int, list[str]] = defaultdict(list)
@@ -237,6 +238,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--mode", choices=("updates", "profile", "all"), default="all")
     parser.add_argument("--show-errors", action="store_true")
     parser.add_argument("--out-json", type=Path, default=None)
+    parser.add_argument("--updates-data", type=Path, default=UPDATES,
+                        help="another labelled update set, e.g. benchmarks/data/context_acceptance_labelled.json")
     args = parser.parse_args(argv)
     report: dict[str, Any] = {
         "command": " ".join(["python", "benchmarks/context_updates_bench.py", *(argv if argv is not None else sys.argv[1:])]),
@@ -249,7 +252,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         report["embedder"] = svc.embedder.name
         try:
             if args.mode in ("updates", "all"):
-                report["updates"] = bench_updates(svc, args.show_errors)
+                report["updates"] = bench_updates(svc, args.show_errors, args.updates_data)
                 up = report["updates"]
                 console.print(f"updates: window chosen on dev = {up['chosen_window']} (shipped {up['shipped_window']})")
                 _table(f"updates and contradictions, window {up['chosen_window']}", up["sweep"][str(up["chosen_window"])])
