@@ -184,9 +184,18 @@ def _qualifier(sentence: str, cjk: bool) -> str:
     return value_key(match.group(0)) if match else ""
 
 
+#: How a proposal names its choice, a few words before the value: "I recommend Dramatiq", "I'd go
+#: with pytest", "Option B: Vite", "建议换成 uv", "我倾向于 BullMQ".
+_PROPOSE_EN = re.compile(r"\b(?:recommend(?:ed|ing)?|suggest(?:ed|ing)?|propos(?:e|ed|ing)|i'?d (?:go with|use|take|pick|choose|try)|"
+                         r"(?:my|the) (?:pick|vote|recommendation|suggestion)(?: is)?|best (?:option|choice|bet)(?: is)?|"
+                         r"(?:option|plan|approach|variant) [a-d1-4]\s*[:.)]?)(?:\s+[^\s.;!?]+){0,5}\s*$", re.I)
+_PROPOSE_CN = re.compile(r"(?:建议|推荐|倾向于?|可以用|方案[一二三四1-4A-D]?[：:]|选项[一二三四1-4A-D]?[：:])[^，。；！？]{0,20}$")
+
+
 def _class_claims(sentence: str, subject: str, cjk: bool, proposal: bool = False) -> list[Claim]:
     """``proposal``: a sentence of a proposal the person accepted ("I'd switch to uv"): it asks
-    or suggests by nature, and the acceptance is the choice, so neither test applies."""
+    or suggests by nature, and the acceptance makes it a choice, so the asking test does not
+    apply and proposal wording ("I recommend", "建议") counts as choice wording."""
     asks = sentence.rstrip("\"'”’) ").endswith(("?", "？")) or bool((_ASK_CN if cjk else _ASK_EN).search(sentence))
     if asks and not proposal:
         return []
@@ -208,8 +217,9 @@ def _class_claims(sentence: str, subject: str, cjk: bool, proposal: bool = False
         # every test reads a bounded window (no copy of a long message per name: linear time)
         if (_NEG_CN if cjk else _NEG_EN).search(text[max(0, start - 40):start]):
             continue  # the value being left or refused ("from MySQL", "instead of Flask", "不用X")
-        if CHOICE_WINDOW >= 0 and not proposal and not _choice(cjk, CHOICE_WINDOW, cls in _VERB_ONLY_CLASSES).search(
-                text[max(0, start - 80):start]) and not _COPULA_AFTER.match(text, end):
+        before = text[max(0, start - 80):start]
+        if CHOICE_WINDOW >= 0 and not _choice(cjk, CHOICE_WINDOW, cls in _VERB_ONLY_CLASSES).search(before) \
+                and not _COPULA_AFTER.match(text, end) and not (proposal and (_PROPOSE_CN if cjk else _PROPOSE_EN).search(before)):
             continue  # a mention, not a choice ("I read about MongoDB", "MongoDB's docs")
         if not cjk and _MENTION_AFTER.match(text, end):
             continue  # "a strong Django dev", "the React docs"

@@ -34,17 +34,22 @@ MAX_REPLY_CHARS = 160
 
 # ---------------------------------------------------------------------- the reply
 
-_YES_EN = r"(?:ok(?:ay)?|yes|yep|yeah|yup|sure|alright|all right|agreed|deal|fine|perfect|great|good|right)"
-#: Saying yes to a proposal (its first sentence, or a lone yes word before it).
+#: A yes word opening the reply, alone in its first sentence or before what is accepted.
+_YES_EN = re.compile(
+    r"^(?:(?:ok(?:ay)?|yes|yep|yeah|yup|sure|alright|all right|agreed|deal|fine|perfect|great|good|right)\b[\s,.!;:—–-]*)+"
+    r"(?:$|(?:let'?s|we'?ll|i'?ll|go|do|doing|ship|sounds|works|that|then|please|option|the|plan|approach|choice|"
+    r"variant|[a-d]\b|\d\b))", re.I)
+_YES_CN = re.compile(r"^(?:好(?:的|吧|啊|嘞|呀)?|行|可以|没问题|嗯+|ok|OK)(?:[，,。.！!～~\s]|$)|^同意")
+#: Saying yes to a proposal anywhere in the first sentence ("Great, let's do it", "那就按表上的来").
 _ACCEPT_EN = re.compile(
-    rf"^(?:{_YES_EN}\b[\s,.!;:—–-]*)+(?:$|(?:let'?s|we'?ll|i'?ll|go|do|doing|ship|sounds|works|that|then|please|"
-    r"option|the|plan|approach|choice|variant|[a-d]\b|\d\b))|"
     r"\b(?:let'?s (?:do|go|use|try|take|pick|switch|keep|stick)|go (?:ahead|for it|with)|(?:do|doing|ship|shipping) (?:it|that|this)|"
     r"sounds (?:good|great|right|fine|like a plan)|works for (?:me|us)|fine (?:by|with) (?:me|us)|that works|makes sense|"
     r"i agree|agreed|approved|i'?m sold|convinced|(?:we|i)'?ll (?:go with|take|use|do) (?:it|that|this|option|the)|"
     r"(?:it is|it'?s) a deal|yes,? please)\b", re.I)
-_ACCEPT_CN = re.compile(r"^(?:好|行|可以|同意|没问题|对|嗯|ok|OK)|就按|就这么|按你说的|听你的|按这个|那就|就用|就选|定了|就它了|"
-                        r"就这样|照这个|照你说的|同意|赞成|没意见")
+_ACCEPT_CN = re.compile(r"(?:^|[，,。.！!；;：:\s])(?:那就|就按|就这么|按你说的(?:来|办|做)|听你的|按这个|就用|就选|定了|就它了|就这样|照这个|"
+                        r"照你说的|同意|赞成|没意见)")
+#: Thanks for an answer is no decision ("Great, thanks!", "好，谢谢").
+_THANKS = re.compile(r"\bthanks?\b|\bthank you\b|谢谢|多谢|感谢", re.I)
 #: Putting it off or asking first: no decision yet ("ok, let me think", "先不改", "再想想").
 _HEDGE = re.compile(r"\b(?:let me (?:think|check|see|look|ask)|i'?ll (?:think|check|see)|think about it|not (?:yet|now|sure)|"
                     r"later|maybe|hold on|wait|not so fast|hmm+)\b|先不|再想想|再看看|考虑一下|想一想|以后再说|等等|等一下|回头再|"
@@ -64,9 +69,12 @@ _OPTION_LINE = re.compile(r"^\s*(?:[-*#>]\s*)*(?:\*\*)?(?:(?:option|plan|approac
                           r"([a-d1-4])[.):](?!\d))|^\s*(?:[-*#>]\s*)*(?:\*\*)?(?:方案|选项)\s*([一二三四1-4A-Da-d])", re.I)
 #: A sentence that proposes: "I'd switch to …", "I recommend …", "my pick is …", "建议 …".
 _PROPOSES = re.compile(
-    r"\b(?:i(?:'d| would)|i (?:recommend|suggest|propose)|my (?:pick|recommendation|suggestion|vote)|recommend(?:ed)?|"
+    r"\b(?:i(?:'d| would)(?! not)|i (?:recommend|suggest|propose)|my (?:pick|recommendation|suggestion|vote)|recommend(?:ed)?|"
     r"suggest(?:ed)?|propos(?:e|ed|al)|let'?s|we (?:could|should|can)|go with|switch(?:ing)? to|move to|best (?:option|choice|bet)|"
-    r"simplest|the plan)\b|建议|推荐|我会|可以改|改成|换成|改用|用.{1,12}吧|方案|最好|不如", re.I)
+    r"simplest)\b|(?<!不)(?:建议|推荐)|我会|可以改|改成|换成|改用|用.{1,12}吧|最好|不如", re.I)
+#: ... unless it advises against: "I wouldn't use Redis here", "不建议一步上 16".
+_ADVISES_AGAINST = re.compile(r"\b(?:i wouldn'?t|i would not|don'?t (?:recommend|suggest)|not (?:recommend|suggest)|avoid)\b|"
+                              r"不建议|不推荐|不要|别用", re.I)
 _NUMBER = re.compile(r"\d")
 
 
@@ -96,11 +104,15 @@ def _members(text: str) -> list[tuple[str, str]]:
 
 
 def _accepts(reply: str) -> bool:
+    """A yes, an acceptance or a pick in the reply's first sentence, not a question, a hedge
+    or (with no more than a yes) thanks."""
     sentences = split_sentences(reply)
     first = (sentences[0] if sentences else reply).strip().lstrip("\"'“‘(")
     if first.rstrip().endswith(("?", "？")) or _HEDGE.search(first):
         return False
-    return bool(_ACCEPT_EN.search(first) or _ACCEPT_CN.search(first) or _PICK_EN.search(first) or _PICK_CN.search(first))
+    if _ACCEPT_EN.search(first) or _ACCEPT_CN.search(first) or _PICK_EN.search(first) or _PICK_CN.search(first):
+        return True
+    return bool((_YES_EN.search(first) or _YES_CN.search(first)) and not _THANKS.search(first))
 
 
 def _picked(reply: str) -> int:
@@ -145,7 +157,7 @@ def accepted_choice(proposal: Turn, reply: Turn | None) -> AcceptedChoice | None
     prose = strip_code(str(proposal.extra.get("raw") or proposal.text))
     options = _options(prose)
     pick = _picked(text)
-    said = _members(text)
+    said = _members(_ACCEPT_EN.sub(" ", text))  # "Go with Telegram": the verb is no language
     option = ""
     if options and pick:
         index = len(options) - 1 if pick == -1 else pick - 1
@@ -159,7 +171,8 @@ def accepted_choice(proposal: Turn, reply: Turn | None) -> AcceptedChoice | None
         if not part:
             return None
     else:
-        part = _sentences_naming(prose, lambda s: bool(_PROPOSES.search(s)) and (_members(s) or _NUMBER.search(s)))
+        part = _sentences_naming(prose, lambda s: bool(_PROPOSES.search(s)) and not _ADVISES_AGAINST.search(s)
+                                 and bool(_members(s) or _NUMBER.search(s)))
     if not part:
         return None
     chosen = " ".join(part)[:1200]
