@@ -339,7 +339,8 @@ def claimed_memories(applied: Sequence[tuple[Any, Any]], messages: Sequence[dict
             # a short reply accepting the assistant's proposal (it cites the reply first):
             # the person's choice of what the proposal says
             values = [str(v) for v in candidate.metadata.get("decided_values") or []]
-            claims = accepted_claims(str(candidate.metadata["decided"]), values)
+            said = claims_in_text(str(message.get("content") or ""), "user")  # what the reply says itself
+            claims = list({(c.slot, c.key, c.topic): c for c in [*said, *accepted_claims(str(candidate.metadata["decided"]), values)]}.values())
         elif category in ("events", "preferences", "entities") and len(refs) == 1 and message:
             if message.get("role") in ("system", "tool"):
                 continue

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from knowhub.providers.llm.local_context_code import strip_code
 from knowhub.providers.llm.local_context_text import Turn, split_sentences
 from knowhub.providers.llm.local_context_tools import value_members
 
-__all__ = ["MAX_REPLY_CHARS", "AcceptedChoice", "accepted_choice"]
+__all__ = ["MAX_REPLY_CHARS", "AcceptedChoice", "accepted_choice", "fold_into_replies"]
 
 #: A reply longer than this says more than "yes": its own memory carries it (Latin characters;
 #: a Chinese reply counts each character as three).
@@ -186,3 +187,29 @@ def accepted_choice(proposal: Turn, reply: Turn | None) -> AcceptedChoice | None
         return None
     return AcceptedChoice(chosen, tuple(values[:4]), option)
 
+
+
+def fold_into_replies(candidates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An accepting reply that is a memory of its own ("Perfect. Do it. Does it run on 3.11?")
+    becomes the decision: its event memory takes the decision's summary, cites the proposal
+    too and carries what was decided, and no second node repeats it (a node more per reply
+    shifts the word statistics every other memory is ranked by). A bare "ok let's go with
+    that" has no memory of its own: its decision stays a node."""
+    own = {str(c["source_refs"][0]): c for c in candidates
+           if c.get("category") == "events" and c["metadata"].get("kind") == "turn" and len(c.get("source_refs") or []) == 1}
+    out: list[dict[str, Any]] = []
+    for candidate in candidates:
+        meta = candidate.get("metadata") or {}
+        event = own.get(str(candidate["source_refs"][0])) if meta.get("accepts") else None
+        if event is None:
+            out.append(candidate)
+            continue
+        event["source_refs"] = list(candidate["source_refs"])
+        # the reply's own words stay first (what it says beside the yes is its own memory)
+        event["abstract"] = f"{event['abstract']} — {meta.get('summary') or candidate['abstract']}"
+        decided = [ln for ln in candidate["overview"].split("\n") if " answered: " not in ln]  # the event quotes the reply
+        event["overview"] = "\n".join([*decided, event["overview"]])
+        event["content"] = candidate["content"]
+        event["confidence"] = max(event["confidence"], candidate["confidence"])
+        event["metadata"].update({k: meta[k] for k in ("kind", "origin", "accepts", "decided", "decided_values", "option", "verdict")})
+    return out

@@ -366,7 +366,8 @@ def _accepted_decision(turn: Turn, reply: Turn | None) -> list[dict[str, Any]]:
         reply, f"{reply.id}-accepts-{turn.id}", "decision", f"{head}: {truncate(choice.text, 160)}", overview,
         f"{reply.cite()}\n[{turn.id}] proposal: {truncate(choice.text, 800)}", [reply.id, turn.id], 0.75,
         verdict="accepted", origin="user", accepts=turn.id, decided=choice.text,
-        decided_values=[value for _, value in choice.values if value], option=choice.option)]
+        decided_values=[value for _, value in choice.values if value], option=choice.option,
+        summary=truncate(f"{'决定' if cjk else 'decided'}{' (' + topic + ')' if topic else ''}: {choice.text}", 160))]
 
 
 def assistant_memories(turns: list[Turn]) -> list[dict[str, Any]]:
