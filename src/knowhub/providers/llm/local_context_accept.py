@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from knowhub.providers.llm.local_context_code import strip_code
-from knowhub.providers.llm.local_context_text import Turn, split_sentences
+from knowhub.providers.llm.local_context_text import Turn, content_words, split_sentences
 from knowhub.providers.llm.local_context_tools import value_members
 
 __all__ = ["MAX_REPLY_CHARS", "AcceptedChoice", "accepted_choice", "fold_into_replies"]
@@ -49,6 +49,10 @@ _ACCEPT_EN = re.compile(
     r"(?:it is|it'?s) a deal|yes,? please)\b", re.I)
 _ACCEPT_CN = re.compile(r"(?:^|[，,。.！!；;：:\s])(?:那就|就按|就这么|按你说的(?:来|办|做)|听你的|按这个|就用|就选|定了|就它了|就这样|照这个|"
                         r"照你说的|同意|赞成|没意见)")
+#: Yes words anywhere (what :func:`_says_only_yes` takes out before counting what is left).
+_YES_WORDS = re.compile(r"\b(?:ok(?:ay)?|yes|yep|yeah|yup|sure|alright|all right|agreed|deal|fine|perfect|great|good|right|"
+                        r"please|then|it is|that|this|it|do|doing|done|now|go|ahead|ship|by me|for me)\b|"
+                        r"好的?|行|可以|没问题|嗯+|同意|赞成|吧", re.I)
 #: Thanks for an answer is no decision ("Great, thanks!", "好，谢谢").
 _THANKS = re.compile(r"\bthanks?\b|\bthank you\b|谢谢|多谢|感谢", re.I)
 #: Putting it off or asking first: no decision yet ("ok, let me think", "先不改", "再想想").
@@ -116,6 +120,26 @@ def _accepts(reply: str) -> bool:
     return bool((_YES_EN.search(first) or _YES_CN.search(first)) and not _THANKS.search(first))
 
 
+#: What a bare yes may say beside the yes and the value it picks ("doing it. uv.", "行，就按这个来").
+_MAX_OTHER_WORDS = 2
+_MAX_OTHER_CJK = 6
+_FILLER_CJK = frozenset("了啊呀吧哦呢嘛啦哈的这个那来办做就")
+
+
+def _says_only_yes(reply: str) -> bool:
+    """The reply says nothing but yes (and which tool or option): a reply that says more
+    ("可以，就按这个来：Django + MySQL，借期 30 天", "Perfect. Do it. Does it run on 3.11?")
+    is a memory of its own, with its own words and claims, and names its topic itself."""
+    rest = reply
+    for pattern in (_ACCEPT_EN, _ACCEPT_CN, _PICK_EN, _PICK_CN, _YES_WORDS):
+        rest = pattern.sub(" ", rest)
+    for _, _, member, _ in value_members():
+        rest = member.sub(" ", rest) if member.search(rest) else rest
+    words = [w for w in content_words(rest) if w.isascii()]
+    cjk = [ch for ch in rest if "\u3400" <= ch <= "\u9fff" and ch not in _FILLER_CJK]
+    return len(words) <= _MAX_OTHER_WORDS and len(cjk) <= _MAX_OTHER_CJK
+
+
 def _picked(reply: str) -> int:
     """The option number the reply picks (0: none)."""
     match = _PICK_EN.search(reply) or _PICK_CN.search(reply)
@@ -153,7 +177,7 @@ def accepted_choice(proposal: Turn, reply: Turn | None) -> AcceptedChoice | None
         return None
     text = reply.text.strip()
     weight = sum(3 if "\u3400" <= ch <= "\u9fff" else 1 for ch in text)
-    if not text or weight > MAX_REPLY_CHARS or not _accepts(text):
+    if not text or weight > MAX_REPLY_CHARS or not _accepts(text) or not _says_only_yes(text):
         return None
     prose = strip_code(str(proposal.extra.get("raw") or proposal.text))
     options = _options(prose)
