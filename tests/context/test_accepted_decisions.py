@@ -63,6 +63,11 @@ def test_refusals_hedges_thanks_and_long_replies_accept_nothing(reply: str) -> N
     assert accepted_choice(*_pair(UV, reply)) is None
 
 
+def test_a_reply_that_says_more_than_yes_is_its_own_memory() -> None:
+    assert accepted_choice(*_pair(UV, "Perfect. Do it. Does uv run on Python 3.11 on the build server?")) is None
+    assert accepted_choice(*_pair("建议用 Django + MySQL。", "可以，就按这个来：Django + MySQL，借期 30 天，每人最多 3 本。")) is None
+
+
 def test_only_the_immediate_reply_accepts_and_only_a_proposal_with_a_value() -> None:
     assert accepted_choice(*_pair(UV, "ok", gap=2)) is None  # something was said in between
     assert accepted_choice(*_pair("VACUUM reclaims space from dead rows.", "ok, sounds good")) is None
@@ -79,6 +84,9 @@ def test_the_extractor_writes_the_users_decision_citing_reply_then_proposal() ->
     assert decision["source_refs"] == ["m3", "m2"]
     assert decision["metadata"]["kind"] == "decision" and decision["metadata"]["origin"] == "user"
     assert "python package manager: uv" in decision["abstract"]
+    assert decision["abstract"].startswith("User: doing it. uv.")  # the reply's own memory became the decision
+    everything = run_extraction("extract_entities_events", {"messages": messages})
+    assert sum(1 for c in everything if c["source_refs"][0] == "m3" and c["category"] == "events") == 1
     messages[2]["content"] = "no, keep poetry"
     refused = run_extraction("extract_entities_events", {"messages": messages})
     assert not [c for c in refused if c["metadata"].get("accepts")]
