@@ -5,7 +5,8 @@ Run from the repository root::
     python benchmarks/context_updates_bench.py                  # both modes
     python benchmarks/context_updates_bench.py --mode updates   # §2 only
     python benchmarks/context_updates_bench.py --mode profile --show-errors
-    python benchmarks/context_updates_bench.py --mode updates --updates-data benchmarks/data/context_acceptance_labelled.json
+    python benchmarks/context_updates_bench.py --mode updates --updates-data benchmarks/data/context_acceptance_labelled.json \
+        --accepted-decisions      # the accepted-proposal rule (off by default) on its own labelled set
 
 ``--mode updates`` (``benchmarks/data/context_updates_labelled.json``, 48 cases, English and
 Chinese, u01-u24 dev, u25-u48 held-out): each case's sessions are committed in order
@@ -240,7 +241,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out-json", type=Path, default=None)
     parser.add_argument("--updates-data", type=Path, default=UPDATES,
                         help="another labelled update set, e.g. benchmarks/data/context_acceptance_labelled.json")
+    parser.add_argument("--accepted-decisions", action="store_true",
+                        help="switch on local_context_assistant.SWITCHES['accepted_decision'] (off by default)")
     args = parser.parse_args(argv)
+    if args.accepted_decisions:
+        from knowhub.providers.llm.local_context_assistant import SWITCHES
+        SWITCHES["accepted_decision"] = True
     report: dict[str, Any] = {
         "command": " ".join(["python", "benchmarks/context_updates_bench.py", *(argv if argv is not None else sys.argv[1:])]),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),

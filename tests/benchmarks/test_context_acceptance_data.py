@@ -11,7 +11,10 @@ import json
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from knowhub.context import ContextEngineService
+from knowhub.providers.llm.local_context_assistant import SWITCHES
 from tests.benchmarks.bench_modules import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +38,8 @@ def test_cases_are_a_proposal_and_its_reply_with_a_fixed_split() -> None:
             assert "update" in kinds and kinds - {"update"}
 
 
-def test_the_runner_reads_another_update_set() -> None:
+def test_the_runner_reads_another_update_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(SWITCHES, "accepted_decision", True)  # off by default (docs/benchmarks.md)
     bench = load_benchmark("context_updates_bench.py")
     subset = [c for c in CASES if c["id"] in ("a01", "a07")]  # an acceptance and a refusal
     with tempfile.TemporaryDirectory() as tmp:

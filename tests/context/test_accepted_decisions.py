@@ -13,12 +13,19 @@ from knowhub.context import ContextEngineService
 from knowhub.context.commit.slots import accepted_claims
 from knowhub.providers.llm.local_context import run_extraction
 from knowhub.providers.llm.local_context_accept import accepted_choice
+from knowhub.providers.llm.local_context_assistant import SWITCHES
 from knowhub.providers.llm.local_context_text import Turn
 from knowhub.scope import RequestContext
 
 from .timeline_support import superseded_pairs
 
 CTX = RequestContext("acme", "bob")
+
+
+@pytest.fixture(autouse=True)
+def _accepted_decisions_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rule is off by default (docs/benchmarks.md): these tests switch it on."""
+    monkeypatch.setitem(SWITCHES, "accepted_decision", True)
 MEM = "ctx://acme/users/bob/memories"
 UV = "I'd switch the project from Poetry to uv: it resolves and installs about ten times faster."
 OPTIONS = ("Two ways to fix it:\nOption A: keep Webpack and add a persistent cache.\n"
@@ -109,6 +116,14 @@ def test_an_accepted_proposal_replaces_the_earlier_decision(svc: ContextEngineSe
     blocks = svc.search_memory(CTX, "Which package manager do we use now?", top_k=10).blocks
     first = next(b for b in blocks if {"s1-0", "s2-2"} & set(b.metadata.get("source_refs") or []))
     assert first.metadata["source_refs"] == ["s2-2", "s2-1"]
+
+
+def test_off_by_default_nothing_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(SWITCHES, "accepted_decision", False)
+    messages = [{"id": "m1", "role": "user", "content": "Installs take forever in CI. Ideas?"},
+                {"id": "m2", "role": "assistant", "content": UV},
+                {"id": "m3", "role": "user", "content": "doing it. uv."}]
+    assert not [c for c in run_extraction("extract_entities_events", {"messages": messages}) if c["metadata"].get("accepts")]
 
 
 def test_a_refused_proposal_replaces_nothing(svc: ContextEngineService) -> None:

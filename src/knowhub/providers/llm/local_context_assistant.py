@@ -55,11 +55,13 @@ __all__ = ["CHUNK_CHARS", "MAX_PIECES", "SPLIT_CHARS", "SWITCHES", "Piece", "ass
 #: suggestion becomes the user's ``rejected`` memory), ``piece_context`` (the pieces quote
 #: the request and the reply too, not only the whole-message node: off, since the quotes
 #: spread the chat's words over many nodes and the retriever drops words found in too many),
-#: ``accepted_decision`` (a short reply accepting the proposal is the user's decision memory
-#: citing both: :mod:`.local_context_accept`).
+#: ``accepted_decision`` (a reply that only accepts the proposal is the user's decision memory
+#: citing both, and replaces the earlier value: :mod:`.local_context_accept`; off: on the
+#: development chats it lost recall in every fold of the leave-one-chat-out check, see
+#: docs/benchmarks.md "Issue 19: accepted proposals").
 SWITCHES: dict[str, bool] = {"assistant_memories": True, "cite_acceptance": False, "split_pieces": True,
                              "refusal_memory": True, "piece_context": False, "lean_summary": True,
-                             "accepted_decision": True}
+                             "accepted_decision": False}
 
 #: Prose paragraphs of one message are packed into pieces of about this many characters.
 CHUNK_CHARS = 600
