@@ -5,6 +5,8 @@ Run from the repository root::
     python benchmarks/context_updates_bench.py                  # both modes
     python benchmarks/context_updates_bench.py --mode updates   # §2 only
     python benchmarks/context_updates_bench.py --mode profile --show-errors
+    python benchmarks/context_updates_bench.py --mode updates --updates-data benchmarks/data/context_acceptance_labelled.json \
+        --accepted-decisions      # the accepted-proposal rule (off by default) on its own labelled set
 
 ``--mode updates`` (``benchmarks/data/context_updates_labelled.json``, 48 cases, English and
 Chinese, u01-u24 dev, u25-u48 held-out): each case's sessions are committed in order
@@ -123,8 +125,8 @@ def current_first(svc: ContextEngineService, ctx: RequestContext, question: dict
     return rank["current"] is not None and (rank["old"] is None or rank["current"] < rank["old"])
 
 
-def bench_updates(svc: ContextEngineService, show_errors: bool) -> dict[str, Any]:
-    cases = json.loads(UPDATES.read_text(encoding="utf-8"))["cases"]
+def bench_updates(svc: ContextEngineService, show_errors: bool, data: Path = UPDATES) -> dict[str, Any]:
+    cases = json.loads(data.read_text(encoding="utf-8"))["cases"]
     saved = slot_rules.CHOICE_WINDOW
     sweep: dict[int, dict[str, dict[str, int]]] = {}
     errors: dict[int, list[str]] = defaultdict(list)
@@ -238,7 +240,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--mode", choices=("updates", "profile", "all"), default="all")
     parser.add_argument("--show-errors", action="store_true")
     parser.add_argument("--out-json", type=Path, default=None)
+    parser.add_argument("--updates-data", type=Path, default=UPDATES,
+                        help="another labelled update set, e.g. benchmarks/data/context_acceptance_labelled.json")
+    parser.add_argument("--accepted-decisions", action="store_true",
+                        help="switch on local_context_assistant.SWITCHES['accepted_decision'] (off by default)")
     args = parser.parse_args(argv)
+    if args.accepted_decisions:
+        from knowhub.providers.llm.local_context_assistant import SWITCHES
+        SWITCHES["accepted_decision"] = True
     report: dict[str, Any] = {
         "command": " ".join(["python", "benchmarks/context_updates_bench.py", *(argv if argv is not None else sys.argv[1:])]),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -250,7 +259,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         report["embedder"] = svc.embedder.name
         try:
             if args.mode in ("updates", "all"):
-                report["updates"] = bench_updates(svc, args.show_errors)
+                report["updates"] = bench_updates(svc, args.show_errors, args.updates_data)
                 up = report["updates"]
                 console.print(f"updates: window chosen on dev = {up['chosen_window']} (shipped {up['shipped_window']})")
                 _table(f"updates and contradictions, window {up['chosen_window']}", up["sweep"][str(up["chosen_window"])])

@@ -106,7 +106,7 @@ from knowhub.context.retrieval.speaker_focus import (
     DEFAULT_SPEAKER_BOOST,
     focus_on_named_speakers,
 )
-from knowhub.context.retrieval.thread_questions import topic_of
+from knowhub.context.retrieval.thread_walk import DEFAULT_WALK_WEIGHT, search_thread
 from knowhub.context.retrieval.validity import follow_timeline
 from knowhub.context.session_items import SessionItemLog, SessionItems
 from knowhub.errors import InvalidInputError, StorageError
@@ -313,8 +313,8 @@ class ContextEngineService(NodeEditsMixin):
         #: order questions, order-asking words dropped; retrieval/pair_questions.py) and history
         #: questions searched without their frame words (retrieval/thread_questions.py): each
         #: chosen leave one chat out on the own technical chats (docs/benchmarks.md, branch summary7)
-        self.order_shapes = self.sequel_shapes = True  # sequel_shapes: "right after X" (retrieval/sequel_questions.py)
-        self.thread_topic = True
+        self.order_shapes = self.sequel_shapes = self.thread_topic = True  # sequel: "right after X" (retrieval/sequel_questions.py)
+        self.thread_walk = DEFAULT_WALK_WEIGHT  # history questions walk the thread (retrieval/thread_walk.py)
         self.reader = MemoryReadService(self.fs, self.relations)
         self.assembler = RetrievalAssembler(self.fs, self.relations, assembler_config)
         self.save_interval_s = save_interval_s
@@ -689,8 +689,8 @@ class ContextEngineService(NodeEditsMixin):
         shaped = order_search(self, ctx, query, hints, top_k, session_archive)  # retrieval/order_questions.py
         if shaped is not None:  # an order question: its parts, or its anchor's sequel, searched alone
             return shaped
-        topic = topic_of(query) if self.thread_topic else None
-        return self._search(ctx, topic or query, hints, top_k, session_archive)
+        run = lambda text, k: self._search(ctx, text, {**hints, "top_k": k}, k, session_archive)  # noqa: E731
+        return search_thread(run, query, top_k, self.thread_topic, self.thread_walk)  # history questions (thread_walk)
 
     def _search(self, ctx: Any, query: str, hints: dict[str, Any], top_k: int,
                 session_archive: SessionArchive | dict[str, Any] | None) -> SearchResult:

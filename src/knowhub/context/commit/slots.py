@@ -40,14 +40,20 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from knowhub.context.commit.quantities import quantities, topics_overlap
 from knowhub.providers.llm.local_context_profile import profile_facts
 from knowhub.providers.llm.local_context_text import has_cjk, split_sentences
-from knowhub.providers.llm.local_context_tools import EVERYDAY_NAMES, VALUE_CLASSES
+from knowhub.providers.llm.local_context_tools import (
+    NAME_LEFT,
+    NAME_RIGHT,
+    VALUE_CLASSES,
+    value_members,
+)
 
-__all__ = ["EXCLUSIVE_ATTRIBUTES", "VALUE_CLASSES", "Claim", "claims_in_text", "fact_claims", "topics_overlap", "value_key"]
+__all__ = ["EXCLUSIVE_ATTRIBUTES", "VALUE_CLASSES", "Claim", "accepted_claims", "claims_in_text", "fact_claims", "topics_overlap", "value_key"]
 
 #: Profile attributes with one current value (the others are lists: languages, family ...).
 EXCLUSIVE_ATTRIBUTES = frozenset({"name", "age", "residence", "work_location", "employer", "occupation",
@@ -58,30 +64,8 @@ def value_key(value: str) -> str:
     return re.sub(r"[\W_]+", "", value.casefold())
 
 
-#: A name stands alone among Latin letters and digits; next to a Chinese character it may be
-#: written without a space ("用Redis", "统一企业微信"), so only ASCII word characters bound it.
-_LEFT = r"(?<![A-Za-z0-9_.#+-])"
-_RIGHT = r"(?![A-Za-z0-9_#+-]|\.[A-Za-z0-9_])"
-
-
-def _build_members() -> list[tuple[str, str, re.Pattern[str], tuple[str, ...] | None]]:
-    """``(class, canonical, pattern, literals)``: ``literals`` are the case-folded names a
-    match must contain (None when a name is a pattern, like ``Next.js``), a cheap test that
-    skips the pattern for a sentence naming none of them."""
-    out = []
-    for cls, spec in VALUE_CLASSES.items():
-        for group in spec.split("|"):
-            names = group.split("=")
-            canonical = names[0].replace("\\+", "+")
-            alternation = "|".join(f"(?-i:{n})" if n in EVERYDAY_NAMES else n for n in sorted(names, key=len, reverse=True))
-            flags = 0 if cls in ("programming language",) else re.I  # "go" / "Go", "swift"
-            plain = [n.replace("\\+", "+") for n in names]
-            literals = None if any(re.search(r"[.\\^$*?{}\[\]()|]", n) for n in plain) else tuple(n.casefold() for n in plain)
-            out.append((cls, canonical, re.compile(rf"{_LEFT}(?:{alternation}){_RIGHT}", flags), literals))
-    return out
-
-
-_MEMBERS = _build_members()
+_LEFT, _RIGHT = NAME_LEFT, NAME_RIGHT
+_MEMBERS = value_members()
 #: Any member at all (case-insensitive, so a superset of every member pattern's matches): a
 #: sentence it does not match names no value, and the ~200 member patterns are not run.
 _ANY_MEMBER = re.compile(
@@ -200,9 +184,20 @@ def _qualifier(sentence: str, cjk: bool) -> str:
     return value_key(match.group(0)) if match else ""
 
 
-def _class_claims(sentence: str, subject: str, cjk: bool) -> list[Claim]:
+#: How a proposal names its choice, a few words before the value: "I recommend Dramatiq", "I'd go
+#: with pytest", "Option B: Vite", "建议换成 uv", "我倾向于 BullMQ".
+_PROPOSE_EN = re.compile(r"\b(?:recommend(?:ed|ing)?|suggest(?:ed|ing)?|propos(?:e|ed|ing)|i'?d (?:go with|use|take|pick|choose|try)|"
+                         r"(?:my|the) (?:pick|vote|recommendation|suggestion)(?: is)?|best (?:option|choice|bet)(?: is)?|"
+                         r"(?:option|plan|approach|variant) [a-d1-4]\s*[:.)]?)(?:\s+[^\s.;!?]+){0,5}\s*$", re.I)
+_PROPOSE_CN = re.compile(r"(?:建议|推荐|倾向于?|可以用|方案[一二三四1-4A-D]?[：:]|选项[一二三四1-4A-D]?[：:])[^，。；！？]{0,20}$")
+
+
+def _class_claims(sentence: str, subject: str, cjk: bool, proposal: bool = False) -> list[Claim]:
+    """``proposal``: a sentence of a proposal the person accepted ("I'd switch to uv"): it asks
+    or suggests by nature, and the acceptance makes it a choice, so the asking test does not
+    apply and proposal wording ("I recommend", "建议") counts as choice wording."""
     asks = sentence.rstrip("\"'”’) ").endswith(("?", "？")) or bool((_ASK_CN if cjk else _ASK_EN).search(sentence))
-    if asks:
+    if asks and not proposal:
         return []
     if not _ANY_MEMBER.search(sentence):
         return []
@@ -222,8 +217,9 @@ def _class_claims(sentence: str, subject: str, cjk: bool) -> list[Claim]:
         # every test reads a bounded window (no copy of a long message per name: linear time)
         if (_NEG_CN if cjk else _NEG_EN).search(text[max(0, start - 40):start]):
             continue  # the value being left or refused ("from MySQL", "instead of Flask", "不用X")
-        if CHOICE_WINDOW >= 0 and not _choice(cjk, CHOICE_WINDOW, cls in _VERB_ONLY_CLASSES).search(
-                text[max(0, start - 80):start]) and not _COPULA_AFTER.match(text, end):
+        before = text[max(0, start - 80):start]
+        if CHOICE_WINDOW >= 0 and not _choice(cjk, CHOICE_WINDOW, cls in _VERB_ONLY_CLASSES).search(before) \
+                and not _COPULA_AFTER.match(text, end) and not (proposal and (_PROPOSE_CN if cjk else _PROPOSE_EN).search(before)):
             continue  # a mention, not a choice ("I read about MongoDB", "MongoDB's docs")
         if not cjk and _MENTION_AFTER.match(text, end):
             continue  # "a strong Django dev", "the React docs"
@@ -340,6 +336,34 @@ def _claims_in_text(text: str, subject: str, window: int, quantities: bool = Tru
     for claim in out:
         unique.setdefault((claim.slot, claim.key, claim.topic), claim)
     return tuple(unique.values())
+
+
+_GENERIC_PART = re.compile(r"\|(?:project|app|application)$")
+
+
+def accepted_claims(text: str, values: Sequence[str] = (), subject: str = "user") -> list[Claim]:
+    """The claims of the part of an assistant's proposal that a person's short reply accepted
+    (:mod:`knowhub.providers.llm.local_context_accept`): the tools it picks (only ``values``
+    when the reply named them: "doing it. uv.") and the quantities it sets; what the proposal
+    leaves ("from Poetry", "instead of 15") is no value, and two tools of one class with no
+    word telling which is chosen claim nothing, as in a person's own statement."""
+    keys = {value_key(v) for v in values}
+    out: list[Claim] = []
+    subject = subject.casefold() or "user"
+    for sentence in split_sentences(text):
+        cjk = has_cjk(sentence)
+        for claim in _class_claims(sentence, subject, cjk, proposal=True):
+            if keys and claim.key not in keys:
+                continue
+            # the assistant's "the project" / "the app" is the one the chat is about, no side project
+            out.append(dataclasses.replace(claim, slot=_GENERIC_PART.sub("", claim.slot)))
+    if QUANTITIES and not out:  # a number it sets, when it picks no tool ("ten times faster" is no setting)
+        for sentence in split_sentences(text):
+            out.extend(_qty_claims(sentence, subject, has_cjk(sentence)))
+    unique: dict[tuple[str, str, tuple[str, ...]], Claim] = {}
+    for claim in _left_in_message(out):
+        unique.setdefault((claim.slot, claim.key, claim.topic), claim)
+    return list(unique.values())
 
 
 def _left_in_message(claims: list[Claim]) -> list[Claim]:

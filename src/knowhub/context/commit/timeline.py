@@ -51,6 +51,7 @@ import orjson
 from knowhub.context.commit.quantities import SAME_SESSION
 from knowhub.context.commit.slots import (
     Claim,
+    accepted_claims,
     claims_in_text,
     fact_claims,
     topics_overlap,
@@ -334,6 +335,12 @@ def claimed_memories(applied: Sequence[tuple[Any, Any]], messages: Sequence[dict
         index, message = first if first is not None else (0, {})
         if category == "profile" and candidate.metadata.get("fact_node"):
             claims = fact_claims([f for f in candidate.metadata.get("facts") or [] if isinstance(f, dict)])
+        elif category == "events" and candidate.metadata.get("decided") and message and message.get("role") == "user":
+            # a short reply accepting the assistant's proposal (it cites the reply first):
+            # the person's choice of what the proposal says
+            values = [str(v) for v in candidate.metadata.get("decided_values") or []]
+            said = claims_in_text(str(message.get("content") or ""), "user")  # what the reply says itself
+            claims = list({(c.slot, c.key, c.topic): c for c in [*said, *accepted_claims(str(candidate.metadata["decided"]), values)]}.values())
         elif category in ("events", "preferences", "entities") and len(refs) == 1 and message:
             if message.get("role") in ("system", "tool"):
                 continue

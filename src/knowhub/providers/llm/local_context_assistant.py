@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from knowhub.providers.llm.local_context_accept import accepted_choice
 from knowhub.providers.llm.local_context_text import (
     Turn,
     content_words,
@@ -53,9 +54,14 @@ __all__ = ["CHUNK_CHARS", "MAX_PIECES", "SPLIT_CHARS", "SWITCHES", "Piece", "ass
 #: whole-message node of a split message keeps only the outline), ``refusal_memory`` (a refused
 #: suggestion becomes the user's ``rejected`` memory), ``piece_context`` (the pieces quote
 #: the request and the reply too, not only the whole-message node: off, since the quotes
-#: spread the chat's words over many nodes and the retriever drops words found in too many).
+#: spread the chat's words over many nodes and the retriever drops words found in too many),
+#: ``accepted_decision`` (a reply that only accepts the proposal is the user's decision memory
+#: citing both, and replaces the earlier value: :mod:`.local_context_accept`; off: on the
+#: development chats it lost recall in every fold of the leave-one-chat-out check, see
+#: docs/benchmarks.md "Issue 19: accepted proposals").
 SWITCHES: dict[str, bool] = {"assistant_memories": True, "cite_acceptance": False, "split_pieces": True,
-                             "refusal_memory": True, "piece_context": False, "lean_summary": True}
+                             "refusal_memory": True, "piece_context": False, "lean_summary": True,
+                             "accepted_decision": False}
 
 #: Prose paragraphs of one message are packed into pieces of about this many characters.
 CHUNK_CHARS = 600
@@ -340,6 +346,32 @@ def _candidate(turn: Turn, key: str, kind: str, abstract: str, overview: list[st
     }
 
 
+def _accepted_decision(turn: Turn, reply: Turn | None) -> list[dict[str, Any]]:
+    """The user's decision memory when a short reply accepts ``turn``'s proposal: it names the
+    chosen part and its tools, and cites the reply first (its time is when the value holds
+    from) and the proposal (``metadata.decided``: what the timeline reads the claims from)."""
+    choice = accepted_choice(turn, reply)
+    if choice is None or reply is None:
+        return []
+    cjk = has_cjk(reply.text)
+    topic = "; ".join(f"{cls}: {value}" if value else cls for cls, value in choice.values)
+    when = f" ({reply.date})" if reply.date else ""
+    if cjk:
+        head = f"{reply.speaker_cn}{when}决定采用助手的提议" + (f"（{topic}）" if topic else "")
+    else:
+        head = f"{reply.speaker}{when} decided" + (f" ({topic})" if topic else "") + ", accepting the assistant's proposal"
+    picked = f" option {choice.option}" if choice.option else ""
+    overview = [f"- decision{picked}: {truncate(choice.text, 400)}", f"- {reply.speaker} answered: {reply.text}"]
+    if topic:
+        overview.insert(0, f"- decided: {topic}")
+    return [_candidate(
+        reply, f"{reply.id}-accepts-{turn.id}", "decision", f"{head}: {truncate(choice.text, 160)}", overview,
+        f"{reply.cite()}\n[{turn.id}] proposal: {truncate(choice.text, 800)}", [reply.id, turn.id], 0.75,
+        verdict="accepted", origin="user", accepts=turn.id, decided=choice.text,
+        decided_values=[value for _, value in choice.values if value], option=choice.option,
+        summary=truncate(f"{'决定' if cjk else 'decided'}{' (' + topic + ')' if topic else ''}: {choice.text}", 160))]
+
+
 def assistant_memories(turns: list[Turn]) -> list[dict[str, Any]]:
     """Typed event candidates for every unnamed assistant turn the user did not reject."""
     out: list[dict[str, Any]] = []
@@ -367,6 +399,8 @@ def assistant_memories(turns: list[Turn]) -> list[dict[str, Any]]:
                 f"{reply.cite()}\n{turn.cite()}", [reply.id, turn.id], 0.7, verdict=verdict, origin="user"))
         if verdict == "rejected":
             continue
+        if SWITCHES["accepted_decision"]:
+            out.extend(_accepted_decision(turn, reply))
         context = [f"- asked: \"{truncate(asked.text, 200)}\""] if asked else []
         if reply is not None:
             context.append(f"- user {'accepted' if verdict == 'accepted' else 'went on'}: \"{truncate(reply.text, 160)}\"")

@@ -17,6 +17,7 @@ import re
 from collections import Counter
 from typing import Any
 
+from knowhub.providers.llm.local_context_accept import fold_into_replies
 from knowhub.providers.llm.local_context_assistant import assistant_memories
 from knowhub.providers.llm.local_context_cn import cn_entities
 from knowhub.providers.llm.local_context_code import (
@@ -531,7 +532,7 @@ def extract_entities_events(payload: dict[str, Any]) -> list[dict[str, Any]]:
         out.extend(_entity_candidates(turn, speakers, capitalized_elsewhere))
         previous = turn
     if not include_assistant:  # an unnamed assistant's decisions, code and fixes (local_context_assistant)
-        out.extend(assistant_memories(turns))
+        out = fold_into_replies([*out, *assistant_memories(turns)])
     return out
 
 

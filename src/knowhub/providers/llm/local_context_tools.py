@@ -11,8 +11,9 @@ words).
 from __future__ import annotations
 
 import functools
+import re
 
-__all__ = ["EVERYDAY_NAMES", "VALUE_CLASSES", "is_tool_name"]
+__all__ = ["EVERYDAY_NAMES", "VALUE_CLASSES", "is_tool_name", "value_members"]
 
 #: class → members (``|`` separates names; the first spelling of a ``=`` group is canonical).
 VALUE_CLASSES: dict[str, str] = {
@@ -79,3 +80,28 @@ def is_tool_name(value: str) -> bool:
     """True when ``value`` is, as a whole, the name of a tool or service of
     :data:`VALUE_CLASSES` ("MySQL", "Kubernetes", "企业微信"), not an everyday word."""
     return value.strip().casefold() in _tool_names()
+
+
+#: A name stands alone among Latin letters and digits; next to a Chinese character it may be
+#: written without a space ("用Redis", "统一企业微信"), so only ASCII word characters bound it.
+NAME_LEFT = r"(?<![A-Za-z0-9_.#+-])"
+NAME_RIGHT = r"(?![A-Za-z0-9_#+-]|\.[A-Za-z0-9_])"
+
+
+@functools.lru_cache(maxsize=1)
+def value_members() -> tuple[tuple[str, str, re.Pattern[str], tuple[str, ...] | None], ...]:
+    """``(class, canonical, pattern, literals)`` of every member of :data:`VALUE_CLASSES`:
+    ``literals`` are the case-folded names a match must contain (None when a name is a
+    pattern, like ``Next.js``), a cheap test that skips the pattern for a text naming none of
+    them. Read by the timeline's claims and by the offline extractor's accepted proposals."""
+    out = []
+    for cls, spec in VALUE_CLASSES.items():
+        for group in spec.split("|"):
+            names = group.split("=")
+            canonical = names[0].replace("\\+", "+")
+            alternation = "|".join(f"(?-i:{n})" if n in EVERYDAY_NAMES else n for n in sorted(names, key=len, reverse=True))
+            flags = 0 if cls in ("programming language",) else re.I  # "go" / "Go", "swift"
+            plain = [n.replace("\\+", "+") for n in names]
+            literals = None if any(re.search(r"[.\\^$*?{}\[\]()|]", n) for n in plain) else tuple(n.casefold() for n in plain)
+            out.append((cls, canonical, re.compile(rf"{NAME_LEFT}(?:{alternation}){NAME_RIGHT}", flags), literals))
+    return tuple(out)

@@ -1,0 +1,85 @@
+"""History questions walk the thread: a second search from the best match, fused with the first.
+
+Why: a summary or history question ("summarise how the demand forecast evolved", "系统的部署
+环境是怎么变过来的") asks for one thread of a long conversation, told across several sessions
+in the thread's own words (a baseline, then LightGBM, then event features), which the
+question rarely uses. Searched with its frame words removed (:mod:`.thread_questions`) the
+question finds the thread's clearest message first, but its other messages rank 11th–40th
+behind recaps and status reports that share the question's generic words. Searching again
+with the best match's own words added (the thread's vocabulary) ranks its thread-mates
+higher; fusing that list into the first at a lower weight keeps what the question itself
+found first.
+
+Rule: for a history question with a topic, search the topic (list A), then the topic plus
+the best block's abstract without its "Speaker (date) kind:" header (list B); every block
+scores ``1 / (K + rank_A) + weight / (K + rank_B)`` and the best block of A keeps first
+place. Measured on the own technical chats (docs/benchmarks.md, ninth session, branch
+``summary9``); ``weight`` 0 turns it off.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from knowhub.context.core.query import RetrievedBlock, SearchResult, SeedHit
+from knowhub.context.retrieval.thread_questions import topic_of
+
+__all__ = ["DEFAULT_WALK_WEIGHT", "WALK_POOL", "search_thread", "thread_query", "walk_thread"]
+
+#: weight of the second (walked) list: every leave-one-chat-out fold chose a walk, 0.5 or 0.75 (a tie)
+DEFAULT_WALK_WEIGHT = 0.5
+#: rank offset of the fusion: a small one, so the heads of both lists decide
+RANK_K = 10
+#: both lists are searched this deep whatever the caller's ``top_k`` (then cut)
+WALK_POOL = 40
+#: characters of the best block's abstract added to the topic
+ABSTRACT_CHARS = 300
+
+# "User (7 April 2026):", "Assistant (7 April 2026) decision:", "Case (User, 1 May 2026):",
+# then an optional "TL;DR:" label
+_HEADER = re.compile(r"^[^():：\n]{1,40}[(（][^)）\n]{0,60}[)）][^:：\n]{0,24}[:：]\s*(?:TL;?DR[:：]\s*)?", re.I)
+
+
+def thread_query(topic: str, best: RetrievedBlock) -> str:
+    """The walked query: ``topic`` plus the best block's abstract without its header."""
+    text = _HEADER.sub("", best.abstract or "", count=1).strip()
+    return f"{topic} {text[:ABSTRACT_CHARS]}".strip()
+
+
+def walk_thread(search: Callable[[str, int], SearchResult], topic: str, top_k: int,
+                weight: float = DEFAULT_WALK_WEIGHT) -> SearchResult:
+    """``topic`` searched, then walked from its best block (module doc); at most ``top_k`` blocks.
+
+    ``search(text, k)`` runs one search of ``text`` for ``k`` blocks.
+    """
+    if weight <= 0:
+        return search(topic, top_k)
+    first = search(topic, max(top_k, WALK_POOL))
+    if not first.blocks:
+        return first
+    second = search(thread_query(topic, first.blocks[0]), max(top_k, WALK_POOL))
+    score: dict[str, float] = {}
+    block: dict[str, RetrievedBlock] = {}
+    for w, blocks in ((1.0, first.blocks), (weight, second.blocks)):
+        for rank, b in enumerate(blocks):
+            score[b.uri] = score.get(b.uri, 0.0) + w / (RANK_K + rank)
+            block.setdefault(b.uri, b)
+    head = first.blocks[0].uri
+    order = [head, *sorted((u for u in score if u != head), key=lambda u: (-score[u], u))]
+    seeds: dict[str, SeedHit] = {}
+    for seed in (*first.seed_hits, *second.seed_hits):
+        if seed.uri not in seeds or seeds[seed.uri].score < seed.score:
+            seeds[seed.uri] = seed
+    blocks = [block[u] for u in order][:top_k]
+    return SearchResult(query_plan=[*first.query_plan, *second.query_plan],
+                        seed_hits=sorted(seeds.values(), key=lambda s: (-s.score, s.uri)), blocks=blocks,
+                        total=len(blocks))
+
+
+def search_thread(search: Callable[[str, int], SearchResult], query: str, top_k: int, topic: bool = True,
+                  weight: float = DEFAULT_WALK_WEIGHT) -> SearchResult:
+    """``query`` searched as asked, or — a history question with a topic (``topic`` on) —
+    searched by its topic and walked from the best block (:func:`walk_thread`)."""
+    rest = topic_of(query) if topic else None
+    return walk_thread(search, rest, top_k, weight) if rest else search(query, top_k)
