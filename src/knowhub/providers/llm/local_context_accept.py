@@ -58,11 +58,13 @@ _THANKS = re.compile(r"\bthanks?\b|\bthank you\b|谢谢|多谢|感谢", re.I)
 #: Putting it off or asking first: no decision yet ("ok, let me think", "先不改", "再想想").
 _HEDGE = re.compile(r"\b(?:let me (?:think|check|see|look|ask)|i'?ll (?:think|check|see)|think about it|not (?:yet|now|sure)|"
                     r"later|maybe|hold on|wait|not so fast|hmm+)\b|先不|再想想|再看看|考虑一下|想一想|以后再说|等等|等一下|回头再|"
-                    r"不确定|还没想好", re.I)
+                    r"不确定|还没想好|"
+                    # a yes before a refusal: "ok, no need", "好的，不换了" (review9)
+                    r"\b(?:no need|not needed|never mind|nevermind|forget it|no thanks)\b|不换|不用|不改|不要|算了|不了|不需要", re.I)
 #: Picking one option: "option B", "B it is", "the second one", "方案二", "选 B", "第二个".
 _ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "last": -1, "一": 1, "二": 2, "三": 3, "四": 4,
              "1": 1, "2": 2, "3": 3, "4": 4, "a": 1, "b": 2, "c": 3, "d": 4}
-_PICK_EN = re.compile(r"\b(?:option|plan|approach|variant|choice|number|no\.?)\s*([a-d1-4])\b|^([a-d1-4])\b(?:[\s,.!]|$)|"
+_PICK_EN = re.compile(r"\b(?:option|plan|approach|variant|choice|number|no\.?)\s*([a-d1-4])\b|^([a-d1-4])(?:[,.!]|\s*$|\s+(?:please|it is|then|for me|works)\b)|"
                       r"\b([a-d])\s+it is\b|\bgo with ([a-d1-4])\b|"
                       r"\bthe (first|second|third|fourth|last) (?:one|option|approach|plan|variant|choice)\b", re.I)
 _PICK_CN = re.compile(r"(?:方案|选项|选|用|第)\s*([一二三四1-4A-Da-d])(?:个|种|号|吧|方案|[，,。.！!\s]|$)")
