@@ -35,6 +35,7 @@ import orjson
 from knowhub.context.core.enums import ContextType
 from knowhub.context.core.query import SeedHit, TypedQuery
 from knowhub.context.core.uri import agent_spaces, check_access
+from knowhub.context.retrieval import fusion
 from knowhub.index.projector import partition_key
 from knowhub.index.protocol import IndexHit, RetrievalIndex
 from knowhub.providers.embedding import Embedder, embed_in_background, embed_queries
@@ -95,6 +96,15 @@ class RetrieverConfig:
     #: posting lists cost measurable time (docs/benchmarks.md, "Issue 19 §7: query terms")
     max_df_ratio: float | None = 0.25
     df_cut_min_docs: int = 20_000
+    #: fusion alternatives (:mod:`.fusion`; off by default): the dense list's own rank constant,
+    #: dense top hits the lexical lists leave out lifted, a dense weight for queries without a
+    #: rare term
+    dense_k: float | None = None
+    lift_top: int = 0
+    lift_to: int = 5
+    lift_lexical: int = 20
+    vector_weight_common: float | None = None
+    rare_df_ratio: float = 0.01
 
 
 @dataclass
@@ -231,7 +241,7 @@ class L0Retriever:
                           filters=dict(typed_query.filters or {}), hints=dict(typed_query.hints or {}))
         filters = self.filters_for(base, ctx)
         dense, lexical, feedback = self._rank(base, ctx, filters, size)
-        scores, info = self._scores(dense, lexical, feedback)
+        scores, info = self._scores(dense, lexical, feedback, self.dense_weight(base.text, ctx, filters))
         return CandidateSet(typed_query.text, str((typed_query.hints or {}).get("context") or ""), filters, dense,
                             lexical, feedback, size, scores, info)
 
@@ -256,11 +266,25 @@ class L0Retriever:
         kept = [t for t in tokens if dfs.get(t, 0) <= ratio * total]
         return kept or tokens
 
+    @staticmethod
+    def _partitions(ctx: Any, filters: Mapping[str, Any]) -> list[str]:
+        types = filters.get("context_type")
+        return visible_partitions(ctx, None if types is None else list(types) if isinstance(types, list) else [types])
+
+    def dense_weight(self, text: str, ctx: Any, filters: Mapping[str, Any]) -> float:
+        """The dense weight of this query (:func:`.fusion.dense_weight`; the configured one
+        unless ``vector_weight_common`` is set)."""
+        cfg = self.config
+        if cfg.vector_weight_common is None or cfg.lexical_weight <= 0:
+            return cfg.vector_weight
+        partitions = self._partitions(ctx, filters)
+        return fusion.dense_weight(cfg, self._query_tokens(text, partitions),
+                                   lambda tokens: self.index.doc_freqs(tokens, partitions=partitions))
+
     def _rank(self, typed_query: TypedQuery, ctx: Any, filters: dict[str, Any],
               pool: int) -> tuple[list[IndexHit], list[IndexHit], list[IndexHit]]:
         cfg = self.config
-        types = filters.get("context_type")
-        partitions = visible_partitions(ctx, None if types is None else list(types) if isinstance(types, list) else [types])
+        partitions = self._partitions(ctx, filters)
         # The query embedding runs on another thread while both lexical searches (the query,
         # then its feedback expansion) run here; the vector search waits for it last. Fusion
         # reads cosines of dense hits only, so separate searches rank exactly as one would.
@@ -300,7 +324,7 @@ class L0Retriever:
             return self._narrow(candidates, filters, k)
         pool = max(self.config.min_pool, k * self.config.pool_factor)
         dense, lexical, feedback = self._rank(typed_query, ctx, filters, pool)
-        return self._fuse(dense, lexical, k, feedback)
+        return self._fuse(dense, lexical, k, feedback, self.dense_weight(typed_query.text, ctx, filters))
 
     def _narrow(self, candidates: CandidateSet, filters: Mapping[str, Any], k: int) -> list[SeedHit]:
         """The best candidates passing ``filters``, keeping their fused score over the whole
@@ -344,14 +368,15 @@ class L0Retriever:
         return [*tokens, *terms] if terms else tokens
 
     def _fuse(self, dense: list[IndexHit], lexical: list[IndexHit], k: int,
-              feedback: list[IndexHit] | None = None) -> list[SeedHit]:
-        scores, info = self._scores(dense, lexical, feedback)
+              feedback: list[IndexHit] | None = None, vector_weight: float | None = None) -> list[SeedHit]:
+        scores, info = self._scores(dense, lexical, feedback, vector_weight)
         ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:k]
         return [self._seed(uri, score, info[uri]) for uri, score in ranked]
 
-    def _scores(self, dense: list[IndexHit], lexical: list[IndexHit],
-                feedback: list[IndexHit] | None = None) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
-        """Fused score and ranker details of every URI in the lists (keyed by URI)."""
+    def _scores(self, dense: list[IndexHit], lexical: list[IndexHit], feedback: list[IndexHit] | None = None,
+                vector_weight: float | None = None) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
+        """Fused score (:mod:`.fusion`) and ranker details of every URI in the lists (keyed by
+        URI); ``vector_weight`` overrides the configured dense weight (:meth:`dense_weight`)."""
         cfg = self.config
         feedback = feedback or []
         payloads = self.index.payloads(dict.fromkeys(h.id for h in (*dense, *lexical, *feedback)))
@@ -362,25 +387,11 @@ class L0Retriever:
         def uri(hit: IndexHit) -> str:
             return str(payloads[hit.id]["uri"])
 
-        scores: dict[str, float] = {}
+        weight = cfg.vector_weight if vector_weight is None else vector_weight
+        scores = fusion.fuse(cfg, [(uri(h), h.vector_score or 0.0) for h in dense],
+                      [(uri(h), h.lexical_score or 0.0) for h in lexical],
+                      [(uri(h), h.lexical_score or 0.0) for h in feedback], weight)
         info: dict[str, dict[str, Any]] = {}
-        if cfg.fusion == "blend":
-            top_d = max((h.vector_score or 0.0 for h in dense), default=0.0) or 1.0
-            top_l = max((h.lexical_score or 0.0 for h in lexical), default=0.0) or 1.0
-            total = cfg.vector_weight + cfg.lexical_weight
-            for hit in dense:
-                scores[uri(hit)] = scores.get(uri(hit), 0.0) + cfg.vector_weight * max(0.0, hit.vector_score or 0.0) / top_d / total
-            for hit in lexical:
-                scores[uri(hit)] = scores.get(uri(hit), 0.0) + cfg.lexical_weight * (hit.lexical_score or 0.0) / top_l / total
-        else:
-            fb_weight = cfg.prf_weight if feedback else 0.0
-            best = (cfg.vector_weight + cfg.lexical_weight + fb_weight) / (cfg.rrf_k + 1.0)
-            for rank, hit in enumerate(feedback, start=1):
-                scores[uri(hit)] = scores.get(uri(hit), 0.0) + fb_weight / (cfg.rrf_k + rank) / best
-            for rank, hit in enumerate(dense, start=1):
-                scores[uri(hit)] = scores.get(uri(hit), 0.0) + cfg.vector_weight / (cfg.rrf_k + rank) / best
-            for rank, hit in enumerate(lexical, start=1):
-                scores[uri(hit)] = scores.get(uri(hit), 0.0) + cfg.lexical_weight / (cfg.rrf_k + rank) / best
         for hit in (*feedback, *lexical, *dense):
             info.setdefault(uri(hit), {"payload": payloads[hit.id]})
         for hit in dense:
