@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import context_bench as cb
 from _data import BENCH_DIR, LOCOMO_FILE, load_locomo
+from _fusion_rules import install, split, uninstall
 from context_budget_loo import apply, build, context_of, questions
 from context_replay_loo import loo
 from context_replay_pool import SOCIAL_FILE, verdict
@@ -50,14 +51,28 @@ def _search_refs(svc: Any, ctx: Any, question: str) -> list[list[str]]:
     return [[str(r) for r in b.metadata.get("source_refs") or []] for b in blocks]
 
 
+def use(svc: Any, setting: dict[str, Any]) -> dict[str, Any]:
+    """Set ``setting`` on ``svc``: its fusion-rule knobs (:mod:`_fusion_rules`) installed on the
+    retriever, the rest as ``context_budget_loo.apply``; returns what :func:`undo` needs."""
+    plain, rule = split(setting)
+    if rule:
+        install(svc.retriever, rule)
+    return apply(svc, plain)
+
+
+def undo(svc: Any, old: dict[str, Any]) -> None:
+    uninstall(svc.retriever)
+    apply(svc, old)
+
+
 def run_tech(chat: dict[str, Any], stores: Path, todo: dict[str, dict[str, Any]], budget: int) -> dict[str, Rows]:
     svc, ctx = open_store(chat, stores / "tech" / chat["id"])
     out = {}
     for name, setting in todo.items():
-        old = apply(svc, setting)
+        old = use(svc, setting)
         out[name] = [(q["type"], cb.recall(q["gold"], cb.collect(_search_refs(svc, ctx, q["question"]), budget)))
                      for q in chat["questions"]]
-        apply(svc, old)
+        undo(svc, old)
     svc.close()
     return out
 
@@ -67,10 +82,10 @@ def run_conv(conv: dict[str, Any], folder: Path, todo: dict[str, dict[str, Any]]
     ctx = context_of(conv["sample_id"])
     out = {}
     for name, setting in todo.items():
-        old = apply(svc, setting)
+        old = use(svc, setting)
         out[name] = [(q["category"], cb.recall(q["evidence"], cb.collect(_search_refs(svc, ctx, q["question"]), budget)))
                      for q in questions(conv)]
-        apply(svc, old)
+        undo(svc, old)
     svc.close()
     return out
 
@@ -156,7 +171,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if locomo and social:
             pool_ids = sources["locomo"] + sources["social"]
             fam["pool"] = verdict([(n, {u: p[u] for u in pool_ids}) for n, p in results], prefix, sources)
-        fam["passes"] = all(v["passes"] for v in fam.values())
+        fam["passes"] = bool(fam) and all(v["passes"] for v in fam.values())  # no source, no verdict
         report["families"][family] = fam
     report.update(searches=searches, wall_s=round(time.perf_counter() - started, 1),
                   cpu_s=round(time.process_time() - cpu, 1), load_average=[load, [round(x, 2) for x in os.getloadavg()]])

@@ -12,9 +12,10 @@ Optional pseudo-relevance feedback (``prf_docs > 0``): the best ``prf_terms`` to
 (tf · idf) of the top lexical documents are appended to the query and a second BM25 run
 joins the fusion with weight ``prf_weight``.
 
-They are fused with weighted reciprocal rank fusion (``w / (k + rank)``), normalized so a
-node ranked first by both gets 1.0 — or, with ``fusion="blend"``, with max-normalized score
-blending. The fused score is what hierarchical search propagates.
+They are fused (:mod:`.fusion`) with weighted reciprocal rank fusion (``w / (k + rank)``),
+normalized so a node ranked first by both gets 1.0, with a share of min-max score fusion
+mixed in on agent chats — or, with ``fusion="blend"``, with max-normalized score blending.
+The fused score is what hierarchical search propagates.
 
 Default context types searched: memory, skill and resource — session archives (which cite
 every message of a session) only when the query targets ``.../sessions`` or asks for
@@ -96,15 +97,11 @@ class RetrieverConfig:
     #: posting lists cost measurable time (docs/benchmarks.md, "Issue 19 §7: query terms")
     max_df_ratio: float | None = 0.25
     df_cut_min_docs: int = 20_000
-    #: fusion alternatives (:mod:`.fusion`; off by default): the dense list's own rank constant,
-    #: dense top hits the lexical lists leave out lifted, a dense weight for queries without a
-    #: rare term
-    dense_k: float | None = None
-    lift_top: int = 0
-    lift_to: int = 5
-    lift_lexical: int = 20
-    vector_weight_common: float | None = None
-    rare_df_ratio: float = 0.01
+    #: share of min-max score fusion mixed into the rank fusion (:mod:`.fusion`), and the share
+    #: when the candidates are a chat between a person and an agent (the service sets 0.25 for
+    #: a semantic embedder: chosen leave one chat out on the technical chats)
+    minmax_share: float = 0.0
+    agent_chat_minmax_share: float = 0.0
 
 
 @dataclass
@@ -241,7 +238,7 @@ class L0Retriever:
                           filters=dict(typed_query.filters or {}), hints=dict(typed_query.hints or {}))
         filters = self.filters_for(base, ctx)
         dense, lexical, feedback = self._rank(base, ctx, filters, size)
-        scores, info = self._scores(dense, lexical, feedback, self.dense_weight(base.text, ctx, filters))
+        scores, info = self._scores(dense, lexical, feedback)
         return CandidateSet(typed_query.text, str((typed_query.hints or {}).get("context") or ""), filters, dense,
                             lexical, feedback, size, scores, info)
 
@@ -266,25 +263,11 @@ class L0Retriever:
         kept = [t for t in tokens if dfs.get(t, 0) <= ratio * total]
         return kept or tokens
 
-    @staticmethod
-    def _partitions(ctx: Any, filters: Mapping[str, Any]) -> list[str]:
-        types = filters.get("context_type")
-        return visible_partitions(ctx, None if types is None else list(types) if isinstance(types, list) else [types])
-
-    def dense_weight(self, text: str, ctx: Any, filters: Mapping[str, Any]) -> float:
-        """The dense weight of this query (:func:`.fusion.dense_weight`; the configured one
-        unless ``vector_weight_common`` is set)."""
-        cfg = self.config
-        if cfg.vector_weight_common is None or cfg.lexical_weight <= 0:
-            return cfg.vector_weight
-        partitions = self._partitions(ctx, filters)
-        return fusion.dense_weight(cfg, self._query_tokens(text, partitions),
-                                   lambda tokens: self.index.doc_freqs(tokens, partitions=partitions))
-
     def _rank(self, typed_query: TypedQuery, ctx: Any, filters: dict[str, Any],
               pool: int) -> tuple[list[IndexHit], list[IndexHit], list[IndexHit]]:
         cfg = self.config
-        partitions = self._partitions(ctx, filters)
+        types = filters.get("context_type")
+        partitions = visible_partitions(ctx, None if types is None else list(types) if isinstance(types, list) else [types])
         # The query embedding runs on another thread while both lexical searches (the query,
         # then its feedback expansion) run here; the vector search waits for it last. Fusion
         # reads cosines of dense hits only, so separate searches rank exactly as one would.
@@ -324,7 +307,7 @@ class L0Retriever:
             return self._narrow(candidates, filters, k)
         pool = max(self.config.min_pool, k * self.config.pool_factor)
         dense, lexical, feedback = self._rank(typed_query, ctx, filters, pool)
-        return self._fuse(dense, lexical, k, feedback, self.dense_weight(typed_query.text, ctx, filters))
+        return self._fuse(dense, lexical, k, feedback)
 
     def _narrow(self, candidates: CandidateSet, filters: Mapping[str, Any], k: int) -> list[SeedHit]:
         """The best candidates passing ``filters``, keeping their fused score over the whole
@@ -368,15 +351,14 @@ class L0Retriever:
         return [*tokens, *terms] if terms else tokens
 
     def _fuse(self, dense: list[IndexHit], lexical: list[IndexHit], k: int,
-              feedback: list[IndexHit] | None = None, vector_weight: float | None = None) -> list[SeedHit]:
-        scores, info = self._scores(dense, lexical, feedback, vector_weight)
+              feedback: list[IndexHit] | None = None) -> list[SeedHit]:
+        scores, info = self._scores(dense, lexical, feedback)
         ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:k]
         return [self._seed(uri, score, info[uri]) for uri, score in ranked]
 
-    def _scores(self, dense: list[IndexHit], lexical: list[IndexHit], feedback: list[IndexHit] | None = None,
-                vector_weight: float | None = None) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
-        """Fused score (:mod:`.fusion`) and ranker details of every URI in the lists (keyed by
-        URI); ``vector_weight`` overrides the configured dense weight (:meth:`dense_weight`)."""
+    def _scores(self, dense: list[IndexHit], lexical: list[IndexHit],
+                feedback: list[IndexHit] | None = None) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
+        """Fused score (:func:`.fusion.fuse`) and ranker details of every URI in the lists (keyed by URI)."""
         cfg = self.config
         feedback = feedback or []
         payloads = self.index.payloads(dict.fromkeys(h.id for h in (*dense, *lexical, *feedback)))
@@ -387,10 +369,11 @@ class L0Retriever:
         def uri(hit: IndexHit) -> str:
             return str(payloads[hit.id]["uri"])
 
-        weight = cfg.vector_weight if vector_weight is None else vector_weight
+        agent_chat = (cfg.agent_chat_minmax_share != cfg.minmax_share and cfg.fusion != "blend"
+                      and fusion.agent_chat_of(payloads.values()))
         scores = fusion.fuse(cfg, [(uri(h), h.vector_score or 0.0) for h in dense],
-                      [(uri(h), h.lexical_score or 0.0) for h in lexical],
-                      [(uri(h), h.lexical_score or 0.0) for h in feedback], weight)
+                             [(uri(h), h.lexical_score or 0.0) for h in lexical],
+                             [(uri(h), h.lexical_score or 0.0) for h in feedback], agent_chat)
         info: dict[str, dict[str, Any]] = {}
         for hit in (*feedback, *lexical, *dense):
             info.setdefault(uri(hit), {"payload": payloads[hit.id]})
