@@ -58,6 +58,7 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _commit_budget import BENCH_LIMITS, checked_commit
 from _context_loo import run_loo
 from _data import BENCH_DIR, LOCOMO_FILE, load_locomo
 from _speed import bm25s_baseline, dir_mb, latency_summary, paused, rss_mb
@@ -156,14 +157,14 @@ def run_conversation(conv: dict[str, Any], root: Path, run: RecallRun, top_k: in
                      durable: bool) -> None:
     sample = conv["sample_id"]
     ctx = RequestContext("bench", f"u-{sample}", agent_id=f"a-{sample}")
-    svc = ContextEngineService(root / sample, durable=durable)
+    svc = ContextEngineService(root / sample, durable=durable, limits=BENCH_LIMITS)
     turns: dict[str, dict[str, Any]] = {}
     for session in conv["sessions"]:
         msgs = turn_messages(session)
         for m in msgs:
             turns[m["id"]] = m
         started = time.perf_counter()
-        svc.commit_session(ctx, msgs, options={"session_id": f"s{session['index']}", "session_time": session["date_time"]})
+        checked_commit(svc, ctx, msgs, {"session_id": f"s{session['index']}", "session_time": session["date_time"]})
         speed["commit_s"].append(time.perf_counter() - started)
         speed["commit_msgs"].append(len(msgs))
     started = time.perf_counter()

@@ -40,6 +40,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import context_bench as cb
+from _commit_budget import BENCH_LIMITS, checked_commit
 from _data import BENCH_DIR, LOCOMO_FILE, load_locomo
 
 from knowhub.context.retrieval.session_cohesion import session_of
@@ -87,11 +88,11 @@ def build(conv: dict[str, Any], path: Path, reuse: bool = False) -> ContextEngin
     if path.exists():
         shutil.rmtree(path)
     started, cpu = time.perf_counter(), time.process_time()
-    svc = ContextEngineService(path, durable=False)
+    svc = ContextEngineService(path, durable=False, limits=BENCH_LIMITS)
     ctx = context_of(conv["sample_id"])
     for session in conv["sessions"]:
-        svc.commit_session(ctx, cb.turn_messages(session),
-                           options={"session_id": f"s{session['index']}", "session_time": session["date_time"]})
+        checked_commit(svc, ctx, cb.turn_messages(session),
+                       {"session_id": f"s{session['index']}", "session_time": session["date_time"]})
     svc.flush_index()
     svc.retriever.embedder = CachedQueryEmbedder(svc.retriever.embedder)
     print(f"built {conv['sample_id']} in {time.perf_counter() - started:.0f} s wall, "

@@ -64,6 +64,7 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _commit_budget import BENCH_LIMITS, checked_commit
 from context_bench import collect, recall
 
 from knowhub.context import ContextEngineService
@@ -193,7 +194,7 @@ def run_chat(chat: dict[str, Any], root: Path, budget: int, top_k: int, embedder
     override of the first-round retriever's knobs (over the service's own default), and each
     question's recall under it lands in ``row["whatif"]``."""
     ctx = RequestContext("bench", f"u-{chat['id']}", agent_id=f"a-{chat['id']}")
-    svc = ContextEngineService(root / chat["id"], durable=False, embedder=embedder)
+    svc = ContextEngineService(root / chat["id"], durable=False, embedder=embedder, limits=BENCH_LIMITS)
     if pair_split is not None:  # None: the service's default
         svc.pair_split = pair_split
     messages: dict[str, dict[str, Any]] = {}
@@ -201,7 +202,7 @@ def run_chat(chat: dict[str, Any], root: Path, budget: int, top_k: int, embedder
     for session in chat["sessions"]:
         msgs = [{**m, "timestamp": session["date"]} for m in session["messages"]]
         messages.update({m["id"]: m for m in msgs})
-        svc.commit_session(ctx, msgs, options={"session_id": f"{chat['id']}-{session['id']}", "session_time": session["date"]})
+        checked_commit(svc, ctx, msgs, {"session_id": f"{chat['id']}-{session['id']}", "session_time": session["date"]})
     commit_s = time.perf_counter() - started
     started = time.perf_counter()
     svc.flush_index()

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _commit_budget import BENCH_LIMITS, checked_commit
 from context_bench import collect, recall
 from context_budget_loo import CachedQueryEmbedder, apply
 from tech_chat_bench import load_chats
@@ -42,11 +43,11 @@ def open_store(chat: dict[str, Any], path: Path) -> tuple[ContextEngineService, 
     ctx = RequestContext("bench", f"u-{chat['id']}", agent_id=f"a-{chat['id']}")
     if not (path / "index").exists():
         started, cpu = time.perf_counter(), time.process_time()
-        svc = ContextEngineService(path, durable=False)
+        svc = ContextEngineService(path, durable=False, limits=BENCH_LIMITS)
         for session in chat["sessions"]:
             msgs = [{**m, "timestamp": session["date"]} for m in session["messages"]]
-            svc.commit_session(ctx, msgs, options={"session_id": f"{chat['id']}-{session['id']}",
-                                                   "session_time": session["date"]})
+            checked_commit(svc, ctx, msgs, {"session_id": f"{chat['id']}-{session['id']}",
+                                            "session_time": session["date"]})
         svc.flush_index()
         svc.close()
         print(f"built {chat['id']} in {time.perf_counter() - started:.0f} s wall, "

@@ -282,9 +282,9 @@ class ContextEngineService(NodeEditsMixin):
             # A hashing embedder only re-encodes the words BM25 already scores (benchmarks show it
             # dilutes the ranking); it stays as a light tie-breaker that also catches typos. A
             # semantic one gets half the lexical weight: chosen leave-one-conversation-out on
-            # LoCoMo with E5 (folds chose 0.25 or 0.5; 1.0 lost 4-5 points, docs/benchmarks.md).
-            weight = 0.1 if isinstance(self.embedder, HashingEmbedder) else 0.5
-            retriever_config = RetrieverConfig(vector_weight=weight)
+            # LoCoMo with E5 (folds chose 0.25 or 0.5; 1.0 lost 4-5 points), and agent chats mix in score fusion (retrieval/fusion.py).
+            semantic = not isinstance(self.embedder, HashingEmbedder)
+            retriever_config = RetrieverConfig(vector_weight=0.5 if semantic else 0.1, agent_chat_minmax_share=0.25 if semantic else 0.0)
         self.retriever = L0Retriever(self.embedder, self.index, retriever_config)
         self.searcher = HierarchicalSearcher(self.retriever, searcher_config)
         self.hierarchical = hierarchical

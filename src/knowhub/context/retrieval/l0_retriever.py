@@ -12,9 +12,10 @@ Optional pseudo-relevance feedback (``prf_docs > 0``): the best ``prf_terms`` to
 (tf · idf) of the top lexical documents are appended to the query and a second BM25 run
 joins the fusion with weight ``prf_weight``.
 
-They are fused with weighted reciprocal rank fusion (``w / (k + rank)``), normalized so a
-node ranked first by both gets 1.0 — or, with ``fusion="blend"``, with max-normalized score
-blending. The fused score is what hierarchical search propagates.
+They are fused (:mod:`.fusion`) with weighted reciprocal rank fusion (``w / (k + rank)``),
+normalized so a node ranked first by both gets 1.0, with a share of min-max score fusion
+mixed in on agent chats — or, with ``fusion="blend"``, with max-normalized score blending.
+The fused score is what hierarchical search propagates.
 
 Default context types searched: memory, skill and resource — session archives (which cite
 every message of a session) only when the query targets ``.../sessions`` or asks for
@@ -35,6 +36,7 @@ import orjson
 from knowhub.context.core.enums import ContextType
 from knowhub.context.core.query import SeedHit, TypedQuery
 from knowhub.context.core.uri import agent_spaces, check_access
+from knowhub.context.retrieval import fusion
 from knowhub.index.projector import partition_key
 from knowhub.index.protocol import IndexHit, RetrievalIndex
 from knowhub.providers.embedding import Embedder, embed_in_background, embed_queries
@@ -95,6 +97,11 @@ class RetrieverConfig:
     #: posting lists cost measurable time (docs/benchmarks.md, "Issue 19 §7: query terms")
     max_df_ratio: float | None = 0.25
     df_cut_min_docs: int = 20_000
+    #: share of min-max score fusion mixed into the rank fusion (:mod:`.fusion`), and the share
+    #: when the candidates are a chat between a person and an agent (the service sets 0.25 for
+    #: a semantic embedder: chosen leave one chat out on the technical chats)
+    minmax_share: float = 0.0
+    agent_chat_minmax_share: float = 0.0
 
 
 @dataclass
@@ -351,7 +358,7 @@ class L0Retriever:
 
     def _scores(self, dense: list[IndexHit], lexical: list[IndexHit],
                 feedback: list[IndexHit] | None = None) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
-        """Fused score and ranker details of every URI in the lists (keyed by URI)."""
+        """Fused score (:func:`.fusion.fuse`) and ranker details of every URI in the lists (keyed by URI)."""
         cfg = self.config
         feedback = feedback or []
         payloads = self.index.payloads(dict.fromkeys(h.id for h in (*dense, *lexical, *feedback)))
@@ -362,25 +369,12 @@ class L0Retriever:
         def uri(hit: IndexHit) -> str:
             return str(payloads[hit.id]["uri"])
 
-        scores: dict[str, float] = {}
+        agent_chat = (cfg.agent_chat_minmax_share != cfg.minmax_share and cfg.fusion != "blend"
+                      and fusion.agent_chat_of(payloads.values()))
+        scores = fusion.fuse(cfg, [(uri(h), h.vector_score or 0.0) for h in dense],
+                             [(uri(h), h.lexical_score or 0.0) for h in lexical],
+                             [(uri(h), h.lexical_score or 0.0) for h in feedback], agent_chat)
         info: dict[str, dict[str, Any]] = {}
-        if cfg.fusion == "blend":
-            top_d = max((h.vector_score or 0.0 for h in dense), default=0.0) or 1.0
-            top_l = max((h.lexical_score or 0.0 for h in lexical), default=0.0) or 1.0
-            total = cfg.vector_weight + cfg.lexical_weight
-            for hit in dense:
-                scores[uri(hit)] = scores.get(uri(hit), 0.0) + cfg.vector_weight * max(0.0, hit.vector_score or 0.0) / top_d / total
-            for hit in lexical:
-                scores[uri(hit)] = scores.get(uri(hit), 0.0) + cfg.lexical_weight * (hit.lexical_score or 0.0) / top_l / total
-        else:
-            fb_weight = cfg.prf_weight if feedback else 0.0
-            best = (cfg.vector_weight + cfg.lexical_weight + fb_weight) / (cfg.rrf_k + 1.0)
-            for rank, hit in enumerate(feedback, start=1):
-                scores[uri(hit)] = scores.get(uri(hit), 0.0) + fb_weight / (cfg.rrf_k + rank) / best
-            for rank, hit in enumerate(dense, start=1):
-                scores[uri(hit)] = scores.get(uri(hit), 0.0) + cfg.vector_weight / (cfg.rrf_k + rank) / best
-            for rank, hit in enumerate(lexical, start=1):
-                scores[uri(hit)] = scores.get(uri(hit), 0.0) + cfg.lexical_weight / (cfg.rrf_k + rank) / best
         for hit in (*feedback, *lexical, *dense):
             info.setdefault(uri(hit), {"payload": payloads[hit.id]})
         for hit in dense:

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from knowhub.context.core.query import NodeHit
 from knowhub.context.retrieval.speaker_focus import speakers_of
 
-__all__ = ["focus_on_user_role", "names_user_role"]
+__all__ = ["focus_on_user_role", "is_agent_chat", "names_user_role"]
 
 _USER_ROLE = re.compile(r"\bthe (?:user|developer)(?:'s|’s)?\b|用户|提问的人", re.I)
 #: The assistant named by role ("what did the assistant suggest to the user"): its answer is sought.
@@ -46,6 +46,13 @@ def _speakers(hit: NodeHit) -> set[str]:
     return {name.strip().casefold() for name in speakers_of(hit)}
 
 
+def is_agent_chat(speaker_sets: Iterable[set[str]]) -> bool:
+    """True when the speakers (casefolded names per memory) hold both a ``User`` and an
+    ``Assistant``: a chat between a person and an agent, not a transcript of named people."""
+    sets = list(speaker_sets)
+    return any(s & _USER_NAMES for s in sets) and any(s & _ASSISTANT_NAMES for s in sets)
+
+
 def focus_on_user_role(query: str, hits: Iterable[NodeHit], boost: float) -> int:
     """Raise, in place, the scores of the user's hits when ``query`` asks about the user of an
     agent chat (module doc); returns how many hits were raised."""
@@ -53,7 +60,7 @@ def focus_on_user_role(query: str, hits: Iterable[NodeHit], boost: float) -> int
     if boost <= 0 or not hits or not names_user_role(query):
         return 0
     spoken = [_speakers(h) for h in hits]
-    if not any(s & _USER_NAMES for s in spoken) or not any(s & _ASSISTANT_NAMES for s in spoken):
+    if not is_agent_chat(spoken):
         return 0
     raised = 0
     for hit, speakers in zip(hits, spoken, strict=True):
