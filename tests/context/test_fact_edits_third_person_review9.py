@@ -49,7 +49,7 @@ def test_a_content_edit_stating_another_attribute_is_refused(svc: ContextEngineS
     from knowhub.errors import InvalidInputError
 
     commit_texts(svc, CTX, "s1", "2026-01-05", "I live in Berlin.")
-    with pytest.raises(InvalidInputError, match="residence.*occupation"):
+    with pytest.raises(InvalidInputError, match=r"residence.*occupation"):
         svc.edit_node(CTX, _fact_node(svc, "residence").uri, content="User works as a nurse")
     assert _profile_values(svc, "residence") == ["Berlin"]
 
