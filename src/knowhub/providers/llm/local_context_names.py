@@ -1,0 +1,291 @@
+"""Which capitalised words of a sentence are names: the English entity finder of the offline extractor.
+
+A capital letter marks a name only in the middle of a clause. At a clause start (a
+sentence, a list item, after a colon or a dash) it marks the start, so an ordinary word
+there ("Never", "Restarting", "Tiny", "Emailed Anouk") is no entity. The rules, all from
+general knowledge of English, none from benchmark text:
+
+* a word of the general common-word list (``knowhub/text/common_words_en.txt``, matched by
+  its Snowball stem) at a clause start is no name alone; a verb, function word, numeral or
+  interjection is cut from the front of a longer run ("Emailed Anouk" → Anouk), an
+  adjective or noun is not ("New York", "Network Rail");
+* a common word capitalised inside a clause stays a name unless the same conversation also
+  writes it in lower case ("press Done" when "done" is written too: a label, not a name);
+* pronoun contractions ("We're", "He's") are no names; a possessive ends the name
+  ("Kieran's PR" → Kieran, then "PR" on its own);
+* weekdays and months, their abbreviations and plurals ("Fri", "Fridays") are times;
+* command-line flags ("-Wall", "--no-cache") are code (blanked by
+  :func:`.local_context_code.strip_code`), and chat abbreviations ("TL;DR", "WTF") are
+  no names.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from knowhub.providers.llm.local_context_code import glued_to_identifier, trim_code_words
+from knowhub.providers.llm.local_context_text import MONTHS, STOPWORDS, WEEKDAYS
+from knowhub.providers.llm.local_context_topics import IRREGULAR_VERBS
+from knowhub.text.query_stopwords import ENGLISH_QUERY_STOPWORDS
+from knowhub.text.tokens import snowball
+
+__all__ = [
+    "GENERIC_ABBREVIATIONS",
+    "NOT_ENTITY",
+    "NameContext",
+    "common_word_class",
+    "is_time_word",
+    "name_context",
+    "names_in",
+]
+
+_CAP_WORD = r"[A-Z](?:[^\W\u3400-\u9fff]|['’\-])*"  # a Latin word stops at Chinese text
+#: A run of capitalised words; "of", "de", "van", "von" may join two ("Bank of England"),
+#: "the" never does: "Keep the Prisma" is a verb and a name, not one name.
+_ENTITY_RUN = re.compile(rf"(?:(?:Dr|Mr|Mrs|Ms|Prof|St)\.\s+)?{_CAP_WORD}(?:\s+(?:of|de|da|van|von)\s+{_CAP_WORD}|\s+{_CAP_WORD})*")
+NOT_ENTITY = frozenset(
+    {w.capitalize() for w in STOPWORDS}
+    | {m.capitalize() for m in MONTHS} | {d.capitalize() for d in WEEKDAYS}
+    | {"I", "I'm", "I've", "I'd", "I'll", "OK", "Ok", "Okay", "Mom", "Dad", "Hey", "Hi", "Wow", "Yeah",
+       "Thanks", "Thank", "Congrats", "Congratulations", "Sorry", "Please", "Omg", "Lol", "Haha", "Aww",
+       "Awesome", "Cool", "Nice", "Great", "Sure", "Yes", "No", "Sounds", "Totally", "Absolutely", "Good",
+       "Wish", "Hope", "Glad", "Love", "Let's", "Bye", "Take", "Keep", "God", "Oh", "Ah", "Hmm", "Yep", "Nope",
+       "Agreed", "True", "Right", "Exactly", "Definitely", "Anyway", "Btw", "Also", "Plus", "Well", "Same"}
+)
+_PLACE_PREP = re.compile(r"\b(?:in|at|to|from|visited|visit|near|around)\s+$", re.I)
+#: "work at X", "joined X", "hired by X": X is an employer, whatever the preposition
+_EMPLOYER_PREP = re.compile(
+    r"\b(?:work(?:s|ed|ing)?|intern(?:s|ed|ing)?|job|position|role|student|studying|studies|professor|researcher|"
+    r"employee|staff|teacher|nurse|engineer|developer)\s+(?:\w+\s+){0,2}(?:at|for|with)\s+$|"
+    r"\b(?:joined|join|joining|employed by|hired by|hired at|offer from|interview(?:ed|ing)? (?:at|with))\s+$",
+    re.I)
+#: Common abbreviations that are ordinary nouns, not names (general computing and everyday
+#: English abbreviations, as any dictionary of abbreviations lists them, the chat
+#: abbreviations of informal writing, and the ISO 4217 codes of the most traded
+#: currencies): "the TTL", "an API", "in EUR", "WTF".
+GENERIC_ABBREVIATIONS = frozenset(
+    """
+API APIS URL URLS URI TTL CPU GPU TPU RAM ROM SSD HDD USB HDMI LED LCD OS VM VPS VPN LAN WAN DNS TCP UDP IP HTTP
+USD EUR GBP JPY CNY RMB HKD CHF CAD AUD INR
+HTTPS SSH SSL TLS CDN SDK CLI GUI UI UX IDE JSON XML YAML CSV PDF HTML CSS SQL ORM JWT RPC REST CRUD ETL CI CD
+QA QPS RPS SLA SLO KPI OKR ROI CEO CTO CFO COO HR PR PM ETA ASAP FAQ DIY TV PC ID PIN OTP SMS MMS GPS AI ML
+NLP LLM OCR IOT AR VR CRM ERP SaaS B2B B2C MVP POC RFC PTO OOO WFH EOD TBD FYI IMO BTW DM PS AM FM DJ MC PHD
+PhD MBA MSc BSc MD
+KB MB GB TB PB KiB MiB GiB TiB Gi Mi Ki GHz MHz KHz Hz MS
+ACK NACK SYN FIN RST EOL EOD TLDR WTF OMG LOL LMAO ROFL IDK TBH FWIW AFAIK IIRC IMHO NVM AKA TL DR
+""".split()  # noqa: SIM905
+)
+#: An all-capitals word with an English inflection ending is a shouted word ("REJECTED",
+#: "PENDING", "URGENTLY"), not an acronym or a name.
+_SHOUTED = re.compile(r"^[A-Z]{2,}(?:ED|ING|LY|TION|MENT|NESS|ABLE)$")
+_UNIT_WORDS = frozenset(a.casefold() for a in GENERIC_ABBREVIATIONS if a[-1:] in "BbiHz" or a in ("MS",))
+_ORG_SUFFIX = ("Inc", "Corp", "University", "College", "School", "Company", "Club", "Group", "Center", "Centre",
+               "Foundation", "Institute", "Studio", "Bank", "Hospital", "Church", "Museum", "Park", "Festival", "Conference")
+#: "TL;DR" and its spellings: a chat abbreviation, blanked before names are looked for.
+_TLDR = re.compile(r"\bTL\s*;\s*DR\b|\bTLDR\b", re.I)
+
+
+def _is_generic_abbreviation(name: str) -> bool:
+    """An abbreviation that is an ordinary noun (``the default TTL``), not a name."""
+    return name in GENERIC_ABBREVIATIONS or name.casefold() in _UNIT_WORDS or bool(_SHOUTED.match(name))
+
+
+# ---------------------------------------------------------------------- the common-word list
+
+def _load_lexicon() -> dict[str, str]:
+    """Word → class ("verb", "function", "numeral", "interjection", "adjective", "noun")."""
+    path = Path(__file__).resolve().parents[2] / "text" / "common_words_en.txt"
+    classes: dict[str, str] = {}
+    current = "noun"
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            current = line[1:-1]
+            continue
+        for word in line.split():
+            classes.setdefault(word, current)
+    for word in STOPWORDS | ENGLISH_QUERY_STOPWORDS:
+        classes.setdefault(word.replace("’", "'"), "function")
+    for past, base in IRREGULAR_VERBS.items():
+        classes.setdefault(past, "verb")
+        classes.setdefault(base, "verb")
+    return classes
+
+
+_LEXICON = _load_lexicon()
+_STEMS: dict[str, str] = {}
+for _word, _class in _LEXICON.items():
+    _STEMS.setdefault(snowball(_word), _class)
+#: Classes cut from the front of a run at a clause start: no name starts with them.
+_LEADING = frozenset({"verb", "function", "numeral", "interjection"})
+
+
+def common_word_class(word: str) -> str | None:
+    """The class of a common English word (any inflection), or None for no common word.
+
+    An ``-ed`` / ``-ing`` form of a listed noun is a verb ("Booked", "Logging")."""
+    bare = word.strip("'’.,:;!?\"()*").replace("’", "'").lower()
+    if not bare.isalpha() and "'" not in bare:
+        return None
+    if bare in _LEXICON:
+        return _LEXICON[bare]
+    found = _STEMS.get(snowball(bare))
+    if found in ("noun", "adjective") and bare.endswith(("ed", "ing")):
+        return "verb"
+    return found
+
+
+#: Weekday and month abbreviations (months only next to a day number: "Jan" is also a name).
+_WEEKDAY_ABBR = frozenset("mon tue tues wed weds thu thur thurs fri sat sun".split())  # noqa: SIM905
+_MONTH_ABBR = frozenset("jan feb mar apr jun jul aug sep sept oct nov dec".split())  # noqa: SIM905
+
+
+def is_time_word(word: str, next_text: str = "", before: str = "") -> bool:
+    """A weekday or month, an abbreviation or plural of one ("Fri", "Fridays", "Thu")."""
+    bare = word.strip("'’.,:;!?\"()").lower().removesuffix("'s")
+    single = bare[:-1] if bare.endswith("s") else bare
+    if bare in WEEKDAYS or single in WEEKDAYS or bare in _WEEKDAY_ABBR or bare in MONTHS:
+        return True
+    if bare in _MONTH_ABBR or single in _MONTH_ABBR:
+        return bool(re.match(r"\.?\s*\d", next_text) or re.search(r"\d\s*$", before))
+    return False
+
+
+_PRONOUNS = frozenset(
+    "i you we they he she it that there here what who where when how let this everyone everything nobody".split())  # noqa: SIM905
+_CONTRACTION = re.compile(r"^([A-Za-z]+)['’](s|re|ve|ll|d|m|t)$")
+
+
+def _contraction(word: str) -> tuple[str, str] | None:
+    """``(stem, ending)`` of "He's", "We're", "Kieran's"; None for a word without one."""
+    match = _CONTRACTION.match(word.strip(".,:;!?\"()"))
+    return (match.group(1), match.group(2).lower()) if match else None
+
+
+# ---------------------------------------------------------------------- clause starts
+
+#: Marks that open a clause: sentence ends, colons, semicolons, dashes, brackets, list
+#: markers, quotes and emphasis.
+_OPENERS = re.compile(r"""(?:^|[:;!?.(\[{—–]|\s[-*+•>|]|\s\d+[.)])[\s"'“‘*_#>|\-•+]*$""")
+
+
+def _at_clause_start(sentence: str, start: int) -> bool:
+    return bool(_OPENERS.search(sentence[:start]))
+
+
+@dataclass
+class NameContext:
+    """What one extraction payload says about its words: the capitalised words written
+    inside a clause, and the words it writes in lower case."""
+
+    capitalized: set[str] = field(default_factory=set)
+    lower: set[str] = field(default_factory=set)
+
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’\-]*")
+
+
+def name_context(sentences: list[str]) -> NameContext:
+    """:class:`NameContext` of the prose ``sentences`` of a payload."""
+    ctx = NameContext()
+    for sentence in sentences:
+        for match in _WORD.finditer(sentence):
+            word = match.group(0)
+            if word[0].islower():
+                ctx.lower.add(word.lower())
+            elif not _at_clause_start(sentence, match.start()):
+                ctx.capitalized.add(word.strip("'’").removesuffix("'s").removesuffix("’s"))
+    return ctx
+
+
+def _named_in_chat(word: str, ctx: NameContext) -> bool:
+    """Capitalised inside a clause and never written in lower case: this chat's name ("Slack")."""
+    bare = word.strip("'’").removesuffix("'s").removesuffix("’s")
+    return bare in ctx.capitalized and bare.lower() not in ctx.lower
+
+
+# ---------------------------------------------------------------------- runs
+
+def _split_run(words: list[str]) -> list[tuple[int, list[str]]]:
+    """A run cut at contractions: "He's Diane" → Diane; "Kieran's PR" → Kieran, PR.
+    Yields ``(index of the first word, words)``."""
+    parts: list[tuple[int, list[str]]] = []
+    current: list[str] = []
+    first = 0
+    for i, word in enumerate(words):
+        found = _contraction(word)
+        if found is None:
+            if not current:
+                first = i
+            current.append(word)
+            continue
+        stem, ending = found
+        if ending == "s" and stem.lower() not in _PRONOUNS and common_word_class(stem) is None:
+            if not current:
+                first = i
+            current.append(stem)  # a possessive ends the name
+        if current:
+            parts.append((first, current))
+        current = []
+    if current:
+        parts.append((first, current))
+    return parts
+
+
+def names_in(sentence: str, speakers: set[str], ctx: NameContext) -> list[tuple[str, str]]:
+    """``(name, type)`` pairs found in one English sentence (type: organization, place or
+    named entity)."""
+    sentence = _TLDR.sub(lambda m: " " * len(m.group(0)), sentence)
+    found: list[tuple[str, str]] = []
+    for match in _ENTITY_RUN.finditer(sentence):
+        if glued_to_identifier(sentence, match.start()):
+            continue  # the capitalised tail of an identifier (getUserName)
+        raw_words = match.group(0).split()
+        offsets = [m.start() + match.start() for m in re.finditer(r"\S+", match.group(0))]
+        for first, words in _split_run(raw_words):
+            start = offsets[first]
+            for name, kind in _name_of(sentence, start, words, speakers, ctx):
+                found.append((name, kind))
+    return found
+
+
+def _name_of(sentence: str, start: int, words: list[str], speakers: set[str],
+             ctx: NameContext) -> list[tuple[str, str]]:
+    at_start = _at_clause_start(sentence, start)
+    words = trim_code_words(words)
+    while words and (words[0].strip("'’") in NOT_ENTITY
+                     or (at_start and len(words) > 1 and common_word_class(words[0]) in _LEADING
+                         and not _named_in_chat(words[0], ctx))):
+        words = words[1:]
+    if any(w.lower().strip("'’").removesuffix("'s").removesuffix("’s") in speakers for w in words):
+        return []  # a speaker's own (full) name, or a greeting to the other speaker
+    while words and (words[-1] in NOT_ENTITY or words[-1].lower() in ("of", "and", "&")):
+        words = words[:-1]
+    if not words:
+        return []
+    name = " ".join(words).strip("'’-").removesuffix("'s").removesuffix("’s").strip("-")
+    if len(name) < 2 or name.lower() in speakers or name.lower() in STOPWORDS:
+        return []
+    end = start + len(" ".join(words))
+    if len(words) == 1:
+        if _is_generic_abbreviation(name) or is_time_word(name, sentence[end:], sentence[:start]):
+            return []
+        common = common_word_class(name) is not None and not name.isupper()
+        if at_start and not name.isupper() and (common or name not in ctx.capitalized) \
+                and not (common and _named_in_chat(name, ctx)):
+            return []
+    before = sentence[: sentence.find(words[0], start)]
+    if any(name.endswith(s) for s in _ORG_SUFFIX) or _EMPLOYER_PREP.search(before):
+        kind = "organization"
+    elif _PLACE_PREP.search(before):
+        kind = "place"
+    else:
+        kind = "named entity"
+        if len(words) == 1 and not name.isupper() and common_word_class(name) is not None \
+                and name.lower() in ctx.lower:
+            return []  # a common word the chat also writes in lower case: a label, not a name
+    return [(name, kind)]
