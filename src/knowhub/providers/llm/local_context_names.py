@@ -25,7 +25,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from knowhub.providers.llm.local_context_code import glued_to_identifier, trim_code_words
+from knowhub.providers.llm.local_context_code import (
+    glued_to_identifier,
+    is_language,
+    trim_code_words,
+)
 from knowhub.providers.llm.local_context_text import MONTHS, STOPWORDS, WEEKDAYS
 from knowhub.providers.llm.local_context_topics import IRREGULAR_VERBS
 from knowhub.text.query_stopwords import ENGLISH_QUERY_STOPWORDS
@@ -128,7 +132,10 @@ def common_word_class(word: str) -> str | None:
     """The class of a common English word (any inflection), or None for no common word.
 
     An ``-ed`` / ``-ing`` form of a listed noun is a verb ("Booked", "Logging")."""
-    bare = word.strip("'’.,:;!?\"()*").replace("’", "'").lower()
+    bare = word.strip("'’.,:;!?\"()*").replace("’", "'")
+    if any(c.isupper() for c in bare[1:]) and not bare.isupper():
+        return None  # internal capitals ("GoT", "iPhone"): a name's spelling, no common word
+    bare = bare.lower()
     if not bare.isalpha() and "'" not in bare:
         return None
     if bare in _LEXICON:
@@ -155,8 +162,11 @@ def is_time_word(word: str, next_text: str = "", before: str = "") -> bool:
     return False
 
 
+#: Titles before a name; alone they name nobody ("Ask Dr. Osei" → never "Dr").
+_TITLES = frozenset(["Dr", "Mr", "Mrs", "Ms", "Prof", "St", "Sir", "Dame"])
 _PRONOUNS = frozenset(
     "i you we they he she it that there here what who where when how let this everyone everything nobody".split())  # noqa: SIM905
+_TITLE_CASE = re.compile(r"^[A-Z][a-z]+$")
 _CONTRACTION = re.compile(r"^([A-Za-z]+)['’](s|re|ve|ll|d|m|t)$")
 
 
@@ -168,13 +178,19 @@ def _contraction(word: str) -> tuple[str, str] | None:
 
 # ---------------------------------------------------------------------- clause starts
 
-#: Marks that open a clause: sentence ends, colons, semicolons, dashes, brackets, list
-#: markers, quotes and emphasis.
-_OPENERS = re.compile(r"""(?:^|[:;!?.(\[{—–]|\s[-*+•>|]|\s\d+[.)])[\s"'“‘*_#>|\-•+]*$""")
+#: The start of a sentence or a list item (after list markers, quotes and emphasis).
+_SENTENCE_START = re.compile(r"""^[\s"'“‘*_#>|\-•+(\[]*(?:\d+[.)][\s"'“‘*_]*)?$""")
+#: A clause start inside a sentence: after a colon, semicolon, dash or bracket. A name may
+#: stand there ("Backend: Fastify"), an ordinary word may too ("Rule: Never ...").
+_CLAUSE_START = re.compile(r"""(?:[:;!?.(\[{—–]|\s-)[\s"'“‘*_]*$""")
 
 
-def _at_clause_start(sentence: str, start: int) -> bool:
-    return bool(_OPENERS.search(sentence[:start]))
+def _start_kind(sentence: str, start: int) -> str:
+    """"sentence" at a sentence or list-item start, "clause" after a colon, dash or bracket, else ""."""
+    before = sentence[:start]
+    if _SENTENCE_START.match(before):
+        return "sentence"
+    return "clause" if _CLAUSE_START.search(before) else ""
 
 
 @dataclass
@@ -197,7 +213,7 @@ def name_context(sentences: list[str]) -> NameContext:
             word = match.group(0)
             if word[0].islower():
                 ctx.lower.add(word.lower())
-            elif not _at_clause_start(sentence, match.start()):
+            elif _start_kind(sentence, match.start()) != "sentence":
                 ctx.capitalized.add(word.strip("'’").removesuffix("'s").removesuffix("’s"))
     return ctx
 
@@ -211,20 +227,24 @@ def _named_in_chat(word: str, ctx: NameContext) -> bool:
 # ---------------------------------------------------------------------- runs
 
 def _split_run(words: list[str]) -> list[tuple[int, list[str]]]:
-    """A run cut at contractions: "He's Diane" → Diane; "Kieran's PR" → Kieran, PR.
-    Yields ``(index of the first word, words)``."""
+    """A run cut at contractions: "He's Diane" → Diane; "Kieran's PR" → Kieran, PR. A
+    possessive stays inside a title whose next word is written like a word, not like an
+    abbreviation or an identifier ("Charlotte's Web", "New Year's Eve"). Yields ``(index of the first word, words)``."""
     parts: list[tuple[int, list[str]]] = []
     current: list[str] = []
     first = 0
     for i, word in enumerate(words):
         found = _contraction(word)
-        if found is None:
+        following = words[i + 1] if i + 1 < len(words) else ""
+        pronoun = found is not None and found[0].lower() in _PRONOUNS
+        titled = bool(_TITLE_CASE.match(following))
+        if found is None or (found[1] == "s" and not pronoun and titled):
             if not current:
                 first = i
             current.append(word)
             continue
         stem, ending = found
-        if ending == "s" and stem.lower() not in _PRONOUNS and common_word_class(stem) is None:
+        if ending == "s" and not pronoun and common_word_class(stem) is None:
             if not current:
                 first = i
             current.append(stem)  # a possessive ends the name
@@ -255,7 +275,8 @@ def names_in(sentence: str, speakers: set[str], ctx: NameContext) -> list[tuple[
 
 def _name_of(sentence: str, start: int, words: list[str], speakers: set[str],
              ctx: NameContext) -> list[tuple[str, str]]:
-    at_start = _at_clause_start(sentence, start)
+    start_kind = _start_kind(sentence, start)
+    at_start = start_kind != ""
     words = trim_code_words(words)
     while words and (words[0].strip("'’") in NOT_ENTITY
                      or (at_start and len(words) > 1 and common_word_class(words[0]) in _LEADING
@@ -268,16 +289,18 @@ def _name_of(sentence: str, start: int, words: list[str], speakers: set[str],
     if not words:
         return []
     name = " ".join(words).strip("'’-").removesuffix("'s").removesuffix("’s").strip("-")
-    if len(name) < 2 or name.lower() in speakers or name.lower() in STOPWORDS:
+    if len(name) < 2 or name.lower() in speakers or name in _TITLES or (
+            name.lower() in STOPWORDS and common_word_class(name) is not None):
         return []
     end = start + len(" ".join(words))
     if len(words) == 1:
         if _is_generic_abbreviation(name) or is_time_word(name, sentence[end:], sentence[:start]):
             return []
-        common = common_word_class(name) is not None and not name.isupper()
-        if at_start and not name.isupper() and (common or name not in ctx.capitalized) \
-                and not (common and _named_in_chat(name, ctx)):
-            return []
+        common = common_word_class(name) is not None and not name.isupper() and not is_language(name)
+        if common and at_start and not _named_in_chat(name, ctx):
+            return []  # an ordinary word opening a sentence or clause ("Never", "Tiny")
+        if start_kind == "sentence" and not name.isupper() and name not in ctx.capitalized:
+            return []  # a capital that only ever opens a sentence
     before = sentence[: sentence.find(words[0], start)]
     if any(name.endswith(s) for s in _ORG_SUFFIX) or _EMPLOYER_PREP.search(before):
         kind = "organization"
@@ -286,6 +309,6 @@ def _name_of(sentence: str, start: int, words: list[str], speakers: set[str],
     else:
         kind = "named entity"
         if len(words) == 1 and not name.isupper() and common_word_class(name) is not None \
-                and name.lower() in ctx.lower:
+                and name.lower() in ctx.lower and not is_language(name):
             return []  # a common word the chat also writes in lower case: a label, not a name
     return [(name, kind)]
