@@ -196,9 +196,11 @@ def _start_kind(sentence: str, start: int) -> str:
 @dataclass
 class NameContext:
     """What one extraction payload says about its words: the capitalised words written
-    inside a clause, and the words it writes in lower case."""
+    after a sentence start, those written inside a clause (neither after a colon nor a
+    dash), and the words it writes in lower case."""
 
     capitalized: set[str] = field(default_factory=set)
+    inside: set[str] = field(default_factory=set)
     lower: set[str] = field(default_factory=set)
 
 
@@ -213,15 +215,20 @@ def name_context(sentences: list[str]) -> NameContext:
             word = match.group(0)
             if word[0].islower():
                 ctx.lower.add(word.lower())
-            elif _start_kind(sentence, match.start()) != "sentence":
-                ctx.capitalized.add(word.strip("'’").removesuffix("'s").removesuffix("’s"))
+            else:
+                kind = _start_kind(sentence, match.start())
+                bare = word.strip("'’").removesuffix("'s").removesuffix("’s")
+                if kind != "sentence":
+                    ctx.capitalized.add(bare)
+                if not kind:
+                    ctx.inside.add(bare)
     return ctx
 
 
 def _named_in_chat(word: str, ctx: NameContext) -> bool:
     """Capitalised inside a clause and never written in lower case: this chat's name ("Slack")."""
     bare = word.strip("'’").removesuffix("'s").removesuffix("’s")
-    return bare in ctx.capitalized and bare.lower() not in ctx.lower
+    return bare in ctx.inside and bare.lower() not in ctx.lower
 
 
 # ---------------------------------------------------------------------- runs
