@@ -9,8 +9,9 @@ general knowledge of English, none from benchmark text:
   its Snowball stem) at a clause start is no name alone; a verb, function word, numeral or
   interjection is cut from the front of a longer run ("Emailed Anouk" → Anouk), an
   adjective or noun is not ("New York", "Network Rail");
-* a common word capitalised inside a clause stays a name unless the same conversation also
-  writes it in lower case ("press Done" when "done" is written too: a label, not a name);
+* a common word capitalised inside a clause stays a name ("Slack", "Render") unless it is a
+  function word or numeral, or the same conversation also writes it in lower case ("press
+  Done" when "done" is written too: a label, not a name);
 * pronoun contractions ("We're", "He's") are no names; a possessive ends the name
   ("Kieran's PR" → Kieran, then "PR" on its own);
 * weekdays and months, their abbreviations and plurals ("Fri", "Fridays") are times;
@@ -78,7 +79,7 @@ QA QPS RPS SLA SLO KPI OKR ROI CEO CTO CFO COO HR PR PM ETA ASAP FAQ DIY TV PC I
 NLP LLM OCR IOT AR VR CRM ERP SaaS B2B B2C MVP POC RFC PTO OOO WFH EOD TBD FYI IMO BTW DM PS AM FM DJ MC PHD
 PhD MBA MSc BSc MD
 KB MB GB TB PB KiB MiB GiB TiB Gi Mi Ki GHz MHz KHz Hz MS
-ACK NACK SYN FIN RST EOL EOD TLDR WTF OMG LOL LMAO ROFL IDK TBH FWIW AFAIK IIRC IMHO NVM AKA TL DR
+ACK NACK SYN FIN RST EOL CTE SD TLDR WTF OMG LOL LMAO ROFL IDK TBH FWIW AFAIK IIRC IMHO NVM AKA TL DR
 """.split()  # noqa: SIM905
 )
 #: An all-capitals word with an English inflection ending is a shouted word ("REJECTED",
@@ -92,8 +93,10 @@ _TLDR = re.compile(r"\bTL\s*;\s*DR\b|\bTLDR\b", re.I)
 
 
 def _is_generic_abbreviation(name: str) -> bool:
-    """An abbreviation that is an ordinary noun (``the default TTL``), not a name."""
-    return name in GENERIC_ABBREVIATIONS or name.casefold() in _UNIT_WORDS or bool(_SHOUTED.match(name))
+    """An abbreviation that is an ordinary noun (``the default TTL``, ``the PDFs``), not a name."""
+    plural = name[:-1] if len(name) > 2 and name.endswith("s") and name[:-1].isupper() else ""
+    return (name in GENERIC_ABBREVIATIONS or plural in GENERIC_ABBREVIATIONS or name.casefold() in _UNIT_WORDS
+            or bool(_SHOUTED.match(name)))
 
 
 # ---------------------------------------------------------------------- the common-word list
@@ -315,7 +318,9 @@ def _name_of(sentence: str, start: int, words: list[str], speakers: set[str],
         kind = "place"
     else:
         kind = "named entity"
-        if len(words) == 1 and not name.isupper() and common_word_class(name) is not None \
-                and name.lower() in ctx.lower and not is_language(name):
-            return []  # a common word the chat also writes in lower case: a label, not a name
+        word_class = common_word_class(name) if len(words) == 1 and not name.isupper() else None
+        if word_class is not None and not is_language(name) and (
+                (word_class in ("function", "numeral", "interjection") and _LEXICON.get(name.lower()) == word_class)
+                or name.lower() in ctx.lower):
+            return []  # a function word, or a common word the chat also writes in lower case: a label
     return [(name, kind)]
