@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import pytest
 
+from knowhub.context.core import SessionArchive
+from knowhub.context.extraction import EntityEventExtractor
+from knowhub.providers.llm import StubLLMClient
 from knowhub.providers.llm.local_context import run_extraction
 from knowhub.providers.llm.local_context_code import strip_code
 from knowhub.providers.llm.local_context_names import common_word_class, is_time_word
+from knowhub.scope import RequestContext
 
 
 def entities(*texts: str, role: str = "user") -> list[str]:
@@ -106,3 +110,21 @@ def test_function_words_numerals_and_abbreviation_plurals_inside_a_clause():
                      "on the Downs with Aisha. Ask Aisha.")
     assert "Third" not in found and "PDFs" not in found and "CTEs" not in found
     assert {"Downs", "Aisha"} <= set(found)  # a plural place name is no function word
+
+
+def test_a_model_answer_is_held_to_the_name_rules():
+    """The LLM path: weekdays, contractions, flags, lone titles and chat abbreviations a model
+    names as entities are dropped; its names stay."""
+    def entity(name: str, kind: str) -> dict[str, object]:
+        return {"category": "entities", "routing_key": name, "abstract": f"{name} was mentioned", "confidence": 0.8,
+                "source_refs": ["m1"], "metadata": {"entity_type": kind}}
+
+    stub = StubLLMClient([{"candidates": [
+        entity("Fridays", "thing"), entity("Thu", "thing"), entity("We're", "thing"), entity("-Wall", "thing"),
+        entity("Dr", "person"), entity("TL;DR", "thing"), entity("WTF", "thing"),
+        entity("Kieran", "person"), entity("Totnes", "place"), entity("User's sister", "relation"),
+    ]}])
+    archive = SessionArchive("s1", "ctx://acme/users/alice/sessions/s1", stats={})
+    messages = [{"id": "m1", "role": "user", "content": "Kieran moved to Totnes on a Friday."}]
+    got = EntityEventExtractor(llm=stub).extract(messages, archive, RequestContext("acme", "alice", session_id="s1"))
+    assert sorted(c.routing_key for c in got if c.category == "entities") == ["Kieran", "Totnes", "User's sister"]

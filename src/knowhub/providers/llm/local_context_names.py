@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from knowhub.providers.llm.local_context_code import (
+    check_entity,
     glued_to_identifier,
     is_language,
     trim_code_words,
@@ -40,6 +41,7 @@ __all__ = [
     "GENERIC_ABBREVIATIONS",
     "NOT_ENTITY",
     "NameContext",
+    "check_name",
     "common_word_class",
     "is_time_word",
     "name_context",
@@ -324,3 +326,15 @@ def _name_of(sentence: str, start: int, words: list[str], speakers: set[str],
                 or name.lower() in ctx.lower):
             return []  # a function word, or a common word the chat also writes in lower case: a label
     return [(name, kind)]
+
+
+def check_name(name: str, kind: str | None) -> str | None:
+    """:func:`.local_context_code.check_entity` plus the rules of this module that hold
+    for a whole name, found or model-given: a weekday or month, a pronoun contraction, a lone
+    title, a command-line flag or a generic or chat abbreviation is no entity (None)."""
+    bare = name.strip()
+    if (kind or "") != "relation" and (
+            bare.startswith("-") or bare in _TITLES or _is_generic_abbreviation(bare) or _TLDR.fullmatch(bare)
+            or (" " not in bare and (is_time_word(bare) or (_contraction(bare) or ("", ""))[0].lower() in _PRONOUNS))):
+        return None
+    return check_entity(name, kind)

@@ -19,10 +19,7 @@ from typing import Any
 
 from knowhub.providers.llm.local_context_assistant import assistant_memories
 from knowhub.providers.llm.local_context_cn import cn_entities
-from knowhub.providers.llm.local_context_code import (
-    check_entity,
-    strip_code,
-)
+from knowhub.providers.llm.local_context_code import strip_code
 from knowhub.providers.llm.local_context_instructions import (
     instruction_topic,
     is_instruction,
@@ -33,6 +30,7 @@ from knowhub.providers.llm.local_context_instructions import (
 from knowhub.providers.llm.local_context_names import (
     NOT_ENTITY,
     NameContext,
+    check_name,
     name_context,
     names_in,
 )
@@ -455,7 +453,7 @@ def _entity_candidates(turn: Turn, speakers: set[str], names: NameContext) -> li
                 found.append((name, kind, ""))
         for name, found_kind, relation in found:
             key = name.lower()
-            kind = check_entity(name, found_kind)  # no code tokens; languages are no places
+            kind = check_name(name, found_kind)  # no code tokens, times or fragments; languages are no places
             if kind is None or key in seen or (kind != "relation" and key in speakers):
                 continue
             seen.add(key)
