@@ -14,7 +14,8 @@ general knowledge of English, none from benchmark text:
   Done" when "done" is written too: a label, not a name);
 * pronoun contractions ("We're", "He's") are no names; a possessive ends the name
   ("Kieran's PR" → Kieran, then "PR" on its own);
-* weekdays and months, their abbreviations and plurals ("Fri", "Fridays") are times;
+* weekdays and months are times, not names; a weekday written as a schedule ("Fridays",
+  "Fri") is one normalised ``time`` entity ("Friday"), the same for all its spellings;
 * command-line flags ("-Wall", "--no-cache") are code (blanked by
   :func:`.local_context_code.strip_code`), and chat abbreviations ("TL;DR", "WTF") are
   no names.
@@ -46,6 +47,7 @@ __all__ = [
     "is_time_word",
     "name_context",
     "names_in",
+    "recurring_weekday",
 ]
 
 _CAP_WORD = r"[A-Z](?:[^\W\u3400-\u9fff]|['’\-])*"  # a Latin word stops at Chinese text
@@ -154,6 +156,21 @@ def common_word_class(word: str) -> str | None:
 #: Weekday and month abbreviations (months only next to a day number: "Jan" is also a name).
 _WEEKDAY_ABBR = frozenset("mon tue tues wed weds thu thur thurs fri sat sun".split())  # noqa: SIM905
 _MONTH_ABBR = frozenset("jan feb mar apr jun jul aug sep sept oct nov dec".split())  # noqa: SIM905
+
+
+_WEEKDAY_OF = {d[:n]: d for d in WEEKDAYS for n in (3, 4)} | {"weds": "wednesday", "thur": "thursday",
+                                                            "thurs": "thursday", "tues": "tuesday"}
+
+
+def recurring_weekday(word: str) -> str | None:
+    """The weekday a plural or abbreviation names ("Tuesdays", "Thu" → "Tuesday", "Thursday"):
+    a schedule ("Tuesdays and Thursdays"), one normalised ``time`` entity per weekday. A
+    singular full name ("on Friday") is a date, resolved by the time cues: None."""
+    bare = word.strip("'’.,:;!?\"()").lower()
+    if bare.endswith("s") and bare[:-1] in WEEKDAYS:
+        return bare[:-1].capitalize()
+    day = _WEEKDAY_OF.get(bare) if bare not in WEEKDAYS else None
+    return day.capitalize() if day else None
 
 
 def is_time_word(word: str, next_text: str = "", before: str = "") -> bool:
@@ -306,6 +323,9 @@ def _name_of(sentence: str, start: int, words: list[str], speakers: set[str],
         return []
     end = start + len(" ".join(words))
     if len(words) == 1:
+        weekday = recurring_weekday(name)
+        if weekday:
+            return [(weekday, "time")]
         if _is_generic_abbreviation(name) or is_time_word(name, sentence[end:], sentence[:start]):
             return []
         common = common_word_class(name) is not None and not name.isupper() and not is_language(name)
@@ -331,8 +351,11 @@ def _name_of(sentence: str, start: int, words: list[str], speakers: set[str],
 def check_name(name: str, kind: str | None) -> str | None:
     """:func:`.local_context_code.check_entity` plus the rules of this module that hold
     for a whole name, found or model-given: a weekday or month, a pronoun contraction, a lone
-    title, a command-line flag or a generic or chat abbreviation is no entity (None)."""
+    title, a command-line flag or a generic or chat abbreviation is no entity (None); a
+    weekday typed ``time`` (:func:`recurring_weekday`) stays."""
     bare = name.strip()
+    if kind == "time" and bare.lower() in WEEKDAYS:
+        return kind
     if (kind or "") != "relation" and (
             bare.startswith("-") or bare in _TITLES or _is_generic_abbreviation(bare) or _TLDR.fullmatch(bare)
             or (" " not in bare and (is_time_word(bare) or (_contraction(bare) or ("", ""))[0].lower() in _PRONOUNS))):
