@@ -122,10 +122,10 @@ def test_a_model_answer_is_held_to_the_name_rules():
 
     stub = StubLLMClient([{"candidates": [
         entity("Fridays", "thing"), entity("Thu", "thing"), entity("We're", "thing"), entity("-Wall", "thing"),
-        entity("Dr", "person"), entity("TL;DR", "thing"), entity("WTF", "thing"),
+        entity("Dr", "person"), entity("TL;DR", "thing"), entity("WTF", "thing"), entity("NACK", "thing"), entity("ACK", "named entity"),
         entity("Kieran", "person"), entity("Totnes", "place"), entity("User's sister", "relation"),
     ]}])
     archive = SessionArchive("s1", "ctx://acme/users/alice/sessions/s1", stats={})
     messages = [{"id": "m1", "role": "user", "content": "Kieran moved to Totnes on a Friday."}]
     got = EntityEventExtractor(llm=stub).extract(messages, archive, RequestContext("acme", "alice", session_id="s1"))
-    assert sorted(c.routing_key for c in got if c.category == "entities") == ["Kieran", "Totnes", "User's sister"]
+    assert sorted(c.routing_key for c in got if c.category == "entities") == ["ACK", "Kieran", "Totnes", "User's sister"]
