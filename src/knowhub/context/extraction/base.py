@@ -15,7 +15,7 @@ Whatever the model says is validated: unknown categories for the extractor are d
 texts are coerced to strings, confidence is clamped to [0, 1], ``source_refs`` keep
 only ids of messages that were actually sent, and an entity that is a code token
 (``False``, ``DateTime``) is dropped while a language typed as a place becomes a
-``language`` (:func:`~knowhub.providers.llm.local_context_code.check_entity`).
+``language`` (:func:`~knowhub.providers.llm.local_context_names.check_name`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from knowhub.context.extraction.messages import normalize_messages
 from knowhub.errors import InvalidInputError, KnowhubError, LLMError
 from knowhub.providers.llm import LLMClient, build_task_messages
 from knowhub.providers.llm.local_context import run_extraction
-from knowhub.providers.llm.local_context_code import check_entity
+from knowhub.providers.llm.local_context_names import check_name
 
 __all__ = [
     "CANDIDATES_SCHEMA",
@@ -164,7 +164,7 @@ def coerce_candidate(
     routing_key = _as_text(raw.get("routing_key")).strip()
     if category is MemoryCategory.ENTITIES:
         found = metadata.get("entity_type")
-        kind = check_entity(routing_key or abstract, found if isinstance(found, str) else None)
+        kind = check_name(routing_key or abstract, found if isinstance(found, str) else None)
         if kind is None:
             return None
         if kind:

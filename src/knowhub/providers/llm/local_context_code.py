@@ -57,14 +57,16 @@ _FILE = re.compile(
 )
 #: Calls and dotted member chains: ``getUserName()``, ``Booking.query.get``.
 _CALL = re.compile(r"\b[A-Za-z_][\w.]*\([^()\n]{0,80}\)|\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*){2,}")
+#: Command-line flags: a dash or two glued to a word after a space ("-Wall", "--no-cache").
+_FLAG = re.compile(r"(?<![\w\-])--?[A-Za-z][\w\-.=:+/,]*")
 
 
 def strip_code(text: str) -> str:
     """``text`` with its code blanked out (line breaks kept, so sentences stay apart).
 
     Fenced blocks (``` or ~~~, to the closing fence or the end), indented blocks whose
-    first line reads as code, inline code, HTML/XML tags, URLs, paths, file names and
-    calls go; prose stays.
+    first line reads as code, inline code, HTML/XML tags, URLs, paths, file names,
+    calls and command-line flags go; prose stays.
     """
     out: list[str] = []
     fence: str | None = None
@@ -91,7 +93,7 @@ def strip_code(text: str) -> str:
 
 
 def _blank_inline(line: str) -> str:
-    for pattern in (_INLINE_CODE, _HTML_TAG, _URL, _PATH, _FILE, _CALL):
+    for pattern in (_INLINE_CODE, _HTML_TAG, _URL, _PATH, _FILE, _CALL, _FLAG):
         line = pattern.sub(" ", line)
     return line
 
@@ -114,7 +116,7 @@ BIGSERIAL INTEGER INT BIGINT SMALLINT TINYINT DECIMAL NUMERIC FLOAT REAL DOUBLE 
 VARCHAR NVARCHAR TEXT BLOB CLOB BOOLEAN BOOL DATE TIME DATETIME TIMESTAMP TIMESTAMPTZ INTERVAL UUID
 JSONB BYTEA ARRAY ENUM ASC DESC EXPLAIN ANALYZE VACUUM WITH RECURSIVE RETURNING CONFLICT DO NOTHING
 LOCK SHARE EXCLUSIVE MODE NOWAIT SCHEMA DATABASE COLUMN ADD RENAME TO TRUNCATE MERGE MATCHED UPSERT
-REPLACE PRAGMA COLLATE CHARSET ENGINE OWNER SEQUENCE NEXTVAL COUNT SUM AVG MIN MAX COALESCE CAST
+REPLACE PRAGMA COPY COLLATE CHARSET ENGINE OWNER SEQUENCE NEXTVAL COUNT SUM AVG MIN MAX COALESCE CAST
 """
 #: HTML element and declaration names (upper case), HTTP methods, log levels and the
 #: usual constant-like words of code and build files.

@@ -20,12 +20,7 @@ from typing import Any
 from knowhub.providers.llm.local_context_accept import fold_into_replies
 from knowhub.providers.llm.local_context_assistant import assistant_memories
 from knowhub.providers.llm.local_context_cn import cn_entities
-from knowhub.providers.llm.local_context_code import (
-    check_entity,
-    glued_to_identifier,
-    strip_code,
-    trim_code_words,
-)
+from knowhub.providers.llm.local_context_code import strip_code
 from knowhub.providers.llm.local_context_instructions import (
     instruction_topic,
     is_instruction,
@@ -33,11 +28,16 @@ from knowhub.providers.llm.local_context_instructions import (
     preference_phrases,
     rules_follow,
 )
+from knowhub.providers.llm.local_context_names import (
+    NOT_ENTITY,
+    NameContext,
+    check_name,
+    name_context,
+    names_in,
+)
 from knowhub.providers.llm.local_context_profile import NAME_PATTERNS, profile_facts
 from knowhub.providers.llm.local_context_text import (
-    MONTHS,
     STOPWORDS,
-    WEEKDAYS,
     Turn,
     annotate_time_cues,
     content_words,
@@ -271,17 +271,6 @@ def _instruction(turn: Turn, sentence: str) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------- entities and events
 
-_CAP_WORD = r"[A-Z](?:[^\W\u3400-\u9fff]|['’\-])*"  # a Latin word stops at Chinese text
-_ENTITY_RUN = re.compile(rf"(?:(?:Dr|Mr|Mrs|Ms|Prof|St)\.\s+)?{_CAP_WORD}(?:\s+(?:of|the|de|da|van|von)\s+{_CAP_WORD}|\s+{_CAP_WORD})*")
-_NOT_ENTITY = frozenset(
-    {w.capitalize() for w in STOPWORDS}
-    | {m.capitalize() for m in MONTHS} | {d.capitalize() for d in WEEKDAYS}
-    | {"I", "I'm", "I've", "I'd", "I'll", "OK", "Ok", "Okay", "Mom", "Dad", "Hey", "Hi", "Wow", "Yeah",
-       "Thanks", "Thank", "Congrats", "Congratulations", "Sorry", "Please", "Omg", "Lol", "Haha", "Aww",
-       "Awesome", "Cool", "Nice", "Great", "Sure", "Yes", "No", "Sounds", "Totally", "Absolutely", "Good",
-       "Wish", "Hope", "Glad", "Love", "Let's", "Bye", "Take", "Keep", "God", "Oh", "Ah", "Hmm", "Yep", "Nope",
-       "Agreed", "True", "Right", "Exactly", "Definitely", "Anyway", "Btw", "Also", "Plus", "Well", "Same"}
-)
 _RELATIONS = ("sister", "brother", "mom", "mother", "dad", "father", "son", "daughter", "wife", "husband",
               "friend", "best friend", "boyfriend", "girlfriend", "partner", "boss", "cousin", "aunt", "uncle",
               "grandma", "grandmother", "grandpa", "grandfather", "niece", "nephew", "kids", "children",
@@ -291,41 +280,6 @@ _RELATIONS = ("sister", "brother", "mom", "mother", "dad", "father", "son", "dau
 _TITLE = r"(?:Dr|Mr|Mrs|Ms|Prof)\.?\s+"
 _REL_RE = re.compile(r"\bmy (" + "|".join(sorted(_RELATIONS, key=len, reverse=True))
                      + rf")(?:,? ((?-i:(?:{_TITLE})?[A-Z][a-z]+)))?\b", re.I)  # the name keeps its capital
-_PLACE_PREP = re.compile(r"\b(?:in|at|to|from|visited|visit|near|around)\s+$", re.I)
-#: "work at X", "joined X", "hired by X": X is an employer, whatever the preposition
-_EMPLOYER_PREP = re.compile(
-    r"\b(?:work(?:s|ed|ing)?|intern(?:s|ed|ing)?|job|position|role|student|studying|studies|professor|researcher|"
-    r"employee|staff|teacher|nurse|engineer|developer)\s+(?:\w+\s+){0,2}(?:at|for|with)\s+$|"
-    r"\b(?:joined|join|joining|employed by|hired by|hired at|offer from|interview(?:ed|ing)? (?:at|with))\s+$",
-    re.I)
-#: Common abbreviations that are ordinary nouns, not names (general computing and everyday
-#: English abbreviations, as any dictionary of abbreviations lists them, and the ISO 4217
-#: codes of the most traded currencies): "the TTL", "an API", "in EUR".
-GENERIC_ABBREVIATIONS = frozenset(
-    """
-API APIS URL URLS URI TTL CPU GPU TPU RAM ROM SSD HDD USB HDMI LED LCD OS VM VPS VPN LAN WAN DNS TCP UDP IP HTTP
-USD EUR GBP JPY CNY RMB HKD CHF CAD AUD INR
-HTTPS SSH SSL TLS CDN SDK CLI GUI UI UX IDE JSON XML YAML CSV PDF HTML CSS SQL ORM JWT RPC REST CRUD ETL CI CD
-QA QPS RPS SLA SLO KPI OKR ROI CEO CTO CFO COO HR PR PM ETA ASAP FAQ DIY TV PC ID PIN OTP SMS MMS GPS AI ML
-NLP LLM OCR IOT AR VR CRM ERP SaaS B2B B2C MVP POC RFC PTO OOO WFH EOD TBD FYI IMO BTW DM PS AM FM DJ MC PHD
-PhD MBA MSc BSc MD
-KB MB GB TB PB KiB MiB GiB TiB Gi Mi Ki GHz MHz KHz Hz MS
-""".split()  # noqa: SIM905
-)
-#: An all-capitals word with an English inflection ending is a shouted word ("REJECTED",
-#: "PENDING", "URGENTLY"), not an acronym or a name.
-_SHOUTED = re.compile(r"^[A-Z]{2,}(?:ED|ING|LY|TION|MENT|NESS|ABLE)$")
-
-
-def _is_generic_abbreviation(name: str) -> bool:
-    """An abbreviation that is an ordinary noun (``the default TTL``), not a name."""
-    return name in GENERIC_ABBREVIATIONS or name.casefold() in _UNIT_WORDS or bool(_SHOUTED.match(name))
-
-
-_UNIT_WORDS = frozenset(a.casefold() for a in GENERIC_ABBREVIATIONS if a[-1:] in "BbiHz" or a in ("MS",))
-
-_ORG_SUFFIX = ("Inc", "Corp", "University", "College", "School", "Company", "Club", "Group", "Center", "Centre",
-               "Foundation", "Institute", "Studio", "Bank", "Hospital", "Church", "Museum", "Park", "Festival", "Conference")
 _ACTION_HINT = re.compile(
     r"\b(went|go(?:ing)? to|visited|attended|joined|started|finished|got|bought|made|took|gave|met|moved|"
     r"painted|ran|played|won|lost|signed|launched|opened|adopted|graduated|traveled|travelled|celebrated|"
@@ -354,42 +308,6 @@ def _speaker_names(turns: list[Turn]) -> set[str]:
                 for n in range(3, len(part)):
                     names.add(part[:n].lower())
     return names
-
-
-def _entities_in(sentence: str, speakers: set[str], capitalized_elsewhere: set[str]) -> list[tuple[str, str]]:
-    """``(name, type)`` pairs found in one sentence."""
-    found: list[tuple[str, str]] = []
-    stripped = sentence.lstrip("\"'“‘(")
-    offset = len(sentence) - len(stripped)
-    for match in _ENTITY_RUN.finditer(sentence):
-        if glued_to_identifier(sentence, match.start()):
-            continue  # the capitalised tail of an identifier (getUserName)
-        words = trim_code_words(match.group(0).split())
-        while words and words[0].strip("'’") in _NOT_ENTITY:
-            words = words[1:]
-        if any(w.lower().strip("'’").removesuffix("'s").removesuffix("’s") in speakers for w in words):
-            continue  # a speaker's own (full) name, or a greeting to the other speaker
-        while words and (words[-1] in _NOT_ENTITY or words[-1].lower() in ("of", "the", "and", "&")):
-            words = words[:-1]
-        if not words:
-            continue
-        name = " ".join(words).strip("'’-").removesuffix("'s").removesuffix("’s").strip("-")
-        if len(name) < 2 or name.lower() in speakers or name.lower() in STOPWORDS:
-            continue
-        at_start = match.start() <= offset
-        if at_start and len(words) == 1 and name not in capitalized_elsewhere and not name.isupper():
-            continue
-        before = sentence[: match.start()]
-        if len(words) == 1 and _is_generic_abbreviation(name):
-            continue
-        if any(name.endswith(s) for s in _ORG_SUFFIX) or _EMPLOYER_PREP.search(before):
-            kind = "organization"
-        elif _PLACE_PREP.search(before):
-            kind = "place"
-        else:
-            kind = "named entity"
-        found.append((name, kind))
-    return found
 
 
 def _left_out(turn: Turn, kept: str) -> list[str]:
@@ -460,11 +378,7 @@ def extract_entities_events(payload: dict[str, Any]) -> list[dict[str, Any]]:
     """One event memory per substantive turn, plus entity memories for named things."""
     turns = turns_from_payload(payload)
     speakers = _speaker_names(turns) | _self_names(turns)
-    capitalized_elsewhere: set[str] = set()
-    for turn in turns:
-        for sentence in _prose_sentences(turn):
-            for word in re.findall(rf"(?<=\s){_CAP_WORD}", sentence):
-                capitalized_elsewhere.add(word.strip("'’").removesuffix("'s"))
+    names = name_context([sentence for turn in turns for sentence in _prose_sentences(turn)])
     # like the profile and preference rules: an unnamed assistant's turns are no memories
     # about the user (its replies stay quoted as context of the user's turns; its fixes are
     # cases); a named second speaker of a transcript is a person
@@ -529,7 +443,7 @@ def extract_entities_events(payload: dict[str, Any]) -> list[dict[str, Any]]:
                         turn.cite(), 0.55, [turn.id], speaker=turn.speaker, session_time=turn.when_text,
                         event_time=turn.date, time_cues=part_cues, kind="turn part", event_id=f"{turn.id}-p{n}",
                     ))
-        out.extend(_entity_candidates(turn, speakers, capitalized_elsewhere))
+        out.extend(_entity_candidates(turn, speakers, names))
         previous = turn
     if not include_assistant:  # an unnamed assistant's decisions, code and fixes (local_context_assistant)
         out = fold_into_replies([*out, *assistant_memories(turns)])
@@ -543,7 +457,7 @@ def _prose_sentences(turn: Turn) -> list[str]:
     return [" ".join(s.split()) for s in split_sentences(strip_code(raw)) if s.strip()]
 
 
-def _entity_candidates(turn: Turn, speakers: set[str], capitalized_elsewhere: set[str]) -> list[dict[str, Any]]:
+def _entity_candidates(turn: Turn, speakers: set[str], names: NameContext) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     for sentence in _prose_sentences(turn):  # code never names an entity
@@ -552,18 +466,18 @@ def _entity_candidates(turn: Turn, speakers: set[str], capitalized_elsewhere: se
         for match in _REL_RE.finditer(sentence):
             relation = match.group(1).lower()
             person = match.group(2)
-            if person and person.lower() not in STOPWORDS and person.capitalize() not in _NOT_ENTITY:
+            if person and person.lower() not in STOPWORDS and person.capitalize() not in NOT_ENTITY:
                 found.append((person, "person", f"{turn.speaker}'s {relation}"))
             else:
                 found.append((f"{turn.speaker}'s {relation}", "relation", f"{turn.speaker}'s {relation}"))
         if has_cjk(sentence):
             found.extend(cn_entities(sentence, turn.speaker_cn))
-        for name, kind in _entities_in(sentence, speakers, capitalized_elsewhere):
+        for name, kind in names_in(sentence, speakers, names):
             if not any(name == f[0] for f in found):
                 found.append((name, kind, ""))
         for name, found_kind, relation in found:
             key = name.lower()
-            kind = check_entity(name, found_kind)  # no code tokens; languages are no places
+            kind = check_name(name, found_kind)  # no code tokens, times or fragments; languages are no places
             if kind is None or key in seen or (kind != "relation" and key in speakers):
                 continue
             seen.add(key)
