@@ -212,7 +212,7 @@ def _start_kind(sentence: str, start: int) -> str:
     before = sentence[:start]
     if _SENTENCE_START.match(before):
         return "sentence"
-    return "clause" if _CLAUSE_START.search(before) else ""
+    return "clause" if _CLAUSE_START.search(before[-200:]) else ""  # anchored at the end: the tail is enough
 
 
 @dataclass
@@ -333,7 +333,7 @@ def _name_of(sentence: str, start: int, words: list[str], speakers: set[str],
             return []  # an ordinary word opening a sentence or clause ("Never", "Tiny")
         if start_kind == "sentence" and not name.isupper() and name not in ctx.capitalized:
             return []  # a capital that only ever opens a sentence
-    before = sentence[: sentence.find(words[0], start)]
+    before = sentence[max(0, start - 200): sentence.find(words[0], start)]  # the patterns end at $: the tail is enough
     if any(name.endswith(s) for s in _ORG_SUFFIX) or _EMPLOYER_PREP.search(before):
         kind = "organization"
     elif _PLACE_PREP.search(before):
