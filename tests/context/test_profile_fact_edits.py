@@ -147,3 +147,46 @@ def test_a_fact_node_edit_of_another_attribute_through_rest_is_a_clear_400(tmp_p
         answer = client.patch("/api/context/node", headers=auth_header("alice"),
                               json={"uri": uri, "abstract": "User lives in Munich"})
         assert answer.status_code == 200 and answer.json()["metadata"]["value"] == "Munich"
+
+
+# review9: a fact-node edit in the third person ("User is vegan", "User moved to Munich") gives
+# the value, not the verb with it ("is vegan", "moved to Munich").
+@pytest.mark.parametrize(("said", "attribute", "edit", "value"), [
+    ("I'm vegetarian.", "diet", "User is vegan", "vegan"),
+    ("I live in Berlin.", "residence", "User moved to Munich", "Munich"),
+    ("I live in Berlin.", "residence", "Bob moved to Munich last month.", "Munich"),
+    ("I have a dog named Rex.", "pets", "User has a cat", "a cat"),
+])
+def test_a_third_person_edit_gives_the_value(svc: ContextEngineService, said: str, attribute: str, edit: str,
+                                             value: str) -> None:
+    commit_texts(svc, CTX, "s1", "2026-01-05", said)
+    svc.edit_node(CTX, _fact_node(svc, attribute).uri, abstract=edit)
+    assert _profile_values(svc, attribute) == [value]
+
+
+def test_a_content_edit_without_its_heading_gives_the_value(svc: ContextEngineService) -> None:
+    """review9: content "User lives in Munich" (no "# User — residence" heading) made the
+    residence "User lives in Munich"."""
+    commit_texts(svc, CTX, "s1", "2026-01-05", "I live in Berlin.")
+    svc.edit_node(CTX, _fact_node(svc, "residence").uri, content="User lives in Munich")
+    assert _profile_values(svc, "residence") == ["Munich"]
+
+
+def test_a_content_edit_stating_another_attribute_is_refused(svc: ContextEngineService) -> None:
+    from knowhub.errors import InvalidInputError
+
+    commit_texts(svc, CTX, "s1", "2026-01-05", "I live in Berlin.")
+    with pytest.raises(InvalidInputError, match=r"residence.*occupation"):
+        svc.edit_node(CTX, _fact_node(svc, "residence").uri, content="User works as a nurse")
+    assert _profile_values(svc, "residence") == ["Berlin"]
+
+
+def test_a_long_content_edit_is_read_in_linear_time(svc: ContextEngineService) -> None:
+    """The content's first line is read like an abstract, whose "(said …)" tail reader is
+    quadratic on a 200,000-character line of "(said " (34 s): only its first 2,000 characters."""
+    import time
+
+    commit_texts(svc, CTX, "s1", "2026-01-05", "I live in Berlin.")
+    started = time.process_time()
+    svc.edit_node(CTX, _fact_node(svc, "residence").uri, content="(said " * 33_000)
+    assert time.process_time() - started < 10
