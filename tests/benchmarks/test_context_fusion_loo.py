@@ -9,15 +9,12 @@ from types import ModuleType, SimpleNamespace
 
 import pytest
 
-from knowhub.context.core import ContextNode, TypedQuery
-from knowhub.context.fs import ContextFS
-from knowhub.context.indexing import ContextRecordShape
+from knowhub.context.core import TypedQuery
 from knowhub.context.retrieval import L0Retriever
 from knowhub.context.retrieval.l0_retriever import RetrieverConfig
-from knowhub.index import EmbeddedIndex, IndexProjector
-from knowhub.providers.embedding import HashingEmbedder
 from knowhub.scope import RequestContext
 from tests.benchmarks.bench_modules import load_benchmark
+from tests.context.retriever_support import release_train_retriever
 
 U = "ctx://acme/users/alice/memories"
 SHIPPED = RetrieverConfig(vector_weight=0.5)
@@ -74,20 +71,7 @@ def test_agent_chat_needs_both_roles() -> None:
 
 @pytest.fixture
 def retriever(tmp_path: Path) -> tuple[L0Retriever, RequestContext]:
-    fs = ContextFS(tmp_path / "data", durable=False)
-    alice = RequestContext("acme", "alice", agent_id="helper")
-    emb = HashingEmbedder(dim=64)
-    index = EmbeddedIndex(emb.dim)
-    projector = IndexProjector(emb, index, shape=ContextRecordShape())
-    texts = [f"deploy note {i}: the release train leaves at {i} pm" for i in range(12)]
-    texts += ["invoice numbering restarts every fiscal year", "the release train was cancelled for invoices"]
-    nodes = []
-    for i, text in enumerate(texts):
-        node = ContextNode(uri=f"{U}/events/e{i:02d}", category="events", abstract=text, metadata={"source_refs": [f"m{i}"]})
-        fs.write_node(alice, node)
-        nodes.append(fs.read_node(alice, node.uri))
-    projector.upsert_nodes(nodes)
-    return L0Retriever(emb, index, RetrieverConfig(vector_weight=0.5)), alice
+    return release_train_retriever(tmp_path, RetrieverConfig(vector_weight=0.5))
 
 
 def test_install_replaces_the_fusion_and_uninstall_restores_it(retriever) -> None:  # type: ignore[no-untyped-def]

@@ -8,14 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from knowhub.context.core import ContextNode, TypedQuery
-from knowhub.context.fs import ContextFS
-from knowhub.context.indexing import ContextRecordShape
+from knowhub.context.core import TypedQuery
 from knowhub.context.retrieval import L0Retriever, fusion
 from knowhub.context.retrieval.l0_retriever import RetrieverConfig
-from knowhub.index import EmbeddedIndex, IndexProjector
-from knowhub.providers.embedding import HashingEmbedder
 from knowhub.scope import RequestContext
+
+from .retriever_support import release_train_retriever
 
 U = "ctx://acme/users/alice/memories"
 SHIPPED = RetrieverConfig(vector_weight=0.5)  # the service's dense weight for a semantic embedder
@@ -70,21 +68,7 @@ def test_blend_ignores_the_share() -> None:
 
 
 def _retriever(tmp_path: Path, speakers: tuple[str, str], config: RetrieverConfig) -> tuple[L0Retriever, RequestContext]:
-    fs = ContextFS(tmp_path / "data", durable=False)
-    alice = RequestContext("acme", "alice", agent_id="helper")
-    emb = HashingEmbedder(dim=64)
-    index = EmbeddedIndex(emb.dim)
-    projector = IndexProjector(emb, index, shape=ContextRecordShape())
-    texts = [f"deploy note {i}: the release train leaves at {i} pm" for i in range(12)]
-    texts += ["invoice numbering restarts every fiscal year", "the release train was cancelled for invoices"]
-    nodes = []
-    for i, text in enumerate(texts):
-        node = ContextNode(uri=f"{U}/events/e{i:02d}", category="events", abstract=text,
-                           metadata={"source_refs": [f"m{i}"], "speakers": [speakers[i % 2]]})
-        fs.write_node(alice, node)
-        nodes.append(fs.read_node(alice, node.uri))
-    projector.upsert_nodes(nodes)
-    return L0Retriever(emb, index, config), alice
+    return release_train_retriever(tmp_path, config, speakers)
 
 
 @pytest.mark.parametrize(("speakers", "changes"), [(("User", "Assistant"), True), (("Melanie", "Caroline"), False)])
