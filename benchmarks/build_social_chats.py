@@ -15,7 +15,9 @@ Source format, one directive per line starting ``%%``::
 Categories as LoCoMo's: 1 multi-hop, 2 temporal, 3 open-domain (inference from what was
 said), 4 single-hop. Turn ids are ``D<session>:<n>``; a question's evidence names labels.
 
-Run: ``python benchmarks/build_social_chats.py`` (checks every label, writes the file).
+Run: ``python benchmarks/build_social_chats.py`` (checks every label, writes the file);
+``--set c`` builds ``social_chats_c.json`` from ``benchmarks/social_chats_c/`` instead (a third
+set, tenth session, written as held-out data for rules chosen on LoCoMo and sets A/B).
 """
 
 from __future__ import annotations
@@ -28,8 +30,11 @@ from typing import Any
 from build_fresh_chats import read_directives
 
 HERE = Path(__file__).resolve().parent
-SRC = HERE / "social_chats"
-OUT = HERE / "data" / "social_chats.json"
+#: set name -> (source folder, output file)
+SETS = {
+    "ab": (HERE / "social_chats", HERE / "data" / "social_chats.json"),
+    "c": (HERE / "social_chats_c", HERE / "data" / "social_chats_c.json"),
+}
 CATEGORIES = {1, 2, 3, 4}
 
 
@@ -83,8 +88,13 @@ def parse(path: Path) -> dict[str, Any]:
     return {"sample_id": sample_id, "conversation": conversation, "qa": qa}
 
 
-def main() -> None:
-    convs = [parse(path) for path in sorted(SRC.glob("*.txt"))]
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", choices=sorted(SETS), default="ab", help="which conversations (default: sets A and B)")
+    src, out = SETS[parser.parse_args(argv).set]
+    convs = [parse(path) for path in sorted(src.glob("*.txt"))]
     for conv in convs:
         turns = [t for k, v in conv["conversation"].items() if k.startswith("session_") and isinstance(v, list)
                  for t in v]
@@ -92,7 +102,7 @@ def main() -> None:
         print(f"{conv['sample_id']}: {sum(1 for k in conv['conversation'] if k.endswith('_date_time'))} sessions, "
               f"{len(turns)} turns, {sum(len(t['text']) for t in turns)} chars, {len(conv['qa'])} questions {cats}",
               file=sys.stderr)
-    OUT.write_text(json.dumps(convs, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    out.write_text(json.dumps(convs, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
