@@ -15,7 +15,7 @@ the messages than as counted positions. Format, one directive per line starting 
     %%q <type> | <question> | <label> <label> ...
 
 Message ids are ``<chat>-<session>-<nn>`` in order; a question's gold names labels.
-Run: ``python benchmarks/build_fresh_chats.py [--set fresh|long|xl|xl2|xl3]`` (checks every label, writes both files).
+Run: ``python benchmarks/build_fresh_chats.py [--set fresh|long|xl|xl2|xl3|xl4|xl5]`` (checks every label, writes both files).
 """
 
 from __future__ import annotations
@@ -54,6 +54,10 @@ SETS = {
     "xl4": (HERE / "xl4_chats", "tech_chats_xl4",
             "A fourth held-out set of very long single-project technical chats for knowhub (issue 19 §7, "
             "ninth session): English, one project per chat over 40+ sessions, near 100k tokens, written "
+            "without reading the engine's rules. Each question has a type and cites its gold message ids."),
+    "xl5": (HERE / "xl5_chats", "tech_chats_xl5",
+            "A fifth held-out set of very long single-project technical chats for knowhub (issue 19 §7, "
+            "tenth session): English, one project per chat over 40+ sessions, near 100k tokens, written "
             "without reading the engine's rules. Each question has a type and cites its gold message ids."),
 }
 
