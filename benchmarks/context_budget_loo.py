@@ -23,6 +23,7 @@ searches once per setting (~40 s each).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import shutil
@@ -110,9 +111,15 @@ def ranked_refs(svc: ContextEngineService, ctx: RequestContext, question: str, t
 
 def apply(svc: ContextEngineService, setting: dict[str, Any]) -> dict[str, Any]:
     """Set search knobs on ``svc`` (its own attributes, else its first-round retriever's
-    config, else its assembler's config); returns the old values."""
+    config, else its assembler's config; a ``"module:NAME"`` key sets a module constant);
+    returns the old values."""
     old = {}
     for key, value in setting.items():
+        if ":" in key:  # "package.module:NAME": a module constant (screening knobs without a service attribute)
+            module, name = key.split(":", 1)
+            old[key] = getattr(importlib.import_module(module), name)
+            setattr(importlib.import_module(module), name, value)
+            continue
         target = (svc if hasattr(svc, key) else svc.retriever.config if hasattr(svc.retriever.config, key)
                   else svc.assembler.config)
         old[key] = getattr(target, key)

@@ -24,6 +24,7 @@ import statistics
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from tech_chat_bench import load_chats
 
 from knowhub.context import ContextEngineService
 from knowhub.context.retrieval.session_cohesion import session_of
+from knowhub.context.retrieval.thread_questions import topic_of
 from knowhub.scope import RequestContext
 
 
@@ -58,7 +60,8 @@ def open_store(chat: dict[str, Any], path: Path) -> tuple[ContextEngineService, 
 
 
 def run(chats: list[dict[str, Any]], stores: Path, settings: list[dict[str, Any]], budget: int,
-        top_k: int, trace: bool, dump: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        top_k: int, trace: bool, dump: list[dict[str, Any]] | None = None,
+        only: Callable[[str], bool] | None = None) -> dict[str, Any]:
     names = [json.dumps(s, sort_keys=True) for s in settings]
     rows: dict[str, dict[str, list[dict[str, Any]]]] = {n: {} for n in names}
     cpu: dict[str, float] = defaultdict(float)
@@ -68,7 +71,7 @@ def run(chats: list[dict[str, Any]], stores: Path, settings: list[dict[str, Any]
         for name, setting in zip(names, settings, strict=True):
             old = apply(svc, setting)
             out = []
-            for q in chat["questions"]:
+            for q in (q for q in chat["questions"] if only is None or only(q["question"])):
                 started = time.process_time()
                 blocks = svc.search_memory(ctx, q["question"], top_k=top_k).blocks
                 cpu[name] += time.process_time() - started
@@ -89,13 +92,18 @@ def run(chats: list[dict[str, Any]], stores: Path, settings: list[dict[str, Any]
                                  "blocks": [[b.uri, b.score, r, session_of(b.uri, b.metadata, svc.graph)]
                                             for b, r in zip(blocks, ranked, strict=True)]})
                 out.append(row)
-            searches += len(chat["questions"])
+            searches += len(out)
             rows[name][chat["id"]] = out
             apply(svc, old)
-            print(chat["id"], name, round(statistics.mean(r["recall"] for r in out), 4), flush=True)
+            print(chat["id"], name, round(statistics.mean(r["recall"] for r in out), 4) if out else None, flush=True)
         svc.close()
     return {"rows": rows, "cpu_ms_per_search": {n: round(1000 * cpu[n] / max(1, searches / len(names)), 1)
                                                  for n in names}}
+
+
+def _mean(values: Any) -> float:
+    values = list(values)
+    return statistics.mean(values) if values else 0.0
 
 
 def by_type(rows: list[dict[str, Any]]) -> dict[str, float]:
@@ -116,8 +124,8 @@ def loo(rows: dict[str, dict[str, list[dict[str, Any]]]]) -> list[dict[str, Any]
             return statistics.mean(vals) if vals else 0.0
         best = max(names, key=lambda n: (other(n), -names.index(n)))
         folds.append({"test": test, "chosen": best,
-                      "recall": round(statistics.mean(r["recall"] for r in rows[best][test]), 4),
-                      "first_setting": round(statistics.mean(r["recall"] for r in rows[names[0]][test]), 4)})
+                      "recall": round(_mean(r["recall"] for r in rows[best][test]), 4),
+                      "first_setting": round(_mean(r["recall"] for r in rows[names[0]][test]), 4)})
     return folds
 
 
@@ -132,19 +140,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--trace", action="store_true")
     parser.add_argument("--out-json", type=Path, default=None)
     parser.add_argument("--dump", type=Path, default=None, help="every question's blocks (uri, score, refs, session)")
+    parser.add_argument("--history-only", action="store_true",
+                        help="only history-shaped questions (thread_questions.topic_of): the thread walk touches no other")
     args = parser.parse_args(argv)
     langs = ["en", "zh"] if args.lang == "all" else [args.lang]
     chats = [c for data in args.data.split(",") for c in load_chats(langs, data.strip())]
     started, cpu = time.perf_counter(), time.process_time()
     dump: list[dict[str, Any]] | None = [] if args.dump else None
-    report = run(chats, args.stores, json.loads(args.settings), args.budget, args.top_k, args.trace, dump)
+    only = (lambda q: topic_of(q) is not None) if args.history_only else None
+    report = run(chats, args.stores, json.loads(args.settings), args.budget, args.top_k, args.trace, dump, only)
     report.update(wall_s=round(time.perf_counter() - started, 1), cpu_s=round(time.process_time() - cpu, 1),
                   load_average=[round(x, 2) for x in os.getloadavg()])
     for name, per in report["rows"].items():
         every = [r for rows in per.values() for r in rows]
         print(name, "pooled", round(statistics.mean(r["recall"] for r in every), 4), by_type(every))
         for chat, rows in per.items():
-            print("   ", chat, round(statistics.mean(r["recall"] for r in rows), 4), by_type(rows))
+            print("   ", chat, round(_mean(r["recall"] for r in rows), 4), by_type(rows))
     if len(report["rows"]) > 1:
         report["loo"] = loo(report["rows"])
         for fold in report["loo"]:

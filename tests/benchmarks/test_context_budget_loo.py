@@ -26,6 +26,20 @@ def test_settings_reach_service_retriever_and_assembler_knobs_and_are_undone() -
     assert svc.session_gain == 0.08 and svc.retriever.config == RetrieverConfig()
 
 
+def test_a_module_key_sets_a_module_constant_and_is_undone() -> None:
+    from knowhub.context.retrieval import thread_walk
+
+    bench = _load()
+    svc = SimpleNamespace(retriever=SimpleNamespace(config=RetrieverConfig()),
+                          assembler=SimpleNamespace(config=AssemblerConfig()))
+    key = "knowhub.context.retrieval.thread_walk:EXTRA_ANCHORS"
+    before = thread_walk.EXTRA_ANCHORS
+    old = bench.apply(svc, {key: before + 2})
+    assert before + 2 == thread_walk.EXTRA_ANCHORS and old == {key: before}
+    bench.apply(svc, old)
+    assert before == thread_walk.EXTRA_ANCHORS
+
+
 def test_each_fold_chooses_on_the_other_conversations() -> None:
     bench = _load()
     # setting "b" wins on a and b, loses on c: the c fold still picks "b" (chosen on a, b)

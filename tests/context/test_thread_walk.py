@@ -88,3 +88,43 @@ def test_service_walks_a_history_question_to_the_threads_other_messages(tmp_path
         assert walked[0] == "s1-0" and "s2-0" in walked, walked
         svc.thread_walk = 0
         assert "s2-0" not in top(6)  # below five messages that share a word with the question
+
+
+def _session_block(uri: str, day: str) -> RetrievedBlock:
+    return RetrievedBlock(uri=uri, abstract=f"User ({day} March 2026): {uri} words", score=1.0, match_reason="",
+                          category=None, metadata={"session_time": f"2026-03-{day}T10:00:00+00:00"})
+
+
+def test_further_walks_are_off_by_default_and_go_from_a_new_session_of_the_walked_list(monkeypatch) -> None:
+    import knowhub.context.retrieval.thread_walk as tw
+
+    days = {"a": "01", "b": "01", "x": "01", "y": "09", "z": "20", "q": "20"}
+    lists = {"topic": ["a", "b", "q"], "topic a words": ["x", "y", "b"], "topic y words": ["z", "q", "y"], "topic q words": ["q"]}
+    calls: list[str] = []
+
+    def search(text: str, k: int) -> SearchResult:
+        calls.append(text)
+        blocks = [_session_block(u, days[u]) for u in lists[text]]
+        return SearchResult(query_plan=[TypedQuery(text=text)], seed_hits=[], blocks=blocks, total=len(blocks))
+
+    assert tw.EXTRA_ANCHORS == 0  # off: failed leave one chat out (docs/benchmarks.md, tenth session, thread10)
+    assert "z" not in [b.uri for b in walk_thread(search, "topic", 6, 0.5).blocks]
+    assert calls == ["topic", "topic a words"]
+    calls.clear()
+    monkeypatch.setattr(tw, "EXTRA_ANCHORS", 1)
+    out = [b.uri for b in walk_thread(search, "topic", 6, 0.5).blocks]
+    # x is the walked list's best block but of the head's session (1 March): y (9 March) anchors the next walk
+    assert calls == ["topic", "topic a words", "topic y words"]
+    assert out[0] == "a" and "z" in out and out.index("q") < out.index("z")  # q is in A and in the third list
+    monkeypatch.setattr(tw, "EXTRA_FROM", "first")
+    calls.clear()
+    walk_thread(search, "topic", 6, 0.5)
+    assert calls[-1] == "topic q words"  # from the topic's list: q is its best block of another session
+
+
+def test_session_key_reads_the_session_time_then_the_ids_then_the_uri() -> None:
+    from knowhub.context.retrieval.thread_walk import session_key
+
+    assert session_key(_session_block("a", "03")) == "2026-03-03T10:00:00+00:00"
+    assert session_key(RetrievedBlock(uri="u", metadata={"session_ids": ["s1"]})) == "s1"
+    assert session_key(RetrievedBlock(uri="u")) == "u"
