@@ -41,7 +41,7 @@ import re
 
 from knowhub.providers.llm.local_context_cn import ORG_HEADS
 from knowhub.providers.llm.local_context_code import is_language
-from knowhub.providers.llm.local_context_tools import is_tool_name
+from knowhub.providers.llm.local_context_tools import names_a_tool
 
 __all__ = ["ATTRIBUTE_WORDS", "NAME_PATTERNS", "PLACES", "is_place", "profile_facts"]
 
@@ -192,21 +192,31 @@ def _name_words(value: str) -> str:
     return " ".join(words[:kept])
 
 
+#: Things of an app or a document a name can qualify ("we live in Zoom calls", "in Excel
+#: sheets", "in Teams meetings"): after one, the name is no place, the sentence no residence.
+_APP_THINGS = re.compile(
+    r"\s+(?:app|apps|calls?|channels?|threads?|tickets?|issues?|boards?|docs?|documents?|sheets?|spreadsheets?|"
+    r"tabs?|windows?|meetings?|notifications?|workspaces?|dms?|chats?|inbox(?:es)?|files?|emails?|pages?|"
+    r"notebooks?|terminals?|dashboards?|tasks?|messages?)\b", re.I)
+
+
 def _place(value: str, known: bool = False) -> str:
     """A place value: ``Berlin``, ``the Bay Area``, ``广州天河区``; empty when it is no place
     (a language, a tool — "we moved to MySQL" —, a common word, a lower-case phrase); with
     ``known``, only a place of the gazetteer ("since moving to GitLab" is a tool's move)."""
     cut = _cut(value, 5)
     cut = re.sub(r"^(?:the|a|an)\s+", "", cut, flags=re.I)
-    if not cut or is_language(cut) or (is_tool_name(cut) and not is_place(cut)):
+    if not cut or is_language(cut) or (names_a_tool(cut) and not is_place(cut)):
         return ""
     if re.match(r"[\u4e00-\u9fff]", cut):
         return cut
     if not cut[0].isupper():
         return cut.title() if is_place(cut) else ""  # a lower-case writer: "wellington"
-    cut = _name_words(cut)  # the name alone is checked again: "Kubernetes we have …" was no tool as a whole
-    if not cut or is_language(cut) or (is_tool_name(cut) and not is_place(cut)) or re.search(r"\d", cut):
+    whole, cut = cut, _name_words(cut)  # the name alone is checked again: "Kubernetes we have …" was no tool as a whole
+    if not cut or is_language(cut) or (names_a_tool(cut) and not is_place(cut)) or re.search(r"\d", cut):
         return ""
+    if _APP_THINGS.match(whole[len(cut):]) and not is_place(cut):
+        return ""  # the name only qualifies a thing one spends the day in: "living in Zoom calls"
     return cut if not known or is_place(cut) else ""
 
 
@@ -254,6 +264,9 @@ _EN: list[tuple[str, re.Pattern[str], bool, str]] = [
     ("employer", re.compile(r"\bI (?:just |recently )?(?:joined|started (?:a (?:new )?job|working|a position|an internship) at|got (?:a|an) (?:job|offer|position|internship) at|was hired by|got hired (?:at|by)) ((?:(?! as | today| last| this)[^,.;!?])+?)(?= as |$|[,.;!?]| today| last| this)", re.I), False, "text"),
     ("employer", re.compile(r"\bI(?:'m| am) (?:\d{1,3}(?: years old)?, )?(?:an? )?(?:[a-z\-]+ ){0,3}(?:" + _JOBS
                             + r") (?:at|for|with) ([A-Z](?:[^,;!?.]|\.(?=\w)|(?<=St)\.)*)"), False, "text"),
+    # "I work as a nurse at Google": the place of work after the job
+    ("employer", re.compile(r"\bI(?: work|'m working| am working| currently work) as (?:an? |the )?(?:[A-Za-z\-]+ ){1,4}?(?:at|for) "
+                            r"([A-Z](?:[^,;!?.]|\.(?=\w)|(?<=St)\.)*)"), False, "text"),
     ("occupation", re.compile(r"\b(?:work|job|position|role)[^.;!?]{0,60}? as (?:an? |the )?([^,.;!?]+)", re.I), False, "text"),
     ("occupation", re.compile(r"\bmy (?:job|profession|occupation) is (?:an? )?([^,.;!?]+)", re.I), False, "text"),
     ("occupation", re.compile(r"\bI(?:'m| am) (?:currently |now |still )?(?:working as )?an? ((?:[a-z\-]+ ){0,3}(?:" + _JOBS + r"))\b(?! (?:of|to)\b)", re.I), False, "raw"),
@@ -288,8 +301,11 @@ _CN: list[tuple[str, re.Pattern[str], bool, str]] = [
     ("residence", re.compile(r"我(?:上个月|去年|今年|最近|刚|已经|前年|年初)?(?:刚)?(?:搬到了|搬到|搬去了|搬去|移居到?)" + _CNV), False, "cn_place"),
     ("residence", re.compile(r"(?:我|^|，|,)(?:现在|目前)?(?:人)?在([\u4e00-\u9fff]{2,6})(?:生活|定居|安家)"), False, "cn_place"),
     # said in passing, or by "we": "自从搬到杭州，…", "我们刚搬到深圳，…", "搬来西安之后…" — a place of the gazetteer only
-    ("residence", re.compile(r"(?:我们?|^|，|,)(?:自从|上个月|去年|今年|最近|刚刚?|已经|前年|年初|终于|都)*"
-                             r"(?:搬到了?|搬去了?|搬来了?|搬家到了?|搬回了?|移居到?)" + _CNV), False, "cn_known_place"),
+    # "我们家上个月搬去了成都", "我去年从武汉搬到了南京" (the place left is no home any more): a place of the
+    # gazetteer only, since a move from one thing to another is as often a tool's ("从 MySQL 搬到 PostgreSQL")
+    ("residence", re.compile(r"(?:我们?(?:一?家)?|^|，|,)(?:自从|上个月|上周|去年|今年|最近|刚刚?|已经|前年|年初|终于|都)*"
+                             r"(?:从[^，。,.!！？?；;]{1,12}?)?(?:搬到了?|搬去了?|搬来了?|搬家到了?|搬回了?|移居到?)" + _CNV),
+     False, "cn_known_place"),
     ("work_location", re.compile(r"(?:我|^|，|,)(?:现在|目前)?在([\u4e00-\u9fff]{2,6})(?:远程办公|远程工作|办公)"), False, "cn_place"),
     ("work_location", re.compile(r"(?:我|^|，|,)(?:现在|目前)?(?:远程)?在(家)(?:远程)?(?:办公|工作|上班)"), False, "raw"),
     ("work_location", re.compile(r"我的?(?:办公室|公司|工位)在" + _CNV), False, "cn_place"),
@@ -426,6 +442,8 @@ def _profile_facts(sentence: str, cjk: bool) -> tuple[tuple[str, str, bool], ...
                 continue
             if attribute == "occupation" and re.match(r"to\s", value, re.I):
                 continue  # "my job is to build a planner": a task, not an occupation
+            if attribute == "occupation" and kind == "text":  # "a nurse at Google": the job, not its place
+                value = re.sub(r"\s+(?:(?:at|for)\s|in\s+(?:the\s+)?[A-Z]).*$", "", value)
             if attribute == "work_location" and kind == "place" and not is_place(value):
                 continue  # "I work from a café": too vague to be a work location
             if (attribute, value.casefold()) in {(a, v.casefold()) for a, v, _ in out}:
