@@ -166,3 +166,21 @@ def test_a_chinese_event_notes_its_date_without_english(svc: ContextEngineServic
     abstracts = [n.abstract for n in _nodes(svc, f"{MEM}/events")]
     assert any(note in a for a in abstracts), abstracts
     assert not any(re.search(r"\[[^\]]*[A-Za-z][^\]]*\]", a) for a in abstracts), abstracts
+
+
+# ---------------------------------------------------------------------- 6. found by trying sentences
+
+@pytest.mark.parametrize(("text", "attribute", "values"), [
+    ("I work for myself.", "employer", []),  # was employer "myself"
+    ("I'm a mother of three.", "family", ["mother of three"]),  # was "mother three"
+    ("我老家是四川的。", "origin", ["四川"]),  # was "四川的"
+    ("I work in Berlin.", "work_location", ["Berlin"]),  # the module doc's own example gave nothing
+    ("I work in marketing.", "work_location", []),
+    ("我在北京工作，住在燕郊。", "work_location", ["北京"]),
+    ("I grew up in Lagos but now live in London.", "residence", ["London"]),
+    ("I live with my partner in Amsterdam.", "residence", ["Amsterdam"]),
+    ("我和老婆住在成都。", "residence", ["成都"]),
+])
+def test_more_profile_sentences(svc: ContextEngineService, text: str, attribute: str, values: list[str]) -> None:
+    commit_texts(svc, CTX, "s1", "2026-03-02", text)
+    assert _values(svc, attribute) == values

@@ -9,14 +9,17 @@ attribute          said as                                                      
 ``name``           my name is X, call me X, Hi, I'm X / 我叫X, 我的名字是X                  no
 ``age``            I'm 32 (years old), I just turned 40 / 我今年32岁                      no
 ``residence``      I live in X, I moved to X, I'm based in X, I relocated to X,          no
-                   since relocating to X, our new flat in X / 我住在X, 我搬到了X,
-                   我定居在X, 我在X生活, 自从搬到X, 我们刚搬到X
-``work_location``  I work remotely from X, I work from home, my office is in X /          no
-                   我在X远程办公, 我的办公室在X
+                   since relocating to X, our new flat in X, I live with my partner in X,
+                   … but now live in X / 我住在X, 我搬到了X, 我定居在X, 我在X生活, 自从搬到X,
+                   我们刚搬到X, 我们家搬去了X, 我去年从A搬到了X, 我和老婆住在X
+``work_location``  I work remotely from X, I work from home, my office is in X,         no
+                   I work in X (a place) / 我在X远程办公, 我的办公室在X, 我在X工作 (a place of
+                   the gazetteer)
 ``origin``         I'm (originally) from X, I grew up in X / 我来自X, 我是X人, 我老家是X     no
 ``employer``       I work at/for X, I joined X, I started a new job at X /                no
                    在X工作|上班|做…, 入职X
-``occupation``     I work as a Y, I'm a Y (a job word), … at X as a Y / 我是一名Y           no
+``occupation``     I work as a Y, I'm a Y (a job word), … at X as a Y, I work as a Y     no
+                   at X (employer X) / 我是一名Y
 ``education``      I study X, I'm majoring in X / 我在读X                                 no
 ``relationship``   I'm single / married, I got married / 我单身, 我结婚了                  no
 ``diet``           I'm vegetarian, I don't eat meat, I eat halal, gluten-free / 我吃素      yes
@@ -30,8 +33,12 @@ The word lists are general language: job nouns, diets, the language names of
 :mod:`.local_context_code`, and a small gazetteer of countries and large cities (general
 geographic knowledge) that tells a place from a non-place where the wording alone does not
 ("I work in Lisbon" is a work location, "I work in marketing" is not). A value is cut at the
-first time phrase or clause ("I moved to Berlin last month" → Berlin). Heuristics, not a
-model: what the rules do not see is simply not extracted.
+first time phrase or clause ("I moved to Berlin last month" → Berlin). A place value is no
+tool or app as written ("we're living in Slack", "I live in Figma": the tool names of
+:mod:`.local_context_tools`, everyday words among them only capitalized) and no name that only
+qualifies an app's thing ("we live in Zoom calls"), unless the gazetteer knows it ("Phoenix");
+a figurative "basically / practically live in" is never read. Heuristics, not a model: what
+the rules do not see is simply not extracted.
 """
 
 from __future__ import annotations
@@ -240,7 +247,10 @@ _EN: list[tuple[str, re.Pattern[str], bool, str]] = [
     ("name", re.compile(r"^(?i:hi|hello|hey)(?: there)?[,!]? (?:I'm|I am|this is) ([A-Z][a-z]+)\b"), False, "raw"),
     ("age", re.compile(r"\bI(?:'m| am) (\d{1,3})(?: years? old| yo)?(?=[,.;!?]|$| and )", re.I), False, "raw"),
     ("age", re.compile(r"\bI (?:just )?turned (\d{1,3})\b", re.I), False, "raw"),
-    ("residence", re.compile(_I + r"(?:live|living|'m living|am living|reside|'ve been living|have been living) in ([^,.;!?]+)", re.I), False, "place"),
+    ("residence", re.compile(_I + r"(?:live|living|'m living|am living|reside|'ve been living|have been living)"
+                             r"(?: with (?:my|our|a|the) [a-z]+(?: [a-z]+)?)? in ([^,.;!?]+)", re.I), False, "place"),
+    # a second clause of the same speaker: "I grew up in Lagos but now live in London"
+    ("residence", re.compile(r"\b(?:I|we)\b[^.;!?]{0,60}?\b(?:and|but) (?:now |currently )?live in ([^,.;!?]+)", re.I), False, "place"),
     ("residence", re.compile(_I + r"(?:moved|relocated|'ve moved|have moved) (?:over |back |out )?to ([^,.;!?]+)", re.I), False, "place"),
     ("residence", re.compile(_I + r"(?:moved|relocated|'ve moved|have moved) (?:over |back |out |here )?from [^,.;!?]+? to ([^,.;!?]+)", re.I), False, "place"),
     ("residence", re.compile(r"\b(?:I(?:'m| am)|we(?:'re| are)) (?:now |currently |finally |all )?(?:based|living|settled) (?:in|out of) ([^,.;!?]+)", re.I), False, "place"),
@@ -252,6 +262,7 @@ _EN: list[tuple[str, re.Pattern[str], bool, str]] = [
     ("work_location", re.compile(r"\bI (?:work|am working|'m working)(?: remotely| fully remote| remote)? from (home)\b", re.I), False, "raw"),
     ("work_location", re.compile(r"\bI (?:work|am working|'m working) (?:remotely|remote|fully remote) (?:from|in|out of) ([^,.;!?]+)", re.I), False, "place"),
     ("work_location", re.compile(r"\bI (?:work|am working|'m working) (?:from|out of) ([^,.;!?]+)", re.I), False, "place"),
+    ("work_location", re.compile(r"\bI (?:work|am working|'m working|currently work) in ([^,.;!?]+)", re.I), False, "place"),
     ("work_location", re.compile(r"\bmy (?:office|workplace|job|company office) is (?:in|at) ([^,.;!?]+)", re.I), False, "place"),
     ("work_location", re.compile(r"\bI commute (?:in)?to ([^,.;!?]+)", re.I), False, "place"),
     ("work_location", re.compile(r"\bI (?:run|own|have|manage) (?:a|an|my|our) (?:(?:small|little|tiny|new|own|family) )*"
@@ -286,7 +297,7 @@ _EN: list[tuple[str, re.Pattern[str], bool, str]] = [
     ("languages", re.compile(r"\bmy (?:native language|mother tongue|first language|second language) is ([A-Z][a-z]+)", re.I), True, "langs"),
     ("languages", re.compile(r"\bI(?:'m| am) a native ([A-Z][a-z]+) speaker", re.I), True, "langs"),
     ("family", re.compile(r"\bI have ((?:a |an |one |two |three |four |five |\d+ )(?:young |little |grown |adult |teenage )?(?:kids?|children|child|sons?|daughters?|sisters?|brothers?|twins|grandchildren|grandkids)\b[^,.;!?]*)", re.I), True, "text"),
-    ("family", re.compile(r"\bI(?:'m| am) an? ((?:single |stay-at-home |working )?(?:mom|mother|dad|father|parent)) of ([^,.;!?]+)", re.I), True, "pair"),
+    ("family", re.compile(r"\bI(?:'m| am) an? ((?:single |stay-at-home |working )?(?:mom|mother|dad|father|parent)) (of [^,.;!?]+)", re.I), True, "pair"),
     ("family", re.compile(r"\b(?i:my) (?i:(wife|husband|partner|spouse|fiancee?|girlfriend|boyfriend))(?:,)? ([A-Z][a-z]+)\b"), True, "pair"),
     ("pets", re.compile(r"\bI have (?:[^,.;!?]*?\band )?((?:a |an |one |two |three |\d+ )(?:[a-z]+ )?(?:dogs?|cats?|puppy|puppies|kittens?|rabbits?|parrots?|hamsters?|fish|turtles?)\b(?: (?:named|called) [A-Z][a-z]+)?)", re.I), True, "text"),
     ("identity", re.compile(r"\bI(?:'m| am) an? ((?:[\w\-]+ ){0,3}(?:introvert|extrovert|night owl|early bird|morning person))\b", re.I), True, "raw"),
@@ -297,7 +308,8 @@ _CN: list[tuple[str, re.Pattern[str], bool, str]] = [
     ("name", re.compile(r"我叫([\u4e00-\u9fffA-Za-z]{1,8})"), False, "cn_name"),
     ("name", re.compile(r"我的名字(?:是|叫)([\u4e00-\u9fffA-Za-z]{1,8})"), False, "cn_name"),
     ("age", re.compile(r"(?:我|^|，|,)(?:今年|已经)?(\d{1,3})岁"), False, "raw"),
-    ("residence", re.compile(r"(?:我|^|，|,)(?:现在|目前|一直|已经)?(?:住在|居住在|定居在|定居|生活在|安家在)" + _CNV), False, "cn_place"),
+    ("residence", re.compile(r"(?:我(?:和|跟|与)[\u4e00-\u9fff]{1,4}?|我|^|，|,)(?:现在|目前|一直|已经)?(?:住在|居住在|定居在|定居|生活在|安家在)" + _CNV),
+     False, "cn_place"),
     ("residence", re.compile(r"我(?:上个月|去年|今年|最近|刚|已经|前年|年初)?(?:刚)?(?:搬到了|搬到|搬去了|搬去|移居到?)" + _CNV), False, "cn_place"),
     ("residence", re.compile(r"(?:我|^|，|,)(?:现在|目前)?(?:人)?在([\u4e00-\u9fff]{2,6})(?:生活|定居|安家)"), False, "cn_place"),
     # said in passing, or by "we": "自从搬到杭州，…", "我们刚搬到深圳，…", "搬来西安之后…" — a place of the gazetteer only
@@ -308,6 +320,7 @@ _CN: list[tuple[str, re.Pattern[str], bool, str]] = [
      False, "cn_known_place"),
     ("work_location", re.compile(r"(?:我|^|，|,)(?:现在|目前)?在([\u4e00-\u9fff]{2,6})(?:远程办公|远程工作|办公)"), False, "cn_place"),
     ("work_location", re.compile(r"(?:我|^|，|,)(?:现在|目前)?(?:远程)?在(家)(?:远程)?(?:办公|工作|上班)"), False, "raw"),
+    ("work_location", re.compile(r"(?:我|^|，|,)(?:现在|目前|一直)?在([\u4e00-\u9fff]{2,6}?)(?:工作|上班)"), False, "cn_known_place"),
     ("work_location", re.compile(r"我的?(?:办公室|公司|工位)在" + _CNV), False, "cn_place"),
     ("origin", re.compile(r"(?:我|^|，|,)来自" + _CNV), False, "cn_place"),
     ("origin", re.compile(r"(?:我|^|，|,)(?:老家|家乡|祖籍)(?:是|在)" + _CNV), False, "cn_place"),
@@ -340,7 +353,7 @@ NAME_PATTERNS: list[re.Pattern[str]] = [p for a, p, _, _ in (*_EN, *_CN) if a ==
 _NOT_NAMES = frozenset("""sorry back here new home fine good great okay ok glad happy sure done ready excited tired
 so just also still not really very from in at on the a an""".split())  # noqa: SIM905
 _CN_NOT_FACT = frozenset("说在不真觉想来去要会能把被很太挺非有没这那个从跟")
-_PRONOUN = re.compile(r"(?:my|your|his|her|their|our|the same|here|there|it|this|that|them|him|you)\b", re.I)
+_PRONOUN = re.compile(r"(?:myself|ourselves|yourself|himself|herself|themselves|my|your|his|her|their|our|the same|here|there|it|this|that|them|him|you)\b", re.I)
 
 
 def _langs(value: str) -> list[str]:
@@ -379,7 +392,7 @@ def _values(kind: str, match: re.Match[str]) -> list[str]:
     if kind == "cn_name":
         return [re.split(r"[是，,。]", raw)[0]]
     if kind in ("cn_place", "cn_known_place"):
-        value = _cut_cn(raw, 12)
+        value = _cut_cn(raw, 12).removesuffix("的")  # "我老家是四川的"
         known = kind == "cn_place" or _cn_known_place(value)
         return [value] if value and known and not is_language(value) and value[0] not in _CN_NOT_FACT else []
     if kind == "cn_org":
