@@ -50,6 +50,9 @@ def _nodes(svc: ContextEngineService, under: str):
     "I'm living in Notion right now, it holds every plan.",
     "We're living in Zoom calls all week.",  # a name that only qualifies a thing ("Zoom calls")
     "I live in Teams meetings from nine to five.",
+    "我现在住在公司了，天天加班。",  # the Chinese "practically live at the office": a workplace is no home
+    "我住在飞书。",  # a tool, in Chinese
+    "我住在办公室里。",
 ])
 def test_living_in_an_app_gives_no_residence(svc: ContextEngineService, text: str) -> None:
     commit_texts(svc, CTX, "s1", "2026-03-02", text)
@@ -60,6 +63,8 @@ def test_living_in_an_app_gives_no_residence(svc: ContextEngineService, text: st
     ("We're living in Porto these days.", "Porto"),
     ("I live in Phoenix.", "Phoenix"),  # an everyday tool name that is a place of the gazetteer
     ("I live in Tbilisi now.", "Tbilisi"),  # a place the gazetteer does not know
+    ("我住在学校宿舍。", "学校宿舍"),
+    ("我住在公司附近。", "公司附近"),  # near the office is a home
 ])
 def test_living_in_a_place_still_gives_the_residence(svc: ContextEngineService, text: str, place: str) -> None:
     commit_texts(svc, CTX, "s1", "2026-03-02", text)

@@ -370,6 +370,12 @@ def _langs(value: str) -> list[str]:
 _CN_SAYINGS = frozenset(["实话", "真话", "假话", "废话", "大话", "笑话", "题外话", "心里话", "老实话", "好话", "坏话", "闲话", "空话", "说话", "情话", "气话", "狠话", "俏皮话", "客套话", "悄悄话", "傻话", "胡话", "丑话", "官话", "套话", "反话", "怪话", "私房话", "醉话", "梦话", "白话"])
 
 
+#: Places one spends the day or is kept in, said as 住在X figuratively or for a while ("我现在住在
+#: 公司了" — practically lives at the office; 住在医院 — in hospital): no home. Near one is
+#: ("住在公司附近"). General Chinese words.
+_CN_NO_HOME = frozenset("公司 办公室 工位 单位 实验室 机房 工地 工厂 车间 医院 图书馆 健身房 网吧 车上 群里".split())  # noqa: SIM905
+
+
 def _cn_langs(value: str) -> list[str]:
     return [p for p in re.split(r"和|、|跟|及", value)
             if p and p not in _CN_SAYINGS and p[0] not in "个句些点几这那一两"
@@ -393,6 +399,8 @@ def _values(kind: str, match: re.Match[str]) -> list[str]:
         return [re.split(r"[是，,。]", raw)[0]]
     if kind in ("cn_place", "cn_known_place"):
         value = _cut_cn(raw, 12).removesuffix("的")  # "我老家是四川的"
+        if names_a_tool(value) or value.rstrip("里上") in _CN_NO_HOME:
+            return []  # "我现在住在公司了" / "住在飞书里": where one spends the day, no home
         known = kind == "cn_place" or _cn_known_place(value)
         return [value] if value and known and not is_language(value) and value[0] not in _CN_NOT_FACT else []
     if kind == "cn_org":
