@@ -104,7 +104,11 @@ def _from_abstract(text: str, fact: dict[str, Any]) -> str:
     if phrase in lower:
         value = bare[lower.index(phrase) + len(phrase) - 1:]
         cuts = [m.start() for p in _other_phrases(own).values() if (m := re.search(rf"(?:\s+and)?\s+{re.escape(p)}\s", value))]
-        return value[:min(cuts)] if cuts else value  # "Munich and works at Siemens": Munich
+        value = value[:min(cuts)] if cuts else value  # "Munich and works at Siemens": Munich
+        # the extractor's own reading of the sentence ends the value where a statement would:
+        # "works at Google as a nurse" is Google (the job is another fact), as when the user says it
+        stated = [v for a, v, _multi in _first_person(text, fact) if a == own]
+        return stated[0] if stated and stated[0].casefold() in value.casefold() else value
     if lower.endswith(phrase.rstrip()):  # "User lives in": the value erased, none stated
         return ""
     stated = [v for a, v, _multi in _first_person(text, fact) if a == own]

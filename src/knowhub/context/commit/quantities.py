@@ -6,9 +6,11 @@ change wording, the value it leaves:
 * a number with a unit (rows, days, GB, ms …, 条/天/小时/家/人 …), an English number word
   with a unit ("six characters"), or a time of day (``14:00``, ``3:30 pm``, ``下午 3 点半``,
   ``下午3:30``, ``noon``: unit ``clock``); a time naming no part of day takes the one of an
-  earlier time in the sentence ("下午 3 点半改成 4 点", "from 3:30 pm to 4:00": 16:00), or the other half of the
-  day when that is nearer the earlier time ("from 11 am to 1:00": 13:00; "晚上 11 点改到
-  12 点": 00:00);
+  earlier time in the sentence ("下午 3 点半改成 4 点", "from 3:30 pm to 4:00": 16:00); in a change
+  (a moving verb: moved, pushed, shifted, 改到, 提前, 推迟) the other half of the day when that is
+  nearer the earlier time ("from 11 am to 1:00": 13:00; "晚上 11 点改到 12 点": 00:00; "from
+  10 am to 9": 09:00), in a range (no moving verb: "open from 9 am to 5:00", "9 am–5", 从早上 9 点到
+  5 点) the first such time after the start, since a range ends after it begins (17:00);
 * change wording — "increase … to", "instead of", "from … to", a request to move a value
   ("can we go to five?", "make it 20"), 改成/改到/调到/变成/从…到 — marks the statement as a
   change; a bare number after it ("go to five", "改到 5") takes the unit of the sentence's
@@ -221,6 +223,28 @@ def _nearer(value: str, anchor: str) -> str:
     return f"{best // 60:02d}:{best % 60:02d}"
 
 
+def _later(value: str, anchor: str) -> str:
+    """``value`` or the same clock time in the other half of the day, whichever comes first
+    after ``anchor``: the end of a range ("open from 9 am to 5:00" ends at 17:00, "from 1 am to
+    11:00" at 11:00 — a change would take the nearer 23:00)."""
+    day = 24 * 60
+    here, there, start = _minutes(value), (_minutes(value) + 12 * 60) % day, _minutes(anchor)
+    best = min((here, there), key=lambda at: (at - start) % day or day)
+    return f"{best // 60:02d}:{best % 60:02d}"
+
+
+#: A verb that moves a time ("moved the standup from 10 am to 9", 改到, 提前): the later time
+#: of such a sentence is a new value, which may come earlier; without one, "from X to Y",
+#: "X–Y" and 从…到… name a range (opening hours, a shift).
+_MOVES_EN = re.compile(r"\b(?:mov|chang|push|pull|shift|reschedul|postpon|delay|bump|bring|switch|set|mak|adjust|"
+                       r"updat|extend|shorten|cut)\w*\b|\binstead of\b|\brather than\b", re.I)
+_MOVES_CN = re.compile(r"改|调|挪|提前|推迟|延后|延到|换|变")
+#: A bare hour after a time and "to" / "until" / a dash ("from 10 am to 9", "9 am–5"): a time
+#: of day too, unless a unit follows ("from 9 am to 5 people" is a count).
+_BARE_HOUR = re.compile(rf"\s*(?:to|until|till|through|-|–|—)\s*(1[0-2]|0?[1-9])(?!\d|[:.]\d|\s*(?:am|pm|a\.m\.|p\.m\.|"
+                        rf"o'clock|{_UNIT_EN_RE})\b)", re.I)
+
+
 def _twelve_hour(match: re.Match[str]) -> bool:
     """Whether a time naming no part of day reads in either half of the day ("1:00", "4 点"),
     not as a 24-hour time ("09:00", "13:00")."""
@@ -256,13 +280,19 @@ def _found(sentence: str, cjk: bool) -> list[tuple[int, int, str, str]]:
             out.append((match.start(), match.end(), unit, _number(match.group(1))))
     taken = [(s, e) for s, e, _u, _v in out]
     carried, carried_end, anchor = "", 0, ""  # the part of day and time of the sentence's last time that named one
+    other_half = _later if not (_MOVES_CN if cjk else _MOVES_EN).search(sentence) else _nearer  # a range, or a change
     for match in _CLOCK.finditer(sentence):
         joined = bool(carried) and _joined(sentence[carried_end:match.start()], cjk)
         value = _clock(match, carried if joined else "")
         if _part_of_day(match):
             carried, carried_end, anchor = _part_of_day(match), match.end(), value
+            bare = None if cjk else _BARE_HOUR.match(sentence, match.end())
+            if bare and value and not _CLOCK.match(sentence, bare.start(1)):
+                hour = int(bare.group(1)) % 12 + (12 if carried == "pm" else 0)
+                out.append((bare.start(1), bare.end(1), "clock", other_half(f"{hour:02d}:00", value)))
+                taken.append((bare.start(1), bare.end(1)))
         elif joined and value and anchor and _twelve_hour(match):
-            value = _nearer(value, anchor)
+            value = other_half(value, anchor)
         if value and not any(s < match.end() and match.start() < e for s, e in taken):
             out.append((match.start(), match.end(), "clock", value))
     return sorted(out)

@@ -10,7 +10,8 @@ and contradictions. Claims come from:
 * the statements of a person's message that pick one member of a *value class* — a
   general list of interchangeable choices (databases, web and front-end frameworks,
   programming languages, clouds, editors, operating systems, package managers, CI systems,
-  message queues, job queues, payment providers, chat apps, ORMs, test frameworks, CSS
+  message queues, job queues, payment providers, chat apps, issue trackers, docs and notes
+  apps, design tools, ORMs, test frameworks, CSS
   frameworks, build tools, indentation, colour theme): "we use PostgreSQL", "let's go with
   FastAPI", "我们改用 Vue 了" — a preposition or copula names the value only right before it,
   and a value kept small, removed, past or only qualifying a person ("as little JavaScript

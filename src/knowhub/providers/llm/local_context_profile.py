@@ -9,14 +9,17 @@ attribute          said as                                                      
 ``name``           my name is X, call me X, Hi, I'm X / 我叫X, 我的名字是X                  no
 ``age``            I'm 32 (years old), I just turned 40 / 我今年32岁                      no
 ``residence``      I live in X, I moved to X, I'm based in X, I relocated to X,          no
-                   since relocating to X, our new flat in X / 我住在X, 我搬到了X,
-                   我定居在X, 我在X生活, 自从搬到X, 我们刚搬到X
-``work_location``  I work remotely from X, I work from home, my office is in X /          no
-                   我在X远程办公, 我的办公室在X
+                   since relocating to X, our new flat in X, I live with my partner in X,
+                   … but now live in X / 我住在X, 我搬到了X, 我定居在X, 我在X生活, 自从搬到X,
+                   我们刚搬到X, 我们家搬去了X, 我去年从A搬到了X, 我和老婆住在X
+``work_location``  I work remotely from X, I work from home, my office is in X,         no
+                   I work in X (a place) / 我在X远程办公, 我的办公室在X, 我在X工作 (a place of
+                   the gazetteer)
 ``origin``         I'm (originally) from X, I grew up in X / 我来自X, 我是X人, 我老家是X     no
 ``employer``       I work at/for X, I joined X, I started a new job at X /                no
                    在X工作|上班|做…, 入职X
-``occupation``     I work as a Y, I'm a Y (a job word), … at X as a Y / 我是一名Y           no
+``occupation``     I work as a Y, I'm a Y (a job word), … at X as a Y, I work as a Y     no
+                   at X (employer X) / 我是一名Y
 ``education``      I study X, I'm majoring in X / 我在读X                                 no
 ``relationship``   I'm single / married, I got married / 我单身, 我结婚了                  no
 ``diet``           I'm vegetarian, I don't eat meat, I eat halal, gluten-free / 我吃素      yes
@@ -30,8 +33,12 @@ The word lists are general language: job nouns, diets, the language names of
 :mod:`.local_context_code`, and a small gazetteer of countries and large cities (general
 geographic knowledge) that tells a place from a non-place where the wording alone does not
 ("I work in Lisbon" is a work location, "I work in marketing" is not). A value is cut at the
-first time phrase or clause ("I moved to Berlin last month" → Berlin). Heuristics, not a
-model: what the rules do not see is simply not extracted.
+first time phrase or clause ("I moved to Berlin last month" → Berlin). A place value is no
+tool or app as written ("we're living in Slack", "I live in Figma": the tool names of
+:mod:`.local_context_tools`, everyday words among them only capitalized) and no name that only
+qualifies an app's thing ("we live in Zoom calls"), unless the gazetteer knows it ("Phoenix");
+a figurative "basically / practically live in" is never read. Heuristics, not a model: what
+the rules do not see is simply not extracted.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ import re
 
 from knowhub.providers.llm.local_context_cn import ORG_HEADS
 from knowhub.providers.llm.local_context_code import is_language
-from knowhub.providers.llm.local_context_tools import is_tool_name
+from knowhub.providers.llm.local_context_tools import names_a_tool
 
 __all__ = ["ATTRIBUTE_WORDS", "NAME_PATTERNS", "PLACES", "is_place", "profile_facts"]
 
@@ -192,21 +199,31 @@ def _name_words(value: str) -> str:
     return " ".join(words[:kept])
 
 
+#: Things of an app or a document a name can qualify ("we live in Zoom calls", "in Excel
+#: sheets", "in Teams meetings"): after one, the name is no place, the sentence no residence.
+_APP_THINGS = re.compile(
+    r"\s+(?:app|apps|calls?|channels?|threads?|tickets?|issues?|boards?|docs?|documents?|sheets?|spreadsheets?|"
+    r"tabs?|windows?|meetings?|notifications?|workspaces?|dms?|chats?|inbox(?:es)?|files?|emails?|pages?|"
+    r"notebooks?|terminals?|dashboards?|tasks?|messages?)\b", re.I)
+
+
 def _place(value: str, known: bool = False) -> str:
     """A place value: ``Berlin``, ``the Bay Area``, ``广州天河区``; empty when it is no place
     (a language, a tool — "we moved to MySQL" —, a common word, a lower-case phrase); with
     ``known``, only a place of the gazetteer ("since moving to GitLab" is a tool's move)."""
     cut = _cut(value, 5)
     cut = re.sub(r"^(?:the|a|an)\s+", "", cut, flags=re.I)
-    if not cut or is_language(cut) or (is_tool_name(cut) and not is_place(cut)):
+    if not cut or is_language(cut) or (names_a_tool(cut) and not is_place(cut)):
         return ""
     if re.match(r"[\u4e00-\u9fff]", cut):
         return cut
     if not cut[0].isupper():
         return cut.title() if is_place(cut) else ""  # a lower-case writer: "wellington"
-    cut = _name_words(cut)  # the name alone is checked again: "Kubernetes we have …" was no tool as a whole
-    if not cut or is_language(cut) or (is_tool_name(cut) and not is_place(cut)) or re.search(r"\d", cut):
+    whole, cut = cut, _name_words(cut)  # the name alone is checked again: "Kubernetes we have …" was no tool as a whole
+    if not cut or is_language(cut) or (names_a_tool(cut) and not is_place(cut)) or re.search(r"\d", cut):
         return ""
+    if _APP_THINGS.match(whole[len(cut):]) and not is_place(cut):
+        return ""  # the name only qualifies a thing one spends the day in: "living in Zoom calls"
     return cut if not known or is_place(cut) else ""
 
 
@@ -230,7 +247,10 @@ _EN: list[tuple[str, re.Pattern[str], bool, str]] = [
     ("name", re.compile(r"^(?i:hi|hello|hey)(?: there)?[,!]? (?:I'm|I am|this is) ([A-Z][a-z]+)\b"), False, "raw"),
     ("age", re.compile(r"\bI(?:'m| am) (\d{1,3})(?: years? old| yo)?(?=[,.;!?]|$| and )", re.I), False, "raw"),
     ("age", re.compile(r"\bI (?:just )?turned (\d{1,3})\b", re.I), False, "raw"),
-    ("residence", re.compile(_I + r"(?:live|living|'m living|am living|reside|'ve been living|have been living) in ([^,.;!?]+)", re.I), False, "place"),
+    ("residence", re.compile(_I + r"(?:live|living|'m living|am living|reside|'ve been living|have been living)"
+                             r"(?: with (?:my|our|a|the) [a-z]+(?: [a-z]+)?)? in ([^,.;!?]+)", re.I), False, "place"),
+    # a second clause of the same speaker: "I grew up in Lagos but now live in London"
+    ("residence", re.compile(r"\b(?:I|we)\b[^.;!?]{0,60}?\b(?:and|but) (?:now |currently )?live in ([^,.;!?]+)", re.I), False, "place"),
     ("residence", re.compile(_I + r"(?:moved|relocated|'ve moved|have moved) (?:over |back |out )?to ([^,.;!?]+)", re.I), False, "place"),
     ("residence", re.compile(_I + r"(?:moved|relocated|'ve moved|have moved) (?:over |back |out |here )?from [^,.;!?]+? to ([^,.;!?]+)", re.I), False, "place"),
     ("residence", re.compile(r"\b(?:I(?:'m| am)|we(?:'re| are)) (?:now |currently |finally |all )?(?:based|living|settled) (?:in|out of) ([^,.;!?]+)", re.I), False, "place"),
@@ -242,6 +262,7 @@ _EN: list[tuple[str, re.Pattern[str], bool, str]] = [
     ("work_location", re.compile(r"\bI (?:work|am working|'m working)(?: remotely| fully remote| remote)? from (home)\b", re.I), False, "raw"),
     ("work_location", re.compile(r"\bI (?:work|am working|'m working) (?:remotely|remote|fully remote) (?:from|in|out of) ([^,.;!?]+)", re.I), False, "place"),
     ("work_location", re.compile(r"\bI (?:work|am working|'m working) (?:from|out of) ([^,.;!?]+)", re.I), False, "place"),
+    ("work_location", re.compile(r"\bI (?:work|am working|'m working|currently work) in ([^,.;!?]+)", re.I), False, "place"),
     ("work_location", re.compile(r"\bmy (?:office|workplace|job|company office) is (?:in|at) ([^,.;!?]+)", re.I), False, "place"),
     ("work_location", re.compile(r"\bI commute (?:in)?to ([^,.;!?]+)", re.I), False, "place"),
     ("work_location", re.compile(r"\bI (?:run|own|have|manage) (?:a|an|my|our) (?:(?:small|little|tiny|new|own|family) )*"
@@ -254,6 +275,9 @@ _EN: list[tuple[str, re.Pattern[str], bool, str]] = [
     ("employer", re.compile(r"\bI (?:just |recently )?(?:joined|started (?:a (?:new )?job|working|a position|an internship) at|got (?:a|an) (?:job|offer|position|internship) at|was hired by|got hired (?:at|by)) ((?:(?! as | today| last| this)[^,.;!?])+?)(?= as |$|[,.;!?]| today| last| this)", re.I), False, "text"),
     ("employer", re.compile(r"\bI(?:'m| am) (?:\d{1,3}(?: years old)?, )?(?:an? )?(?:[a-z\-]+ ){0,3}(?:" + _JOBS
                             + r") (?:at|for|with) ([A-Z](?:[^,;!?.]|\.(?=\w)|(?<=St)\.)*)"), False, "text"),
+    # "I work as a nurse at Google": the place of work after the job
+    ("employer", re.compile(r"\bI(?: work|'m working| am working| currently work) as (?:an? |the )?(?:[A-Za-z\-]+ ){1,4}?(?:at|for) "
+                            r"([A-Z](?:[^,;!?.]|\.(?=\w)|(?<=St)\.)*)"), False, "text"),
     ("occupation", re.compile(r"\b(?:work|job|position|role)[^.;!?]{0,60}? as (?:an? |the )?([^,.;!?]+)", re.I), False, "text"),
     ("occupation", re.compile(r"\bmy (?:job|profession|occupation) is (?:an? )?([^,.;!?]+)", re.I), False, "text"),
     ("occupation", re.compile(r"\bI(?:'m| am) (?:currently |now |still )?(?:working as )?an? ((?:[a-z\-]+ ){0,3}(?:" + _JOBS + r"))\b(?! (?:of|to)\b)", re.I), False, "raw"),
@@ -273,7 +297,7 @@ _EN: list[tuple[str, re.Pattern[str], bool, str]] = [
     ("languages", re.compile(r"\bmy (?:native language|mother tongue|first language|second language) is ([A-Z][a-z]+)", re.I), True, "langs"),
     ("languages", re.compile(r"\bI(?:'m| am) a native ([A-Z][a-z]+) speaker", re.I), True, "langs"),
     ("family", re.compile(r"\bI have ((?:a |an |one |two |three |four |five |\d+ )(?:young |little |grown |adult |teenage )?(?:kids?|children|child|sons?|daughters?|sisters?|brothers?|twins|grandchildren|grandkids)\b[^,.;!?]*)", re.I), True, "text"),
-    ("family", re.compile(r"\bI(?:'m| am) an? ((?:single |stay-at-home |working )?(?:mom|mother|dad|father|parent)) of ([^,.;!?]+)", re.I), True, "pair"),
+    ("family", re.compile(r"\bI(?:'m| am) an? ((?:single |stay-at-home |working )?(?:mom|mother|dad|father|parent)) (of [^,.;!?]+)", re.I), True, "pair"),
     ("family", re.compile(r"\b(?i:my) (?i:(wife|husband|partner|spouse|fiancee?|girlfriend|boyfriend))(?:,)? ([A-Z][a-z]+)\b"), True, "pair"),
     ("pets", re.compile(r"\bI have (?:[^,.;!?]*?\band )?((?:a |an |one |two |three |\d+ )(?:[a-z]+ )?(?:dogs?|cats?|puppy|puppies|kittens?|rabbits?|parrots?|hamsters?|fish|turtles?)\b(?: (?:named|called) [A-Z][a-z]+)?)", re.I), True, "text"),
     ("identity", re.compile(r"\bI(?:'m| am) an? ((?:[\w\-]+ ){0,3}(?:introvert|extrovert|night owl|early bird|morning person))\b", re.I), True, "raw"),
@@ -284,14 +308,19 @@ _CN: list[tuple[str, re.Pattern[str], bool, str]] = [
     ("name", re.compile(r"我叫([\u4e00-\u9fffA-Za-z]{1,8})"), False, "cn_name"),
     ("name", re.compile(r"我的名字(?:是|叫)([\u4e00-\u9fffA-Za-z]{1,8})"), False, "cn_name"),
     ("age", re.compile(r"(?:我|^|，|,)(?:今年|已经)?(\d{1,3})岁"), False, "raw"),
-    ("residence", re.compile(r"(?:我|^|，|,)(?:现在|目前|一直|已经)?(?:住在|居住在|定居在|定居|生活在|安家在)" + _CNV), False, "cn_place"),
+    ("residence", re.compile(r"(?:我(?:和|跟|与)[\u4e00-\u9fff]{1,4}?|我|^|，|,)(?:现在|目前|一直|已经)?(?:住在|居住在|定居在|定居|生活在|安家在)" + _CNV),
+     False, "cn_place"),
     ("residence", re.compile(r"我(?:上个月|去年|今年|最近|刚|已经|前年|年初)?(?:刚)?(?:搬到了|搬到|搬去了|搬去|移居到?)" + _CNV), False, "cn_place"),
     ("residence", re.compile(r"(?:我|^|，|,)(?:现在|目前)?(?:人)?在([\u4e00-\u9fff]{2,6})(?:生活|定居|安家)"), False, "cn_place"),
     # said in passing, or by "we": "自从搬到杭州，…", "我们刚搬到深圳，…", "搬来西安之后…" — a place of the gazetteer only
-    ("residence", re.compile(r"(?:我们?|^|，|,)(?:自从|上个月|去年|今年|最近|刚刚?|已经|前年|年初|终于|都)*"
-                             r"(?:搬到了?|搬去了?|搬来了?|搬家到了?|搬回了?|移居到?)" + _CNV), False, "cn_known_place"),
+    # "我们家上个月搬去了成都", "我去年从武汉搬到了南京" (the place left is no home any more): a place of the
+    # gazetteer only, since a move from one thing to another is as often a tool's ("从 MySQL 搬到 PostgreSQL")
+    ("residence", re.compile(r"(?:我们?(?:一?家)?|^|，|,)(?:自从|上个月|上周|去年|今年|最近|刚刚?|已经|前年|年初|终于|都)*"
+                             r"(?:从[^，。,.!！？?；;]{1,12}?)?(?:搬到了?|搬去了?|搬来了?|搬家到了?|搬回了?|移居到?)" + _CNV),
+     False, "cn_known_place"),
     ("work_location", re.compile(r"(?:我|^|，|,)(?:现在|目前)?在([\u4e00-\u9fff]{2,6})(?:远程办公|远程工作|办公)"), False, "cn_place"),
     ("work_location", re.compile(r"(?:我|^|，|,)(?:现在|目前)?(?:远程)?在(家)(?:远程)?(?:办公|工作|上班)"), False, "raw"),
+    ("work_location", re.compile(r"(?:我|^|，|,)(?:现在|目前|一直)?在([\u4e00-\u9fff]{2,6}?)(?:工作|上班)"), False, "cn_known_place"),
     ("work_location", re.compile(r"我的?(?:办公室|公司|工位)在" + _CNV), False, "cn_place"),
     ("origin", re.compile(r"(?:我|^|，|,)来自" + _CNV), False, "cn_place"),
     ("origin", re.compile(r"(?:我|^|，|,)(?:老家|家乡|祖籍)(?:是|在)" + _CNV), False, "cn_place"),
@@ -324,7 +353,7 @@ NAME_PATTERNS: list[re.Pattern[str]] = [p for a, p, _, _ in (*_EN, *_CN) if a ==
 _NOT_NAMES = frozenset("""sorry back here new home fine good great okay ok glad happy sure done ready excited tired
 so just also still not really very from in at on the a an""".split())  # noqa: SIM905
 _CN_NOT_FACT = frozenset("说在不真觉想来去要会能把被很太挺非有没这那个从跟")
-_PRONOUN = re.compile(r"(?:my|your|his|her|their|our|the same|here|there|it|this|that|them|him|you)\b", re.I)
+_PRONOUN = re.compile(r"(?:myself|ourselves|yourself|himself|herself|themselves|my|your|his|her|their|our|the same|here|there|it|this|that|them|him|you)\b", re.I)
 
 
 def _langs(value: str) -> list[str]:
@@ -339,6 +368,12 @@ def _langs(value: str) -> list[str]:
 #: "说实话" (to be honest), "说个题外话" (by the way), "说句心里话": sayings with 话 that name
 #: no language; a measure word (个/句/些/点/几) before the noun marks an utterance, not a tongue.
 _CN_SAYINGS = frozenset(["实话", "真话", "假话", "废话", "大话", "笑话", "题外话", "心里话", "老实话", "好话", "坏话", "闲话", "空话", "说话", "情话", "气话", "狠话", "俏皮话", "客套话", "悄悄话", "傻话", "胡话", "丑话", "官话", "套话", "反话", "怪话", "私房话", "醉话", "梦话", "白话"])
+
+
+#: Places one spends the day or is kept in, said as 住在X figuratively or for a while ("我现在住在
+#: 公司了" — practically lives at the office; 住在医院 — in hospital): no home. Near one is
+#: ("住在公司附近"). General Chinese words.
+_CN_NO_HOME = frozenset("公司 办公室 工位 单位 实验室 机房 工地 工厂 车间 医院 图书馆 健身房 网吧 车上 群里".split())  # noqa: SIM905
 
 
 def _cn_langs(value: str) -> list[str]:
@@ -363,7 +398,9 @@ def _values(kind: str, match: re.Match[str]) -> list[str]:
     if kind == "cn_name":
         return [re.split(r"[是，,。]", raw)[0]]
     if kind in ("cn_place", "cn_known_place"):
-        value = _cut_cn(raw, 12)
+        value = _cut_cn(raw, 12).removesuffix("的")  # "我老家是四川的"
+        if names_a_tool(value) or value.rstrip("里上") in _CN_NO_HOME:
+            return []  # "我现在住在公司了" / "住在飞书里": where one spends the day, no home
         known = kind == "cn_place" or _cn_known_place(value)
         return [value] if value and known and not is_language(value) and value[0] not in _CN_NOT_FACT else []
     if kind == "cn_org":
@@ -426,6 +463,8 @@ def _profile_facts(sentence: str, cjk: bool) -> tuple[tuple[str, str, bool], ...
                 continue
             if attribute == "occupation" and re.match(r"to\s", value, re.I):
                 continue  # "my job is to build a planner": a task, not an occupation
+            if attribute == "occupation" and kind == "text":  # "a nurse at Google": the job, not its place
+                value = re.sub(r"\s+(?:(?:at|for)\s|in\s+(?:the\s+)?[A-Z]).*$", "", value)
             if attribute == "work_location" and kind == "place" and not is_place(value):
                 continue  # "I work from a café": too vague to be a work location
             if (attribute, value.casefold()) in {(a, v.casefold()) for a, v, _ in out}:

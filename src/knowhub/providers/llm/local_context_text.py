@@ -282,16 +282,31 @@ _CN_CUES = re.compile(
 )
 
 
+def _month_iso(when: datetime, months: int) -> str:
+    index = when.year * 12 + (when.month - 1) + months
+    return f"{index // 12:04d}-{index % 12 + 1:02d}"
+
+
+def _week_iso(when: datetime, weeks: int) -> str:
+    """The Monday–Sunday of the week ``weeks`` from ``when``'s: ``2026-02-23～2026-03-01``."""
+    monday = when - timedelta(days=when.weekday()) + timedelta(days=7 * weeks)
+    return f"{format_day_iso(monday)}～{format_day_iso(monday + timedelta(days=6))}"
+
+
 def _resolve_cn(cue: str, when: datetime) -> str | None:
-    day = format_date(when)
+    """The date a Chinese cue names, written as the Chinese event lead writes its day
+    (``2026-03-02``, ``2026-02``, ``2025``, a week as ``2026-02-23～2026-03-01``): not the English
+    "the week before 2 March 2026" / "February 2026" of :func:`_resolve_latin`, and no 年/月/日
+    (search reads Chinese by characters: see :func:`format_day_iso`)."""
+    iso = format_day_iso
     simple = {
-        "昨天": format_date(when - timedelta(days=1)), "昨晚": format_date(when - timedelta(days=1)),
-        "前天": format_date(when - timedelta(days=2)), "今天": day, "今晚": day,
-        "明天": format_date(when + timedelta(days=1)), "后天": format_date(when + timedelta(days=2)),
-        "上周": f"the week before {day}", "上星期": f"the week before {day}", "上个星期": f"the week before {day}",
-        "下周": f"the week after {day}", "下星期": f"the week after {day}", "下个星期": f"the week after {day}",
-        "这周": f"the week of {day}", "本周": f"the week of {day}",
-        "上个月": _month_shift(when, -1), "下个月": _month_shift(when, 1), "这个月": _month_shift(when, 0),
+        "昨天": iso(when - timedelta(days=1)), "昨晚": iso(when - timedelta(days=1)),
+        "前天": iso(when - timedelta(days=2)), "今天": iso(when), "今晚": iso(when),
+        "明天": iso(when + timedelta(days=1)), "后天": iso(when + timedelta(days=2)),
+        "上周": _week_iso(when, -1), "上星期": _week_iso(when, -1), "上个星期": _week_iso(when, -1),
+        "下周": _week_iso(when, 1), "下星期": _week_iso(when, 1), "下个星期": _week_iso(when, 1),
+        "这周": _week_iso(when, 0), "本周": _week_iso(when, 0),
+        "上个月": _month_iso(when, -1), "下个月": _month_iso(when, 1), "这个月": _month_iso(when, 0),
         "去年": str(when.year - 1), "明年": str(when.year + 1), "今年": str(when.year),
     }
     if cue in simple:
@@ -302,18 +317,18 @@ def _resolve_cn(cue: str, when: datetime) -> str | None:
         target = _CN_WEEKDAY[match.group(2)]
         if offset < 0:  # 上周五: the Friday of last week (not merely the latest Friday)
             monday = when - timedelta(days=when.weekday() + 7)
-            return format_date(monday + timedelta(days=target))
-        return format_date(weekday_date(when, target, offset))
+            return iso(monday + timedelta(days=target))
+        return iso(weekday_date(when, target, offset))
     match = re.match(r"([一两二三四五六七八九十几\d]+)(天|周|个月|年)前", cue)
     if match:
         n = int(match.group(1)) if match.group(1).isdigit() else _CN_NUM.get(match.group(1), 1)
         unit = match.group(2)
         if unit == "天":
-            return format_date(when - timedelta(days=n))
+            return iso(when - timedelta(days=n))
         if unit == "周":
-            return f"{n} weeks before {day}"
+            return _week_iso(when, -n)
         if unit == "个月":
-            return _month_shift(when, -n)
+            return _month_iso(when, -n)
         return str(when.year - n)
     return None
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import re
 
-__all__ = ["EVERYDAY_NAMES", "VALUE_CLASSES", "is_tool_name", "value_members"]
+__all__ = ["EVERYDAY_NAMES", "VALUE_CLASSES", "is_tool_name", "names_a_tool", "value_members"]
 
 #: class → members (``|`` separates names; the first spelling of a ``=`` group is canonical).
 VALUE_CLASSES: dict[str, str] = {
@@ -51,6 +51,10 @@ VALUE_CLASSES: dict[str, str] = {
     "theme": "dark mode=dark theme=深色模式|light mode=light theme=浅色模式",
     "chat and alerting": "Slack|Microsoft Teams=MS Teams|PagerDuty|Opsgenie|Discord|Mattermost|Telegram|钉钉=DingTalk|"
                          "飞书=Feishu=Lark|企业微信=WeCom|微信=WeChat|WhatsApp|Google Chat|Zulip",
+    "issue tracker": "Jira|Linear|YouTrack|Trello|Asana|ClickUp|Basecamp|Shortcut|GitHub Issues|GitLab Issues|Redmine|"
+                     "Bugzilla|禅道|Teambition",
+    "docs and notes": "Notion|Confluence|Obsidian|Evernote|OneNote|Google Docs|Coda|语雀|飞书文档",
+    "design tool": "Figma|Sketch|Adobe XD|Penpot|Framer",
     "kubernetes packaging": "Helm|Kustomize|Jsonnet|cdk8s",
     "gitops": "Argo CD=ArgoCD|Flux=FluxCD",
     "infrastructure as code": "Terraform|Pulumi|CloudFormation|OpenTofu",
@@ -64,7 +68,8 @@ VALUE_CLASSES: dict[str, str] = {
 EVERYDAY_NAMES = frozenset(
     """Spring Render Cursor Echo Fiber Rocket Express Remix Astro Railway Flux Helm Zed Helix Gin Phoenix Jest Mocha
     Parcel Diesel Ember Pulsar Rollup Nomad Chakra Rails Oracle Snowflake Windows Teams Discord Telegram Slack Flask
-    Square Huey Temporal Quartz Lark Paddle Bootstrap Drizzle Solr Tornado Rocket""".split())  # noqa: SIM905
+    Square Huey Temporal Quartz Lark Paddle Bootstrap Drizzle Solr Tornado Rocket Linear Shortcut Basecamp Notion Sketch
+    Coda Framer""".split())  # noqa: SIM905
 
 
 @functools.lru_cache(maxsize=1)
@@ -80,6 +85,13 @@ def is_tool_name(value: str) -> bool:
     """True when ``value`` is, as a whole, the name of a tool or service of
     :data:`VALUE_CLASSES` ("MySQL", "Kubernetes", "企业微信"), not an everyday word."""
     return value.strip().casefold() in _tool_names()
+
+
+def names_a_tool(value: str) -> bool:
+    """True when ``value`` as written names a tool: :func:`is_tool_name`, or an everyday word
+    capitalized as the tool's name ("Slack", "Teams", "Notion" — "slack" is no tool). A place
+    check must still come first: "Phoenix" is a city too."""
+    return is_tool_name(value) or value.strip() in EVERYDAY_NAMES
 
 
 #: A name stands alone among Latin letters and digits; next to a Chinese character it may be
