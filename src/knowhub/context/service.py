@@ -108,6 +108,7 @@ from knowhub.context.retrieval.speaker_focus import (
 )
 from knowhub.context.retrieval.thread_walk import DEFAULT_WALK_WEIGHT, search_thread
 from knowhub.context.retrieval.validity import follow_timeline
+from knowhub.context.retrieval.value_questions import DEFAULT_CHANGE_BOOST, search_values
 from knowhub.context.session_items import SessionItemLog, SessionItems
 from knowhub.errors import InvalidInputError, StorageError
 from knowhub.index import (
@@ -294,16 +295,14 @@ class ContextEngineService(NodeEditsMixin):
         self.addressee_penalty = addressee_penalty
         self.merge_queries = merge_queries
         self.shared_candidates = shared_candidates
-        #: current values first, contradictions side by side (:mod:`.retrieval.validity`):
-        #: ``"reorder"`` (the blocks found), ``"add"`` (also adds replacements not found) or
-        #: ``"off"``; "reorder" was chosen leave-one-conversation-out on LoCoMo (4 of 5 folds;
-        #: "add" cost 0.7 points on one conversation) and ranks the current value first on
-        #: every question of the labelled update set (docs/benchmarks.md)
+        #: current values first, contradictions side by side (:mod:`.retrieval.validity`): ``"reorder"``
+        #: (the blocks found), ``"add"`` (also adds replacements not found) or ``"off"``; "reorder" was chosen
+        #: leave-one-conversation-out on LoCoMo (4 of 5 folds; "add" cost 0.7 points on one conversation)
+        #: and ranks the current value first on every question of the labelled update set (docs/benchmarks.md)
         self.follow_timeline = "reorder"
-        #: session cohesion (:mod:`.retrieval.session_cohesion`): score gain per other block of
-        #: a block's session among the leading ``session_window`` beyond chance, and how many
-        #: count; chosen leave one conversation out on LoCoMo (4 of 5 folds, every fold above
-        #: main; docs/benchmarks.md), own tech chats checked; gain 0 turns it off
+        #: session cohesion (:mod:`.retrieval.session_cohesion`): score gain per other block of a block's session
+        #: among the leading ``session_window`` beyond chance, and how many count; chosen leave one conversation
+        #: out on LoCoMo (4 of 5 folds, every fold above main; docs/benchmarks.md), own tech chats checked; gain 0: off
         self.session_gain, self.session_cap, self.session_window = DEFAULT_GAIN, DEFAULT_CAP, DEFAULT_WINDOW
         #: two-part questions searched half by half (retrieval/pair_questions.py): chosen on
         #: the long chats, confirmed on the xl chats written afterwards (3 questions up, none
@@ -314,7 +313,7 @@ class ContextEngineService(NodeEditsMixin):
         #: questions searched without their frame words (retrieval/thread_questions.py): each
         #: chosen leave one chat out on the own technical chats (docs/benchmarks.md, branch summary7)
         self.order_shapes = self.sequel_shapes = self.thread_topic = True  # sequel: "right after X" (retrieval/sequel_questions.py)
-        self.thread_walk = DEFAULT_WALK_WEIGHT  # history questions walk the thread (retrieval/thread_walk.py)
+        self.thread_walk, self.value_changes = DEFAULT_WALK_WEIGHT, DEFAULT_CHANGE_BOOST  # retrieval/thread_walk.py, value_questions.py
         self.reader = MemoryReadService(self.fs, self.relations)
         self.assembler = RetrievalAssembler(self.fs, self.relations, assembler_config)
         self.save_interval_s = save_interval_s
@@ -690,7 +689,8 @@ class ContextEngineService(NodeEditsMixin):
         if shaped is not None:  # an order question: its parts, or its anchor's sequel, searched alone
             return shaped
         run = lambda text, k: self._search(ctx, text, {**hints, "top_k": k}, k, session_archive)  # noqa: E731
-        return search_thread(run, query, top_k, self.thread_topic, self.thread_walk)  # history questions (thread_walk)
+        walk = lambda text, k: search_thread(run, text, k, self.thread_topic, self.thread_walk)  # noqa: E731
+        return search_values(walk, query, top_k, self.value_changes)  # history and "now" questions
 
     def _search(self, ctx: Any, query: str, hints: dict[str, Any], top_k: int,
                 session_archive: SessionArchive | dict[str, Any] | None) -> SearchResult:

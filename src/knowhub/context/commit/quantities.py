@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from knowhub.text.query_stopwords import ENGLISH_QUERY_STOPWORDS
 
-__all__ = ["SAME_SESSION", "Quantity", "quantities", "topics_overlap"]
+__all__ = ["SAME_SESSION", "Quantity", "changes_quantity", "quantities", "topics_overlap"]
 
 #: The topic of a change that names no topic ("改成 2Gi 之后压测通过了", "make it 20"): it
 #: replaces the value of that unit said earlier in the same session.
@@ -296,6 +296,12 @@ def _found(sentence: str, cjk: bool) -> list[tuple[int, int, str, str]]:
         if value and not any(s < match.end() and match.start() < e for s, e in taken):
             out.append((match.start(), match.end(), "clock", value))
     return sorted(out)
+
+
+def changes_quantity(text: str, cjk: bool) -> bool:
+    """Whether ``text`` has the wording of a value being changed ("increase the batch to",
+    "from 25 to 15", "instead of", 改成, 降到; the pattern :func:`quantities` reads)."""
+    return bool((_QTY_CHANGE_CN if cjk else _QTY_CHANGE_EN).search(text))
 
 
 def quantities(sentence: str, cjk: bool) -> list[Quantity]:

@@ -44,7 +44,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from knowhub.context.commit.quantities import quantities, topics_overlap
+from knowhub.context.commit.quantities import changes_quantity, quantities, topics_overlap
 from knowhub.providers.llm.local_context_profile import profile_facts
 from knowhub.providers.llm.local_context_text import has_cjk, split_sentences
 from knowhub.providers.llm.local_context_tools import (
@@ -54,7 +54,8 @@ from knowhub.providers.llm.local_context_tools import (
     value_members,
 )
 
-__all__ = ["EXCLUSIVE_ATTRIBUTES", "VALUE_CLASSES", "Claim", "accepted_claims", "claims_in_text", "fact_claims", "topics_overlap", "value_key"]
+__all__ = ["EXCLUSIVE_ATTRIBUTES", "VALUE_CLASSES", "Claim", "accepted_claims", "claims_in_text", "fact_claims", "states_change",
+           "topics_overlap", "value_key"]
 
 #: Profile attributes with one current value (the others are lists: languages, family ...).
 EXCLUSIVE_ATTRIBUTES = frozenset({"name", "age", "residence", "work_location", "employer", "occupation",
@@ -175,6 +176,14 @@ def _cue(sentence: str, cjk: bool) -> str:
     if (_CHANGE_CN if cjk else _CHANGE_EN).search(sentence):
         return "change"
     return ""
+
+
+def states_change(text: str) -> bool:
+    """Whether ``text`` uses the wording of a change, a correction or a quantity moved to a new
+    value ("we switched to", "actually", "goes down from 25 to 15", 改成, 其实, 降到): the cues
+    the timeline reads, for search (:mod:`knowhub.context.retrieval.value_questions`)."""
+    cjk = has_cjk(text)
+    return bool(_cue(text, cjk) or changes_quantity(text, cjk))
 
 
 def _qualifier(sentence: str, cjk: bool) -> str:
