@@ -250,7 +250,10 @@ _EN: list[tuple[str, re.Pattern[str], bool, str]] = [
     ("residence", re.compile(_I + r"(?:live|living|'m living|am living|reside|'ve been living|have been living)"
                              r"(?: with (?:my|our|a|the) [a-z]+(?: [a-z]+)?)? in ([^,.;!?]+)", re.I), False, "place"),
     # a second clause of the same speaker: "I grew up in Lagos but now live in London"
-    ("residence", re.compile(r"\b(?:I|we)\b[^.;!?]{0,60}?\b(?:and|but) (?:now |currently )?live in ([^,.;!?]+)", re.I), False, "place"),
+    # — not when another person is the subject in between ("my parents retired and live in Florida",
+    # "two sisters who … and live in Texas")
+    ("residence", re.compile(r"\b(?:I|we)\b(?:(?!\b(?:who|whom|whose|which|he|she|they|you|my|his|her|their|your)\b)[^.;!?]){0,60}?"
+                             r"\b(?:and|but) (?:now |currently )?live in ([^,.;!?]+)", re.I), False, "place"),
     ("residence", re.compile(_I + r"(?:moved|relocated|'ve moved|have moved) (?:over |back |out )?to ([^,.;!?]+)", re.I), False, "place"),
     ("residence", re.compile(_I + r"(?:moved|relocated|'ve moved|have moved) (?:over |back |out |here )?from [^,.;!?]+? to ([^,.;!?]+)", re.I), False, "place"),
     ("residence", re.compile(r"\b(?:I(?:'m| am)|we(?:'re| are)) (?:now |currently |finally |all )?(?:based|living|settled) (?:in|out of) ([^,.;!?]+)", re.I), False, "place"),
@@ -374,6 +377,8 @@ _CN_SAYINGS = frozenset(["实话", "真话", "假话", "废话", "大话", "笑�
 #: 公司了" — practically lives at the office; 住在医院 — in hospital): no home. Near one is
 #: ("住在公司附近"). General Chinese words.
 _CN_NO_HOME = frozenset("公司 办公室 工位 单位 实验室 机房 工地 工厂 车间 医院 图书馆 健身房 网吧 车上 群里".split())  # noqa: SIM905
+#: "together" (我和他住在一起, 跟爸妈住在一块儿): who one lives with, no place.
+_CN_TOGETHER = ("一起", "一块", "一处")
 
 
 def _cn_langs(value: str) -> list[str]:
@@ -399,8 +404,8 @@ def _values(kind: str, match: re.Match[str]) -> list[str]:
         return [re.split(r"[是，,。]", raw)[0]]
     if kind in ("cn_place", "cn_known_place"):
         value = _cut_cn(raw, 12).removesuffix("的")  # "我老家是四川的"
-        if names_a_tool(value) or value.rstrip("里上") in _CN_NO_HOME:
-            return []  # "我现在住在公司了" / "住在飞书里": where one spends the day, no home
+        if names_a_tool(value.rstrip("里上")) or value.rstrip("里上") in _CN_NO_HOME or value.startswith(_CN_TOGETHER):
+            return []  # "我现在住在公司了" / "住在Slack里": where one spends the day, no home; 我和他住在一起: no place
         known = kind == "cn_place" or _cn_known_place(value)
         return [value] if value and known and not is_language(value) and value[0] not in _CN_NOT_FACT else []
     if kind == "cn_org":

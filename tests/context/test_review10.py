@@ -1,0 +1,83 @@
+"""review10: defects found in the tenth session's profile and time rules (branch ``fixes10``),
+each through the real path (``ContextEngineService.commit_session``, then the profile or a
+memory's slots).
+
+1. the "… and live in X" clause of another person ("my parents retired and live in Florida")
+   gave the user's residence;
+2. 我和他住在一起 ("I live together with him") gave the residence 一起 ("together");
+3. 我住在Slack里 gave the residence "Slack里" (a tool with the locative 里);
+4. a range of times read as a change because a moving word stood anywhere in the sentence —
+   the noun "shift" ("my night shift is from 10 pm to 6": 18:00), a verb of another clause
+   ("I set up the clinic; it is open from 9 am to 5": 05:00), 空调 / 调试 / 换了工作.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from knowhub.context import ContextEngineService
+from knowhub.errors import NotFoundError
+from knowhub.scope import RequestContext
+
+from .timeline_support import commit_texts
+
+CTX = RequestContext("acme", "dora")
+MEM = "ctx://acme/users/dora/memories"
+PROFILE = f"{MEM}/profile"
+
+
+def _values(svc: ContextEngineService, attribute: str) -> list[str]:
+    try:
+        facts = svc.get_node(CTX, PROFILE).metadata["facts"].values()
+    except NotFoundError:
+        return []
+    return [f["value"] for f in facts if f["attribute"] == attribute]
+
+
+def _clock_slots(svc: ContextEngineService) -> list[str]:
+    nodes = [svc.get_node(CTX, c.uri) for c in svc.list_children(CTX, f"{MEM}/events", recursive=True) if c.is_node]
+    return [s["value"] for n in nodes for s in n.metadata.get("slots") or [] if s["slot"].endswith("|qty|clock")]
+
+
+@pytest.mark.parametrize("text", [
+    "I think my parents retired and live in Florida.",
+    "I have two sisters who both got married and live in Texas.",
+    "I visited my grandparents, who are retired and live in Spain.",
+    "I know he quit and live in Rome.",
+])
+def test_another_persons_and_live_in_is_no_residence(svc: ContextEngineService, text: str) -> None:
+    commit_texts(svc, CTX, "s1", "2026-03-02", text)
+    assert _values(svc, "residence") == []
+
+
+@pytest.mark.parametrize(("text", "place"), [
+    ("I grew up in Lagos but now live in London.", "London"),
+    ("We sold the house and now live in Porto.", "Porto"),
+])
+def test_the_users_own_and_live_in_still_counts(svc: ContextEngineService, text: str, place: str) -> None:
+    commit_texts(svc, CTX, "s1", "2026-03-02", text)
+    assert _values(svc, "residence") == [place]
+
+
+@pytest.mark.parametrize("text", ["我和他住在一起。", "我和女朋友住在一起。", "我跟爸妈住在一块儿。", "我住在Slack里。", "我住在钉钉上。"])
+def test_living_together_or_in_a_tool_gives_no_chinese_residence(svc: ContextEngineService, text: str) -> None:
+    commit_texts(svc, CTX, "s1", "2026-03-02", text)
+    assert _values(svc, "residence") == []
+
+
+def test_living_with_someone_in_a_city_still_gives_it(svc: ContextEngineService) -> None:
+    commit_texts(svc, CTX, "s1", "2026-03-02", "我和老婆住在成都。")
+    assert _values(svc, "residence") == ["成都"]
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("My night shift is from 10 pm to 6.", "06:00 clock"),  # the noun "shift": a range (was 18:00)
+    ("I set up the clinic; it is open from 9 am to 5.", "17:00 clock"),  # "set" of another clause (was 05:00)
+    ("I updated the sign: open from 9 am to 5:00.", "17:00 clock"),
+    ("空调从晚上10点开到6点。", "06:00 clock"),  # 空调 (air conditioner) moves nothing (was 18:00)
+    ("Shift the demo from 3 pm to 2.", "14:00 clock"),  # the verb "shift" still moves
+    ("站会，从上午 10 点挪到 9 点。", "09:00 clock"),
+])
+def test_a_range_with_a_moving_word_elsewhere_stays_a_range(svc: ContextEngineService, text: str, value: str) -> None:
+    commit_texts(svc, CTX, "s1", "2026-03-02", text)
+    assert _clock_slots(svc) == [value]
