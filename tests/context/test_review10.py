@@ -81,3 +81,33 @@ def test_living_with_someone_in_a_city_still_gives_it(svc: ContextEngineService)
 def test_a_range_with_a_moving_word_elsewhere_stays_a_range(svc: ContextEngineService, text: str, value: str) -> None:
     commit_texts(svc, CTX, "s1", "2026-03-02", text)
     assert _clock_slots(svc) == [value]
+
+
+# ---------------------------------------------------------------------- fact-node edits in the third person
+
+def _fact_node(svc: ContextEngineService, attribute: str):
+    nodes = [svc.get_node(CTX, c.uri) for c in svc.list_children(CTX, PROFILE, recursive=True) if c.is_node]
+    return next(n for n in nodes if n.metadata.get("fact_node") and n.metadata.get("attribute") == attribute)
+
+
+@pytest.mark.parametrize(("said", "attribute", "edit", "value"), [
+    # the first person "I live with my partner in X" is read since fixes10; the third person said nothing
+    ("I live in Berlin.", "residence", "User lives with her partner in Amsterdam", "Amsterdam"),
+    # the employer's node edited with the job first: it states the employer too (was a 400 "occupation")
+    ("I work at Tesco.", "employer", "User works as a nurse at Google", "Google"),
+])
+def test_a_third_person_edit_with_more_than_the_value(svc: ContextEngineService, said: str, attribute: str,
+                                                      edit: str, value: str) -> None:
+    commit_texts(svc, CTX, "s1", "2026-03-02", said)
+    edited = svc.edit_node(CTX, _fact_node(svc, attribute).uri, abstract=edit)
+    assert edited.metadata["value"] == value
+    assert _values(svc, attribute) == [value]
+
+
+@pytest.mark.parametrize(("text", "place"), [
+    ("I live with her parents in Lyon.", "Lyon"),
+    ("I live with them in Oslo.", "Oslo"),
+])
+def test_living_with_someone_named_by_a_pronoun(svc: ContextEngineService, text: str, place: str) -> None:
+    commit_texts(svc, CTX, "s1", "2026-03-02", text)
+    assert _values(svc, "residence") == [place]

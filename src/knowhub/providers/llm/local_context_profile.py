@@ -9,7 +9,7 @@ attribute          said as                                                      
 ``name``           my name is X, call me X, Hi, I'm X / 我叫X, 我的名字是X                  no
 ``age``            I'm 32 (years old), I just turned 40 / 我今年32岁                      no
 ``residence``      I live in X, I moved to X, I'm based in X, I relocated to X,          no
-                   since relocating to X, our new flat in X, I live with my partner in X,
+                   since relocating to X, our new flat in X, I live with my partner / her in X,
                    … but now live in X / 我住在X, 我搬到了X, 我定居在X, 我在X生活, 自从搬到X,
                    我们刚搬到X, 我们家搬去了X, 我去年从A搬到了X, 我和老婆住在X
 ``work_location``  I work remotely from X, I work from home, my office is in X,         no
@@ -248,7 +248,7 @@ _EN: list[tuple[str, re.Pattern[str], bool, str]] = [
     ("age", re.compile(r"\bI(?:'m| am) (\d{1,3})(?: years? old| yo)?(?=[,.;!?]|$| and )", re.I), False, "raw"),
     ("age", re.compile(r"\bI (?:just )?turned (\d{1,3})\b", re.I), False, "raw"),
     ("residence", re.compile(_I + r"(?:live|living|'m living|am living|reside|'ve been living|have been living)"
-                             r"(?: with (?:my|our|a|the) [a-z]+(?: [a-z]+)?)? in ([^,.;!?]+)", re.I), False, "place"),
+                             r"(?: with (?:(?:my|our|a|the|his|her|their) [a-z]+(?: [a-z]+)?|him|her|them))? in ([^,.;!?]+)", re.I), False, "place"),
     # a second clause of the same speaker: "I grew up in Lagos but now live in London"
     # — not when another person is the subject in between ("my parents retired and live in Florida",
     # "two sisters who … and live in Texas")
