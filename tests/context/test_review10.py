@@ -111,3 +111,17 @@ def test_a_third_person_edit_with_more_than_the_value(svc: ContextEngineService,
 def test_living_with_someone_named_by_a_pronoun(svc: ContextEngineService, text: str, place: str) -> None:
     commit_texts(svc, CTX, "s1", "2026-03-02", text)
     assert _values(svc, "residence") == [place]
+
+
+# ---------------------------------------------------------------------- Chinese numbers in time notes
+
+@pytest.mark.parametrize(("text", "note"), [
+    ("十五天前我开始写这个插件。", "十五天前 [2026-02-15]"),  # was 1 day before: 十五 read as 1
+    ("十二个月前我们上线了第一版。", "十二个月前 [2025-03]"),
+    ("二十天前我把数据库迁到了 PostgreSQL。", "二十天前 [2026-02-10]"),
+])
+def test_a_chinese_time_note_reads_numbers_above_ten(svc: ContextEngineService, text: str, note: str) -> None:
+    commit_texts(svc, CTX, "s1", "2026-03-02", text)
+    nodes = [svc.get_node(CTX, c.uri) for c in svc.list_children(CTX, f"{MEM}/events", recursive=True) if c.is_node]
+    abstracts = [n.abstract for n in nodes]
+    assert any(note in a for a in abstracts), abstracts
