@@ -125,3 +125,24 @@ def test_a_chinese_time_note_reads_numbers_above_ten(svc: ContextEngineService, 
     nodes = [svc.get_node(CTX, c.uri) for c in svc.list_children(CTX, f"{MEM}/events", recursive=True) if c.is_node]
     abstracts = [n.abstract for n in nodes]
     assert any(note in a for a in abstracts), abstracts
+
+
+# ---------------------------------------------------------------------- a range's start before its part of day
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("The meeting is between 2 and 4 pm.", "14:00 clock"),  # the start was lost: 16:00 alone
+    ("Office hours run 9–5 pm.", "09:00 clock"),
+    ("The workshop runs from 11 to 1 pm.", "13:00 clock"),  # "from … to": the end, as "from 11 am to 1:00"
+])
+def test_a_bare_start_takes_the_part_of_day_of_the_end(svc: ContextEngineService, text: str, value: str) -> None:
+    commit_texts(svc, CTX, "s1", "2026-03-02", text)
+    assert _clock_slots(svc) == [value]
+
+
+
+def test_a_bare_start_of_a_change_is_the_value_left() -> None:
+    """"moved from 5 to 4 pm": 17:00 is left (the nearer half, as a change), 16:00 is the value."""
+    from knowhub.context.commit.quantities import quantities
+
+    (said,) = quantities("The review moved from 5 to 4 pm.", False)
+    assert (said.value, said.was, said.changed) == ("16:00", "17:00", True)

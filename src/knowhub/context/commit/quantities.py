@@ -261,6 +261,21 @@ def _moving(sentence: str, start: int, end: int, cjk: bool) -> bool:
 _BARE_HOUR = re.compile(rf"\s*(?:to|until|till|through|-|–|—)\s*(1[0-2]|0?[1-9])(?!\d|[:.]\d|\s*(?:am|pm|a\.m\.|p\.m\.|"
                         rf"o'clock|{_UNIT_EN_RE})\b)", re.I)
 
+#: A bare hour that starts a range whose end names the part of day ("between 2 and 4 pm",
+#: "from 11 to 1 pm", "9–5 pm"): right before that end.
+_BARE_START = re.compile(r"(?:\b(?:between|from)\s+(1[0-2]|0?[1-9])\s*(?:and|to|until|till|through|-|–|—)|"
+                         r"(?<![\w:.,])(1[0-2]|0?[1-9])\s*(?:-|–|—))\s*$", re.I)
+
+
+def _earlier(value: str, anchor: str) -> str:
+    """``value`` or the same clock time in the other half of the day, whichever comes last
+    before ``anchor``: the start of a range ("between 2 and 4 pm" starts at 14:00, "from 11 to
+    1 pm" at 11:00)."""
+    day = 24 * 60
+    here, there, end = _minutes(value), (_minutes(value) + 12 * 60) % day, _minutes(anchor)
+    best = min((here, there), key=lambda at: (end - at) % day or day)
+    return f"{best // 60:02d}:{best % 60:02d}"
+
 
 def _twelve_hour(match: re.Match[str]) -> bool:
     """Whether a time naming no part of day reads in either half of the day ("1:00", "4 点"),
@@ -302,6 +317,14 @@ def _found(sentence: str, cjk: bool) -> list[tuple[int, int, str, str]]:
         value = _clock(match, carried if joined else "")
         if _part_of_day(match):
             carried, carried_end, anchor, anchor_start = _part_of_day(match), match.end(), value, match.start()
+            start = None if cjk else _BARE_START.search(sentence[max(0, match.start() - 24):match.start()])
+            if start and value:
+                at = max(0, match.start() - 24) + start.start(1 if start.group(1) else 2)
+                hour = int(start.group(1) or start.group(2))
+                if not any(s <= at < e for s, e in taken):
+                    first_half = _nearer if _moving(sentence, at, match.end(), cjk) else _earlier  # "moved from 5 to 4 pm": 17:00
+                    out.append((at, at + len(str(hour)), "clock", first_half(f"{hour % 12:02d}:00", value)))
+                    taken.append((at, at + len(str(hour))))
             bare = None if cjk else _BARE_HOUR.match(sentence, match.end())
             if bare and value and not _CLOCK.match(sentence, bare.start(1)):
                 hour = int(bare.group(1)) % 12 + (12 if carried == "pm" else 0)
