@@ -146,3 +146,35 @@ def test_a_bare_start_of_a_change_is_the_value_left() -> None:
 
     (said,) = quantities("The review moved from 5 to 4 pm.", False)
     assert (said.value, said.was, said.changed) == ("16:00", "17:00", True)
+
+
+# ---------------------------------------------------------------------- 我现在搬到了X
+
+@pytest.mark.parametrize(("text", "place"), [
+    ("我现在搬到了杭州。", "杭州"),  # "I have now moved to Hangzhou": no residence (现在 was no word before the move)
+    ("我在北京工作了五年，现在搬到了杭州。", "杭州"),
+    ("我前不久搬到了厦门。", "厦门"),
+    ("I've now moved to Hangzhou.", "Hangzhou"),  # the English counterpart
+])
+def test_a_move_said_with_now_gives_the_residence(svc: ContextEngineService, text: str, place: str) -> None:
+    commit_texts(svc, CTX, "s1", "2026-03-02", text)
+    assert _values(svc, "residence") == [place]
+
+
+@pytest.mark.parametrize("text", ["我下个月搬到杭州。", "我明年打算搬到杭州。"])
+def test_a_planned_chinese_move_is_no_residence_yet(svc: ContextEngineService, text: str) -> None:
+    commit_texts(svc, CTX, "s1", "2026-03-02", text)
+    assert _values(svc, "residence") == []
+
+
+# ---------------------------------------------------------------------- exponential backtracking
+
+@pytest.mark.parametrize("text", ["我们" + "刚" * 60 + "了", "我" + "刚" * 60 + "了"])
+def test_a_repeated_chinese_time_word_commits_quickly(svc: ContextEngineService, text: str) -> None:
+    """"刚刚?" under a repeat split a run of 刚 every way (Fibonacci many): 30 of them took 3 s
+    to commit, each two more doubled it (the residence and the employer rules)."""
+    import time
+
+    started = time.monotonic()
+    commit_texts(svc, CTX, "s1", "2026-03-02", text)
+    assert time.monotonic() - started < 10

@@ -307,18 +307,22 @@ _EN: list[tuple[str, re.Pattern[str], bool, str]] = [
 ]
 
 _CNV = r"([^，。,.!！？?；;、]{1,20})"
+#: When a move was done (general Chinese time words of the past and present): 现在, 上个月, 前不久 …
+#: (one 刚 only: 刚刚 is two, and "刚刚?" under a repeat backtracked exponentially on 我们刚刚刚…)
+_CN_DONE = "现在|目前|上个月|上周|上个星期|去年|今年|最近|刚|已经|前年|年初|年底|终于|前不久|不久前|前段时间|前些天"
 _CN: list[tuple[str, re.Pattern[str], bool, str]] = [
     ("name", re.compile(r"我叫([\u4e00-\u9fffA-Za-z]{1,8})"), False, "cn_name"),
     ("name", re.compile(r"我的名字(?:是|叫)([\u4e00-\u9fffA-Za-z]{1,8})"), False, "cn_name"),
     ("age", re.compile(r"(?:我|^|，|,)(?:今年|已经)?(\d{1,3})岁"), False, "raw"),
     ("residence", re.compile(r"(?:我(?:和|跟|与)[\u4e00-\u9fff]{1,4}?|我|^|，|,)(?:现在|目前|一直|已经)?(?:住在|居住在|定居在|定居|生活在|安家在)" + _CNV),
      False, "cn_place"),
-    ("residence", re.compile(r"我(?:上个月|去年|今年|最近|刚|已经|前年|年初)?(?:刚)?(?:搬到了|搬到|搬去了|搬去|移居到?)" + _CNV), False, "cn_place"),
+    # a move done, with its time said: 我现在 / 前不久 / 去年 搬到了X (no plan: 下个月, 打算)
+    ("residence", re.compile(r"我(?:" + _CN_DONE + r")?(?:刚)?(?:搬到了|搬到|搬去了|搬去|移居到?)" + _CNV), False, "cn_place"),
     ("residence", re.compile(r"(?:我|^|，|,)(?:现在|目前)?(?:人)?在([\u4e00-\u9fff]{2,6})(?:生活|定居|安家)"), False, "cn_place"),
     # said in passing, or by "we": "自从搬到杭州，…", "我们刚搬到深圳，…", "搬来西安之后…" — a place of the gazetteer only
     # "我们家上个月搬去了成都", "我去年从武汉搬到了南京" (the place left is no home any more): a place of the
     # gazetteer only, since a move from one thing to another is as often a tool's ("从 MySQL 搬到 PostgreSQL")
-    ("residence", re.compile(r"(?:我们?(?:一?家)?|^|，|,)(?:自从|上个月|上周|去年|今年|最近|刚刚?|已经|前年|年初|终于|都)*"
+    ("residence", re.compile(r"(?:我们?(?:一?家)?|^|，|,)(?:自从|都|" + _CN_DONE + r")*+"
                              r"(?:从[^，。,.!！？?；;]{1,12}?)?(?:搬到了?|搬去了?|搬来了?|搬家到了?|搬回了?|移居到?)" + _CNV),
      False, "cn_known_place"),
     ("work_location", re.compile(r"(?:我|^|，|,)(?:现在|目前)?在([\u4e00-\u9fff]{2,6})(?:远程办公|远程工作|办公)"), False, "cn_place"),
@@ -332,7 +336,7 @@ _CN: list[tuple[str, re.Pattern[str], bool, str]] = [
     ("employer", re.compile(r"(?:我的|^|，|,)(?:新)?工作(?:在|于)([^，。,.!！？?；;]{2,12})"), False, "cn_org"),
     ("employer", re.compile(r"(?:^|我|，|,)(?:现在|目前)?(?:在|入职了?|加入了?)([^，。,.!！？?；;]{1,16}?(?:"
                             + "|".join(ORG_HEADS) + r"))(?:工作|上班|任职|做|当|担任|实习)"), False, "cn_org"),
-    ("employer", re.compile(r"(?:^|我|，|,)(?:现在|目前|上个月|上周|去年|今年|最近|刚刚?|已经)*(?:入职了?|加入了?|跳槽到了?)([^，。,.!！？?；;]{2,16})"), False, "cn_org"),
+    ("employer", re.compile(r"(?:^|我|，|,)(?:现在|目前|上个月|上周|去年|今年|最近|刚|已经)*+(?:入职了?|加入了?|跳槽到了?)([^，。,.!！？?；;]{2,16})"), False, "cn_org"),
     ("employer", re.compile(r"(?:^|我|，|,)(?:现在|目前)?在\s*([A-Za-z][\w&.\- ]{1,30}?|[\u4e00-\u9fff]{2,10}?)\s*(?:做|当)([^，。,.!！？?；;]{2,10})"), False, "cn_org"),
     ("occupation", re.compile(r"(?:^|我|，|,)(?:现在|目前)?在\s*(?:[A-Za-z][\w&.\- ]{1,30}?|[\u4e00-\u9fff]{2,10}?)\s*(?:做|当)([^，。,.!！？?；;]{2,10})"), False, "cn_text"),
     ("occupation", re.compile(r"(?:我|^|，|,)(?:现在|目前)?是(?:一名|一个|一位|个|名)?([^，。,.!！？?；;]{0,16}?(?:" + _JOBS_CN + r"))"), False, "cn_text"),
