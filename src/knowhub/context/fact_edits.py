@@ -124,6 +124,8 @@ def _other_attribute(changes: dict[str, str], fact: dict[str, Any]) -> str:
     for sentence in (changes.get("abstract", ""), _from_content(changes.get("content", ""))[:2000]):
         lower = _bare(sentence, fact).lower()
         if sentence and not lower.startswith(fact_phrase(own).lower()):
+            if own in {a for a, _v, _multi in _first_person(sentence, fact)}:
+                continue  # "User works as a nurse at Google" on the employer's node: it states the employer too
             for attribute, phrase in _other_phrases(own).items():
                 if lower.startswith(phrase) and not lower[len(phrase):len(phrase) + 1].isalnum():
                     return attribute

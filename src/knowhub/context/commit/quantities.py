@@ -239,10 +239,42 @@ def _later(value: str, anchor: str) -> str:
 _MOVES_EN = re.compile(r"\b(?:mov|chang|push|pull|shift|reschedul|postpon|delay|bump|bring|switch|set|mak|adjust|"
                        r"updat|extend|shorten|cut)\w*\b|\binstead of\b|\brather than\b", re.I)
 _MOVES_CN = re.compile(r"改|调|挪|提前|推迟|延后|延到|换|变")
+#: Words that hold a moving word but move nothing: the noun "shift" ("my night shift is from 10
+#: pm to 6" is a range), 空调 (air conditioner), 调试 (debug), 调查, 调用, 协调, 强调, 变量, 改进.
+#: General language.
+_NOT_MOVES = re.compile(r"\b(?:night|day|morning|evening|afternoon|late|early|graveyard|swing|split|double|weekend|"
+                        r"work|my|his|her|their|our|your|the|a|this|that|next|last|first|second|third)\s+shifts?\b|"
+                        r"空调|调试|调查|调用|协调|强调|变量|改进", re.I)
+#: Where a clause ends: a moving word of another clause ("I set up the clinic; it is open from
+#: 9 am to 5", 我换了工作，现在上午 9 点到 5 点上班) moves none of this clause's times.
+_CLAUSE_END = {False: re.compile(r"[;!?]|:\s"), True: re.compile(r"[;!?；：！？，,]")}
+
+
+def _moving(sentence: str, start: int, end: int, cjk: bool) -> bool:
+    """Whether a moving word stands in the clause of two times (the first at ``start``, the
+    second ending at ``end``): they are a change, else a range."""
+    ends = [m.end() for m in _CLAUSE_END[cjk].finditer(sentence, 0, start)]
+    window = _NOT_MOVES.sub(" ", sentence[ends[-1] if ends else 0:end])
+    return bool((_MOVES_CN if cjk else _MOVES_EN).search(window))
 #: A bare hour after a time and "to" / "until" / a dash ("from 10 am to 9", "9 am–5"): a time
 #: of day too, unless a unit follows ("from 9 am to 5 people" is a count).
 _BARE_HOUR = re.compile(rf"\s*(?:to|until|till|through|-|–|—)\s*(1[0-2]|0?[1-9])(?!\d|[:.]\d|\s*(?:am|pm|a\.m\.|p\.m\.|"
                         rf"o'clock|{_UNIT_EN_RE})\b)", re.I)
+
+#: A bare hour that starts a range whose end names the part of day ("between 2 and 4 pm",
+#: "from 11 to 1 pm", "9–5 pm"): right before that end.
+_BARE_START = re.compile(r"(?:\b(?:between|from)\s+(1[0-2]|0?[1-9])\s*(?:and|to|until|till|through|-|–|—)|"
+                         r"(?<![\w:.,])(1[0-2]|0?[1-9])\s*(?:-|–|—))\s*$", re.I)
+
+
+def _earlier(value: str, anchor: str) -> str:
+    """``value`` or the same clock time in the other half of the day, whichever comes last
+    before ``anchor``: the start of a range ("between 2 and 4 pm" starts at 14:00, "from 11 to
+    1 pm" at 11:00)."""
+    day = 24 * 60
+    here, there, end = _minutes(value), (_minutes(value) + 12 * 60) % day, _minutes(anchor)
+    best = min((here, there), key=lambda at: (end - at) % day or day)
+    return f"{best // 60:02d}:{best % 60:02d}"
 
 
 def _twelve_hour(match: re.Match[str]) -> bool:
@@ -279,20 +311,28 @@ def _found(sentence: str, cjk: bool) -> list[tuple[int, int, str, str]]:
         if unit:
             out.append((match.start(), match.end(), unit, _number(match.group(1))))
     taken = [(s, e) for s, e, _u, _v in out]
-    carried, carried_end, anchor = "", 0, ""  # the part of day and time of the sentence's last time that named one
-    other_half = _later if not (_MOVES_CN if cjk else _MOVES_EN).search(sentence) else _nearer  # a range, or a change
+    carried, carried_end, anchor, anchor_start = "", 0, "", 0  # the part of day and time of the sentence's last time that named one
     for match in _CLOCK.finditer(sentence):
         joined = bool(carried) and _joined(sentence[carried_end:match.start()], cjk)
         value = _clock(match, carried if joined else "")
         if _part_of_day(match):
-            carried, carried_end, anchor = _part_of_day(match), match.end(), value
+            carried, carried_end, anchor, anchor_start = _part_of_day(match), match.end(), value, match.start()
+            start = None if cjk else _BARE_START.search(sentence[max(0, match.start() - 24):match.start()])
+            if start and value:
+                at = max(0, match.start() - 24) + start.start(1 if start.group(1) else 2)
+                hour = int(start.group(1) or start.group(2))
+                if not any(s <= at < e for s, e in taken):
+                    first_half = _nearer if _moving(sentence, at, match.end(), cjk) else _earlier  # "moved from 5 to 4 pm": 17:00
+                    out.append((at, at + len(str(hour)), "clock", first_half(f"{hour % 12:02d}:00", value)))
+                    taken.append((at, at + len(str(hour))))
             bare = None if cjk else _BARE_HOUR.match(sentence, match.end())
             if bare and value and not _CLOCK.match(sentence, bare.start(1)):
                 hour = int(bare.group(1)) % 12 + (12 if carried == "pm" else 0)
+                other_half = _nearer if _moving(sentence, match.start(), bare.end(), cjk) else _later  # a change, or a range
                 out.append((bare.start(1), bare.end(1), "clock", other_half(f"{hour:02d}:00", value)))
                 taken.append((bare.start(1), bare.end(1)))
         elif joined and value and anchor and _twelve_hour(match):
-            value = other_half(value, anchor)
+            value = (_nearer if _moving(sentence, anchor_start, match.end(), cjk) else _later)(value, anchor)
         if value and not any(s < match.end() and match.start() < e for s, e in taken):
             out.append((match.start(), match.end(), "clock", value))
     return sorted(out)

@@ -9,7 +9,7 @@ attribute          said as                                                      
 ``name``           my name is X, call me X, Hi, I'm X / 我叫X, 我的名字是X                  no
 ``age``            I'm 32 (years old), I just turned 40 / 我今年32岁                      no
 ``residence``      I live in X, I moved to X, I'm based in X, I relocated to X,          no
-                   since relocating to X, our new flat in X, I live with my partner in X,
+                   since relocating to X, our new flat in X, I live with my partner / her in X,
                    … but now live in X / 我住在X, 我搬到了X, 我定居在X, 我在X生活, 自从搬到X,
                    我们刚搬到X, 我们家搬去了X, 我去年从A搬到了X, 我和老婆住在X
 ``work_location``  I work remotely from X, I work from home, my office is in X,         no
@@ -248,9 +248,12 @@ _EN: list[tuple[str, re.Pattern[str], bool, str]] = [
     ("age", re.compile(r"\bI(?:'m| am) (\d{1,3})(?: years? old| yo)?(?=[,.;!?]|$| and )", re.I), False, "raw"),
     ("age", re.compile(r"\bI (?:just )?turned (\d{1,3})\b", re.I), False, "raw"),
     ("residence", re.compile(_I + r"(?:live|living|'m living|am living|reside|'ve been living|have been living)"
-                             r"(?: with (?:my|our|a|the) [a-z]+(?: [a-z]+)?)? in ([^,.;!?]+)", re.I), False, "place"),
+                             r"(?: with (?:(?:my|our|a|the|his|her|their) [a-z]+(?: [a-z]+)?|him|her|them))? in ([^,.;!?]+)", re.I), False, "place"),
     # a second clause of the same speaker: "I grew up in Lagos but now live in London"
-    ("residence", re.compile(r"\b(?:I|we)\b[^.;!?]{0,60}?\b(?:and|but) (?:now |currently )?live in ([^,.;!?]+)", re.I), False, "place"),
+    # — not when another person is the subject in between ("my parents retired and live in Florida",
+    # "two sisters who … and live in Texas")
+    ("residence", re.compile(r"\b(?:I|we)\b(?:(?!\b(?:who|whom|whose|which|he|she|they|you|my|his|her|their|your)\b)[^.;!?]){0,60}?"
+                             r"\b(?:and|but) (?:now |currently )?live in ([^,.;!?]+)", re.I), False, "place"),
     ("residence", re.compile(_I + r"(?:moved|relocated|'ve moved|have moved) (?:over |back |out )?to ([^,.;!?]+)", re.I), False, "place"),
     ("residence", re.compile(_I + r"(?:moved|relocated|'ve moved|have moved) (?:over |back |out |here )?from [^,.;!?]+? to ([^,.;!?]+)", re.I), False, "place"),
     ("residence", re.compile(r"\b(?:I(?:'m| am)|we(?:'re| are)) (?:now |currently |finally |all )?(?:based|living|settled) (?:in|out of) ([^,.;!?]+)", re.I), False, "place"),
@@ -304,18 +307,22 @@ _EN: list[tuple[str, re.Pattern[str], bool, str]] = [
 ]
 
 _CNV = r"([^，。,.!！？?；;、]{1,20})"
+#: When a move was done (general Chinese time words of the past and present): 现在, 上个月, 前不久 …
+#: (one 刚 only: 刚刚 is two, and "刚刚?" under a repeat backtracked exponentially on 我们刚刚刚…)
+_CN_DONE = "现在|目前|上个月|上周|上个星期|去年|今年|最近|刚|已经|前年|年初|年底|终于|前不久|不久前|前段时间|前些天"
 _CN: list[tuple[str, re.Pattern[str], bool, str]] = [
     ("name", re.compile(r"我叫([\u4e00-\u9fffA-Za-z]{1,8})"), False, "cn_name"),
     ("name", re.compile(r"我的名字(?:是|叫)([\u4e00-\u9fffA-Za-z]{1,8})"), False, "cn_name"),
     ("age", re.compile(r"(?:我|^|，|,)(?:今年|已经)?(\d{1,3})岁"), False, "raw"),
     ("residence", re.compile(r"(?:我(?:和|跟|与)[\u4e00-\u9fff]{1,4}?|我|^|，|,)(?:现在|目前|一直|已经)?(?:住在|居住在|定居在|定居|生活在|安家在)" + _CNV),
      False, "cn_place"),
-    ("residence", re.compile(r"我(?:上个月|去年|今年|最近|刚|已经|前年|年初)?(?:刚)?(?:搬到了|搬到|搬去了|搬去|移居到?)" + _CNV), False, "cn_place"),
+    # a move done, with its time said: 我现在 / 前不久 / 去年 搬到了X (no plan: 下个月, 打算)
+    ("residence", re.compile(r"我(?:" + _CN_DONE + r")?(?:刚)?(?:搬到了|搬到|搬去了|搬去|移居到?)" + _CNV), False, "cn_place"),
     ("residence", re.compile(r"(?:我|^|，|,)(?:现在|目前)?(?:人)?在([\u4e00-\u9fff]{2,6})(?:生活|定居|安家)"), False, "cn_place"),
     # said in passing, or by "we": "自从搬到杭州，…", "我们刚搬到深圳，…", "搬来西安之后…" — a place of the gazetteer only
     # "我们家上个月搬去了成都", "我去年从武汉搬到了南京" (the place left is no home any more): a place of the
     # gazetteer only, since a move from one thing to another is as often a tool's ("从 MySQL 搬到 PostgreSQL")
-    ("residence", re.compile(r"(?:我们?(?:一?家)?|^|，|,)(?:自从|上个月|上周|去年|今年|最近|刚刚?|已经|前年|年初|终于|都)*"
+    ("residence", re.compile(r"(?:我们?(?:一?家)?|^|，|,)(?:自从|都|" + _CN_DONE + r")*+"
                              r"(?:从[^，。,.!！？?；;]{1,12}?)?(?:搬到了?|搬去了?|搬来了?|搬家到了?|搬回了?|移居到?)" + _CNV),
      False, "cn_known_place"),
     ("work_location", re.compile(r"(?:我|^|，|,)(?:现在|目前)?在([\u4e00-\u9fff]{2,6})(?:远程办公|远程工作|办公)"), False, "cn_place"),
@@ -329,7 +336,7 @@ _CN: list[tuple[str, re.Pattern[str], bool, str]] = [
     ("employer", re.compile(r"(?:我的|^|，|,)(?:新)?工作(?:在|于)([^，。,.!！？?；;]{2,12})"), False, "cn_org"),
     ("employer", re.compile(r"(?:^|我|，|,)(?:现在|目前)?(?:在|入职了?|加入了?)([^，。,.!！？?；;]{1,16}?(?:"
                             + "|".join(ORG_HEADS) + r"))(?:工作|上班|任职|做|当|担任|实习)"), False, "cn_org"),
-    ("employer", re.compile(r"(?:^|我|，|,)(?:现在|目前|上个月|上周|去年|今年|最近|刚刚?|已经)*(?:入职了?|加入了?|跳槽到了?)([^，。,.!！？?；;]{2,16})"), False, "cn_org"),
+    ("employer", re.compile(r"(?:^|我|，|,)(?:现在|目前|上个月|上周|去年|今年|最近|刚|已经)*+(?:入职了?|加入了?|跳槽到了?)([^，。,.!！？?；;]{2,16})"), False, "cn_org"),
     ("employer", re.compile(r"(?:^|我|，|,)(?:现在|目前)?在\s*([A-Za-z][\w&.\- ]{1,30}?|[\u4e00-\u9fff]{2,10}?)\s*(?:做|当)([^，。,.!！？?；;]{2,10})"), False, "cn_org"),
     ("occupation", re.compile(r"(?:^|我|，|,)(?:现在|目前)?在\s*(?:[A-Za-z][\w&.\- ]{1,30}?|[\u4e00-\u9fff]{2,10}?)\s*(?:做|当)([^，。,.!！？?；;]{2,10})"), False, "cn_text"),
     ("occupation", re.compile(r"(?:我|^|，|,)(?:现在|目前)?是(?:一名|一个|一位|个|名)?([^，。,.!！？?；;]{0,16}?(?:" + _JOBS_CN + r"))"), False, "cn_text"),
@@ -374,6 +381,8 @@ _CN_SAYINGS = frozenset(["实话", "真话", "假话", "废话", "大话", "笑�
 #: 公司了" — practically lives at the office; 住在医院 — in hospital): no home. Near one is
 #: ("住在公司附近"). General Chinese words.
 _CN_NO_HOME = frozenset("公司 办公室 工位 单位 实验室 机房 工地 工厂 车间 医院 图书馆 健身房 网吧 车上 群里".split())  # noqa: SIM905
+#: "together" (我和他住在一起, 跟爸妈住在一块儿): who one lives with, no place.
+_CN_TOGETHER = ("一起", "一块", "一处")
 
 
 def _cn_langs(value: str) -> list[str]:
@@ -399,8 +408,8 @@ def _values(kind: str, match: re.Match[str]) -> list[str]:
         return [re.split(r"[是，,。]", raw)[0]]
     if kind in ("cn_place", "cn_known_place"):
         value = _cut_cn(raw, 12).removesuffix("的")  # "我老家是四川的"
-        if names_a_tool(value) or value.rstrip("里上") in _CN_NO_HOME:
-            return []  # "我现在住在公司了" / "住在飞书里": where one spends the day, no home
+        if names_a_tool(value.rstrip("里上")) or value.rstrip("里上") in _CN_NO_HOME or value.startswith(_CN_TOGETHER):
+            return []  # "我现在住在公司了" / "住在Slack里": where one spends the day, no home; 我和他住在一起: no place
         known = kind == "cn_place" or _cn_known_place(value)
         return [value] if value and known and not is_language(value) and value[0] not in _CN_NOT_FACT else []
     if kind == "cn_org":

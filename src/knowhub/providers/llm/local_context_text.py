@@ -217,11 +217,21 @@ def _month_shift(when: datetime, months: int) -> str:
     return f"{MONTHS[index % 12].capitalize()} {index // 12}"
 
 
+def _cn_count(word: str) -> int:
+    """A Chinese count up to 99: 五, 十, 十五 (15), 二十 (20), 二十三; 1 when it is none."""
+    tens, ten, ones = word.partition("十")
+    if not ten:
+        return _CN_NUM.get(word, 1)
+    if (tens and tens not in _CN_NUM) or (ones and ones not in _CN_NUM):
+        return 1
+    return (_CN_NUM[tens] if tens else 1) * 10 + (_CN_NUM[ones] if ones else 0)
+
+
 def _count(word: str) -> int:
     word = word.lower().strip()
     if word.isdigit():
         return int(word)
-    return _NUM_WORDS.get(word, _CN_NUM.get(word, 1))
+    return _NUM_WORDS[word] if word in _NUM_WORDS else _cn_count(word)
 
 
 def _resolve_latin(cue: str, when: datetime) -> str | None:
@@ -321,7 +331,7 @@ def _resolve_cn(cue: str, when: datetime) -> str | None:
         return iso(weekday_date(when, target, offset))
     match = re.match(r"([一两二三四五六七八九十几\d]+)(天|周|个月|年)前", cue)
     if match:
-        n = int(match.group(1)) if match.group(1).isdigit() else _CN_NUM.get(match.group(1), 1)
+        n = int(match.group(1)) if match.group(1).isdigit() else _cn_count(match.group(1))
         unit = match.group(2)
         if unit == "天":
             return iso(when - timedelta(days=n))
