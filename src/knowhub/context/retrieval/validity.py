@@ -33,7 +33,9 @@ _MAX_CHAIN = 4
 #: out) right after it.
 CONFIRMATIONS = True
 
-def _block_of(fs: ContextFS, ctx: Any, uri: str, score: float, reason: str) -> RetrievedBlock | None:
+def _block_of(fs: ContextFS | None, ctx: Any, uri: str, score: float, reason: str) -> RetrievedBlock | None:
+    if fs is None:  # not reached: follow_timeline refuses add_missing without a store
+        return None
     try:
         node = fs.read_node(ctx, uri, include_content=False)
     except KnowhubError:  # deleted, or not the caller's: the link is not followed
@@ -44,11 +46,18 @@ def _block_of(fs: ContextFS, ctx: Any, uri: str, score: float, reason: str) -> R
                           category=node.category, metadata=meta)
 
 
-def follow_timeline(blocks: list[RetrievedBlock], fs: ContextFS, ctx: Any, top_k: int,
+def follow_timeline(blocks: list[RetrievedBlock], fs: ContextFS | None, ctx: Any, top_k: int,
                     add_missing: bool = True) -> list[RetrievedBlock]:
     """Blocks with replacements before superseded values and both sides of a contradiction
     together (see the module doc), at most ``top_k``. ``add_missing=False`` only reorders
-    the blocks found (a replacement or other side that was not found is not added)."""
+    the blocks found (a replacement or other side that was not found is not added) and
+    never reads ``fs``, which may then be None (:mod:`.value_questions` reorders so).
+
+    Raises:
+        ValueError: ``add_missing`` without a store to read the missing blocks from.
+    """
+    if add_missing and fs is None:
+        raise ValueError("follow_timeline: add_missing needs the store")
     if not any(b.metadata.get("superseded_by") or b.metadata.get("conflict") or b.metadata.get("confirmed_by") for b in blocks):
         return blocks
     by_uri = {b.uri: b for b in blocks}

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 
 from knowhub.context.commit.slots import states_change
 from knowhub.context.core.query import RetrievedBlock, SearchResult
@@ -48,27 +49,27 @@ VALUE_POOL = 40
 _NOW_EN = re.compile(r"\b(?:now|currently|current|at present|at the moment|these days|nowadays|as things stand|"
                      r"any ?more|no longer|ended up|in the end|finally|latest)\b", re.I)
 _NOW_ZH = re.compile(r"现在|目前|如今|当前|眼下|最终|最后(?:决定|定|用)|后来|最新")
-_CJK = re.compile(r"[\u3400-\u9fff]")
 
 
 def is_value_question(question: str) -> bool:
     """True when ``question`` asks what a value is now or ended up as (module doc); a history
     question ("from the start to now", 从开始到现在经历了什么) asks for the whole thread and is
-    not one (:mod:`.thread_walk` searches it)."""
-    return bool((_NOW_ZH if _CJK.search(question) else _NOW_EN).search(question)) and not is_history_question(question)
+    not one (:mod:`.thread_walk` searches it). Both languages' words are read: a question may mix
+    them ("What does 张伟 do now?", "现在 which database?")."""
+    return bool(_NOW_EN.search(question) or _NOW_ZH.search(question)) and not is_history_question(question)
 
 
 def boost_changes(blocks: list[RetrievedBlock], weight: float) -> list[RetrievedBlock]:
     """``blocks`` with change-worded ones scored ``× (1 + weight)``, sorted by score (stable),
-    in the timeline's order (module doc)."""
+    in the timeline's order (module doc). New blocks: the caller's (a result it keeps, a cache)
+    keep their scores and metadata, so boosting twice gives the same answer."""
     if weight <= 0 or not blocks:
         return blocks
-    for block in blocks:
-        if states_change(block.abstract or ""):
-            block.score *= 1.0 + weight
-    ranked = sorted(blocks, key=lambda b: -b.score)  # stable: ties keep the search's order
+    scored = [replace(b, score=b.score * (1.0 + weight) if states_change(b.abstract or "") else b.score,
+                      metadata=dict(b.metadata)) for b in blocks]
+    ranked = sorted(scored, key=lambda b: -b.score)  # stable: ties keep the search's order
     # only reorders the blocks given (no store read): a replacement before the value it replaced
-    return follow_timeline(ranked, None, None, len(ranked), add_missing=False)  # type: ignore[arg-type]
+    return follow_timeline(ranked, None, None, len(ranked), add_missing=False)
 
 
 def search_values(search: Callable[[str, int], SearchResult], query: str, top_k: int,
