@@ -16,10 +16,9 @@ import re
 import pytest
 
 from knowhub.context import ContextEngineService
-from knowhub.errors import NotFoundError
 from knowhub.scope import RequestContext
 
-from .timeline_support import commit_texts, superseded_pairs
+from .timeline_support import commit_texts, profile_facts, profile_values, superseded_pairs
 
 CTX = RequestContext("acme", "carol")
 MEM = "ctx://acme/users/carol/memories"
@@ -27,14 +26,11 @@ PROFILE = f"{MEM}/profile"
 
 
 def _facts(svc: ContextEngineService) -> list[dict]:
-    try:
-        return list(svc.get_node(CTX, PROFILE).metadata["facts"].values())
-    except NotFoundError:
-        return []
+    return profile_facts(svc, CTX, MEM)
 
 
 def _values(svc: ContextEngineService, attribute: str) -> list[str]:
-    return [f["value"] for f in _facts(svc) if f["attribute"] == attribute]
+    return profile_values(svc, CTX, MEM, attribute)
 
 
 def _nodes(svc: ContextEngineService, under: str):

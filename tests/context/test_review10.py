@@ -16,10 +16,9 @@ from __future__ import annotations
 import pytest
 
 from knowhub.context import ContextEngineService
-from knowhub.errors import NotFoundError
 from knowhub.scope import RequestContext
 
-from .timeline_support import commit_texts
+from .timeline_support import commit_texts, profile_values
 
 CTX = RequestContext("acme", "dora")
 MEM = "ctx://acme/users/dora/memories"
@@ -27,11 +26,7 @@ PROFILE = f"{MEM}/profile"
 
 
 def _values(svc: ContextEngineService, attribute: str) -> list[str]:
-    try:
-        facts = svc.get_node(CTX, PROFILE).metadata["facts"].values()
-    except NotFoundError:
-        return []
-    return [f["value"] for f in facts if f["attribute"] == attribute]
+    return profile_values(svc, CTX, MEM, attribute)
 
 
 def _clock_slots(svc: ContextEngineService) -> list[str]:

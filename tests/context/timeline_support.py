@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from knowhub.context import ContextEngineService
+from knowhub.errors import NotFoundError
 from knowhub.scope import RequestContext
 
 
@@ -29,3 +30,16 @@ def superseded_pairs(svc: ContextEngineService, ctx: RequestContext, memories: s
     nodes = [svc.get_node(ctx, c.uri) for c in svc.list_children(ctx, memories, recursive=True) if c.is_node]
     refs = {n.uri: (n.metadata.get("source_refs") or ["?"])[0] for n in nodes}
     return {(refs[n.uri], refs.get(n.metadata["superseded_by"], "?")) for n in nodes if n.metadata.get("superseded_by")}
+
+
+def profile_facts(svc: ContextEngineService, ctx: RequestContext, memories: str) -> list[dict]:
+    """The facts of the profile node under ``memories`` (none before a profile exists)."""
+    try:
+        return list(svc.get_node(ctx, f"{memories}/profile").metadata["facts"].values())
+    except NotFoundError:
+        return []
+
+
+def profile_values(svc: ContextEngineService, ctx: RequestContext, memories: str, attribute: str) -> list[str]:
+    """The values the profile holds for ``attribute``, in the node's order."""
+    return [f["value"] for f in profile_facts(svc, ctx, memories) if f["attribute"] == attribute]
